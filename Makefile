@@ -1,0 +1,53 @@
+# Two commands on a fresh machine (Python 3.11+, Node 20+):
+#   make quickstart   set up, then run the quickstart notebook headless (a scripted dry run without a key)
+#   make test         set up, then run the test suite
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+# Keep kernels, Jupyter, Hugging Face and Phoenix state inside the checkout, out of $HOME.
+export IPYTHONDIR            := $(CURDIR)/.state/ipython
+export JUPYTER_CONFIG_DIR    := $(CURDIR)/.state/jupyter/config
+export JUPYTER_DATA_DIR      := $(CURDIR)/.state/jupyter/data
+export JUPYTER_RUNTIME_DIR   := $(CURDIR)/.state/jupyter/runtime
+export HF_HOME               := $(CURDIR)/.state/huggingface
+export PHOENIX_WORKING_DIR   := $(CURDIR)/.phoenix
+export MPLBACKEND            := Agg
+
+NB     ?= notebooks/quickstart.ipynb
+PARAMS ?=
+PYTEST_ARGS ?=
+
+.PHONY: setup quickstart notebook test bench clean
+
+setup: $(VENV)/.installed cline/node_modules/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@mkdir -p .state
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed: set PYTHON=/path/to/python3.11 (found " + sys.version.split()[0] + ")")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+cline/node_modules/.installed: cline/package.json cline/package-lock.json
+	@command -v npm >/dev/null || { echo "npm not found: install Node.js 20+ (it brings npm)"; exit 1; }
+	@# npm install (not ci): it keeps the lock's versions and hashes, and tolerates the platform
+	@# packages a registry mirror may not serve (only the local platform's binary is needed).
+	cd cline && npm install --no-audit --no-fund --loglevel=error
+	touch $@
+
+quickstart: setup
+	$(PY) -m helpers.notebook_runner $(NB) $(PARAMS)
+
+notebook: setup
+	$(PY) -m helpers.notebook_runner $(NB) $(PARAMS)
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) cline/node_modules .state .cache .phoenix

@@ -1,0 +1,23 @@
+"""Everything Cline-specific: the pinned CLI, the one-task runner, run_act and plan mode.
+
+`from cline import run_act` loads lazily; importing this package starts nothing.
+"""
+
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "run_act": "cline.run_act",
+    "run_plan": "cline.run_act",
+    "ClineAgent": "cline.runner",
+    "run_task": "cline.runner",
+    "cline_binary": "cline.runner",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'cline' has no attribute {name!r}")
+    return getattr(import_module(_EXPORTS[name]), name)

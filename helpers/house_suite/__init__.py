@@ -1,0 +1,1 @@
+"""The bundled house-conventions task suite (source repositories and tasks)."""

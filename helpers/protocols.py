@@ -1,0 +1,131 @@
+"""The seams of the cookbook: plain data and the three protocols the loop is written against.
+
+A task is one row of a DataFrame with SWE-bench's fields (see TASK_FIELDS); every step passes plain
+data on, so a notebook cell can call one step, look at its output, and call the next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+
+# The fields every task row carries (SWE-bench's own names). FAIL_TO_PASS / PASS_TO_PASS are lists
+# of test ids once loaded (the data set stores them as JSON strings).
+TASK_FIELDS = (
+    "instance_id",
+    "repo",
+    "base_commit",
+    "problem_statement",
+    "patch",  # the gold patch
+    "test_patch",
+    "FAIL_TO_PASS",
+    "PASS_TO_PASS",
+    "created_at",
+)
+# A house-suite task also carries "suite": "house"; SWE-bench tasks carry "suite": "swebench".
+
+Task = Mapping[str, Any]
+
+
+@dataclass
+class AgentResult:
+    """What one agent run on one task produced.
+
+    status: "completed" (the agent finished its turn), "error" (provider or CLI failure, see `error`)
+    or "timeout" (stopped by the runner). `patch` is a unified diff against the task's base commit,
+    possibly empty; for plan mode it is empty and `plan` holds the plan text.
+    """
+
+    instance_id: str
+    status: str
+    patch: str = ""
+    plan: str = ""
+    error: str = ""
+    iterations: int = 0
+    duration_s: float = 0.0
+    usage: dict[str, int] = field(default_factory=dict)  # input_tokens, output_tokens, ...
+    cost_usd: float = 0.0
+    final_text: str = ""
+    model: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class EvalResult:
+    """The tests' verdict on one patch, graded like SWE-bench.
+
+    resolved is True only when every FAIL_TO_PASS and PASS_TO_PASS test passed. `error` is set when
+    the patch could not be evaluated at all (did not apply, timed out, harness unavailable); then
+    resolved is False. `log` is the test output (or the reason), `tests` maps test id -> "PASSED" |
+    "FAILED" | "ERROR" | "MISSING".
+    """
+
+    instance_id: str
+    resolved: bool
+    log: str = ""
+    error: str = ""
+    tests: dict[str, str] = field(default_factory=dict)
+    duration_s: float = 0.0
+    log_path: str = ""
+
+    @property
+    def failed_tests(self) -> list[str]:
+        return [t for t, outcome in self.tests.items() if outcome != "PASSED"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """A coding agent. Cline is the first; others plug in without touching the loop.
+
+    run() never raises for a task-level failure (bad provider answer, crash, timeout): it returns an
+    AgentResult with status "error" or "timeout" and the reason in `error`. It leaves `workspace`
+    edited by the agent and leaves no process running.
+    """
+
+    def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult: ...
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Runs a task's tests against a patch.
+
+    evaluate() never raises for a bad patch (does not apply, breaks the build, hangs): it returns an
+    EvalResult with resolved=False and the reason in `error` and `log`. It raises only for setup
+    problems that would fail every task the same way (no Docker engine, no Modal credentials), with a
+    message saying how to fix them.
+    """
+
+    def evaluate(self, task: Task, patch: str) -> EvalResult: ...
+
+
+@dataclass
+class Completion:
+    """One LLM answer. `cached` is True when it came from the on-disk cache (no request was made)."""
+
+    text: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    cached: bool = False
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """The judge's and the optimizer's model.
+
+    complete() retries rate limits and server errors (honouring Retry-After) a bounded number of
+    times, then raises; it raises at once on other client errors (bad key, bad request) and when the
+    budget is spent (helpers.llm.BudgetExceeded). It never logs the key.
+    """
+
+    model: str
+
+    def complete(self, messages: Sequence[Mapping[str, Any]], **params: Any) -> Completion: ...
