@@ -11,13 +11,12 @@ export JUPYTER_DATA_DIR      := $(CURDIR)/.state/jupyter/data
 export JUPYTER_RUNTIME_DIR   := $(CURDIR)/.state/jupyter/runtime
 export HF_HOME               := $(CURDIR)/.state/huggingface
 export PHOENIX_WORKING_DIR   := $(CURDIR)/.phoenix
-export MPLBACKEND            := Agg
 
 NB     ?= notebooks/quickstart.ipynb
 PARAMS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup quickstart notebook test bench clean
+.PHONY: setup quickstart notebook test bench phoenix clean
 
 setup: $(VENV)/.installed cline/node_modules/.installed
 
@@ -51,3 +50,7 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) cline/node_modules .state .cache .phoenix
+
+phoenix: setup
+	@echo "Phoenix with every logged experiment (data in .phoenix/): http://127.0.0.1:6006  (Ctrl-C stops it)"
+	PHOENIX_HOST=127.0.0.1 PHOENIX_PORT=6006 PHOENIX_TELEMETRY_ENABLED=false PHOENIX_ALLOW_EXTERNAL_RESOURCES=false $(VENV)/bin/phoenix serve

@@ -1,0 +1,158 @@
+"""Run any cookbook notebook headless through papermill, with parameters, reproducibly.
+
+    python -m helpers.notebook_runner notebooks/quickstart.ipynb -p LOOPS 2 -p TRAIN_SIZE 4
+    python -m helpers.notebook_runner notebooks/02_optimize_cline_act.ipynb LOOPS=3 EXPERIMENT=demo
+    make notebook NB=notebooks/03_results.ipynb PARAMS="EXPERIMENT=demo"
+
+The executed copy goes to act_results/<EXPERIMENT>/notebooks/<name>.ipynb. Before it is saved, every
+output is scrubbed: API keys (and anything shaped like one) are redacted and this machine's paths are
+replaced by <repo> and ~, so an executed notebook can be shared as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from helpers.config import REPO_ROOT, RESULTS_DIR, STATE_DIR
+from helpers.records import check_name, write_atomic
+
+SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PHOENIX_API_KEY", "OPENROUTER_API_KEY",
+                    "MODAL_TOKEN_SECRET", "HF_TOKEN")
+SECRET_SHAPES = re.compile(r"(sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|hf_[A-Za-z0-9]{20,})")
+
+
+def parse_value(text: str) -> Any:
+    """'3' -> 3, '0.5' -> 0.5, 'True' -> True, 'None' -> None, "['a']" -> ['a'], else the string."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def parse_parameters(pairs: list[str], flagged: list[list[str]]) -> dict[str, Any]:
+    params = {name: parse_value(value) for name, value in flagged}
+    for pair in pairs:
+        if "=" not in pair:
+            raise SystemExit(f"Bad parameter {pair!r}: write NAME=VALUE (e.g. LOOPS=2) or -p NAME VALUE.")
+        name, value = pair.split("=", 1)
+        params[name.strip()] = parse_value(value)
+    return params
+
+
+def kernel_environment() -> dict[str, str]:
+    """Keep kernel, Jupyter and Hugging Face state in the checkout, not in $HOME."""
+    state = Path(os.environ.get("PL_STATE_DIR", STATE_DIR))
+    defaults = {
+        "IPYTHONDIR": state / "ipython",
+        "JUPYTER_CONFIG_DIR": state / "jupyter" / "config",
+        "JUPYTER_DATA_DIR": state / "jupyter" / "data",
+        "JUPYTER_RUNTIME_DIR": state / "jupyter" / "runtime",
+        "HF_HOME": state / "huggingface",
+    }
+    env = {}
+    for name, path in defaults.items():
+        env[name] = os.environ.get(name) or str(path)
+        Path(env[name]).mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def scrub_text(text: str, secrets: list[str], paths: list[tuple[str, str]]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "[REDACTED]")
+    text = SECRET_SHAPES.sub("[REDACTED]", text)
+    for path, placeholder in paths:
+        text = text.replace(path, placeholder)
+    return text
+
+
+def scrub_notebook(path: Path) -> None:
+    """Redact secrets and machine paths from every string in an executed notebook, in place."""
+    secrets = [v for name in SECRET_VARIABLES if len(v := os.environ.get(name, "")) >= 8]
+    paths = [(str(REPO_ROOT), "<repo>"), (str(Path.home()), "~")]
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return scrub_text(value, secrets, paths)
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        return value
+
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    write_atomic(path, json.dumps(walk(notebook), indent=1, ensure_ascii=False) + "\n")
+
+
+def output_path_for(notebook: Path, params: dict[str, Any]) -> Path:
+    import papermill
+
+    experiment = params.get("EXPERIMENT")
+    if experiment is None:
+        default = papermill.inspect_notebook(str(notebook)).get("EXPERIMENT", {}).get("default")
+        experiment = parse_value(default) if default else notebook.stem
+    return Path(RESULTS_DIR) / check_name(str(experiment)) / "notebooks" / notebook.name
+
+
+def run_notebook(notebook: Path | str, params: dict[str, Any] | None = None,
+                 output: Path | str | None = None, timeout_s: int | None = None) -> Path:
+    """Execute `notebook` with `params`; returns the scrubbed executed copy's path.
+
+    Raises papermill's PapermillExecutionError when a cell fails (the executed copy, scrubbed, is
+    still written, showing the failing cell).
+    """
+    import papermill
+
+    notebook = Path(notebook).resolve()
+    if not notebook.is_file():
+        raise FileNotFoundError(f"No notebook at {notebook}; the cookbook's notebooks are in {REPO_ROOT / 'notebooks'}.")
+    params = dict(params or {})
+    output = Path(output) if output else output_path_for(notebook, params)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    previous = {name: os.environ.get(name) for name in kernel_environment()}
+    os.environ.update(kernel_environment())
+    try:
+        papermill.execute_notebook(
+            str(notebook), str(output), parameters=params, kernel_name="python3", cwd=str(notebook.parent),
+            progress_bar=False, execution_timeout=timeout_s,
+        )
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        if output.exists():
+            scrub_notebook(output)
+    return output
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("notebook", type=Path)
+    parser.add_argument("params", nargs="*", help="NAME=VALUE parameters")
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+    parser.add_argument("-o", "--output", type=Path, help="where to write the executed notebook")
+    parser.add_argument("--timeout", type=int, default=None, help="seconds allowed per cell")
+    args = parser.parse_args(argv)
+    params = parse_parameters(args.params, args.parameter)
+    started = time.monotonic()
+    print(f"Running {args.notebook} with {params or 'its default parameters'} ...", flush=True)
+    try:
+        output = run_notebook(args.notebook, params, args.output, args.timeout)
+    except Exception as error:  # papermill's error names the failing cell
+        print(f"\nFAILED after {time.monotonic() - started:.0f} s: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    print(f"Done in {time.monotonic() - started:.0f} s. Executed notebook: {output.relative_to(REPO_ROOT) if output.is_relative_to(REPO_ROOT) else output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""What one notebook run talks to: the three LLM roles and Phoenix, real or scripted.
+
+    session = open_session(dry_run=None)   # None: a dry run exactly when no key is configured
+    ...  session.agent_kwargs(), session.judge_kwargs(), session.optimizer_kwargs(), session.phoenix_url
+    session.close()
+
+In a dry run every role points at the scripted model server (helpers.dry_run) and every number the
+run shows is labeled SCRIPTED DRY RUN.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from helpers import config
+
+DRY_RUN_LABEL = "SCRIPTED DRY RUN — scripted model, not real results"
+DRY_RUN_KEY = "scripted-dry-run-no-key"  # the scripted server ignores keys; Cline wants one
+
+
+@dataclass
+class Session:
+    dry_run: bool
+    agent_model: str
+    judge_model: str
+    optimizer_model: str
+    base_url: str | None = None  # None: each role resolves OPENAI_BASE_URL / provider defaults
+    api_key: str | None = field(default=None, repr=False)
+    phoenix_url: str | None = None
+    phoenix_api_key: str | None = field(default=None, repr=False)
+    scripted_server: Any = field(default=None, repr=False)
+    _closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
+
+    @property
+    def label(self) -> str:
+        """Put this in every title and summary: empty for real runs."""
+        return DRY_RUN_LABEL if self.dry_run else ""
+
+    def _llm(self, model: str) -> dict[str, Any]:
+        return {"model": model, "base_url": self.base_url, "api_key": self.api_key}
+
+    def agent_kwargs(self) -> dict[str, Any]:
+        return self._llm(self.agent_model)
+
+    def judge_kwargs(self) -> dict[str, Any]:
+        return self._llm(self.judge_model)
+
+    def optimizer_kwargs(self) -> dict[str, Any]:
+        return {"model_choice": self.optimizer_model, "base_url": self.base_url, "openai_api_key": self.api_key}
+
+    def describe(self) -> str:
+        lines = [f"{'SCRIPTED DRY RUN (no key configured): every number below is scripted' if self.dry_run else 'Real models'}",
+                 f"  agent (Cline): {self.agent_model}", f"  judge:         {self.judge_model}",
+                 f"  optimizer:     {self.optimizer_model}",
+                 f"  base URL:      {'scripted model server on loopback' if self.dry_run else (self.base_url or 'provider default')}",
+                 f"  Phoenix:       {self.phoenix_url or 'off'}"]
+        return "\n".join(lines)
+
+    def close(self) -> None:
+        while self._closers:
+            self._closers.pop()()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_session(*, dry_run: bool | None = None, agent_model: str = config.AGENT_MODEL,
+                 judge_model: str = config.JUDGE_MODEL, optimizer_model: str = config.OPTIMIZER_MODEL,
+                 base_url: str | None = None, phoenix: bool = True, phoenix_url: str | None = None,
+                 phoenix_api_key: str | None = None) -> Session:
+    """Resolve models and Phoenix for a run. Fails early, with what to set, when a key is missing."""
+    if dry_run is None:
+        dry_run = not (config.has_credentials() or base_url or config.read_env("OPENAI_BASE_URL"))
+    if dry_run:
+        from helpers.dry_run import start_dry_run_server
+
+        server = start_dry_run_server()
+        model = config.SCRIPTED_MODEL
+        session = Session(True, model, model, model, server.base_url, DRY_RUN_KEY, scripted_server=server)
+        session._closers.append(server.stop)
+    else:
+        for model in (agent_model, judge_model, optimizer_model):
+            config.llm_settings(model, base_url=base_url).require_key()
+        session = Session(False, agent_model, judge_model, optimizer_model, base_url)
+    if phoenix:
+        from helpers.phoenix_server import ensure_phoenix
+
+        handle = ensure_phoenix(phoenix_url, phoenix_api_key)
+        session.phoenix_url = handle.url
+        session.phoenix_api_key = phoenix_api_key or config.read_env("PHOENIX_API_KEY")
+        if getattr(handle, "stop", None) and getattr(handle, "owned", True):
+            session._closers.insert(0, handle.stop)
+    return session
