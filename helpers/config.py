@@ -18,6 +18,21 @@ CACHE_DIR = REPO_ROOT / ".cache"
 STATE_DIR = REPO_ROOT / ".state"
 PHOENIX_DIR = REPO_ROOT / ".phoenix"
 
+
+def results_root() -> Path:
+    """act_results/, or $PL_RESULTS_DIR (tests and CI runs keep their outputs out of the checkout)."""
+    return Path(os.environ.get("PL_RESULTS_DIR") or RESULTS_DIR)
+
+
+def rulesets_root() -> Path:
+    """act_rulesets/, or $PL_RULESETS_DIR."""
+    return Path(os.environ.get("PL_RULESETS_DIR") or RULESETS_DIR)
+
+
+def cache_root() -> Path:
+    """.cache/ (LLM responses, built house-suite repos), or $PL_CACHE_DIR."""
+    return Path(os.environ.get("PL_CACHE_DIR") or CACHE_DIR)
+
 # --- model ids: change them here, not in notebooks -----------------------------------------------
 AGENT_MODEL = "gpt-4.1"  # the model Cline runs on
 JUDGE_MODEL = "gpt-4.1"  # explains why each patch passed or failed

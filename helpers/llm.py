@@ -53,7 +53,7 @@ class LLMClient:
         self._api_key, self._base_url = api_key, base_url
         self.max_retries = max_retries
         self.budget_usd = budget_usd
-        self.cache_dir = Path(cache_dir) if cache_dir else config.CACHE_DIR / "llm"
+        self.cache_dir = Path(cache_dir) if cache_dir else config.cache_root() / "llm"
         self.use_cache = cache
         self.prices = prices
         self.timeout_s = timeout_s

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from helpers.config import REPO_ROOT, RESULTS_DIR, STATE_DIR
+from helpers.config import REPO_ROOT, STATE_DIR, results_root
 from helpers.records import check_name, write_atomic
 
 SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PHOENIX_API_KEY", "OPENROUTER_API_KEY",
@@ -98,7 +98,7 @@ def output_path_for(notebook: Path, params: dict[str, Any]) -> Path:
     if experiment is None:
         default = papermill.inspect_notebook(str(notebook)).get("EXPERIMENT", {}).get("default")
         experiment = parse_value(default) if default else notebook.stem
-    return Path(RESULTS_DIR) / check_name(str(experiment)) / "notebooks" / notebook.name
+    return results_root() / check_name(str(experiment)) / "notebooks" / notebook.name
 
 
 def run_notebook(notebook: Path | str, params: dict[str, Any] | None = None,

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-from helpers.config import RESULTS_DIR, RULESETS_DIR
+from helpers import config
 
 # One record per finished loop in loops.jsonl. Loop i runs with ruleset version i (version 0 is the
 # starting ruleset, empty by default) and its optimizer writes version i + 1.
@@ -50,11 +50,11 @@ def check_name(name: str, what: str = "experiment name") -> str:
 
 
 def experiment_dir(experiment: str, root: Path | str | None = None) -> Path:
-    return Path(root or RESULTS_DIR) / check_name(experiment)
+    return Path(root or config.results_root()) / check_name(experiment)
 
 
 def rulesets_dir(experiment: str, root: Path | str | None = None) -> Path:
-    return Path(root or RULESETS_DIR) / check_name(experiment)
+    return Path(root or config.rulesets_root()) / check_name(experiment)
 
 
 def run_records_path(experiment: str, run_id: str, root: Path | str | None = None) -> Path:
