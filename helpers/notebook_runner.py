@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from helpers.config import REPO_ROOT, STATE_DIR, results_root
+from helpers.config import REPO_ROOT, STATE_DIR, read_env, results_root
 from helpers.records import check_name, write_atomic
 
 SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PHOENIX_API_KEY", "OPENROUTER_API_KEY",
@@ -75,7 +75,7 @@ def scrub_text(text: str, secrets: list[str], paths: list[tuple[str, str]]) -> s
 
 def scrub_notebook(path: Path) -> None:
     """Redact secrets and machine paths from every string in an executed notebook, in place."""
-    secrets = [v for name in SECRET_VARIABLES if len(v := os.environ.get(name, "")) >= 8]
+    secrets = [v for name in SECRET_VARIABLES if len(v := read_env(name) or "") >= 8]  # env or .env
     paths = [(str(REPO_ROOT), "<repo>"), (str(Path.home()), "~")]
 
     def walk(value: Any) -> Any:
