@@ -73,6 +73,30 @@ def check_same_kind(experiment: str, done: dict[int, dict[str, Any]], dry_run: b
         )
 
 
+def start_experiment(settings: LoopSettings, session: Any, initial_ruleset: str = "",
+                     tasks: tuple[pd.DataFrame, ...] = ()) -> Any:
+    """The experiment's RulesetStore, with the starting ruleset saved as version 0 on a first run.
+
+    Refuses to mix scripted dry-run loops with real ones under one name, and a dry run on tasks the
+    scripted model does not know (it plays only the bundled house suite).
+    """
+    from helpers.rulesets import RulesetStore
+
+    check_same_kind(settings.experiment, completed_loops(settings.experiment), session.dry_run)
+    if session.dry_run:
+        unknown = sorted({str(s) for frame in tasks for s in frame.get("suite", pd.Series(["?"] * len(frame)))} - {"house"})
+        if unknown:
+            raise ValueError(
+                "The scripted dry run plays only the bundled house suite (TASK_SOURCE='house'); these tasks "
+                f"are {unknown}. Configure a model (OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENAI_BASE_URL) to "
+                "run on other tasks."
+            )
+    store = RulesetStore(settings.experiment)
+    if not store.versions():
+        store.save(initial_ruleset, parent=None, loop=None, report=None, model=None, dry_run=session.dry_run)
+    return store
+
+
 def run_one_loop(loop: int, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings,
                  session: Any, store: Any, datasets: dict[str, Any] | None = None) -> dict[str, Any]:
     """One full loop; returns its loops.jsonl record (also appended there)."""
@@ -82,7 +106,8 @@ def run_one_loop(loop: int, train_df: pd.DataFrame, test_df: pd.DataFrame, setti
     from helpers.rulesets import render_stats
 
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    version = store.choose_start(settings.start_from, by=settings.best_by) if loop else store.head_version()
+    # loop= ignores versions written by this loop or later: a loop re-run after a crash starts where it did.
+    version = store.choose_start(settings.start_from, by=settings.best_by, loop=loop)
     ruleset = store.load(version)
     agent = dict(experiment=settings.experiment, ruleset=ruleset, workers=settings.workers,
                  timeout_s=settings.agent_timeout_s, mode=settings.mode, **session.agent_kwargs())
@@ -94,7 +119,7 @@ def run_one_loop(loop: int, train_df: pd.DataFrame, test_df: pd.DataFrame, setti
     test = evaluate_results(test, include_gold=False, **judge) if settings.mode == "plan" else test
     score = plan_accuracy if settings.mode == "plan" else accuracy
     train_acc, test_acc = score(train), score(test)
-    store.record_scores(version, train_accuracy=train_acc, test_accuracy=test_acc)
+    store.record_scores(version, train_accuracy=train_acc, test_accuracy=test_acc, loop=loop)
     for split, frame in (("train", train), ("test", test)):
         frame = frame.assign(loop=loop, split=split, ruleset_version=version)
         write_csv(frame, split_results_path(settings.experiment, split, loop))
@@ -142,13 +167,8 @@ def run_one_loop(loop: int, train_df: pd.DataFrame, test_df: pd.DataFrame, setti
 def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,
              initial_ruleset: str = "", datasets: dict[str, Any] | None = None, verbose: bool = True) -> pd.DataFrame:
     """All loops of an experiment, resuming after the last finished one; returns the loop records."""
-    from helpers.rulesets import RulesetStore
-
-    store = RulesetStore(settings.experiment)
-    if not store.versions():
-        store.save(initial_ruleset, parent=None, loop=None, report=None, model=None, dry_run=session.dry_run)
+    store = start_experiment(settings, session, initial_ruleset, tasks=(train_df, test_df))
     done = completed_loops(settings.experiment)
-    check_same_kind(settings.experiment, done, session.dry_run)
     label = f" [{session.label}]" if session.dry_run else ""
     for loop in range(settings.loops):
         if loop in done:
@@ -198,3 +218,39 @@ def load_or_make_split(experiment: str, source: str, train_size: int, test_size:
     train_df, test_df = split_dataset(tasks, train_size, test_size, strategy=strategy, seed=seed)
     save_split(experiment, train_df, test_df, source=source, strategy=strategy, seed=seed)
     return train_df, test_df
+
+
+def split_summary(train_df: pd.DataFrame, test_df: pd.DataFrame) -> pd.DataFrame:
+    """One row per side: how many tasks and repositories, and the span of creation dates."""
+    rows = []
+    for side, frame in (("train", train_df), ("test", test_df)):
+        dates = pd.to_datetime(frame.get("created_at"), errors="coerce", utc=True) if "created_at" in frame else None
+        rows.append({"split": side, "tasks": len(frame), "repositories": frame["repo"].nunique(),
+                     "oldest": dates.min() if dates is not None else None,
+                     "newest": dates.max() if dates is not None else None})
+    return pd.DataFrame(rows).set_index("split")
+
+
+def upload_split(session: Any, experiment: str, train_df: pd.DataFrame, test_df: pd.DataFrame) -> dict[str, Any] | None:
+    """Both sides as Phoenix datasets ("Cline Act: <experiment> train|test"); None without Phoenix."""
+    if not session.phoenix_url:
+        return None
+    from helpers.phoenix_experiments import upload_dataset
+
+    return {side: upload_dataset(session.phoenix_url, f"Cline Act: {experiment} {side}", frame,
+                                 api_key=session.phoenix_api_key)
+            for side, frame in (("train", train_df), ("test", test_df))}
+
+
+def load_results(experiment: str, split: str, loop: int) -> pd.DataFrame:
+    """A loop's saved rows (train_results_<loop>.csv / test_results_<loop>.csv), list cells decoded."""
+    import json
+
+    path = split_results_path(experiment, split, loop)
+    if not path.exists():
+        raise FileNotFoundError(f"No {split} results for loop {loop} of {experiment!r} at {path}.")
+    frame = pd.read_csv(path, keep_default_na=False)
+    for column in ("failed_tests", "FAIL_TO_PASS", "PASS_TO_PASS"):
+        if column in frame:
+            frame[column] = frame[column].map(lambda v: json.loads(v) if isinstance(v, str) and v.startswith("[") else v)
+    return frame

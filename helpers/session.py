@@ -57,6 +57,16 @@ class Session:
                  f"  Phoenix:       {self.phoenix_url or 'off'}"]
         return "\n".join(lines)
 
+    def model_requests(self) -> int | None:
+        """Requests the scripted model server answered so far (None for real models)."""
+        return len(self.scripted_server.requests) if self.scripted_server is not None else None
+
+    def summary(self) -> str:
+        if self.dry_run:
+            return (f"{DRY_RUN_LABEL}. Model requests answered by the scripted server in this session: "
+                    f"{self.model_requests()}.")
+        return "Real models: costs per loop are in act_results/<experiment>/loops.jsonl (cost_usd)."
+
     def close(self) -> None:
         while self._closers:
             self._closers.pop()()
@@ -68,11 +78,18 @@ class Session:
         self.close()
 
 
-def open_session(*, dry_run: bool | None = None, agent_model: str = config.AGENT_MODEL,
-                 judge_model: str = config.JUDGE_MODEL, optimizer_model: str = config.OPTIMIZER_MODEL,
+def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
+                 judge_model: str | None = None, optimizer_model: str | None = None,
                  base_url: str | None = None, phoenix: bool = True, phoenix_url: str | None = None,
                  phoenix_api_key: str | None = None) -> Session:
-    """Resolve models and Phoenix for a run. Fails early, with what to set, when a key is missing."""
+    """Resolve models and Phoenix for a run. Fails early, with what to set, when a key is missing.
+
+    A model left None takes its default from helpers.config; dry_run=None means a dry run exactly
+    when no key and no OPENAI_BASE_URL is configured.
+    """
+    agent_model = agent_model or config.AGENT_MODEL
+    judge_model = judge_model or config.JUDGE_MODEL
+    optimizer_model = optimizer_model or config.OPTIMIZER_MODEL
     if dry_run is None:
         dry_run = not (config.has_credentials() or base_url or config.read_env("OPENAI_BASE_URL"))
     if dry_run:
