@@ -7,8 +7,8 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
-    "run_act": "cline.run_act",
-    "run_plan": "cline.run_act",
+    "run_act": "cline.act",
+    "run_plan": "cline.act",
     "ClineAgent": "cline.runner",
     "run_task": "cline.runner",
     "cline_binary": "cline.runner",

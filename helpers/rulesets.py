@@ -218,6 +218,62 @@ def render_stats(text: str | None) -> dict[str, int]:
     return {"rules": rules, "tokens": count_tokens(text or "")}
 
 
+# --- edits -----------------------------------------------------------------------------------------
+EDIT_OPS = ("add", "update", "merge", "delete")
+
+
+def apply_edits(ruleset: Ruleset, edits: Sequence[Mapping[str, Any]]) -> tuple[Ruleset, list[dict], list[dict]]:
+    """Apply the optimizer's edits in order: (new ruleset, applied edits, rejected edits).
+
+    add {text}; update {id, text}; merge {ids: [two or more], text} (the merged rule takes a new id at
+    the first one's place); delete {id}. Each may carry `reason` and `sources` (instance ids). An edit
+    that cannot be applied is returned in `rejected` with a `rejection` saying why; the others still
+    apply. Applied adds and merges record the id they created as `new_id`.
+    """
+    rules, next_id = list(ruleset.rules), ruleset.next_id
+    applied, rejected = [], []
+    for raw in edits:
+        edit = dict(raw) if isinstance(raw, Mapping) else {"op": None, "value": raw}
+        try:
+            rules, next_id = _apply_one(rules, next_id, edit)
+            applied.append(edit)
+        except ValueError as error:
+            rejected.append({**edit, "rejection": str(error)})
+    return Ruleset(rules, next_id), applied, rejected
+
+
+def _apply_one(rules: list[Rule], next_id: int, edit: dict[str, Any]) -> tuple[list[Rule], int]:
+    op = edit.get("op")
+    ids = [r.id for r in rules]
+
+    def existing(rule_id: Any) -> int:
+        if rule_id not in ids:
+            raise ValueError(f"no rule {rule_id!r} to {op} (rules: {', '.join(ids) or 'none'})")
+        return ids.index(rule_id)
+
+    if op == "add":
+        rule = make_rule(f"R{next_id}", edit.get("text") or "")
+        edit["new_id"] = rule.id
+        return rules + [rule], next_id + 1
+    if op == "update":
+        index = existing(edit.get("id"))
+        return rules[:index] + [make_rule(rules[index].id, edit.get("text") or "")] + rules[index + 1:], next_id
+    if op == "delete":
+        index = existing(edit.get("id"))
+        return rules[:index] + rules[index + 1:], next_id
+    if op == "merge":
+        merged = edit.get("ids") or []
+        if not isinstance(merged, list) or len(set(merged)) < 2:
+            raise ValueError("merge needs `ids`: two or more rule ids")
+        first = min(existing(rule_id) for rule_id in merged)
+        rule = make_rule(f"R{next_id}", edit.get("text") or "")
+        edit["new_id"] = rule.id
+        kept = [r for r in rules if r.id not in merged]
+        position = len([r for r in rules[:first] if r.id not in merged])
+        return kept[:position] + [rule] + kept[position:], next_id + 1
+    raise ValueError(f"unknown op {op!r}: use one of {', '.join(EDIT_OPS)}")
+
+
 # --- diff ------------------------------------------------------------------------------------------
 @dataclass
 class RulesetDiff:

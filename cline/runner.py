@@ -1,0 +1,260 @@
+"""One Cline run on one task: the pinned CLI, isolated, headless, with a timeout we enforce.
+
+    result = run_task(task, workspace, ruleset, model="gpt-4.1")          # -> AgentResult
+
+What a run does (facts measured on Cline CLI 3.0.65; see cline/README.md):
+- its own HOME and CLINE_DIR in a temporary state folder, the local session backend (no hub daemon on
+  port 25463), no telemetry, no auto-update, inherited CLINE_* variables dropped;
+- the provider written to $CLINE_DIR/data/settings/providers.json (no key in it): `openai-compatible`
+  for a base URL (OpenAI-compatible servers, the scripted model server), `openai-native` for OpenAI,
+  `anthropic` for Claude; the key reaches Cline only through its environment;
+- the ruleset as the workspace's `.clinerules`, which Cline appends to its system prompt under "# Rules";
+- `cline --json [-p] <prompt>` in the workspace, the task text on stdin (no argv limit), its own process
+  group, killed with the parent (PR_SET_PDEATHSIG) and on timeout (SIGINT, then SIGKILL);
+- the patch: `git diff <base_commit>` with new files, without .clinerules, checkpoint refs or build debris.
+A task-level failure (provider error, crash, timeout) is a result with status "error" or "timeout";
+only setup problems (no binary, no key) raise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from helpers import config
+from helpers.llm import cost_usd
+from helpers.protocols import AgentResult, Task
+from helpers.workspaces import git
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+RULES_FILE = ".clinerules"
+STOP_GRACE_S = 3.0  # after SIGINT, before SIGKILL
+# Never part of a patch: our rules file and what running code leaves behind.
+PATCH_EXCLUDES = (RULES_FILE, "**/__pycache__/**", "**/*.pyc", ".pytest_cache/**", "**/*.egg-info/**")
+PROVIDER_IDS = {"openai-compatible": "openai-compatible", "openai": "openai-native", "anthropic": "anthropic"}
+KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+
+_live: set[subprocess.Popen] = set()  # running Cline processes, so an interrupt can stop them all
+_live_lock = threading.Lock()
+
+
+def cline_binary() -> Path:
+    """The pinned Cline executable installed by `make setup` into cline/node_modules."""
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower(), platform.machine())
+    system = {"linux": "linux", "darwin": "darwin", "win32": "win32"}.get(sys.platform, sys.platform)
+    binary = PACKAGE_DIR / "node_modules" / "@cline" / f"cli-{system}-{arch}" / "bin" / "cline"
+    if not binary.exists():
+        raise FileNotFoundError(
+            f"The Cline CLI is not installed at {binary}. Run `make setup` (it installs the version pinned in "
+            "cline/package.json into cline/node_modules; needs Node.js 20+)."
+        )
+    return binary
+
+
+def task_text(task: Task) -> str:
+    """What Cline is asked: the issue, named by its instance id."""
+    return (f"Task {task['instance_id']} in the repository {task.get('repo', '')} (the current directory):\n\n"
+            f"{task['problem_statement'].strip()}\n\nChange the repository's files to resolve this issue.")
+
+
+def provider_settings(model: str, base_url: str | None, api_key: str | None,
+                      provider: str | None = None) -> tuple[str, dict[str, Any], dict[str, str]]:
+    """(Cline provider id, its settings, the environment that carries the key). Raises MissingCredentials."""
+    settings = config.llm_settings(model, api_key, base_url)
+    key = settings.require_key()
+    provider_id = provider or PROVIDER_IDS[settings.provider]
+    entry: dict[str, Any] = {"provider": provider_id, "model": model}
+    if settings.base_url:
+        entry["baseUrl"] = settings.base_url
+    key_variable = "ANTHROPIC_API_KEY" if provider_id == "anthropic" else "OPENAI_API_KEY"
+    return provider_id, entry, {key_variable: key}
+
+
+def write_cline_state(state: Path, provider_id: str, entry: dict[str, Any]) -> dict[str, str]:
+    """HOME and CLINE_DIR for one run, with the provider and no telemetry; returns their variables."""
+    home, cline_dir = state / "home", state / "cline"
+    settings_dir = cline_dir / "data" / "settings"
+    settings_dir.mkdir(parents=True)
+    home.mkdir()
+    now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    providers = {"version": 1, "lastUsedProvider": provider_id, "modes": {},
+                 "providers": {provider_id: {"settings": entry, "updatedAt": now, "tokenSource": "manual"}}}
+    (settings_dir / "providers.json").write_text(json.dumps(providers, indent=1))
+    (settings_dir / "global-settings.json").write_text(json.dumps({"telemetryOptOut": True, "autoUpdateEnabled": False}))
+    return {"HOME": str(home), "CLINE_DIR": str(cline_dir), "CLINE_SESSION_BACKEND_MODE": "local",
+            "CLINE_NO_AUTO_UPDATE": "1"}
+
+
+def child_environment(state_env: dict[str, str], key_env: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLINE_") and k not in KEY_VARIABLES}
+    return {**env, **state_env, **key_env}
+
+
+def write_rules(workspace: Path, ruleset: str) -> None:
+    rules = workspace / RULES_FILE
+    if rules.is_dir():
+        shutil.rmtree(rules)
+    if ruleset.strip():
+        rules.write_text(ruleset if ruleset.endswith("\n") else ruleset + "\n")
+    else:
+        rules.unlink(missing_ok=True)
+
+
+def workspace_patch(workspace: Path, base_commit: str) -> str:
+    """The agent's change against `base_commit`, new files included, debris and our rules excluded."""
+    refs = git("for-each-ref", "--format=%(refname)", "refs/cline/", cwd=workspace, check=False).stdout.split()
+    for ref in refs:
+        git("update-ref", "-d", ref, cwd=workspace, check=False)
+    git("add", "-A", "-N", cwd=workspace, check=False)
+    excludes = [f":(exclude,glob){pattern}" for pattern in PATCH_EXCLUDES]
+    return git("diff", base_commit, "--", ".", *excludes, cwd=workspace, check=False).stdout
+
+
+def parse_events(stdout: str) -> tuple[dict[str, Any] | None, list[str]]:
+    """(the final run_result event, error messages seen) from Cline's JSON lines."""
+    result, errors = None, []
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        if event.get("type") == "run_result":
+            result = event
+        inner = event.get("event") if isinstance(event.get("event"), dict) else {}
+        for candidate in (event, inner):
+            message = candidate.get("error") or (candidate.get("message") if "error" in str(candidate.get("type", "")) else None)
+            if isinstance(message, dict):  # {"name": "Error", "message": ..., "stack": ...}
+                message = message.get("message") or json.dumps(message)
+            if message:
+                errors.append(str(message))
+    return result, errors
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGKILL it when the thread that started it dies (a killed run leaves nothing behind)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
+
+
+def _signal_group(process: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_all() -> None:
+    """Kill every Cline run still going (used when a run_act is interrupted)."""
+    with _live_lock:
+        processes = list(_live)
+    for process in processes:
+        _signal_group(process, signal.SIGKILL)
+
+
+def _run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str,
+             timeout_s: float) -> tuple[str, str, bool]:
+    """(stdout, stderr, timed_out) of one CLI run, stopped as a process group on timeout."""
+    process = subprocess.Popen(args, cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=_die_with_parent)
+    with _live_lock:
+        _live.add(process)
+    try:
+        try:
+            out, err = process.communicate(stdin_text, timeout=timeout_s)
+            return out, err, False
+        except subprocess.TimeoutExpired:
+            _signal_group(process, signal.SIGINT)
+            try:
+                out, err = process.communicate(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _signal_group(process, signal.SIGKILL)
+                out, err = process.communicate()
+            return out, err, True
+    finally:
+        _signal_group(process, signal.SIGKILL)  # whatever it started in its group
+        with _live_lock:
+            _live.discard(process)
+
+
+def run_task(task: Task, workspace: Path | str, ruleset: str = "", *, model: str = config.AGENT_MODEL,
+             base_url: str | None = None, api_key: str | None = None, provider: str | None = None,
+             timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act",
+             state_root: Path | str | None = None) -> AgentResult:
+    """Run Cline once on `task` in `workspace` (a clean git tree at the task's base commit)."""
+    if mode not in ("act", "plan"):
+        raise ValueError(f"mode must be 'act' or 'plan', not {mode!r}.")
+    workspace = Path(workspace)
+    provider_id, entry, key_env = provider_settings(model, base_url, api_key, provider)
+    args = [str(cline_binary()), "--json", "-c", str(workspace), *(["-p"] if mode == "plan" else []),
+            "Resolve the task given below."]
+    instance_id = str(task["instance_id"])
+    write_rules(workspace, ruleset or "")
+    state = Path(tempfile.mkdtemp(prefix="cline-state-", dir=state_root))
+    started = time.monotonic()
+    try:
+        env = child_environment(write_cline_state(state, provider_id, entry), key_env)
+        out, err, timed_out = _run_cli(args, workspace, env, task_text(task), timeout_s)
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+    duration = time.monotonic() - started
+    final, errors = parse_events(out)
+    usage = (final or {}).get("usage") or {}
+    tokens = {"input_tokens": int(usage.get("inputTokens") or 0), "output_tokens": int(usage.get("outputTokens") or 0),
+              "cache_read_tokens": int(usage.get("cacheReadTokens") or 0),
+              "cache_write_tokens": int(usage.get("cacheWriteTokens") or 0)}
+    cost = cost_usd(model, tokens["input_tokens"], tokens["output_tokens"])
+    if not cost and usage.get("totalCost"):
+        cost = float(usage["totalCost"])  # a model our price table does not know: Cline's own figure
+    text = str((final or {}).get("text") or "")
+    if timed_out:
+        status, error = "timeout", f"stopped after {timeout_s:.0f} s (the agent's time limit)"
+    elif final and final.get("finishReason") == "completed":
+        status, error = "completed", ""
+    else:
+        status = "error"
+        error = "; ".join(dict.fromkeys(errors)) or text or _last_lines(err) or "Cline ended without a result"
+    patch = workspace_patch(workspace, str(task["base_commit"])) if mode == "act" else ""
+    return AgentResult(instance_id, status, patch=patch, plan=text if mode == "plan" else "", error=error[:4000],
+                       iterations=int((final or {}).get("iterations") or 0), duration_s=round(duration, 3),
+                       usage=tokens, cost_usd=cost, final_text=text, model=model)
+
+
+def _last_lines(text: str, lines: int = 5) -> str:
+    kept = [line for line in text.strip().splitlines() if line.strip() and "DeprecationWarning" not in line
+            and not line.lstrip().startswith("at ")]
+    return "\n".join(kept[-lines:])
+
+
+class ClineAgent:
+    """Cline as an Agent (helpers.protocols): run(task, workspace, ruleset) -> AgentResult."""
+
+    def __init__(self, model: str = config.AGENT_MODEL, *, base_url: str | None = None, api_key: str | None = None,
+                 provider: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act"):
+        self.model, self.base_url, self._api_key = model, base_url, api_key
+        self.provider, self.timeout_s, self.mode = provider, timeout_s, mode
+
+    def __repr__(self) -> str:
+        return f"ClineAgent(model={self.model!r}, mode={self.mode!r})"
+
+    def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult:
+        return run_task(task, workspace, ruleset, model=self.model, base_url=self.base_url, api_key=self._api_key,
+                        provider=self.provider, timeout_s=self.timeout_s, mode=self.mode)
