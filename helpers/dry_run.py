@@ -25,6 +25,7 @@ from helpers.workspaces import git, prepare_workspace
 
 MAX_NEW_RULES = 2
 AGENT_MARKER = "You are Cline"
+PLAN_MODE_MARKER = "You are in Plan mode"  # in Cline 3.0.65's plan-mode system prompt
 
 
 class DryRunScript:
@@ -57,11 +58,21 @@ class DryRunScript:
             return Reply("I could not find a task I know in this request (scripted dry run).")
         system = message_text(request, "system")
         knows_all = set(task["conventions"]) <= self.known_conventions(system)
+        if PLAN_MODE_MARKER in system:  # plan mode: answer with the plan, no tools
+            return Reply(self.plan_for(task, self.known_conventions(system)))
         variant = "patch" if knows_all else "naive_patch"
         if any(m.get("role") == "assistant" for m in request.get("messages") or []):
             return Reply(f"Done: applied the {'convention-following' if knows_all else 'quick'} fix "
                          f"for {task['instance_id']} (scripted dry run).")
         return Reply("Fixing the issue (scripted dry run).", tool_calls=self.edits_for(task, variant))
+
+    def plan_for(self, task: dict, known: set[str]) -> str:
+        """A plan that names the house conventions the rules taught (scripted dry run)."""
+        steps = [f"Plan for {task['instance_id']} (scripted dry run):",
+                 f"1. Change the code so that: {task['problem_statement'].splitlines()[0]}."]
+        steps += [f"{n}. Follow the house convention: {self.conventions[c]['title']}."
+                  for n, c in enumerate(sorted(known & set(task["conventions"])), 2)]
+        return "\n".join(steps)
 
     def edits_for(self, task: dict, variant: str) -> list[dict]:
         """Editor tool calls that turn the base commit into the base commit + the task's patch."""
@@ -79,6 +90,8 @@ class DryRunScript:
             return Reply(json.dumps({"correctness": "incorrect", "explanation": "Unknown task (scripted dry run)."}))
         passed = bool(re.search(r"(?im)^\s*(?:test )?(?:outcome|result|pass_or_fail)\s*:\s*pass", text))
         titles = [self.conventions[c]["title"] for c in task["conventions"]]
+        if re.search(r"(?im)^outcome: not run", text):  # plan mode: does the plan name every convention?
+            passed = all(title in text for title in titles)
         if passed:
             explanation = (f"The patch fixes the reported bug and follows the house conventions the tests "
                            f"check ({'; '.join(titles)}).")
@@ -96,11 +109,13 @@ class DryRunScript:
     # --- the optimizer ---
     def optimizer_reply(self, request: dict) -> Reply:
         text = message_text(request, "user")
+        rules, _, examples = text.partition("## Examples")
+        text = examples
         failing = Counter()
         for iid, chunk in _chunks_by_instance(text, self.tasks):
             if re.search(r"\bincorrect\b", chunk):
                 failing.update(self.tasks[iid]["conventions"])
-        known = self.known_conventions(text)
+        known = self.known_conventions(rules.partition("## Current rules")[2])
         new = [cid for cid, _ in failing.most_common() if cid not in known][:MAX_NEW_RULES]
         edits = []
         for cid in new:

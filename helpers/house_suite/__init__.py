@@ -20,7 +20,7 @@ CONVENTIONS: dict[str, dict[str, str]] = {
     "errors": {
         "title": "errors are the package's own exceptions",
         "rule": "Raise errors as the package's own exception types (subclasses of its base error, e.g. "
-                "`LedgerError` in `ledger/errors.py`), never bare ValueError, KeyError or Exception.",
+                "`LedgerError`), never bare ValueError, KeyError or Exception.",
         "check": "pytest.raises(LedgerError) on the bad input",
     },
     "changelog": {
@@ -48,8 +48,8 @@ CONVENTIONS: dict[str, dict[str, str]] = {
     },
     "decimal": {
         "title": "money is Decimal, never float",
-        "rule": "Handle money as `decimal.Decimal` end to end (parse with `parse_amount`, quantize to cents); "
-                "never convert amounts to float.",
+        "rule": "Handle money as Decimal end to end (parse amounts with the package's own parser, quantize to "
+                "cents); never convert amounts to float.",
         "check": "results are Decimal instances",
     },
 }
