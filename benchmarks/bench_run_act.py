@@ -1,0 +1,70 @@
+"""Benchmark: run_act on N=24 tasks at W=4 workers, the scripted model adding a fixed latency per turn.
+
+Target: wall time <= 1.25 x ideal, where ideal = ceil(N / W) x (one task's wall time alone).
+
+    .venv/bin/python benchmarks/bench_run_act.py [--tasks 24 --workers 4 --latency 1.0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from cline import run_act
+from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, tool_call
+from helpers.workspaces import git
+
+TARGET_RATIO = 1.25
+BUGGY, FIXED = "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n"
+
+
+def tasks(root: Path, n: int) -> pd.DataFrame:
+    repo = root / "calc"
+    repo.mkdir()
+    (repo / "calc.py").write_text(BUGGY)
+    git("init", "-q", "-b", "main", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "calc", cwd=repo)
+    base = git("rev-parse", "HEAD", cwd=repo).stdout.strip()
+    return pd.DataFrame([{"instance_id": f"bench-{i}", "repo": "bench/calc", "base_commit": base, "repo_path": str(repo),
+                          "problem_statement": f"Task {i}: add() subtracts.", "patch": "", "test_patch": "",
+                          "FAIL_TO_PASS": [], "PASS_TO_PASS": []} for i in range(n)])
+
+
+def timed_run(frame: pd.DataFrame, workers: int, url: str, results: Path, run_id: str) -> float:
+    started = time.perf_counter()
+    df = run_act(tasks=frame, run_id=run_id, workers=workers, model="scripted-dry-run", base_url=url, api_key="k",
+                 evaluate=False, results_root=results, progress=False)
+    assert set(df.status) == {"completed"}, df[["instance_id", "status", "error"]]
+    return time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", type=int, default=24)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--latency", type=float, default=1.0, help="seconds the model takes per turn")
+    args = parser.parse_args()
+    script = Script([Rule(reply=[
+        Reply("Fixing.", delay_s=args.latency, tool_calls=[tool_call("editor", path="calc.py", old_text=BUGGY, new_text=FIXED)]),
+        Reply("Done.", delay_s=args.latency)])])
+    with tempfile.TemporaryDirectory(prefix="bench-act-") as tmp, ScriptedModelServer(script) as server:
+        frame = tasks(Path(tmp), args.tasks)
+        alone = min(timed_run(frame.head(1).assign(instance_id=f"alone-{i}"), 1, server.base_url, Path(tmp) / "r", f"alone{i}")
+                    for i in range(2))
+        wall = timed_run(frame, args.workers, server.base_url, Path(tmp) / "r", "bench")
+    ideal = math.ceil(args.tasks / args.workers) * alone
+    ratio = wall / ideal
+    print(f"one task alone: {alone:.2f} s; {args.tasks} tasks at {args.workers} workers: {wall:.2f} s; "
+          f"ideal {ideal:.2f} s; ratio {ratio:.2f} (target <= {TARGET_RATIO}): {'OK' if ratio <= TARGET_RATIO else 'MISSED'}")
+    return 0 if ratio <= TARGET_RATIO else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

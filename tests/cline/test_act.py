@@ -1,0 +1,129 @@
+"""run_act over many tasks: parallel, evaluated, written as it goes, resumable after a kill."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pandas as pd
+import pytest
+
+from cline import run_act
+from helpers.config import REPO_ROOT
+from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call
+from tests.cline.conftest import BUGGY, FIXED, cline_processes, make_repo, make_task
+
+pytestmark = pytest.mark.slow
+KEY = "sk-test-KEY-not-in-results-987654321"
+
+
+def fixing_script(delay_s=0.0):
+    return Script([Rule(reply=[
+        Reply("Fixing.", delay_s=delay_s, tool_calls=[tool_call("editor", path="calc.py", old_text=BUGGY, new_text=FIXED)]),
+        Reply("Done."),
+    ])])
+
+
+@pytest.fixture
+def tasks(tmp_path):
+    repo, base = make_repo(tmp_path / "source")
+    return pd.DataFrame([make_task(repo, base, n) for n in range(1, 5)])
+
+
+def requests_per_task(server):
+    counts = Counter()
+    for body in server.chat_requests():
+        text = message_text(body, "user")
+        counts.update(t for t in (f"calc__calc-{n}" for n in range(1, 5)) if t in text)
+    return counts
+
+
+def test_every_task_is_run_tested_and_returned_with_the_cookbooks_columns(tasks, tmp_path):
+    with ScriptedModelServer(fixing_script()) as server:
+        df = run_act(tasks=tasks, run_id="train_0", ruleset="", workers=2, experiment="demo", model="scripted-dry-run",
+                     base_url=server.base_url, api_key=KEY, results_root=tmp_path / "results", progress=False)
+    assert list(df.instance_id) == list(tasks.instance_id)
+    for column in ("instance_id", "problem_statement", "ground_truth_patch", "test_patch", "cline_patch", "pass_or_fail",
+                   "status", "input_tokens", "cost_usd", "duration_s", "error"):
+        assert column in df.columns
+    assert set(df.pass_or_fail) == {"pass"} and set(df.status) == {"completed"}
+    records = (tmp_path / "results/demo/runs/train_0.jsonl").read_text()
+    assert len(records.splitlines()) == 4 and KEY not in records
+
+
+def test_one_broken_task_fails_alone(tasks, tmp_path):
+    broken = tasks.copy()
+    broken.loc[1, "base_commit"] = "0" * 40
+    with ScriptedModelServer(fixing_script()) as server:
+        df = run_act(tasks=broken, run_id="t", workers=2, model="scripted-dry-run", base_url=server.base_url,
+                     api_key=KEY, results_root=tmp_path, progress=False)
+    assert list(df.pass_or_fail) == ["pass", "fail", "pass", "pass"]
+    assert df.status[1] == "error" and "base commit" in df.error[1]
+
+
+def test_a_transient_provider_error_is_run_again_on_the_next_call(tasks, tmp_path):
+    kw = dict(tasks=tasks.head(1), run_id="t", workers=1, model="scripted-dry-run", api_key=KEY,
+              results_root=tmp_path, progress=False)
+    with ScriptedModelServer(Script(default=Reply(status=400, error_message="rate limit reached (429)"))) as server:
+        first = run_act(base_url=server.base_url, **kw)
+    with ScriptedModelServer(fixing_script()) as server:
+        second = run_act(base_url=server.base_url, **kw)
+    assert first.status[0] == "error" and second.pass_or_fail[0] == "pass"
+
+
+def test_a_killed_run_resumes_without_redoing_finished_tasks(tasks, tmp_path):
+    results = tmp_path / "results"
+    tasks_file = tmp_path / "tasks.json"
+    tasks.to_json(tasks_file, orient="records")
+    with ScriptedModelServer(fixing_script(delay_s=1.0)) as server:
+        child = subprocess.Popen([sys.executable, "-c", f"""
+import pandas as pd
+from cline import run_act
+run_act(tasks=pd.read_json({str(tasks_file)!r}), run_id="train_0", workers=1, model="scripted-dry-run",
+        base_url={server.base_url!r}, api_key="k", results_root={str(results)!r}, progress=False)
+"""], cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+        records = results / "default/runs/train_0.jsonl"
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and (not records.exists() or len(records.read_text().splitlines()) < 2):
+            time.sleep(0.1)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        finished = [json.loads(line)["instance_id"] for line in records.read_text().splitlines()]
+        time.sleep(0.5)
+        assert cline_processes() == [], "a Cline run outlived the killed run_act"
+        assert 2 <= len(finished) < 4
+        before = requests_per_task(server)
+        server.clear()
+        df = run_act(tasks=tasks, run_id="train_0", workers=2, model="scripted-dry-run", base_url=server.base_url,
+                     api_key="k", results_root=results, progress=False)
+        again = requests_per_task(server)
+    assert all(before[t] >= 2 for t in finished)
+    assert not any(again[t] for t in finished), "finished tasks were run again"
+    assert list(df.instance_id) == list(tasks.instance_id) and set(df.pass_or_fail) == {"pass"}
+
+
+def test_a_different_ruleset_is_a_different_run(tasks, tmp_path):
+    kw = dict(tasks=tasks.head(2), run_id="t", workers=2, model="scripted-dry-run", api_key=KEY,
+              results_root=tmp_path, progress=False)
+    with ScriptedModelServer(fixing_script()) as server:
+        run_act(base_url=server.base_url, ruleset="", **kw)
+        first = len(server.chat_requests())
+        run_act(base_url=server.base_url, ruleset="", **kw)
+        same = len(server.chat_requests())
+        run_act(base_url=server.base_url, ruleset="- [R1] New rule.", **kw)
+        other = len(server.chat_requests())
+    assert first == 4 and same == first and other == first + 4
+
+
+def test_a_missing_key_fails_before_any_task_starts(tasks, monkeypatch, tmp_path):
+    from helpers.config import MissingCredentials
+
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("helpers.config.REPO_ROOT", tmp_path)
+    with pytest.raises(MissingCredentials, match="OPENAI_API_KEY"):
+        run_act(tasks=tasks, run_id="t", model="gpt-4.1", results_root=tmp_path, progress=False)

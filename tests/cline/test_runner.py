@@ -1,0 +1,130 @@
+"""One Cline run: the real CLI, isolated, driven by the scripted model server."""
+
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from cline.runner import run_task
+from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call
+from tests.cline.conftest import BUGGY, FIXED, all_command_lines, cline_processes
+
+pytestmark = pytest.mark.slow
+KEY = "sk-test-KEY-never-on-disk-0123456789"
+
+
+def fix_script(extra_rules=()):
+    return Script([*extra_rules, Rule(reply=[
+        Reply("Fixing.", tool_calls=[tool_call("editor", path="calc.py", old_text=BUGGY, new_text=FIXED),
+                                     tool_call("editor", path="NOTES.md", new_text="add() adds now\n")]),
+        Reply("Done."),
+    ])])
+
+
+def run(server, task, workspace, ruleset="", **kw):
+    return run_task(task, workspace, ruleset, model="scripted-dry-run", base_url=server.base_url, api_key=KEY, **kw)
+
+
+def test_the_patch_is_exactly_the_agents_edit_with_new_files_and_without_the_rules(calc):
+    _, _, task, workspace = calc
+    with ScriptedModelServer(fix_script()) as server:
+        result = run(server, task, workspace, ruleset="Keep functions small.")
+    assert result.status == "completed" and result.iterations == 2
+    assert "-    return a - b\n+    return a + b" in result.patch
+    assert "+++ b/NOTES.md" in result.patch and "new file mode" in result.patch
+    assert ".clinerules" not in result.patch
+    assert result.usage["input_tokens"] > 0 and result.duration_s > 0
+
+
+def test_the_ruleset_reaches_the_system_message_and_an_empty_one_does_not(calc, tmp_path):
+    _, _, task, workspace = calc
+    with ScriptedModelServer(fix_script()) as server:
+        run(server, task, workspace, ruleset="RULE-7f3a: always add a changelog entry.")
+        with_rules = message_text(server.chat_requests()[0], "system")
+        server.clear()
+        run(server, task, workspace, ruleset="")
+        without = message_text(server.chat_requests()[0], "system")
+    assert "## .clinerules\nRULE-7f3a: always add a changelog entry." in with_rules
+    assert "RULE-7f3a" not in without and ".clinerules" not in without
+
+
+def test_four_parallel_runs_keep_their_own_state_start_no_hub_and_leave_nothing_behind(calc, tmp_path):
+    repo, base, task, _ = calc
+    from helpers.workspaces import git
+
+    workspaces = []
+    for i in range(4):
+        git("clone", "-q", str(repo), str(tmp_path / f"ws{i}"), cwd=tmp_path)
+        workspaces.append(tmp_path / f"ws{i}")
+    with ScriptedModelServer(fix_script()) as server:
+        with ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(lambda i: run(server, {**task, "instance_id": f"calc-{i}"}, workspaces[i],
+                                                  ruleset=f"RULESET-OF-RUN-{i}"), range(4)))
+        systems = [message_text(r, "system") for r in server.chat_requests() if not any(m["role"] == "assistant" for m in r["messages"])]
+    assert [r.status for r in results] == ["completed"] * 4
+    assert all(sum(f"RULESET-OF-RUN-{i}" in s for i in range(4)) == 1 for s in systems)  # no run saw another's rules
+    assert sorted(s.split("RULESET-OF-RUN-")[1][0] for s in systems) == ["0", "1", "2", "3"]
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", 25463)) != 0, "a Cline hub daemon is listening"
+    assert cline_processes() == []
+
+
+def test_a_hang_ends_in_timeout_soon_after_the_limit(calc):
+    _, _, task, workspace = calc
+    with ScriptedModelServer(Script(default=Reply("never mind", delay_s=60))) as server:
+        started = time.monotonic()
+        result = run(server, task, workspace, timeout_s=4)
+        took = time.monotonic() - started
+    assert result.status == "timeout" and "4 s" in result.error
+    assert took < 4 + 6
+    assert cline_processes() == []
+
+
+def test_a_4xx_from_the_provider_ends_in_error_with_its_message(calc):
+    _, _, task, workspace = calc
+    script = Script(default=Reply(status=400, error_message="the model 'nope' does not exist"))
+    with ScriptedModelServer(script) as server:
+        result = run(server, task, workspace)
+    assert result.status == "error" and "the model 'nope' does not exist" in result.error
+    assert result.patch == ""
+
+
+def test_the_key_never_reaches_the_state_folder_or_any_command_line(calc, tmp_path):
+    _, _, task, workspace = calc
+    state_root = tmp_path / "state"
+    state_root.mkdir()
+    seen = {"argv": False, "files": False, "scans": 0}
+    slow = Script(default=Reply("Thinking.", delay_s=1.5))
+
+    def watch(stop):
+        while not stop.is_set():
+            seen["argv"] |= KEY in all_command_lines()
+            for path in state_root.rglob("*"):
+                if path.is_file() and KEY.encode() in path.read_bytes():
+                    seen["files"] = True
+            seen["scans"] += 1
+            time.sleep(0.1)
+
+    stop = threading.Event()
+    watcher = threading.Thread(target=watch, args=(stop,))
+    with ScriptedModelServer(slow) as server:
+        watcher.start()
+        result = run(server, task, workspace, state_root=state_root)
+        stop.set()
+        watcher.join()
+        authorization = server.requests[0]["authorization"]
+    assert result.status == "completed"
+    assert authorization == f"Bearer {KEY}"  # the key did reach the provider, through the environment
+    assert seen["scans"] > 5 and not seen["argv"] and not seen["files"]
+    assert not any(state_root.iterdir())  # the state folder is removed after the run
+
+
+def test_plan_mode_returns_the_plan_and_changes_nothing(calc):
+    _, _, task, workspace = calc
+    script = Script([Rule(system_contains="You are in Plan mode", reply=Reply("1. Make add() add.\n2. Test it."))])
+    with ScriptedModelServer(script) as server:
+        result = run(server, task, workspace, mode="plan")
+    assert result.status == "completed" and result.plan == "1. Make add() add.\n2. Test it."
+    assert result.patch == "" and (workspace / "calc.py").read_text() == BUGGY
