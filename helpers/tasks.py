@@ -104,6 +104,10 @@ def normalize_tasks(frame: pd.DataFrame, *, mirrors_dir: Path | str | None = Non
     missing = [f for f in REQUIRED_FIELDS if f not in frame.columns]
     if missing:
         raise ValueError(f"The task rows lack the field(s) {missing}; SWE-bench rows need {list(REQUIRED_FIELDS)}.")
+    for field in REQUIRED_FIELDS:
+        empty = frame[field].isna()
+        if empty.any():
+            raise ValueError(f"Field {field!r} is missing on task(s) {list(frame.loc[empty, 'instance_id'])[:10]}.")
     duplicated = sorted(set(frame.loc[frame["instance_id"].duplicated(), "instance_id"]))
     if duplicated:
         raise ValueError(f"Duplicate instance_id(s) {duplicated[:10]}: each task must appear once.")
