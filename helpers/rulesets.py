@@ -384,6 +384,8 @@ class RulesetStore:
     def _resolve(self, version: int | str) -> int:
         if version in ("latest", "head"):
             return self.head_version()
+        if version == "best":  # the best training accuracy measured so far (else the newest)
+            return self.best_version("train_accuracy") if self.best_version("train_accuracy") is not None else self.head_version()
         if isinstance(version, str) and version.lstrip("v").isdigit():
             version = int(version.lstrip("v"))
         if not isinstance(version, int) or version not in self.versions():

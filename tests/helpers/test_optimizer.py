@@ -1,0 +1,165 @@
+"""The optimizer edits rules from feedback: under a token budget, by id, repaired once, guarded against leaks."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from helpers.llm import LLMClient
+from helpers.optimizer import OPTIMIZER_SYSTEM_PROMPT, PromptLearningOptimizer, leaky_identifiers
+from helpers.rulesets import FENCE_END, FENCE_START, parse_ruleset
+from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text
+from helpers.tokens import count_message_tokens
+
+
+def edits(*items):
+    return Reply(json.dumps({"edits": list(items)}))
+
+
+def add(text, sources=("t-0",)):
+    return {"op": "add", "text": text, "reason": "seen in feedback", "sources": list(sources)}
+
+
+def dataset(n=3, statement_words=20):
+    return pd.DataFrame([{
+        "instance_id": f"t-{i}", "problem_statement": f"Issue {i}: " + "the export breaks " * statement_words,
+        "cline_patch": f"diff --git a/pkg/mod{i}.py b/pkg/mod{i}.py\n+    value = compute_total_{i}(rows)\n",
+        "ground_truth_patch": f"diff --git a/pkg/mod{i}.py b/pkg/mod{i}.py\n+    value = compute_total_{i}(rows)\n+    LOGGER.info('x')\n",
+        "test_patch": f"diff --git a/tests/test_mod{i}.py b/tests/test_mod{i}.py\n+def test_total_{i}():\n",
+        "FAIL_TO_PASS": [f"tests/test_mod{i}.py::test_total_{i}"], "pass_or_fail": "fail",
+        "correctness": "incorrect", "explanation": f"Row {i}: the patch skipped the changelog entry.",
+    } for i in range(n)])
+
+
+def optimizer(server, tmp_path, **kw):
+    client = LLMClient("scripted-dry-run", base_url=server.base_url, api_key="k", cache=False, backoff_s=0.01,
+                       budget_usd=kw.pop("budget_usd", None), prices=kw.pop("prices", None))
+    return PromptLearningOptimizer(prompt="You are a coding agent.", client=client, **kw)
+
+
+def run(opt, data, ruleset="", budget=400_000):
+    return opt.optimize(dataset=data, output_column="cline_patch", feedback_columns=["correctness", "explanation"],
+                        ruleset=ruleset, context_size_k=budget)
+
+
+def test_an_empty_ruleset_gets_rules_written_from_scratch(tmp_path):
+    script = Script(default=edits(add("Add a CHANGELOG.md entry for every change."), add("Log through the package logger.")))
+    with ScriptedModelServer(script) as server:
+        opt = optimizer(server, tmp_path)
+        text = run(opt, dataset())
+        user = message_text(server.chat_requests()[0], "user")
+    assert [r.text for r in parse_ruleset(text).rules] == ["Add a CHANGELOG.md entry for every change.",
+                                                           "Log through the package logger."]
+    assert "(none yet: write the first rules from scratch)" in user
+    assert "You are a coding agent." in user and "Row 2: the patch skipped the changelog entry." in user
+    assert message_text(server.chat_requests()[0], "system") == OPTIMIZER_SYSTEM_PROMPT
+    report = opt.last_report.to_dict()
+    assert len(report["edits_applied"]) == 2 and report["edits_applied"][0]["sources"] == ["t-0"]
+
+
+def test_update_merge_and_delete_edit_rules_by_id(tmp_path):
+    start = "- [R1] Rule one.\n- [R2] Rule two.\n- [R3] Rule three.\n- [R4] Rule four.\n"
+    answer = edits({"op": "update", "id": "R1", "text": "Rule one, sharper.", "reason": "r", "sources": []},
+                   {"op": "merge", "ids": ["R2", "R3"], "text": "Rules two and three.", "reason": "r", "sources": []},
+                   {"op": "delete", "id": "R4", "reason": "wrong", "sources": []})
+    with ScriptedModelServer(Script(default=answer)) as server:
+        text = run(optimizer(server, tmp_path), dataset(1), ruleset=start)
+    rules = parse_ruleset(text)
+    assert [(r.id, r.text) for r in rules.rules] == [("R1", "Rule one, sharper."), ("R5", "Rules two and three.")]
+    assert rules.next_id == 6  # ids are never reused
+
+
+def test_examples_are_batched_under_the_budget_and_each_batch_refines_the_last(tmp_path):
+    data = dataset(8, statement_words=60)
+    counter = iter(range(100))
+    script = Script(default=None, rules=[Rule(reply=lambda request: edits(add(f"Rule from batch {next(counter)}.")))])
+    with ScriptedModelServer(script) as server:
+        opt = optimizer(server, tmp_path)
+        text = run(opt, data, budget=1_400)
+        requests = server.chat_requests()
+    assert len(requests) >= 2
+    assert all(count_message_tokens(r["messages"]) <= 1_400 for r in requests)
+    assert [b["prompt_tokens"] <= 1_400 for b in opt.last_report.batches] == [True] * len(requests)
+    seen = [i for r in requests for i in range(8) if f"### Example t-{i}\n" in message_text(r, "user")]
+    assert seen == list(range(8))  # every example once, in order
+    assert "Rule from batch 0." in message_text(requests[1], "user").split("## Examples")[0]  # chained
+    assert len(parse_ruleset(text).rules) == len(requests)
+
+
+def test_an_example_larger_than_the_budget_is_cut_with_a_marker(tmp_path):
+    with ScriptedModelServer(Script(default=edits())) as server:
+        opt = optimizer(server, tmp_path)
+        run(opt, dataset(1, statement_words=3_000), budget=1_200)
+        request = server.chat_requests()[0]
+    assert count_message_tokens(request["messages"]) <= 1_200
+    assert "tokens cut here" in message_text(request, "user")
+
+
+def test_a_malformed_answer_gets_one_repair_then_the_rules_stay_unchanged(tmp_path):
+    start = "- [R1] Keep it.\n"
+    with ScriptedModelServer(Script(default=Reply("Here are my thoughts, no JSON."))) as server:
+        opt = optimizer(server, tmp_path)
+        text = run(opt, dataset(1), ruleset=start)
+        requests = server.chat_requests()
+    assert len(requests) == 2 and "could not be used" in message_text(requests[1], "user")
+    assert parse_ruleset(text).rules == parse_ruleset(start).rules
+    assert "unusable after one repair" in opt.last_report.errors[0]
+
+
+def test_a_repaired_answer_is_applied(tmp_path):
+    script = Script([Rule(reply=Reply("oops"), times=1)], default=edits(add("Write tests first.")))
+    with ScriptedModelServer(script) as server:
+        text = run(optimizer(server, tmp_path), dataset(1))
+    assert "Write tests first." in text
+
+
+def test_a_rule_naming_one_training_tasks_specifics_is_rejected_with_the_reason(tmp_path):
+    planted = add("In pkg/mod1.py call compute_total_1 before returning.", sources=["t-1"])
+    general = add("Log through the package LOGGER, never print.")
+    with ScriptedModelServer(Script(default=edits(planted, general))) as server:
+        opt = optimizer(server, tmp_path)
+        text = run(opt, dataset())
+    assert "compute_total_1" not in text and "never print" in text
+    rejection = opt.last_report.edits_rejected[0]["rejection"]
+    assert "leakage" in rejection and "t-1" in rejection and "compute_total_1" in rejection
+
+
+def test_the_leakage_guard_can_flag_instead_of_reject(tmp_path):
+    planted = add("Remember task t-2.")
+    with ScriptedModelServer(Script(default=edits(planted))) as server:
+        opt = optimizer(server, tmp_path, leakage="flag")
+        text = run(opt, dataset())
+    assert "Remember task t-2." in text and opt.last_report.edits_flagged
+
+
+def test_identifiers_shared_by_several_tasks_are_not_leaks():
+    leaks = leaky_identifiers(dataset())
+    assert "compute_total_1" in leaks and "t-1" in leaks and "tests/test_mod1.py::test_total_1" in leaks
+    assert "LOGGER" not in leaks  # in every task's gold patch: a codebase convention, not a task detail
+
+
+def test_only_the_fenced_region_of_a_whole_prompt_is_edited(tmp_path):
+    prompt = f"You are a helpful agent.\n  Keep   this spacing.\n{FENCE_START}\n- [R1] Old rule.\n{FENCE_END}\nTail text\n\n"
+    with ScriptedModelServer(Script(default=edits(add("New rule.")))) as server:
+        text = run(optimizer(server, tmp_path), dataset(1), ruleset=prompt)
+    head, tail = prompt.split(FENCE_START)[0], prompt.split(FENCE_END)[1]
+    assert text.startswith(head + FENCE_START + "\n") and text.endswith(FENCE_END + tail)
+    assert "- [R1] Old rule." in text and "- [R2] New rule." in text
+
+
+def test_a_spent_dollar_budget_stops_cleanly_keeping_the_rules_so_far(tmp_path):
+    usage = {"prompt_tokens": 1_000_000, "completion_tokens": 0, "total_tokens": 1_000_000}
+    script = Script(default=Reply(json.dumps({"edits": [add("Rule.")]}), usage=usage))
+    with ScriptedModelServer(script) as server:
+        opt = optimizer(server, tmp_path, budget_usd=0.5, prices={"scripted-dry-run": (1.0, 0.0)})
+        text = run(opt, dataset(6, statement_words=60), budget=1_500)
+        calls = len(server.chat_requests())
+    assert calls == 1 and "Rule." in text
+    assert opt.last_report.cost_usd == pytest.approx(1.0) and "budget" in opt.last_report.errors[0]
+
+
+def test_missing_columns_are_named():
+    with pytest.raises(ValueError, match="explanation"):
+        PromptLearningOptimizer(model_choice="scripted-dry-run").optimize(
+            dataset=dataset().drop(columns=["explanation"]), output_column="cline_patch",
+            feedback_columns=["correctness", "explanation"])
