@@ -1,0 +1,18 @@
+"""Shared fixtures: one real local Phoenix server for the whole test session, started only when asked for."""
+
+import pytest
+
+from helpers.phoenix_server import PhoenixServer
+
+
+@pytest.fixture(scope="session")
+def phoenix_server(tmp_path_factory):
+    """A real Phoenix (SQLite in a temporary folder, loopback, free ports), stopped after the session."""
+    server = PhoenixServer(working_dir=tmp_path_factory.mktemp("phoenix"), start_timeout_s=180).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def phoenix_url(phoenix_server):
+    return phoenix_server.url

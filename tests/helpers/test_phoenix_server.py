@@ -1,0 +1,54 @@
+"""The embedded Phoenix: started, healthy, stopped with nothing left behind; clear errors when it can't be."""
+
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers.phoenix_server import PhoenixError, PhoenixServer, ensure_phoenix, is_healthy
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_started_server_answers_and_stopping_it_leaves_no_process(tmp_path):
+    server = PhoenixServer(working_dir=tmp_path, start_timeout_s=180).start()
+    pid, url = server.process.pid, server.url
+    assert is_healthy(url) and (tmp_path / "phoenix.db").exists()
+    server.stop()
+    assert not is_healthy(url, timeout_s=1)
+    assert subprocess.run(["ps", "-o", "pid=", "-g", str(pid)], capture_output=True, text=True).stdout.strip() == ""
+
+
+def test_a_busy_port_is_a_clear_error_at_once(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = time.monotonic()
+        with pytest.raises(PhoenixError, match=f"{port} .*already in use"):
+            PhoenixServer(working_dir=tmp_path, port=port).start()
+    assert time.monotonic() - started < 2
+
+
+def test_a_server_that_does_not_come_up_fails_within_the_time_given(tmp_path):
+    started = time.monotonic()
+    with pytest.raises(PhoenixError, match="did not answer|exited"):
+        PhoenixServer(working_dir=tmp_path, start_timeout_s=2).start()
+    assert time.monotonic() - started < 2 + 12  # the wait, then the stop
+
+
+def test_an_existing_phoenix_is_reached_by_url_and_a_dead_url_is_named(phoenix_url):
+    connected = PhoenixServer.connect(phoenix_url)
+    assert connected.url == phoenix_url and not connected.owned
+    connected.stop()  # a no-op for a server we did not start
+    assert is_healthy(phoenix_url)
+    with pytest.raises(PhoenixError, match="127.0.0.1:9"):
+        PhoenixServer.connect("http://127.0.0.1:9")
+    assert ensure_phoenix(phoenix_url).url == phoenix_url
+
+
+def test_importing_the_helpers_does_not_import_phoenix():
+    code = "import sys, helpers.phoenix_server, helpers.phoenix_experiments; print('phoenix' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
