@@ -143,7 +143,7 @@ def run_act(dataset_name: str | None = None, instance_ids: Any = None, run_id: s
 
 def _run_all(todo: list[dict[str, Any]], ruleset: str, evaluate: bool, agent: dict[str, Any], workers: int,
              path: Path, run_id: str, sha: str, done: dict[str, dict[str, Any]], progress: bool) -> None:
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     lock = threading.Lock()
     scratch = Path(tempfile.mkdtemp(prefix="run-act-"))

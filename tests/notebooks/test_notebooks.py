@@ -1,0 +1,107 @@
+"""Every notebook runs headless under papermill, as CI and workshop presenters run them.
+
+The dry run is the real thing except for the models: the real Cline CLI edits real files, the local
+evaluator runs the house suite's hidden tests, a real local Phoenix (the session's) records the loops.
+"""
+
+import json
+import re
+
+import nbformat
+import pytest
+
+from helpers.config import REPO_ROOT
+from helpers.notebook_runner import run_notebook
+
+pytestmark = pytest.mark.slow
+NOTEBOOKS = REPO_ROOT / "notebooks"
+TINY = {"TRAIN_SIZE": 3, "TEST_SIZE": 3, "LOOPS": 2, "WORKERS": 2, "DRY_RUN": True}
+
+
+@pytest.fixture(scope="module")
+def isolated(tmp_path_factory, phoenix_url):
+    """Outputs, rulesets and caches in a temporary folder; no key in sight; the session's Phoenix."""
+    root = tmp_path_factory.mktemp("notebooks")
+    mp = pytest.MonkeyPatch()
+    for name, sub in (("PL_RESULTS_DIR", "act_results"), ("PL_RULESETS_DIR", "act_rulesets"), ("PL_CACHE_DIR", "cache")):
+        mp.setenv(name, str(root / sub))
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "PHOENIX_COLLECTOR_ENDPOINT"):
+        mp.delenv(name, raising=False)
+    yield {"root": root, "phoenix": phoenix_url}
+    mp.undo()
+
+
+def outputs(path) -> str:
+    """All text a notebook showed (streams, results, errors)."""
+    book = nbformat.read(path, as_version=4)
+    parts = []
+    for cell in book.cells:
+        for out in cell.get("outputs", []):
+            parts.append(out.get("text", ""))
+            parts.extend(str(v) for k, v in out.get("data", {}).items() if k.startswith("text/"))
+    return "\n".join(parts)
+
+
+def test_every_notebook_has_a_parameters_cell_and_no_outputs():
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        book = nbformat.read(path, as_version=4)
+        tagged = [c for c in book.cells if "parameters" in c.metadata.get("tags", [])]
+        assert len(tagged) == 1, f"{path.name} needs exactly one cell tagged 'parameters'"
+        for cell in book.cells:
+            if cell.cell_type == "code":
+                assert not cell.outputs and cell.execution_count is None, f"{path.name} is committed with outputs"
+
+
+def test_the_quickstart_dry_run_runs_end_to_end_labeled_and_resumes_without_new_calls(isolated):
+    params = {**TINY, "EXPERIMENT": "ci-quickstart", "PHOENIX_URL": isolated["phoenix"]}
+    first = run_notebook(NOTEBOOKS / "quickstart.ipynb", params)
+    shown = outputs(first)
+    assert "SCRIPTED DRY RUN" in shown
+    assert first.is_relative_to(isolated["root"])  # executed copy under PL_RESULTS_DIR/<experiment>/notebooks
+    loops = [json.loads(line) for line in (isolated["root"] / "act_results/ci-quickstart/loops.jsonl").read_text().splitlines()]
+    assert [r["loop"] for r in loops] == [0, 1] and all(r["dry_run"] for r in loops)
+    plots = sorted(p.name for p in (isolated["root"] / "act_results/ci-quickstart/plots").glob("*.png"))
+    assert plots, "the quickstart saves its figures"
+    assert str(REPO_ROOT) not in first.read_text()  # no machine paths in the executed copy
+
+    again = outputs(run_notebook(NOTEBOOKS / "quickstart.ipynb", params))
+    requests = re.search(r"Model requests answered by the scripted server in this session: (\d+)", again)
+    assert requests and int(requests.group(1)) == 0, "a rerun of a finished experiment asks the model nothing"
+    for record in loops:  # and shows the same numbers
+        assert f"train accuracy {record['train_accuracy']:.2f}" in again or "already finished" in again
+
+
+def test_the_results_notebook_reads_a_finished_experiment(isolated):
+    if not (isolated["root"] / "act_results/ci-quickstart/loops.jsonl").exists():
+        run_notebook(NOTEBOOKS / "quickstart.ipynb", {**TINY, "EXPERIMENT": "ci-quickstart", "PHOENIX_URL": isolated["phoenix"]})
+    shown = outputs(run_notebook(NOTEBOOKS / "03_results.ipynb", {"EXPERIMENT": "ci-quickstart"}))
+    assert "SCRIPTED DRY RUN" in shown and "Ruleset v0 -> v1" in shown
+
+
+def test_the_setup_notebook_reports_what_is_here(isolated):
+    shown = outputs(run_notebook(NOTEBOOKS / "00_setup.ipynb", {"PHOENIX_URL": isolated["phoenix"]}, 
+                                 output=isolated["root"] / "00_setup.ipynb"))
+    assert "Everything the loop needs is here." in shown and "Phoenix answers at" in shown
+
+
+def test_the_split_notebook_loads_a_local_swebench_file_and_uploads_it(isolated):
+    fixture = REPO_ROOT / "tests/fixtures/swebench/lite_sample.jsonl"
+    params = {"EXPERIMENT": "ci-split", "TASK_SOURCE": str(fixture), "TRAIN_SIZE": 2, "TEST_SIZE": 2,
+              "SPLIT_STRATEGY": "by_repo", "PHOENIX_URL": isolated["phoenix"]}
+    shown = outputs(run_notebook(NOTEBOOKS / "01_dataset_split.ipynb", params))
+    assert "train: dataset 'Cline Act: ci-split train' (2 tasks)" in shown
+    split = json.loads((isolated["root"] / "act_results/ci-split/split.json").read_text())
+    assert len(split["train"]) == 2 and not set(split["train"]) & set(split["test"])
+
+
+def test_the_act_notebook_runs_the_cookbook_loop(isolated):
+    params = {**TINY, "EXPERIMENT": "ci-act", "TASK_SOURCE": "house", "LOOPS": 1, "PHOENIX_URL": isolated["phoenix"]}
+    shown = outputs(run_notebook(NOTEBOOKS / "02_optimize_cline_act.ipynb", params))
+    assert "Loop 0: train accuracy" in shown and "SCRIPTED DRY RUN" in shown
+    assert (isolated["root"] / "act_rulesets/ci-act/ruleset_1.txt").exists()
+
+
+def test_the_plan_mode_notebook_judges_plans(isolated):
+    params = {**TINY, "EXPERIMENT": "ci-plan", "LOOPS": 1, "PHOENIX_URL": isolated["phoenix"]}
+    shown = outputs(run_notebook(NOTEBOOKS / "04_cline_plan_mode.ipynb", params))
+    assert "--- plan ---" in shown and "SCRIPTED DRY RUN" in shown
