@@ -30,7 +30,6 @@ from helpers.records import append_jsonl, read_jsonl, run_records_path
 from helpers.tokens import truncate_chars
 from helpers.workspaces import prepare_workspace, remove_workspace
 
-DEFAULT_EXPERIMENT = "default"
 TEST_LOG_CHARS = 6_000
 COLUMNS = ("instance_id", "repo", "problem_statement", "ground_truth_patch", "test_patch", "cline_patch", "plan",
            "pass_or_fail", "status", "error", "iterations", "input_tokens", "output_tokens", "cost_usd",
@@ -129,7 +128,7 @@ def run_act(dataset_name: str | None = None, instance_ids: Any = None, run_id: s
     cline_binary()
     provider_settings(model, base_url, api_key, provider)  # a missing key fails here, not per task
     sha = ruleset_sha(ruleset)
-    path = run_records_path(experiment or DEFAULT_EXPERIMENT, run_id, results_root)
+    path = run_records_path(experiment or config.DEFAULT_EXPERIMENT, run_id, results_root)
     done = {r["instance_id"]: r for r in read_jsonl(path)
             if r.get("ruleset_sha") == sha and r.get("mode") == mode and r.get("model") == model and _is_done(r)}
     todo = [row for row in frame.to_dict("records") if row["instance_id"] not in done]
@@ -173,3 +172,5 @@ def run_plan(dataset_name: str | None = None, instance_ids: Any = None, run_id: 
              workers: int = config.WORKERS, **kwargs: Any) -> pd.DataFrame:
     """run_act in plan mode: Cline answers with a plan (the `plan` column); nothing is tested."""
     return run_act(dataset_name, instance_ids, run_id, ruleset, workers, **{**kwargs, "mode": "plan"})
+
+__all__ = ["run_act", "run_plan"]  # the public API, documented in CODE_APPENDIX.md

@@ -258,3 +258,5 @@ class ClineAgent:
     def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult:
         return run_task(task, workspace, ruleset, model=self.model, base_url=self.base_url, api_key=self._api_key,
                         provider=self.provider, timeout_s=self.timeout_s, mode=self.mode)
+
+__all__ = ["run_task", "ClineAgent", "cline_binary", "stop_all"]  # the public API, documented in CODE_APPENDIX.md

@@ -48,6 +48,7 @@ CONTEXT_SIZE_K = 400_000  # token budget of one optimizer call
 SWEBENCH_DATASET = "SWE-bench/SWE-bench_Lite"
 SWEBENCH_SPLIT = "test"
 SEED = 0
+DEFAULT_EXPERIMENT = "default"  # the results folder of calls that name no experiment
 
 # --- run limits ----------------------------------------------------------------------------------
 AGENT_TIMEOUT_S = 900.0  # per task; the Cline CLI ignores its own --timeout
@@ -151,3 +152,8 @@ def llm_settings(model: str, api_key: str | None = None, base_url: str | None = 
 def has_credentials() -> bool:
     """True when a real provider key is configured (used to choose the dry run by default)."""
     return bool(read_env("OPENAI_API_KEY") or read_env("ANTHROPIC_API_KEY"))
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "llm_settings", "LLMSettings", "MissingCredentials", "read_env", "has_credentials", "price_for",
+    "results_root", "rulesets_root", "cache_root",
+]

@@ -139,3 +139,5 @@ def repo_relative(path: Path) -> str:
         return str(Path(path).relative_to(config.REPO_ROOT))
     except ValueError:
         return str(path)
+
+__all__ = ["check_environment", "Check"]  # the public API, documented in CODE_APPENDIX.md

@@ -179,3 +179,5 @@ def _patch_as_edits(task: dict, patch: str) -> list[dict]:
             else:
                 calls.append(tool_call("editor", path=path, old_text=old.stdout, new_text=new_text))
         return calls
+
+__all__ = ["DryRunScript", "start_dry_run_server"]  # the public API, documented in CODE_APPENDIX.md

@@ -107,3 +107,5 @@ def evaluate_results(df: pd.DataFrame, model: str | None = None, *, base_url: st
     for column, default in defaults.items():
         judged[column] = [v.get(column, default) for v in verdicts]
     return judged
+
+__all__ = ["evaluate_results", "judge_messages"]  # the public API, documented in CODE_APPENDIX.md

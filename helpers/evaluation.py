@@ -112,3 +112,5 @@ def _outcomes(report: Path) -> dict[str, str]:
 
 def _tail(log: str) -> str:
     return log if len(log) <= LOG_TAIL_CHARS else "[... earlier output cut ...]\n" + log[-LOG_TAIL_CHARS:]
+
+__all__ = ["evaluate_patch", "LocalEvaluator"]  # the public API, documented in CODE_APPENDIX.md

@@ -196,6 +196,7 @@ def cache_key(request: Mapping[str, Any]) -> str:
 
 def cost_usd(model: str, input_tokens: int, output_tokens: int,
              prices: dict[str, tuple[float, float]] | None = None) -> float:
+    """USD for the tokens at the price table's rate; 0.0 for an unpriced model."""
     price = config.price_for(model, prices)
     if price is None:
         return 0.0
@@ -247,3 +248,7 @@ def parse_json_object(text: str) -> dict[str, Any]:
         if isinstance(value, dict):
             return value
     raise ValueError(f"the answer is not a JSON object: {stripped[:200]!r}")
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "LLMClient", "LLMError", "BudgetExceeded", "cost_usd", "cache_key", "parse_json_object",
+]

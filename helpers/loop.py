@@ -58,6 +58,7 @@ def plan_accuracy(df: pd.DataFrame) -> float:
 
 
 def completed_loops(experiment: str) -> dict[int, dict[str, Any]]:
+    """loop number -> its loops.jsonl record, for the loops already finished."""
     return {r["loop"]: r for r in read_jsonl(loops_path(experiment))}
 
 
@@ -194,14 +195,16 @@ def save_split(experiment: str, train_df: pd.DataFrame, test_df: pd.DataFrame, *
 
 
 def load_or_make_split(experiment: str, source: str, train_size: int, test_size: int,
-                       strategy: str = "random", seed: int = config.SEED) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The experiment's saved split if it has one (sizes must match), else a new one, saved."""
+                       strategy: str = "random", seed: int = config.SEED,
+                       mirrors_dir: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The experiment's saved split if it has one (sizes must match), else a new one, saved.
+    `mirrors_dir` locates SWE-bench repositories for the agent's workspaces (see cline/README.md)."""
     import json
 
     from helpers.records import experiment_dir
     from helpers.tasks import load_tasks, split_dataset
 
-    tasks = load_tasks(source)
+    tasks = load_tasks(source, mirrors_dir=mirrors_dir)
     saved = experiment_dir(experiment) / "split.json"
     if saved.exists():
         split = json.loads(saved.read_text())
@@ -254,3 +257,8 @@ def load_results(experiment: str, split: str, loop: int) -> pd.DataFrame:
         if column in frame:
             frame[column] = frame[column].map(lambda v: json.loads(v) if isinstance(v, str) and v.startswith("[") else v)
     return frame
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "LoopSettings", "run_loop", "run_one_loop", "start_experiment", "completed_loops", "load_or_make_split",
+    "split_summary", "upload_split", "load_results",
+]

@@ -97,7 +97,7 @@ def output_path_for(notebook: Path, params: dict[str, Any]) -> Path:
     experiment = params.get("EXPERIMENT")
     if experiment is None:
         default = papermill.inspect_notebook(str(notebook)).get("EXPERIMENT", {}).get("default")
-        experiment = parse_value(default) if default else notebook.stem
+        experiment = (parse_value(default) if default else None) or notebook.stem
     return results_root() / check_name(str(experiment)) / "notebooks" / notebook.name
 
 
@@ -135,6 +135,7 @@ def run_notebook(notebook: Path | str, params: dict[str, Any] | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: `python -m helpers.notebook_runner NOTEBOOK [NAME=VALUE ...]`; 0 on success."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("notebook", type=Path)
     parser.add_argument("params", nargs="*", help="NAME=VALUE parameters")
@@ -156,3 +157,5 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+__all__ = ["run_notebook", "main"]  # the public API, documented in CODE_APPENDIX.md

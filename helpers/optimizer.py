@@ -270,3 +270,7 @@ def leaks_in(text: str, leaks: dict[str, set[str]]) -> dict[str, set[str]]:
         if name in text and re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", text):
             found[name] = tasks
     return found
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "PromptLearningOptimizer", "OptimizerReport", "render_example", "leaky_identifiers", "leaks_in",
+]

@@ -50,7 +50,6 @@ TIMEOUT_S = 30.0
 DRY_RUN_LABEL = "scripted dry run"
 DRY_RUN_NOTE = "SCRIPTED DRY RUN - not real results: every model reply came from the scripted model server."
 PENDING_FILE = "phoenix_pending.jsonl"
-DEFAULT_EXPERIMENT = "default"  # records folder when the caller names none
 
 # Columns of a run_act / evaluate_results row that go into a Phoenix run (output and evaluations).
 RUN_FIELDS = (
@@ -498,7 +497,7 @@ def log_experiment_to_phoenix(hostname: Any = None, api_key: str | None = None, 
     if dataset_obj is None:
         raise ValueError("log_experiment_to_phoenix needs dataset_obj=...: what upload_dataset() returned for this split.")
     job = _experiment_job(_as_dataset_ref(dataset_obj), experiment_name, experiment_df, metadata, dry_run, description)
-    folder = experiment or (metadata or {}).get("experiment") or DEFAULT_EXPERIMENT
+    folder = experiment or (metadata or {}).get("experiment") or config.DEFAULT_EXPERIMENT
     with _rest(hostname, api_key, workers) as rest:
         try:
             return _log_experiment_job(rest, job)
@@ -577,6 +576,7 @@ def log_ruleset_version(hostname: Any, api_key: str | None, experiment: str, ver
 # --- when Phoenix is down -----------------------------------------------------------------------
 
 def pending_path(experiment: str, results_root: Path | str | None = None) -> Path:
+    """act_results/<experiment>/phoenix_pending.jsonl: what waits to be logged."""
     return experiment_dir(experiment, results_root) / PENDING_FILE
 
 
@@ -630,3 +630,8 @@ def flush_pending(experiment: str, hostname: Any = None, api_key: str | None = N
     elif path.exists():
         path.unlink()
     return results
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "upload_dataset", "log_experiment_to_phoenix", "log_ruleset_version", "flush_pending", "pending_path",
+    "DatasetRef", "LogResult", "PhoenixUnavailable", "PhoenixUnavailableWarning", "PhoenixRequestError",
+]

@@ -255,3 +255,7 @@ def _die_with_parent() -> None:
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
         except OSError:
             pass
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "PhoenixServer", "ensure_phoenix", "is_healthy", "PhoenixError",
+]

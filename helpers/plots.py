@@ -54,6 +54,7 @@ def _figure(width: float = 7.0, height: float = 4.0) -> tuple[Figure, Any]:
 
 
 def plot_accuracy(loops: pd.DataFrame, experiment: str = "") -> Figure:
+    """Train and test accuracy per loop (each loop runs with the ruleset version of the same number)."""
     figure, ax = _figure()
     for column, label, marker in (("train_accuracy", "train", "o"), ("test_accuracy", "test", "s")):
         ax.plot(loops["loop"], loops[column], marker=marker, label=label)
@@ -66,6 +67,7 @@ def plot_accuracy(loops: pd.DataFrame, experiment: str = "") -> Figure:
 
 
 def plot_ruleset_size(loops: pd.DataFrame, experiment: str = "") -> Figure:
+    """Rules (bars) and tokens (line) of the ruleset each loop ran with."""
     figure, ax = _figure()
     ax.bar(loops["loop"], loops["ruleset_rules"], color="tab:blue", alpha=0.7, label="rules")
     ax.set(xlabel="loop", ylabel="rules", title=_title(f"Size of the rules each loop ran with: {experiment}", loops))
@@ -78,6 +80,7 @@ def plot_ruleset_size(loops: pd.DataFrame, experiment: str = "") -> Figure:
 
 
 def plot_repo_resolved(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str = "") -> Figure:
+    """Resolved share per repository per loop, train and test rows together."""
     figure, ax = _figure()
     if len(rows):
         rates = rows.assign(resolved=rows["pass_or_fail"].eq("pass")).pivot_table(
@@ -93,6 +96,7 @@ def plot_repo_resolved(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str 
 
 
 def plot_cost(loops: pd.DataFrame, experiment: str = "") -> Figure:
+    """Cost per loop in USD, stacked by role: agent, judge, optimizer."""
     figure, ax = _figure()
     bottom = pd.Series(0.0, index=loops.index)
     for column, label in (("agent_cost_usd", "agent (Cline)"), ("judge_cost_usd", "judge"), ("optimizer_cost_usd", "optimizer")):
@@ -162,3 +166,8 @@ def plot_all(experiment: str, results_root: Path | str | None = None, show: bool
             figure.savefig(buffer, format="png")
             display(Image(data=buffer.getvalue()))
     return paths
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "plot_all", "flipped_tasks", "load_loops", "load_split_rows", "plot_accuracy", "plot_ruleset_size",
+    "plot_repo_resolved", "plot_cost", "plot_test_outcomes",
+]

@@ -129,3 +129,7 @@ class LLM(Protocol):
     model: str
 
     def complete(self, messages: Sequence[Mapping[str, Any]], **params: Any) -> Completion: ...
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "Agent", "Evaluator", "LLM", "AgentResult", "EvalResult", "Completion",
+]

@@ -50,6 +50,7 @@ def check_name(name: str, what: str = "experiment name") -> str:
 
 
 def experiment_dir(experiment: str, root: Path | str | None = None) -> Path:
+    """act_results/<experiment>/ (or under `root`)."""
     return Path(root or config.results_root()) / check_name(experiment)
 
 
@@ -58,14 +59,17 @@ def rulesets_dir(experiment: str, root: Path | str | None = None) -> Path:
 
 
 def run_records_path(experiment: str, run_id: str, root: Path | str | None = None) -> Path:
+    """act_results/<experiment>/runs/<run_id>.jsonl: run_act's records."""
     return experiment_dir(experiment, root) / "runs" / f"{check_name(run_id, 'run id')}.jsonl"
 
 
 def split_results_path(experiment: str, split: str, loop: int, root: Path | str | None = None) -> Path:
+    """act_results/<experiment>/<split>_results_<loop>.csv."""
     return experiment_dir(experiment, root) / f"{split}_results_{loop}.csv"
 
 
 def loops_path(experiment: str, root: Path | str | None = None) -> Path:
+    """act_results/<experiment>/loops.jsonl: one record per finished loop."""
     return experiment_dir(experiment, root) / "loops.jsonl"
 
 
@@ -119,6 +123,7 @@ def write_atomic(path: Path | str, data: str | bytes) -> Path:
 
 
 def write_json(path: Path | str, obj: Any) -> Path:
+    """`obj` as indented JSON, atomically."""
     return write_atomic(path, json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n")
 
 
@@ -134,3 +139,8 @@ def write_csv(df: Any, path: Path | str) -> Path:
 def last_by_key(records: Iterable[dict[str, Any]], key: str) -> dict[Any, dict[str, Any]]:
     """The last record for each value of `key` (later records supersede earlier ones)."""
     return {record[key]: record for record in records if key in record}
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "experiment_dir", "run_records_path", "split_results_path", "loops_path", "append_jsonl", "read_jsonl",
+    "write_atomic", "write_json", "write_csv", "check_name",
+]

@@ -308,6 +308,7 @@ class RulesetDiff:
 
 def diff_rulesets(old: Ruleset, new: Ruleset, old_version: int | None = None,
                   new_version: int | None = None) -> RulesetDiff:
+    """Rule-by-rule difference from `old` to `new`, rules matched by id."""
     old_by_id = {r.id: r for r in old.rules}
     new_by_id = {r.id: r for r in new.rules}
     result = RulesetDiff(old_version, new_version)
@@ -582,3 +583,8 @@ def _as_dict(report: Any) -> dict[str, Any]:
     if hasattr(report, "to_dict"):
         return report.to_dict()
     raise TypeError(f"report must be the optimizer's last_report (or a dict), not {type(report).__name__}.")
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "RulesetStore", "Ruleset", "Rule", "RulesetDiff", "parse_ruleset", "render_ruleset", "parse_rules_text",
+    "apply_edits", "diff_rulesets", "split_fenced", "render_stats",
+]

@@ -327,3 +327,7 @@ def _stream_chunks(request: dict, reply: Reply, model: str) -> list[dict]:
     if (request.get("stream_options") or {}).get("include_usage", True):
         chunks.append({**base, "choices": [], "usage": _usage(request, reply, entries)})
     return chunks
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "ScriptedModelServer", "Script", "Rule", "Reply", "tool_call", "message_text",
+]

@@ -112,3 +112,5 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
         if getattr(handle, "stop", None) and getattr(handle, "owned", True):
             session._closers.insert(0, handle.stop)
     return session
+
+__all__ = ["open_session", "Session"]  # the public API, documented in CODE_APPENDIX.md

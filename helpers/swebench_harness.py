@@ -176,3 +176,8 @@ def evaluate_swebench(task: Task, patch: str, *, timeout_s: float = 1_800, backe
     """One task through the harness (see evaluate_swebench_batch)."""
     return evaluate_swebench_batch([task], [patch], workers=1, run_id=run_id, backend=backend,
                                    timeout_s=max(timeout_s, 60), **kwargs)[0]
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "evaluate_swebench", "evaluate_swebench_batch", "grade_log", "read_report", "swebench_test_spec",
+    "require_backend", "docker_available", "modal_available", "HarnessUnavailable",
+]

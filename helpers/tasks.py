@@ -194,3 +194,8 @@ def _split_chronological(frame: pd.DataFrame, train_size: int, test_size: int, s
     dated["_position"] = dated.groupby("repo").cumcount() / dated.groupby("repo")["instance_id"].transform("count")
     ordered = dated.sort_values(["_position", "_when", "instance_id"], kind="stable").drop(columns=["_when", "_position"])
     return ordered.iloc[:train_size], ordered.iloc[len(ordered) - test_size:]
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "load_tasks", "load_swebench", "load_house_suite", "split_dataset", "select_tasks", "normalize_tasks",
+    "OfflineError",
+]

@@ -72,3 +72,7 @@ def truncate_chars(text: str, max_chars: int) -> str:
     head = max_chars * 2 // 3
     tail = max_chars - head
     return f"{text[:head]}\n[... {len(text) - head - tail} characters cut here ...]\n{text[-tail:] if tail else ''}"
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "count_tokens", "count_message_tokens", "truncate_tokens", "truncate_chars",
+]

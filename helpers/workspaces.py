@@ -67,4 +67,9 @@ def prepare_workspace(task: Task, root: Path | str) -> Path:
 
 
 def remove_workspace(path: Path | str) -> None:
+    """Delete a workspace folder (missing is fine)."""
     shutil.rmtree(path, ignore_errors=True)
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "prepare_workspace", "remove_workspace", "swebench_repo_path", "git", "WorkspaceError",
+]

@@ -67,3 +67,5 @@ def build_house_repos(root: Any = None) -> dict[str, Any]:
     from helpers.house_suite.build import build
 
     return build(root)[1]
+
+__all__ = ["load_house_suite", "build_house_repos"]  # the public API, documented in CODE_APPENDIX.md
