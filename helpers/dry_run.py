@@ -23,7 +23,7 @@ from typing import Any
 from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call
 from helpers.workspaces import git, prepare_workspace
 
-MAX_NEW_RULES = 2
+MAX_NEW_RULES = 3
 AGENT_MARKER = "You are Cline"
 PLAN_MODE_MARKER = "You are in Plan mode"  # in Cline 3.0.65's plan-mode system prompt
 

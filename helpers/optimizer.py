@@ -26,6 +26,7 @@ from __future__ import annotations
 import builtins
 import keyword
 import re
+import sys
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
@@ -241,6 +242,8 @@ def _patch_identifiers(patch: str) -> set[str]:
 def _specific(name: str) -> bool:
     """Identifier-shaped enough to be a task's own (not an English word or a Python builtin)."""
     if len(name) < 4 or name in _COMMON or name.startswith("__"):
+        return False
+    if "." in name and name.split(".")[0] in sys.stdlib_module_names:  # logging.getLogger: common API
         return False
     return "_" in name or "." in name or "/" in name or any(c.isupper() for c in name[1:])
 

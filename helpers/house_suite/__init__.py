@@ -42,8 +42,8 @@ CONVENTIONS: dict[str, dict[str, str]] = {
     },
     "registry": {
         "title": "new exporters join the registry",
-        "rule": "Register every new exporter in `ledger.exporters.EXPORTERS` with the `@register(\"<format>\")` "
-                "decorator, so `export(ledger, format)` finds it.",
+        "rule": "Register every new exporter in the package's exporter registry with its `@register(<format>)` "
+                "decorator, so the generic export function finds it by format name.",
         "check": "EXPORTERS[format] is the new function",
     },
     "decimal": {

@@ -163,3 +163,10 @@ def test_missing_columns_are_named():
         PromptLearningOptimizer(model_choice="scripted-dry-run").optimize(
             dataset=dataset().drop(columns=["explanation"]), output_column="cline_patch",
             feedback_columns=["correctness", "explanation"])
+
+
+def test_standard_library_calls_in_one_task_are_not_leaks():
+    data = dataset(2)
+    data.loc[0, "ground_truth_patch"] += "+logger = logging.getLogger(__name__)\n"
+    leaks = leaky_identifiers(data)
+    assert "logging.getLogger" not in leaks and "compute_total_0" in leaks
