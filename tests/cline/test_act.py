@@ -17,7 +17,7 @@ from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, me
 from tests.cline.conftest import BUGGY, FIXED, cline_processes, make_repo, make_task
 
 pytestmark = pytest.mark.slow
-KEY = "sk-test-KEY-not-in-results-987654321"
+KEY = "test-KEY-not-in-results-987654321"
 
 
 def fixing_script(delay_s=0.0):

