@@ -46,7 +46,7 @@ test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: setup
-	$(PY) benchmarks/run_all.py
+	@status=0; for bench in benchmarks/bench_*.py; do echo "== $$bench"; $(PY) $$bench || status=1; done; exit $$status
 
 clean:
 	rm -rf $(VENV) cline/node_modules .state .cache .phoenix

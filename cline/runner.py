@@ -11,13 +11,16 @@ What a run does (facts measured on Cline CLI 3.0.65; see cline/README.md):
 - the ruleset as the workspace's `.clinerules`, which Cline appends to its system prompt under "# Rules";
 - `cline --json [-p] <prompt>` in the workspace, the task text on stdin (no argv limit), its own process
   group, killed with the parent (PR_SET_PDEATHSIG) and on timeout (SIGINT, then SIGKILL);
-- the patch: `git diff <base_commit>` with new files, without .clinerules, checkpoint refs or build debris.
+- the patch: `git diff <base_commit>` with new files, without .clinerules, checkpoint refs or build debris;
+- at most config.CLINE_STARTUP_SLOTS runs starting up at once (start-up is the CPU-heavy part of a run),
+  and config.CLINE_RUNTIME_ENV for its embedded JavaScriptCore.
 A task-level failure (provider error, crash, timeout) is a result with status "error" or "timeout";
 only setup problems (no binary, no key) raise.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -40,6 +43,9 @@ from helpers.workspaces import git
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = ".clinerules"
 STOP_GRACE_S = 3.0  # after SIGINT, before SIGKILL
+STARTUP_MAX_S = 20.0  # a run still starting after this gives up its start-up slot (one takes ~2 s)
+STARTUP_POLL_S = 0.2
+STARTUP_BUSY = 0.5  # cores a run uses while starting up; below this it is waiting on the model
 # Never part of a patch: our rules file and what running code leaves behind.
 PATCH_EXCLUDES = (RULES_FILE, "**/__pycache__/**", "**/*.pyc", ".pytest_cache/**", "**/*.egg-info/**")
 PROVIDER_IDS = {"openai-compatible": "openai-compatible", "openai": "openai-native", "anthropic": "anthropic"}
@@ -98,7 +104,7 @@ def write_cline_state(state: Path, provider_id: str, entry: dict[str, Any]) -> d
 
 def child_environment(state_env: dict[str, str], key_env: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLINE_") and k not in KEY_VARIABLES}
-    return {**env, **state_env, **key_env}
+    return {**config.CLINE_RUNTIME_ENV, **env, **state_env, **key_env}
 
 
 def write_rules(workspace: Path, ruleset: str) -> None:
@@ -169,30 +175,104 @@ def stop_all() -> None:
         _signal_group(process, signal.SIGKILL)
 
 
-def _run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str,
-             timeout_s: float) -> tuple[str, str, bool]:
-    """(stdout, stderr, timed_out) of one CLI run, stopped as a process group on timeout."""
-    process = subprocess.Popen(args, cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True,
-                               preexec_fn=_die_with_parent)
-    with _live_lock:
-        _live.add(process)
+@functools.lru_cache(maxsize=None)
+def _startup_slots(count: int) -> threading.BoundedSemaphore:
+    return threading.BoundedSemaphore(count)
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU time a process has used so far (all its threads), or None where /proc is not there."""
     try:
-        try:
-            out, err = process.communicate(stdin_text, timeout=timeout_s)
-            return out, err, False
-        except subprocess.TimeoutExpired:
-            _signal_group(process, signal.SIGINT)
-            try:
-                out, err = process.communicate(timeout=STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                _signal_group(process, signal.SIGKILL)
-                out, err = process.communicate()
-            return out, err, True
-    finally:
-        _signal_group(process, signal.SIGKILL)  # whatever it started in its group
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _wait_for_startup(process: subprocess.Popen, spoke: threading.Event, limit_s: float) -> None:
+    """Return once Cline is past its start-up (~2 CPU-seconds: its main thread, then a file-index
+    worker): it has printed its first event and its CPU use has dropped, or it exited, or limit_s passed."""
+    deadline = time.monotonic() + limit_s
+    used = _cpu_seconds(process.pid)
+    while process.poll() is None and time.monotonic() < deadline:
+        time.sleep(STARTUP_POLL_S)
+        now = _cpu_seconds(process.pid)
+        if spoke.is_set() and (now is None or used is None or now - used < STARTUP_BUSY * STARTUP_POLL_S):
+            return
+        used = now
+
+
+def _read_all(stream, lines: list[str], spoke: threading.Event | None = None) -> None:
+    for line in stream:
+        lines.append(line)
+        if spoke is not None:
+            spoke.set()
+
+
+def _feed(stream, text: str) -> None:
+    try:
+        stream.write(text)
+        stream.close()
+    except (BrokenPipeError, OSError, ValueError):
+        pass  # it exited before reading its task; its output says why
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """SIGINT to the group (Cline stops in ~0.2 s), SIGKILL after a grace period."""
+    _signal_group(process, signal.SIGINT)
+    try:
+        process.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        _signal_group(process, signal.SIGKILL)
+        process.wait()
+
+
+def _run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str,
+             timeout_s: float) -> tuple[str, str, bool, float]:
+    """(stdout, stderr, timed_out, seconds it ran) of one CLI run, stopped as a process group on timeout.
+
+    Runs in this process start up a few at a time (config.CLINE_STARTUP_SLOTS): a pool of workers that
+    all start together otherwise stays in lockstep, every run burning CPU at once, then every run idle
+    on the model at once.
+    """
+    slots = _startup_slots(max(1, config.CLINE_STARTUP_SLOTS or os.cpu_count() or 1))
+    slots.acquire()
+    holding = True
+    out: list[str] = []
+    err: list[str] = []
+    try:
+        started = time.monotonic()
+        process = subprocess.Popen(args, cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                   preexec_fn=_die_with_parent)
         with _live_lock:
-            _live.discard(process)
+            _live.add(process)
+        spoke = threading.Event()
+        threads = [threading.Thread(target=_feed, args=(process.stdin, stdin_text), daemon=True),
+                   threading.Thread(target=_read_all, args=(process.stdout, out, spoke), daemon=True),
+                   threading.Thread(target=_read_all, args=(process.stderr, err), daemon=True)]
+        for thread in threads:
+            thread.start()
+        timed_out = False
+        try:
+            _wait_for_startup(process, spoke, min(timeout_s, STARTUP_MAX_S))
+            slots.release()
+            holding = False
+            try:
+                process.wait(timeout=max(0.0, timeout_s - (time.monotonic() - started)))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _stop(process)
+        finally:
+            _signal_group(process, signal.SIGKILL)  # whatever it started in its group
+            for thread in threads:
+                thread.join(timeout=STOP_GRACE_S)  # a stray holder of its pipes must not hang us
+            with _live_lock:
+                _live.discard(process)
+    finally:
+        if holding:
+            slots.release()
+    return "".join(out), "".join(err), timed_out, time.monotonic() - started
 
 
 def run_task(task: Task, workspace: Path | str, ruleset: str = "", *, model: str = config.AGENT_MODEL,
@@ -209,13 +289,11 @@ def run_task(task: Task, workspace: Path | str, ruleset: str = "", *, model: str
     instance_id = str(task["instance_id"])
     write_rules(workspace, ruleset or "")
     state = Path(tempfile.mkdtemp(prefix="cline-state-", dir=state_root))
-    started = time.monotonic()
     try:
         env = child_environment(write_cline_state(state, provider_id, entry), key_env)
-        out, err, timed_out = _run_cli(args, workspace, env, task_text(task), timeout_s)
+        out, err, timed_out, duration = _run_cli(args, workspace, env, task_text(task), timeout_s)
     finally:
         shutil.rmtree(state, ignore_errors=True)
-    duration = time.monotonic() - started
     final, errors = parse_events(out)
     usage = (final or {}).get("usage") or {}
     tokens = {"input_tokens": int(usage.get("inputTokens") or 0), "output_tokens": int(usage.get("outputTokens") or 0),

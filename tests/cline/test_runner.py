@@ -128,3 +128,36 @@ def test_plan_mode_returns_the_plan_and_changes_nothing(calc):
         result = run(server, task, workspace, mode="plan")
     assert result.status == "completed" and result.plan == "1. Make add() add.\n2. Test it."
     assert result.patch == "" and (workspace / "calc.py").read_text() == BUGGY
+
+
+def test_runs_beyond_the_startup_slots_wait_until_one_is_past_its_startup(calc, tmp_path, monkeypatch):
+    from helpers import config
+    from helpers.workspaces import git
+
+    repo, _, task, _ = calc
+    monkeypatch.setattr(config, "CLINE_STARTUP_SLOTS", 1)
+    workspaces = [tmp_path / f"ws{i}" for i in range(2)]
+    for workspace in workspaces:
+        git("clone", "-q", str(repo), str(workspace), cwd=tmp_path)
+    with ScriptedModelServer(Script(default=Reply("Nothing to change.", delay_s=3))) as server:
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(lambda i: run(server, {**task, "instance_id": f"calc-{i}"}, workspaces[i]), range(2)))
+        first, second = sorted(r["time"] for r in server.requests)
+    assert [r.status for r in results] == ["completed"] * 2
+    # Started together, both would ask the model within a fraction of a second; with one slot the second
+    # starts only once the first has finished starting up and waits on the model.
+    assert second - first > 1.0
+    assert all(r.duration_s < 3 + 5 for r in results)  # a run's duration does not count its wait for a slot
+
+
+def test_a_runs_environment_drops_inherited_cline_settings_and_keys_and_keeps_the_users_runtime_settings(monkeypatch):
+    from cline.runner import child_environment
+
+    monkeypatch.setenv("CLINE_MODEL", "someone-elses-model")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "a-key-this-run-was-not-given")
+    env = child_environment({"HOME": "/state/home", "CLINE_DIR": "/state/cline"}, {"OPENAI_API_KEY": "given"})
+    assert "CLINE_MODEL" not in env and "ANTHROPIC_API_KEY" not in env
+    assert env["CLINE_DIR"] == "/state/cline" and env["OPENAI_API_KEY"] == "given"
+    assert env["BUN_JSC_useDFGJIT"] == "0"  # config.CLINE_RUNTIME_ENV
+    monkeypatch.setenv("BUN_JSC_useDFGJIT", "1")
+    assert child_environment({}, {})["BUN_JSC_useDFGJIT"] == "1"  # the user's own setting wins
