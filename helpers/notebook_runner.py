@@ -92,12 +92,23 @@ def scrub_notebook(path: Path) -> None:
 
 
 def output_path_for(notebook: Path, params: dict[str, Any]) -> Path:
+    """act_results/<experiment>/notebooks/<name>: the EXPERIMENT parameter, else the notebook's default,
+    else (a notebook that names its experiment itself, as the quickstart does) its name, with
+    "-dry-run" when it has a DRY_RUN parameter and will run the scripted dry run."""
     import papermill
 
+    defaults = papermill.inspect_notebook(str(notebook))
     experiment = params.get("EXPERIMENT")
     if experiment is None:
-        default = papermill.inspect_notebook(str(notebook)).get("EXPERIMENT", {}).get("default")
-        experiment = (parse_value(default) if default else None) or notebook.stem
+        default = defaults.get("EXPERIMENT", {}).get("default")
+        experiment = parse_value(default) if default else None
+    if experiment is None:
+        from helpers.session import is_dry_run
+
+        dry_run = params.get("DRY_RUN")
+        if dry_run is None and defaults.get("DRY_RUN", {}).get("default"):
+            dry_run = parse_value(defaults["DRY_RUN"]["default"])
+        experiment = notebook.stem + ("-dry-run" if "DRY_RUN" in defaults and is_dry_run(dry_run) else "")
     return results_root() / check_name(str(experiment)) / "notebooks" / notebook.name
 
 

@@ -78,6 +78,14 @@ class Session:
         self.close()
 
 
+def is_dry_run(dry_run: bool | None = None, base_url: str | None = None) -> bool:
+    """Whether a session opened with these arguments is the scripted dry run: `dry_run` when given,
+    else exactly when no key and no base URL (argument or OPENAI_BASE_URL) is configured."""
+    if dry_run is not None:
+        return bool(dry_run)
+    return not (config.has_credentials() or base_url or config.read_env("OPENAI_BASE_URL"))
+
+
 def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
                  judge_model: str | None = None, optimizer_model: str | None = None,
                  base_url: str | None = None, phoenix: bool = True, phoenix_url: str | None = None,
@@ -90,8 +98,7 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
     agent_model = agent_model or config.AGENT_MODEL
     judge_model = judge_model or config.JUDGE_MODEL
     optimizer_model = optimizer_model or config.OPTIMIZER_MODEL
-    if dry_run is None:
-        dry_run = not (config.has_credentials() or base_url or config.read_env("OPENAI_BASE_URL"))
+    dry_run = is_dry_run(dry_run, base_url)
     if dry_run:
         from helpers.dry_run import start_dry_run_server
 
@@ -113,4 +120,4 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
             session._closers.insert(0, handle.stop)
     return session
 
-__all__ = ["open_session", "Session"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["open_session", "is_dry_run", "Session"]  # the public API, documented in CODE_APPENDIX.md
