@@ -43,7 +43,7 @@ from helpers.workspaces import git
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = ".clinerules"
 STOP_GRACE_S = 3.0  # after SIGINT, before SIGKILL
-STARTUP_MAX_S = 20.0  # a run still starting after this gives up its start-up slot (one takes ~2 s)
+STARTUP_MAX_S = 20.0  # a run still starting after this gives up its start-up slot (one takes ~2.5 s)
 STARTUP_POLL_S = 0.2
 STARTUP_BUSY = 0.5  # cores a run uses while starting up; below this it is waiting on the model
 # Never part of a patch: our rules file and what running code leaves behind.
@@ -190,7 +190,7 @@ def _cpu_seconds(pid: int) -> float | None:
 
 
 def _wait_for_startup(process: subprocess.Popen, spoke: threading.Event, limit_s: float) -> None:
-    """Return once Cline is past its start-up (~2 CPU-seconds: its main thread, then a file-index
+    """Return once Cline is past its start-up (~2.5 CPU-seconds: its main thread, then a file-index
     worker): it has printed its first event and its CPU use has dropped, or it exited, or limit_s passed."""
     deadline = time.monotonic() + limit_s
     used = _cpu_seconds(process.pid)

@@ -52,8 +52,9 @@ DEFAULT_EXPERIMENT = "default"  # the results folder of calls that name no exper
 
 # --- run limits ----------------------------------------------------------------------------------
 AGENT_TIMEOUT_S = 900.0  # per task; the Cline CLI ignores its own --timeout
-# Cline runs that may be starting at once. A start-up burns ~1.5 CPU-seconds before the first model
-# request; letting more start than there are cores makes them all wait on each other. None: the core count.
+# Cline runs that may be starting at once. A start-up (its main thread, then a file-index worker) burns
+# ~2.5 CPU-seconds; letting more start than there are cores makes them all wait on each other.
+# None: the core count.
 CLINE_STARTUP_SLOTS: int | None = None
 # Runtime settings for Cline's embedded Bun/JavaScriptCore, unless the environment sets them. A run is
 # short and mostly waits on the model, so JSC's optimising DFG tier compiles more than it saves: it cut

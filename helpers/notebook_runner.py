@@ -102,13 +102,12 @@ def output_path_for(notebook: Path, params: dict[str, Any]) -> Path:
     if experiment is None:
         default = defaults.get("EXPERIMENT", {}).get("default")
         experiment = parse_value(default) if default else None
-    if experiment is None:
+    if experiment is None and "DRY_RUN" in defaults:
         from helpers.session import is_dry_run
 
-        dry_run = params.get("DRY_RUN")
-        if dry_run is None and defaults.get("DRY_RUN", {}).get("default"):
-            dry_run = parse_value(defaults["DRY_RUN"]["default"])
-        experiment = notebook.stem + ("-dry-run" if "DRY_RUN" in defaults and is_dry_run(dry_run) else "")
+        dry_run = params.get("DRY_RUN", parse_value(defaults["DRY_RUN"]["default"]))
+        experiment = notebook.stem + ("-dry-run" if is_dry_run(dry_run) else "")
+    experiment = experiment or notebook.stem
     return results_root() / check_name(str(experiment)) / "notebooks" / notebook.name
 
 
