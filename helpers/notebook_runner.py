@@ -95,18 +95,18 @@ def output_path_for(notebook: Path, params: dict[str, Any]) -> Path:
     """act_results/<experiment>/notebooks/<name>: the EXPERIMENT parameter, else the notebook's default,
     else (a notebook that names its experiment itself, as the quickstart does) its name, with
     "-dry-run" when it has a DRY_RUN parameter and will run the scripted dry run."""
-    import papermill
-
-    defaults = papermill.inspect_notebook(str(notebook))
     experiment = params.get("EXPERIMENT")
-    if experiment is None:
+    if experiment is None:  # only then is the notebook itself read
+        import papermill
+
+        defaults = papermill.inspect_notebook(str(notebook))
         default = defaults.get("EXPERIMENT", {}).get("default")
         experiment = parse_value(default) if default else None
-    if experiment is None and "DRY_RUN" in defaults:
-        from helpers.session import is_dry_run
+        if experiment is None and "DRY_RUN" in defaults:
+            from helpers.session import is_dry_run
 
-        dry_run = params.get("DRY_RUN", parse_value(defaults["DRY_RUN"]["default"]))
-        experiment = notebook.stem + ("-dry-run" if is_dry_run(dry_run) else "")
+            dry_run = params.get("DRY_RUN", parse_value(defaults["DRY_RUN"]["default"]))
+            experiment = notebook.stem + ("-dry-run" if is_dry_run(dry_run) else "")
     experiment = experiment or notebook.stem
     return results_root() / check_name(str(experiment)) / "notebooks" / notebook.name
 
