@@ -64,6 +64,13 @@ EVAL_TIMEOUT_S = 120.0  # per task, local evaluator
 LLM_MAX_RETRIES = 5
 LLM_MAX_CONCURRENCY = 8
 LLM_REQUEST_TIMEOUT_S = 600.0
+# The longest wait a server's Retry-After may ask of us before a request gives up (providers ask for
+# minutes when a quota window is spent); longer asks fail at once as a transient error.
+LLM_MAX_RETRY_AFTER_S = 600.0
+
+# --- ruleset limits: what the optimizer may store (edits beyond these are refused and reported) ---
+RULES_MAX_COUNT = 60  # rules in one ruleset
+RULE_MAX_CHARS = 1_000  # characters in one rule
 
 # USD per 1M tokens (input, output), public list prices when written; override per client.
 # Unknown models cost 0 and are reported as unpriced rather than guessed.

@@ -18,6 +18,7 @@ and renamed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -35,6 +36,11 @@ LOOP_RECORD_FIELDS = (
     "optimizer_cost_usd", "cost_usd", "agent_model", "judge_model", "optimizer_model", "dry_run",
     "started_at", "finished_at",
 )
+
+def ruleset_sha(text: str | None) -> str:
+    """The one hash of a ruleset's text, used by run records, the ruleset store and Phoenix."""
+    return hashlib.sha256((text or "").encode("utf-8")).hexdigest()[:16]
+
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -142,5 +148,5 @@ def last_by_key(records: Iterable[dict[str, Any]], key: str) -> dict[Any, dict[s
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "experiment_dir", "run_records_path", "split_results_path", "loops_path", "append_jsonl", "read_jsonl",
-    "write_atomic", "write_json", "write_csv", "check_name",
+    "write_atomic", "write_json", "write_csv", "check_name", "ruleset_sha",
 ]
