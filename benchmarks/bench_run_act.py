@@ -23,8 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from cline import run_act
-from helpers import config
+from cline import run_act, runner
 from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, tool_call
 from helpers.workspaces import git
 
@@ -65,10 +64,10 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=3.0,
                         help="seconds the model takes per turn (hosted models take several; default 3)")
     parser.add_argument("--startup-slots", type=int, default=None,
-                        help="Cline runs allowed to start at once (default: config.CLINE_STARTUP_SLOTS, the core count)")
+                        help="Cline runs allowed to start at once (default: runner.STARTUP_SLOTS, the core count)")
     args = parser.parse_args()
     if args.startup_slots:
-        config.CLINE_STARTUP_SLOTS = args.startup_slots
+        runner.STARTUP_SLOTS = args.startup_slots
     script = Script([Rule(reply=[
         Reply("Fixing.", delay_s=args.latency, tool_calls=[tool_call("editor", path="calc.py", old_text=BUGGY, new_text=FIXED)]),
         Reply("Done.", delay_s=args.latency)])])
@@ -81,7 +80,7 @@ def main() -> int:
     ratio = wall / ideal
     cores = os.cpu_count() or 1
     floor = args.tasks * cpu_per_task / cores
-    print(f"latency {args.latency:.1f} s per turn, {cores} cores, startup slots {config.CLINE_STARTUP_SLOTS or cores}")
+    print(f"latency {args.latency:.1f} s per turn, {cores} cores, startup slots {runner.STARTUP_SLOTS or cores}")
     print(f"CPU per task {cpu_per_task:.2f} s; CPU floor for {args.tasks} tasks {floor:.2f} s "
           f"({'above' if floor > TARGET_RATIO * ideal else 'below'} the target's {TARGET_RATIO * ideal:.2f} s)")
     print(f"one task alone: {alone:.2f} s; {args.tasks} tasks at {args.workers} workers: {wall:.2f} s; "

@@ -11,6 +11,7 @@ _EXPORTS = {
     "run_plan": "cline.act",
     "ClineAgent": "cline.runner",
     "run_task": "cline.runner",
+    "run_cline": "cline.runner",
     "cline_binary": "cline.runner",
 }
 
@@ -18,6 +19,8 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
+    if name == "AGENT":  # helpers.agents finds an agent package's Agent class by this name
+        return import_module("cline.runner").ClineAgent
     if name not in _EXPORTS:
         raise AttributeError(f"module 'cline' has no attribute {name!r}")
     return getattr(import_module(_EXPORTS[name]), name)

@@ -1,6 +1,8 @@
 """One Cline run on one task: the pinned CLI, isolated, headless, with a timeout we enforce.
 
-    result = run_task(task, workspace, ruleset, model="gpt-4.1")          # -> AgentResult
+    agent = ClineAgent(model="gpt-4.1")                      # the Agent protocol (helpers.protocols)
+    result = agent.run(task, workspace, ruleset)             # -> AgentResult; the engine takes the patch
+    result = run_task(task, workspace, ruleset, model="gpt-4.1")   # one task alone, patch included
 
 What a run does (facts measured on Cline CLI 3.0.65; see cline/README.md):
 - its own HOME and CLINE_DIR in a temporary state folder, the local session backend (no hub daemon on
@@ -8,12 +10,13 @@ What a run does (facts measured on Cline CLI 3.0.65; see cline/README.md):
 - the provider written to $CLINE_DIR/data/settings/providers.json (no key in it): `openai-compatible`
   for a base URL (OpenAI-compatible servers, the scripted model server), `openai-native` for OpenAI,
   `anthropic` for Claude; the key reaches Cline only through its environment;
-- the ruleset as the workspace's `.clinerules`, which Cline appends to its system prompt under "# Rules";
+- the ruleset in the workspace's `.clinerules` (written by the engine), which Cline appends to its
+  system prompt under "# Rules";
 - `cline --json [-p] <prompt>` in the workspace, the task text on stdin (no argv limit), its own process
   group, killed with the parent (PR_SET_PDEATHSIG) and on timeout (SIGINT, then SIGKILL);
-- the patch: `git diff <base_commit>` with new files, without .clinerules, checkpoint refs or build debris;
-- at most config.CLINE_STARTUP_SLOTS runs starting up at once (start-up is the CPU-heavy part of a run),
-  and config.CLINE_RUNTIME_ENV for its embedded JavaScriptCore.
+- its checkpoint refs (refs/cline/*) removed from the workspace when it ends;
+- at most STARTUP_SLOTS runs starting up at once (start-up is the CPU-heavy part of a run), and
+  RUNTIME_ENV for its embedded JavaScriptCore.
 A task-level failure (provider error, crash, timeout) is a result with status "error" or "timeout";
 only setup problems (no binary, no key) raise.
 """
@@ -37,17 +40,33 @@ from typing import Any
 
 from helpers import config
 from helpers.llm import cost_usd
+from helpers.processes import scratch_dir
 from helpers.protocols import AgentResult, Task
-from helpers.workspaces import git
+from helpers.workspaces import git, workspace_patch, write_rules
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = ".clinerules"
+# Cline's own fixed instructions as the optimizer should see them (read-only context): the rules it
+# writes are appended to Cline's system prompt under "# Rules".
+BASE_PROMPT = (
+    "You are Cline, an autonomous coding agent working in a git repository. You are given an issue "
+    "(a bug report or a feature request) and must change the repository so that the issue is "
+    "resolved. You can read files, search the codebase, run shell commands and edit files. The "
+    "repository's hidden tests decide whether your change is correct. The rules below are appended "
+    "to your system prompt under '# Rules'."
+)
 STOP_GRACE_S = 3.0  # after SIGINT, before SIGKILL
 STARTUP_MAX_S = 20.0  # a run still starting after this gives up its start-up slot (one takes ~2.5 s)
 STARTUP_POLL_S = 0.2
 STARTUP_BUSY = 0.5  # cores a run uses while starting up; below this it is waiting on the model
-# Never part of a patch: our rules file and what running code leaves behind.
-PATCH_EXCLUDES = (RULES_FILE, "**/__pycache__/**", "**/*.pyc", ".pytest_cache/**", "**/*.egg-info/**")
+# Cline runs that may be starting at once. A start-up (its main thread, then a file-index worker) burns
+# ~2.5 CPU-seconds; letting more start than there are cores makes them all wait on each other.
+# None: the core count.
+STARTUP_SLOTS: int | None = None
+# Runtime settings for Cline's embedded Bun/JavaScriptCore, unless the environment sets them. A run is
+# short and mostly waits on the model, so JSC's optimising DFG tier compiles more than it saves: it cut
+# a run's CPU from 3.6 to 2.9 seconds here (benchmarks/bench_run_act.py prints CPU per run).
+RUNTIME_ENV = {"BUN_JSC_useDFGJIT": "0"}
 PROVIDER_IDS = {"openai-compatible": "openai-compatible", "openai": "openai-native", "anthropic": "anthropic"}
 KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
@@ -104,27 +123,14 @@ def write_cline_state(state: Path, provider_id: str, entry: dict[str, Any]) -> d
 
 def child_environment(state_env: dict[str, str], key_env: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLINE_") and k not in KEY_VARIABLES}
-    return {**config.CLINE_RUNTIME_ENV, **env, **state_env, **key_env}
+    return {**RUNTIME_ENV, **env, **state_env, **key_env}
 
 
-def write_rules(workspace: Path, ruleset: str) -> None:
-    rules = workspace / RULES_FILE
-    if rules.is_dir():
-        shutil.rmtree(rules)
-    if ruleset.strip():
-        rules.write_text(ruleset if ruleset.endswith("\n") else ruleset + "\n")
-    else:
-        rules.unlink(missing_ok=True)
-
-
-def workspace_patch(workspace: Path, base_commit: str) -> str:
-    """The agent's change against `base_commit`, new files included, debris and our rules excluded."""
+def remove_checkpoint_refs(workspace: Path) -> None:
+    """Cline records checkpoints as refs/cline/* in the repository; they are not part of its work."""
     refs = git("for-each-ref", "--format=%(refname)", "refs/cline/", cwd=workspace, check=False).stdout.split()
     for ref in refs:
         git("update-ref", "-d", ref, cwd=workspace, check=False)
-    git("add", "-A", "-N", cwd=workspace, check=False)
-    excludes = [f":(exclude,glob){pattern}" for pattern in PATCH_EXCLUDES]
-    return git("diff", base_commit, "--", ".", *excludes, cwd=workspace, check=False).stdout
 
 
 def parse_events(stdout: str) -> tuple[dict[str, Any] | None, list[str]]:
@@ -231,11 +237,11 @@ def _run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: 
              timeout_s: float) -> tuple[str, str, bool, float]:
     """(stdout, stderr, timed_out, seconds it ran) of one CLI run, stopped as a process group on timeout.
 
-    Runs in this process start up a few at a time (config.CLINE_STARTUP_SLOTS): a pool of workers that
+    Runs in this process start up a few at a time (STARTUP_SLOTS): a pool of workers that
     all start together otherwise stays in lockstep, every run burning CPU at once, then every run idle
     on the model at once.
     """
-    slots = _startup_slots(max(1, config.CLINE_STARTUP_SLOTS or os.cpu_count() or 1))
+    slots = _startup_slots(max(1, STARTUP_SLOTS or os.cpu_count() or 1))
     slots.acquire()
     holding = True
     out: list[str] = []
@@ -275,11 +281,11 @@ def _run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: 
     return "".join(out), "".join(err), timed_out, time.monotonic() - started
 
 
-def run_task(task: Task, workspace: Path | str, ruleset: str = "", *, model: str = config.AGENT_MODEL,
-             base_url: str | None = None, api_key: str | None = None, provider: str | None = None,
-             timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act",
-             state_root: Path | str | None = None) -> AgentResult:
-    """Run Cline once on `task` in `workspace` (a clean git tree at the task's base commit)."""
+def run_cline(task: Task, workspace: Path | str, *, model: str = config.AGENT_MODEL, base_url: str | None = None,
+              api_key: str | None = None, provider: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S,
+              mode: str = "act", state_root: Path | str | None = None) -> AgentResult:
+    """Run Cline once on `task` in `workspace` (a clean git tree at the task's base commit, its rules
+    already in .clinerules). The result carries no patch: the caller takes it from the workspace."""
     if mode not in ("act", "plan"):
         raise ValueError(f"mode must be 'act' or 'plan', not {mode!r}.")
     workspace = Path(workspace)
@@ -287,13 +293,13 @@ def run_task(task: Task, workspace: Path | str, ruleset: str = "", *, model: str
     args = [str(cline_binary()), "--json", "-c", str(workspace), *(["-p"] if mode == "plan" else []),
             "Resolve the task given below."]
     instance_id = str(task["instance_id"])
-    write_rules(workspace, ruleset or "")
-    state = Path(tempfile.mkdtemp(prefix="cline-state-", dir=state_root))
+    state = Path(tempfile.mkdtemp(prefix="cline-state-", dir=state_root)) if state_root else scratch_dir("cline-state")
     try:
         env = child_environment(write_cline_state(state, provider_id, entry), key_env)
         out, err, timed_out, duration = _run_cli(args, workspace, env, task_text(task), timeout_s)
     finally:
         shutil.rmtree(state, ignore_errors=True)
+        remove_checkpoint_refs(workspace)
     final, errors = parse_events(out)
     usage = (final or {}).get("usage") or {}
     tokens = {"input_tokens": int(usage.get("inputTokens") or 0), "output_tokens": int(usage.get("outputTokens") or 0),
@@ -310,10 +316,23 @@ def run_task(task: Task, workspace: Path | str, ruleset: str = "", *, model: str
     else:
         status = "error"
         error = "; ".join(dict.fromkeys(errors)) or text or _last_lines(err) or "Cline ended without a result"
-    patch = workspace_patch(workspace, str(task["base_commit"])) if mode == "act" else ""
-    return AgentResult(instance_id, status, patch=patch, plan=text if mode == "plan" else "", error=error[:4000],
+    return AgentResult(instance_id, status, plan=text if mode == "plan" else "", error=error[:4000],
                        iterations=int((final or {}).get("iterations") or 0), duration_s=round(duration, 3),
                        usage=tokens, cost_usd=cost, final_text=text, model=model)
+
+
+def run_task(task: Task, workspace: Path | str, ruleset: str = "", **settings: Any) -> AgentResult:
+    """One task alone, as the engine would run it: the rules written to .clinerules, Cline, then the
+    patch taken from the workspace (rules and debris left out). `settings` are run_cline's."""
+    workspace = Path(workspace)
+    take_rules_out = write_rules(workspace, RULES_FILE, ruleset or "")
+    try:
+        result = run_cline(task, workspace, **settings)
+    finally:
+        take_rules_out()
+    if settings.get("mode", "act") == "act":
+        result.patch = workspace_patch(workspace, str(task["base_commit"]))
+    return result
 
 
 def _last_lines(text: str, lines: int = 5) -> str:
@@ -323,18 +342,34 @@ def _last_lines(text: str, lines: int = 5) -> str:
 
 
 class ClineAgent:
-    """Cline as an Agent (helpers.protocols): run(task, workspace, ruleset) -> AgentResult."""
+    """Cline as an Agent (helpers.protocols): rules in .clinerules, headless act or plan mode."""
 
-    def __init__(self, model: str = config.AGENT_MODEL, *, base_url: str | None = None, api_key: str | None = None,
+    name = "cline"
+    rules_file = RULES_FILE
+    base_prompt = BASE_PROMPT
+
+    def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
                  provider: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act"):
-        self.model, self.base_url, self._api_key = model, base_url, api_key
-        self.provider, self.timeout_s, self.mode = provider, timeout_s, mode
+        if mode not in ("act", "plan"):
+            raise ValueError(f"mode must be 'act' (patches) or 'plan' (plans), not {mode!r}.")
+        if not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or timeout_s <= 0:
+            raise ValueError(f"timeout_s must be a positive number of seconds, not {timeout_s!r}.")
+        self.model, self.base_url, self._api_key = model or config.AGENT_MODEL, base_url, api_key
+        self.provider, self.timeout_s, self.mode = provider, float(timeout_s), mode
 
     def __repr__(self) -> str:
         return f"ClineAgent(model={self.model!r}, mode={self.mode!r})"
 
-    def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult:
-        return run_task(task, workspace, ruleset, model=self.model, base_url=self.base_url, api_key=self._api_key,
-                        provider=self.provider, timeout_s=self.timeout_s, mode=self.mode)
+    def check(self) -> None:
+        """The pinned binary is installed and the model has a key (raises saying what to do otherwise)."""
+        cline_binary()
+        provider_settings(self.model, self.base_url, self._api_key, self.provider)
 
-__all__ = ["run_task", "ClineAgent", "cline_binary", "stop_all"]  # the public API, documented in CODE_APPENDIX.md
+    def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult:
+        return run_cline(task, workspace, model=self.model, base_url=self.base_url, api_key=self._api_key,
+                         provider=self.provider, timeout_s=self.timeout_s, mode=self.mode)
+
+    def stop_all(self) -> None:
+        stop_all()
+
+__all__ = ["run_task", "run_cline", "ClineAgent", "cline_binary", "stop_all"]  # the public API, documented in CODE_APPENDIX.md

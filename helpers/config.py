@@ -34,7 +34,7 @@ def cache_root() -> Path:
     return Path(os.environ.get("PL_CACHE_DIR") or CACHE_DIR)
 
 # --- model ids: change them here, not in notebooks -----------------------------------------------
-AGENT_MODEL = "gpt-4.1"  # the model Cline runs on
+AGENT_MODEL = "gpt-4.1"  # the model the coding agent runs on
 JUDGE_MODEL = "gpt-4.1"  # explains why each patch passed or failed
 OPTIMIZER_MODEL = "gpt-5"  # rewrites the rules (the cookbook's choice)
 SCRIPTED_MODEL = "scripted-dry-run"  # the model id the scripted server answers as
@@ -51,15 +51,7 @@ SEED = 0
 DEFAULT_EXPERIMENT = "default"  # the results folder of calls that name no experiment
 
 # --- run limits ----------------------------------------------------------------------------------
-AGENT_TIMEOUT_S = 900.0  # per task; the Cline CLI ignores its own --timeout
-# Cline runs that may be starting at once. A start-up (its main thread, then a file-index worker) burns
-# ~2.5 CPU-seconds; letting more start than there are cores makes them all wait on each other.
-# None: the core count.
-CLINE_STARTUP_SLOTS: int | None = None
-# Runtime settings for Cline's embedded Bun/JavaScriptCore, unless the environment sets them. A run is
-# short and mostly waits on the model, so JSC's optimising DFG tier compiles more than it saves: it cut
-# a run's CPU from 3.6 to 2.9 seconds here (benchmarks/bench_run_act.py prints CPU per run).
-CLINE_RUNTIME_ENV = {"BUN_JSC_useDFGJIT": "0"}
+AGENT_TIMEOUT_S = 900.0  # per task; enforced by each agent package (some CLIs ignore their own)
 EVAL_TIMEOUT_S = 120.0  # per task, local evaluator
 LLM_MAX_RETRIES = 5
 LLM_MAX_CONCURRENCY = 8

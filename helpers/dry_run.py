@@ -2,7 +2,7 @@
 
 It is a demonstration of the machinery, not a result, and is labeled SCRIPTED DRY RUN wherever its
 numbers appear. On the bundled house suite:
-- the agent (real Cline, scripted model) edits the files with the task's naive fix (fixes the bug,
+- the agent (the real agent CLI, scripted model) edits the files with the task's naive fix (fixes the bug,
   breaks a house convention) unless the rules in its system message state every convention the
   task's hidden tests check; then it writes the gold fix;
 - the judge explains a failure by the convention the failing test checks;
@@ -24,8 +24,7 @@ from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, me
 from helpers.workspaces import git, prepare_workspace
 
 MAX_NEW_RULES = 3
-AGENT_MARKER = "You are Cline"
-PLAN_MODE_MARKER = "You are in Plan mode"  # in Cline 3.0.65's plan-mode system prompt
+PLAN_MODE_MARKER = "you are in plan mode"  # agents' plan-mode system prompts say so (matched without case)
 
 
 class DryRunScript:
@@ -58,7 +57,7 @@ class DryRunScript:
             return Reply("I could not find a task I know in this request (scripted dry run).")
         system = message_text(request, "system")
         knows_all = set(task["conventions"]) <= self.known_conventions(system)
-        if PLAN_MODE_MARKER in system:  # plan mode: answer with the plan, no tools
+        if PLAN_MODE_MARKER in system.lower():  # plan mode: answer with the plan, no tools
             return Reply(self.plan_for(task, self.known_conventions(system)))
         variant = "patch" if knows_all else "naive_patch"
         if any(m.get("role") == "assistant" for m in request.get("messages") or []):
@@ -131,9 +130,9 @@ class DryRunScript:
         from helpers.optimizer import OPTIMIZER_SYSTEM_PROMPT
 
         return Script([
-            Rule(system_contains=AGENT_MARKER, reply=self.agent_reply),
             Rule(system_contains=_first_line(JUDGE_SYSTEM_PROMPT), reply=self.judge_reply),
             Rule(system_contains=_first_line(OPTIMIZER_SYSTEM_PROMPT), reply=self.optimizer_reply),
+            Rule(match=lambda request: bool(request.get("tools")), reply=self.agent_reply),  # agents bring tools
         ], default=Reply("This is the scripted dry-run model; it has no answer for this request."))
 
 

@@ -3,7 +3,8 @@
     judged = evaluate_results(train_df)             # the cookbook's call; adds the columns below
 
 Adds `correctness` ("correct" | "incorrect"), `explanation`, `judge_raw` (the model's answer),
-`judge_error` ("" when fine) and `judge_cost_usd` to every row. The judge sees the problem statement,
+`judge_error` ("" when fine), `judge_transient` (True when that error was a rate limit, an outage or a
+spent budget, so a rerun may succeed) and `judge_cost_usd` to every row. The judge sees the problem statement,
 the agent's output (the patch, or the plan in plan mode), the tests' outcome (failing tests and a log
 excerpt) and, for training rows, the gold patch. Long texts are cut with a visible marker. A row whose
 answer cannot be parsed, or whose request fails, gets a judge error; no row ever raises, and a spent
@@ -35,13 +36,13 @@ Answer with one JSON object and nothing else:
 MAX_PATCH_TOKENS = 6_000
 MAX_LOG_TOKENS = 2_500
 MAX_STATEMENT_TOKENS = 3_000
-JUDGE_COLUMNS = ("correctness", "explanation", "judge_raw", "judge_error", "judge_cost_usd")
+JUDGE_COLUMNS = ("correctness", "explanation", "judge_raw", "judge_error", "judge_transient", "judge_cost_usd")
 
 
-def judge_messages(row: dict[str, Any], output_column: str = "cline_patch", include_gold: bool = True) -> list[dict[str, str]]:
+def judge_messages(row: dict[str, Any], output_column: str = "output", include_gold: bool = True) -> list[dict[str, str]]:
     """The judge's request for one row: system instructions, then the task and its evidence."""
     output = str(row.get(output_column) or "")
-    kind = "plan" if output_column == "plan" else "patch"
+    kind = "plan" if output_column == "plan" or row.get("mode") == "plan" else "patch"
     parts = [f"Task: {row.get('instance_id', '')} ({row.get('repo', '')})",
              "## Issue\n" + truncate_tokens(str(row.get("problem_statement") or ""), MAX_STATEMENT_TOKENS),
              f"## The agent's {kind}\n" + (truncate_tokens(output, MAX_PATCH_TOKENS) if output.strip()
@@ -73,9 +74,9 @@ def _judge_row(client: LLMClient, row: dict[str, Any], output_column: str, inclu
     try:
         answer = client.complete(judge_messages(row, output_column, include_gold))
     except BudgetExceeded as error:
-        return {"judge_error": f"budget exhausted: {error}"}
+        return {"judge_error": f"budget exhausted: {error}", "judge_transient": True}
     except LLMError as error:
-        return {"judge_error": str(error)}
+        return {"judge_error": str(error), "judge_transient": bool(getattr(error, "transient", False))}
     result: dict[str, Any] = {"judge_raw": answer.text, "judge_cost_usd": answer.cost_usd}
     try:
         parsed = parse_json_object(answer.text)
@@ -93,17 +94,24 @@ def evaluate_results(df: pd.DataFrame, model: str | None = None, *, base_url: st
                      budget_usd: float | None = None, include_gold: bool = True, output_column: str | None = None,
                      client: LLMClient | None = None) -> pd.DataFrame:
     """A copy of `df` (run_act's rows) with the judge's verdict on every row (see the module docstring)."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a whole number of at least 1, not {workers!r}.")
     if df.empty:
         return df.assign(**{c: pd.Series(dtype=object) for c in JUDGE_COLUMNS})
     if output_column is None:
-        output_column = "plan" if "mode" in df and (df["mode"] == "plan").all() else "cline_patch"
+        output_column = next((c for c in ("output", "cline_patch", "plan") if c in df.columns), None)
+        if output_column == "cline_patch" and "mode" in df and (df["mode"] == "plan").all():
+            output_column = "plan"
+    if output_column not in df.columns:
+        raise ValueError(f"The rows lack the output column {output_column!r}: pass run_tasks' (or run_act's) rows.")
     client = client or LLMClient(model or config.JUDGE_MODEL, api_key=api_key, base_url=base_url,
                                  budget_usd=budget_usd, max_concurrency=workers)
     rows = df.to_dict("records")
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         verdicts = list(pool.map(lambda r: _judge_row(client, r, output_column, include_gold), rows))
     judged = df.copy()
-    defaults = {"correctness": "", "explanation": "", "judge_raw": "", "judge_error": "", "judge_cost_usd": 0.0}
+    defaults = {"correctness": "", "explanation": "", "judge_raw": "", "judge_error": "", "judge_transient": False,
+                "judge_cost_usd": 0.0}
     for column, default in defaults.items():
         judged[column] = [v.get(column, default) for v in verdicts]
     return judged

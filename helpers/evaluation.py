@@ -18,8 +18,10 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any, Sequence
 
 from helpers import config
+from helpers.processes import safe_environment
 from helpers.protocols import EvalResult, Task
 from helpers.workspaces import WorkspaceError, git, prepare_workspace
 
@@ -32,18 +34,44 @@ def is_local_task(task: Task) -> bool:
 
 def evaluate_patch(task: Task, patch: str, *, timeout_s: float = config.EVAL_TIMEOUT_S) -> EvalResult:
     """The tests' verdict on `patch` for `task` (see helpers.protocols.EvalResult)."""
-    if is_local_task(task):
-        return LocalEvaluator(timeout_s).evaluate(task, patch)
-    from helpers.swebench_harness import evaluate_swebench
+    evaluator = evaluator_for([task], timeout_s=timeout_s)
+    evaluator.check([task])
+    return evaluator.evaluate(task, patch)
 
-    return evaluate_swebench(task, patch, timeout_s=timeout_s)
+
+def evaluator_for(tasks: Any, *, model_name: str = "prompt-learning", timeout_s: float | None = None) -> Any:
+    """The Evaluator that `tasks` (a DataFrame or rows) need: local pytest for house and local tasks, the
+    swebench harness for SWE-bench rows. A mix of both is refused: run them as two runs."""
+    rows = tasks.to_dict("records") if hasattr(tasks, "to_dict") else list(tasks)
+    local = {bool(is_local_task(row)) for row in rows}
+    if local == {True, False}:
+        raise ValueError("These tasks mix local (house-suite) tasks with SWE-bench tasks, which need different "
+                         "evaluators; run each kind as a run of its own.")
+    if local == {False}:
+        from helpers.swebench_harness import SWEbenchEvaluator
+
+        return SWEbenchEvaluator(model_name=model_name, **({"timeout_s": timeout_s} if timeout_s else {}))
+    return LocalEvaluator(timeout_s or config.EVAL_TIMEOUT_S)
 
 
 class LocalEvaluator:
     """Runs a task's named tests with pytest in a scratch clone (the Evaluator protocol)."""
 
+    batched = False
+
     def __init__(self, timeout_s: float = config.EVAL_TIMEOUT_S):
         self.timeout_s = timeout_s
+
+    def check(self, tasks: Sequence[Task]) -> None:
+        """Every task needs a local repository and named tests; raises ValueError naming those that lack them."""
+        no_repo = [str(t["instance_id"]) for t in tasks if not t.get("repo_path") or not Path(t["repo_path"]).exists()]
+        if no_repo:
+            raise ValueError(f"No local repository for {len(no_repo)} task(s) ({', '.join(no_repo[:5])}): their "
+                             "`repo_path` is missing or gone. Load them again with helpers.tasks.load_tasks().")
+        no_tests = [str(t["instance_id"]) for t in tasks if not (list(t.get("FAIL_TO_PASS") or []) + list(t.get("PASS_TO_PASS") or []))]
+        if no_tests:
+            raise ValueError(f"{len(no_tests)} task(s) name no tests in FAIL_TO_PASS or PASS_TO_PASS "
+                             f"({', '.join(no_tests[:5])}): nothing could decide whether a patch resolves them.")
 
     def evaluate(self, task: Task, patch: str) -> EvalResult:
         started = time.monotonic()
@@ -81,8 +109,8 @@ def _run_pytest(repo: Path, names: list[str], timeout_s: float) -> tuple[str, di
     if not names:
         return "no tests named (FAIL_TO_PASS and PASS_TO_PASS are empty)", {}, "no tests to run"
     report = repo / ".eval-junit.xml"
-    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1",
-           "PYTHONPATH": str(repo)}
+    env = safe_environment({"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1",
+                            "PYTHONPATH": str(repo)})  # no keys for the code under test
     command = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "--tb=short",
                f"--junitxml={report}", "-o", "junit_family=xunit1", *names]
     process = subprocess.Popen(command, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -113,4 +141,4 @@ def _outcomes(report: Path) -> dict[str, str]:
 def _tail(log: str) -> str:
     return log if len(log) <= LOG_TAIL_CHARS else "[... earlier output cut ...]\n" + log[-LOG_TAIL_CHARS:]
 
-__all__ = ["evaluate_patch", "LocalEvaluator"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["evaluate_patch", "evaluator_for", "LocalEvaluator"]  # the public API, documented in CODE_APPENDIX.md

@@ -1,19 +1,25 @@
-"""The Prompt Learning loop, as one short function over the steps a notebook can also call one by one.
+"""The Prompt Learning loop, as one short function over steps a notebook can also call one by one.
 
 Each loop i:
   1. runs the agent on the train and test tasks with ruleset version v (v = i, or the best so far),
-  2. evaluates every patch with the tests (inside run_act),
-  3. asks the LLM judge why each training patch passed or failed,
-  4. logs both splits to Phoenix,
-  5. lets the optimizer turn rules + tasks + patches + feedback into ruleset version i + 1,
-  6. saves everything: results CSVs, the ruleset and its metadata, one record in loops.jsonl.
-A loop already in loops.jsonl is skipped, and run_act and the LLM cache make a half-finished loop
+     and tests every patch (helpers.runs.run_tasks);
+  2. asks the LLM judge why each training result passed or failed (helpers.evals.evaluate_results);
+  3. logs both splits to Phoenix;
+  4. lets the optimizer turn rules + tasks + outputs + feedback into ruleset version i + 1;
+  5. saves everything (finish_loop): results CSVs, the ruleset and its metadata, one record in loops.jsonl.
+A loop already in loops.jsonl is skipped, and the engine and the LLM cache make a half-finished loop
 cheap to redo: calling run_loop again after a crash or a kill resumes where it stopped.
+
+A failure never reads as a result: runs that errored are counted and left out of accuracy, the loop
+line says how many and why, a loop where every run errored stops (LoopStopped), and a judge or
+optimizer that failed for a transient reason (rate limit, outage, spent budget) leaves the loop
+unfinished (LoopUnfinished) so that a rerun completes it.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,15 +28,15 @@ import pandas as pd
 from helpers import config
 from helpers.records import LOOP_RECORD_FIELDS, append_jsonl, loops_path, read_jsonl, split_results_path, write_csv
 
-# The agent's fixed instructions as the optimizer should see them (read-only context): the rules it
-# writes are appended to Cline's own system prompt under "# Rules".
-CLINE_PROMPT = (
-    "You are Cline, an autonomous coding agent working in a git repository. You are given an issue "
-    "(a bug report or a feature request) and must change the repository so that the issue is "
-    "resolved. You can read files, search the codebase, run shell commands and edit files. The "
-    "repository's hidden tests decide whether your change is correct. The rules below are appended "
-    "to your system prompt under '# Rules'."
-)
+FEEDBACK_COLUMNS = ["correctness", "explanation"]
+
+
+class LoopStopped(RuntimeError):
+    """Every agent run of a loop errored: nothing was learned, and the loop is not recorded."""
+
+
+class LoopUnfinished(RuntimeError):
+    """The judge or the optimizer failed for a transient reason; a rerun completes the loop."""
 
 
 @dataclass
@@ -46,15 +52,43 @@ class LoopSettings:
     agent_timeout_s: float = config.AGENT_TIMEOUT_S
     optimizer_budget_usd: float | None = None
     judge_budget_usd: float | None = None
-    mode: str = "act"  # "act" (patches) or "plan" (Cline plan mode, judged on the plan)
+    mode: str = "act"  # "act" (patches) or "plan" (the agent's plan, judged on its merits)
+    agent: Any = "cline"  # an agent's registered name (helpers.agents), or an Agent object
+
+    def __post_init__(self) -> None:
+        for name in ("loops", "workers", "context_size_k"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number of at least 1, not {value!r}.")
+        if self.mode not in ("act", "plan"):
+            raise ValueError(f"mode must be 'act' or 'plan', not {self.mode!r}.")
+        if self.start_from not in ("latest", "best"):
+            raise ValueError(f"start_from must be 'latest' or 'best', not {self.start_from!r}.")
 
 
-def accuracy(df: pd.DataFrame) -> float:
-    return float((df["pass_or_fail"] == "pass").mean()) if len(df) else 0.0
+# --- what a split's rows say ------------------------------------------------------------------------
+def outcome_counts(df: pd.DataFrame, plan: bool = False) -> dict[str, Any]:
+    """Runs, passes, errored runs (left out of accuracy: a provider failure is not the agent's answer),
+    the accuracy over the rest (None when nothing is left) and the most common error."""
+    errored = df[df["status"] == "error"] if len(df) else df
+    scored = df.drop(errored.index) if len(df) else df
+    passed = int((scored["correctness"] == "correct").sum()) if plan else int((scored["pass_or_fail"] == "pass").sum())
+    top = Counter(str(e)[:200] for e in errored["error"]).most_common(1) if len(errored) else []
+    return {"runs": len(df), "passed": passed, "errors": len(errored), "scored": len(scored),
+            "accuracy": passed / len(scored) if len(scored) else None,
+            "top_error": top[0][0] if top else "", "top_error_count": top[0][1] if top else 0}
 
 
-def plan_accuracy(df: pd.DataFrame) -> float:
-    return float((df["correctness"] == "correct").mean()) if len(df) else 0.0
+def accuracy(df: pd.DataFrame) -> float | None:
+    """Share of passing runs among those that did not error (None when every run errored)."""
+    return outcome_counts(df)["accuracy"]
+
+
+def judge_failures(df: pd.DataFrame) -> tuple[int, int]:
+    """(rows the judge could not answer, of which transient: rate limit, outage, spent budget)."""
+    failed = df["judge_error"].astype(bool) if "judge_error" in df else pd.Series(False, index=df.index)
+    transient = df["judge_transient"].astype(bool) if "judge_transient" in df else pd.Series(False, index=df.index)
+    return int(failed.sum()), int((failed & transient).sum())
 
 
 def completed_loops(experiment: str) -> dict[int, dict[str, Any]]:
@@ -98,71 +132,165 @@ def start_experiment(settings: LoopSettings, session: Any, initial_ruleset: str 
     return store
 
 
+def agent_name(settings: LoopSettings) -> str:
+    return settings.agent if isinstance(settings.agent, str) else settings.agent.name
+
+
+def make_loop_agent(settings: LoopSettings, session: Any) -> Any:
+    """The experiment's agent: settings.agent itself when it is an Agent, else the one registered under
+    that name, on the session's agent model."""
+    from helpers.agents import make_agent
+
+    if not isinstance(settings.agent, str):
+        return settings.agent
+    return make_agent(settings.agent, timeout_s=settings.agent_timeout_s, mode=settings.mode, **session.agent_kwargs())
+
+
+# --- one loop, step by step ------------------------------------------------------------------------
 def run_one_loop(loop: int, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings,
                  session: Any, store: Any, datasets: dict[str, Any] | None = None) -> dict[str, Any]:
     """One full loop; returns its loops.jsonl record (also appended there)."""
-    from cline import run_act
     from helpers.evals import evaluate_results
-    from helpers.optimizer import PromptLearningOptimizer
-    from helpers.rulesets import render_stats
+    from helpers.runs import run_tasks
 
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     # loop= ignores versions written by this loop or later: a loop re-run after a crash starts where it did.
     version = store.choose_start(settings.start_from, by=settings.best_by, loop=loop)
     ruleset = store.load(version)
-    agent = dict(experiment=settings.experiment, ruleset=ruleset, workers=settings.workers,
-                 timeout_s=settings.agent_timeout_s, mode=settings.mode, **session.agent_kwargs())
-    train = run_act(tasks=train_df, run_id=f"train_{loop}", **agent)
-    test = run_act(tasks=test_df, run_id=f"test_{loop}", **agent)
-
+    agent = make_loop_agent(settings, session)
+    runs = {split: run_tasks(frame, agent, run_id=f"{split}_{loop}", experiment=settings.experiment,
+                             ruleset=ruleset, workers=settings.workers)
+            for split, frame in (("train", train_df), ("test", test_df))}
+    check_runs(loop, runs)
     judge = dict(workers=settings.workers, budget_usd=settings.judge_budget_usd, **session.judge_kwargs())
-    train = evaluate_results(train, **judge)
-    test = evaluate_results(test, include_gold=False, **judge) if settings.mode == "plan" else test
-    score = plan_accuracy if settings.mode == "plan" else accuracy
-    train_acc, test_acc = score(train), score(test)
-    store.record_scores(version, train_accuracy=train_acc, test_accuracy=test_acc, loop=loop)
+    train = evaluate_results(runs["train"], **judge)
+    test = evaluate_results(runs["test"], include_gold=False, **judge) if settings.mode == "plan" else runs["test"]
+    log_loop_to_phoenix(loop, version, ruleset, train, test, settings, session, datasets)
+    optimizer = make_optimizer(agent, settings, session)
+    new_ruleset = optimizer.optimize(dataset=train, output_column="output", feedback_columns=FEEDBACK_COLUMNS,
+                                     ruleset=ruleset, context_size_k=settings.context_size_k)
+    return finish_loop(loop, version, ruleset, train, test, new_ruleset, optimizer.last_report, settings, session,
+                       store, started=started)
+
+
+def check_runs(loop: int, runs: dict[str, pd.DataFrame]) -> None:
+    """Stop the loop, saying what to check, when every agent run errored (nothing to learn from)."""
+    frames = [f for f in runs.values() if len(f)]
+    counts = outcome_counts(pd.concat(frames, ignore_index=True)) if frames else None
+    if counts and counts["errors"] == counts["runs"]:
+        raise LoopStopped(
+            f"Loop {loop} stopped: all {counts['runs']} agent runs errored; the most common error "
+            f"({counts['top_error_count']}x): {counts['top_error']!r}. Check the agent's model, key and base URL "
+            "(an OpenAI-compatible server must stream with tools), then run again: errored runs are retried."
+        )
+
+
+def make_optimizer(agent: Any, settings: LoopSettings, session: Any) -> Any:
+    from helpers.optimizer import PromptLearningOptimizer
+
+    return PromptLearningOptimizer(prompt=agent.base_prompt, budget_usd=settings.optimizer_budget_usd,
+                                   **session.optimizer_kwargs())
+
+
+def meta_prompt(optimizer: Any, judged: pd.DataFrame, ruleset: str, examples: int = 3) -> str:
+    """The optimizer's request (system and user messages) for `ruleset` and the first `examples` rows."""
+    from helpers.optimizer import render_example
+    from helpers.rulesets import parse_ruleset
+
+    rows = [render_example(row, "output", FEEDBACK_COLUMNS) for row in judged.head(examples).to_dict("records")]
+    messages = optimizer.messages(parse_ruleset(ruleset), rows)
+    return "\n\n".join(f"===== {m['role']} =====\n{m['content']}" for m in messages)
+
+
+def log_loop_to_phoenix(loop: int, version: int, ruleset: str, train: pd.DataFrame, test: pd.DataFrame,
+                        settings: LoopSettings, session: Any, datasets: dict[str, Any] | None) -> None:
+    """Both splits as Phoenix experiments ("Train <loop>", "Test <loop>") and the ruleset as a prompt version."""
+    if not (session.phoenix_url and datasets):
+        return
+    from helpers.phoenix_experiments import log_experiment_to_phoenix, log_ruleset_version
+
+    metadata = {"loop": loop, "ruleset_version": version, "agent": agent_name(settings), "agent_model": session.agent_model,
+                "judge_model": session.judge_model, "dry_run": session.dry_run}
+    for split, frame in (("Train", train), ("Test", test)):
+        log_experiment_to_phoenix(hostname=session.phoenix_url, api_key=session.phoenix_api_key,
+                                  dataset_obj=datasets[split.lower()], experiment_name=f"{split} {loop}",
+                                  experiment_df=frame, metadata={**metadata, "split": split.lower()},
+                                  experiment=settings.experiment)
+    log_ruleset_version(session.phoenix_url, session.phoenix_api_key, settings.experiment, version, ruleset,
+                        loop=loop, dry_run=session.dry_run)
+
+
+def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test: pd.DataFrame, new_ruleset: str,
+                report: Any, settings: LoopSettings, session: Any, store: Any, started: str = "") -> dict[str, Any]:
+    """Save a loop: its rows as CSVs, the new ruleset version, and its record in loops.jsonl (returned).
+
+    Raises LoopUnfinished, saving nothing final, when the judge or the optimizer failed transiently.
+    """
+    from helpers.rulesets import render_stats
+
+    report = report.to_dict() if hasattr(report, "to_dict") else dict(report or {})
+    judge_failed, judge_transient = judge_failures(train)
+    if judge_transient or report.get("transient_error"):
+        why = (f"the judge could not answer {judge_transient} training rows (rate limit, outage or spent budget)"
+               if judge_transient else f"the optimizer's request failed: {report['transient_error']}")
+        raise LoopUnfinished(f"Loop {loop} is unfinished: {why}. Nothing of it was recorded as final; run again "
+                             "to complete it (finished agent runs and cached answers are reused).")
+    plan = settings.mode == "plan"
+    counts = {split: outcome_counts(frame, plan) for split, frame in (("train", train), ("test", test))}
     for split, frame in (("train", train), ("test", test)):
-        frame = frame.assign(loop=loop, split=split, ruleset_version=version)
-        write_csv(frame, split_results_path(settings.experiment, split, loop))
-
-    metadata = {"loop": loop, "train_accuracy": train_acc, "test_accuracy": test_acc,
-                "train_size": len(train), "test_size": len(test), "ruleset_version": version,
-                "agent_model": session.agent_model, "judge_model": session.judge_model,
-                "optimizer_model": session.optimizer_model, "dry_run": session.dry_run}
-    if session.phoenix_url and datasets:
-        from helpers.phoenix_experiments import log_experiment_to_phoenix, log_ruleset_version
-
-        for split, frame in (("Train", train), ("Test", test)):
-            log_experiment_to_phoenix(hostname=session.phoenix_url, api_key=session.phoenix_api_key,
-                                      dataset_obj=datasets[split.lower()], experiment_name=f"{split} {loop}",
-                                      experiment_df=frame, metadata={**metadata, "split": split.lower()},
-                                      experiment=settings.experiment)
-        log_ruleset_version(session.phoenix_url, session.phoenix_api_key, settings.experiment, version,
-                            ruleset, loop=loop, dry_run=session.dry_run)
-
-    optimizer = PromptLearningOptimizer(prompt=CLINE_PROMPT, budget_usd=settings.optimizer_budget_usd,
-                                        **session.optimizer_kwargs())
-    output_column = "plan" if settings.mode == "plan" else "cline_patch"
-    new_ruleset = optimizer.optimize(dataset=train, output_column=output_column,
-                                     feedback_columns=["correctness", "explanation"], ruleset=ruleset,
-                                     context_size_k=settings.context_size_k)
-    report = optimizer.last_report
-    new_version = store.save(new_ruleset, parent=version, loop=loop, report=report,
-                             model=session.optimizer_model, dry_run=session.dry_run)
-
+        write_csv(frame.assign(loop=loop, split=split, ruleset_version=version),
+                  split_results_path(settings.experiment, split, loop))
+    new_version = store.save(new_ruleset, parent=version, loop=loop, report=report, model=session.optimizer_model,
+                             dry_run=session.dry_run)
+    costs = {"agent": float(train["cost_usd"].sum() + test["cost_usd"].sum()),
+             "judge": float(sum(f.get("judge_cost_usd", pd.Series(dtype=float)).sum() for f in (train, test))),
+             "optimizer": float(report.get("cost_usd") or 0.0)}
+    models = {"agent": session.agent_model, "judge": session.judge_model, "optimizer": session.optimizer_model}
     stats = render_stats(ruleset)
-    agent_cost = float(train["cost_usd"].sum() + test["cost_usd"].sum())
-    judge_cost = float(train.get("judge_cost_usd", pd.Series(dtype=float)).sum()
-                       + test.get("judge_cost_usd", pd.Series(dtype=float)).sum())
-    optimizer_cost = float(report.get("cost_usd", 0.0) if isinstance(report, dict) else getattr(report, "cost_usd", 0.0))
-    record = {**metadata, "experiment": settings.experiment, "ruleset_rules": stats["rules"],
-              "ruleset_tokens": stats["tokens"], "agent_cost_usd": agent_cost, "judge_cost_usd": judge_cost,
-              "optimizer_cost_usd": optimizer_cost, "cost_usd": agent_cost + judge_cost + optimizer_cost,
-              "next_ruleset_version": new_version, "started_at": started,
-              "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    record = {
+        "experiment": settings.experiment, "loop": loop, "ruleset_version": version,
+        **{f"{split}_{key}": value for split, c in counts.items() for key, value in c.items()},
+        "train_size": len(train), "test_size": len(test), "ruleset_rules": stats["rules"],
+        "ruleset_tokens": stats["tokens"], "judge_errors": judge_failed,
+        "optimizer_changed": new_ruleset != ruleset, "optimizer_edits": len(report.get("edits_applied") or []),
+        "optimizer_rejected": len(report.get("edits_rejected") or []), "optimizer_errors": report.get("errors") or [],
+        **{f"{role}_cost_usd": cost for role, cost in costs.items()}, "cost_usd": sum(costs.values()),
+        "unpriced": sorted({role for role, model in models.items() if config.price_for(model) is None}),
+        "agent": agent_name(settings), "agent_model": session.agent_model, "judge_model": session.judge_model,
+        "optimizer_model": session.optimizer_model, "dry_run": session.dry_run, "next_ruleset_version": new_version,
+        "started_at": started, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
     assert set(LOOP_RECORD_FIELDS) <= set(record), set(LOOP_RECORD_FIELDS) - set(record)
     append_jsonl(loops_path(settings.experiment), record)
     return record
+
+
+def describe_loop(record: dict[str, Any], label: str = "") -> str:
+    """The loop in one line, failures included: errored runs, judge failures, an optimizer that changed nothing."""
+    def split(name: str) -> str:
+        acc = record.get(f"{name}_accuracy")
+        scored = record.get(f"{name}_scored", record.get(f"{name}_size"))
+        text = f"{name} " + ("n/a" if acc is None else f"{acc:.2f} ({record.get(f'{name}_passed', '?')}/{scored})")
+        errors = record.get(f"{name}_errors") or 0
+        return text + (f", {errors} errored runs left out" if errors else "")
+
+    parts = [split("train"), split("test")]
+    errors = (record.get("train_errors") or 0) + (record.get("test_errors") or 0)
+    if errors:
+        top = record.get("train_top_error") or record.get("test_top_error")
+        parts.append(f"most common error: {top!r}")
+    if record.get("judge_errors"):
+        parts.append(f"judge failed on {record['judge_errors']} rows")
+    if "optimizer_changed" in record:
+        change = (f"rules changed ({record.get('optimizer_edits', 0)} edits)" if record["optimizer_changed"]
+                  else "optimizer changed nothing")
+        if record.get("optimizer_errors"):
+            change += f" ({len(record['optimizer_errors'])} optimizer errors: {record['optimizer_errors'][0]})"
+        parts.append(change)
+    unpriced = record.get("unpriced") or []
+    parts.append(f"cost ${record.get('cost_usd', 0.0):.2f}" + (f" ({', '.join(unpriced)} unpriced)" if unpriced else ""))
+    parts.append(f"rules {record.get('ruleset_rules')} -> version {record.get('next_ruleset_version')}")
+    return f"Loop {record['loop']}: " + "; ".join(parts) + (f" [{label}]" if label else "")
 
 
 def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,
@@ -170,18 +298,10 @@ def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettin
     """All loops of an experiment, resuming after the last finished one; returns the loop records."""
     store = start_experiment(settings, session, initial_ruleset, tasks=(train_df, test_df))
     done = completed_loops(settings.experiment)
-    label = f" [{session.label}]" if session.dry_run else ""
     for loop in range(settings.loops):
-        if loop in done:
-            if verbose:
-                print(f"Loop {loop}: already finished (train {done[loop]['train_accuracy']:.2f}, "
-                      f"test {done[loop]['test_accuracy']:.2f}){label}")
-            continue
-        record = run_one_loop(loop, train_df, test_df, settings, session, store, datasets)
+        record = done.get(loop) or run_one_loop(loop, train_df, test_df, settings, session, store, datasets)
         if verbose:
-            print(f"Loop {loop}: train accuracy {record['train_accuracy']:.2f}, test accuracy "
-                  f"{record['test_accuracy']:.2f}, cost ${record['cost_usd']:.2f}, rules "
-                  f"{record['ruleset_rules']} -> version {record['next_ruleset_version']}{label}")
+            print(describe_loop(record, session.label) + (" (already finished)" if loop in done else ""))
     records = sorted(completed_loops(settings.experiment).values(), key=lambda r: r["loop"])
     return pd.DataFrame(records)
 
@@ -234,13 +354,14 @@ def split_summary(train_df: pd.DataFrame, test_df: pd.DataFrame) -> pd.DataFrame
     return pd.DataFrame(rows).set_index("split")
 
 
-def upload_split(session: Any, experiment: str, train_df: pd.DataFrame, test_df: pd.DataFrame) -> dict[str, Any] | None:
-    """Both sides as Phoenix datasets ("Cline Act: <experiment> train|test"); None without Phoenix."""
+def upload_split(session: Any, experiment: str, train_df: pd.DataFrame, test_df: pd.DataFrame,
+                 agent: str = "cline") -> dict[str, Any] | None:
+    """Both sides as Phoenix datasets ("<agent>: <experiment> train|test"); None without Phoenix."""
     if not session.phoenix_url:
         return None
     from helpers.phoenix_experiments import upload_dataset
 
-    return {side: upload_dataset(session.phoenix_url, f"Cline Act: {experiment} {side}", frame,
+    return {side: upload_dataset(session.phoenix_url, f"{agent}: {experiment} {side}", frame,
                                  api_key=session.phoenix_api_key)
             for side, frame in (("train", train_df), ("test", test_df))}
 
@@ -260,5 +381,6 @@ def load_results(experiment: str, split: str, loop: int) -> pd.DataFrame:
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "LoopSettings", "run_loop", "run_one_loop", "start_experiment", "completed_loops", "load_or_make_split",
-    "split_summary", "upload_split", "load_results",
+    "split_summary", "upload_split", "load_results", "finish_loop", "describe_loop", "meta_prompt", "check_runs",
+    "make_loop_agent", "make_optimizer", "log_loop_to_phoenix", "outcome_counts", "LoopStopped", "LoopUnfinished",
 ]

@@ -4,8 +4,10 @@
     python -m helpers.notebook_runner notebooks/02_optimize_cline_act.ipynb LOOPS=3 EXPERIMENT=demo
     make notebook NB=notebooks/03_results.ipynb PARAMS="EXPERIMENT=demo"
 
-The executed copy goes to act_results/<EXPERIMENT>/notebooks/<name>.ipynb. Before it is saved, every
-output is scrubbed: API keys (and anything shaped like one) are redacted and this machine's paths are
+Parameters are checked against the notebook's `parameters` cell before any kernel starts: an unknown
+name, a value of the wrong type (the default's, or the cell's annotation: `X: Optional[float] = None`)
+or a count below 1 is one error saying what to write instead. The executed copy goes to
+act_results/<EXPERIMENT>/notebooks/<name>.ipynb. Before it is saved, every output is scrubbed: API keys (and anything shaped like one) are redacted and this machine's paths are
 replaced by <repo> and ~, so an executed notebook can be shared as it is.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import difflib
 import json
 import os
 import re
@@ -27,13 +30,20 @@ from helpers.records import check_name, write_atomic
 SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PHOENIX_API_KEY", "OPENROUTER_API_KEY",
                     "MODAL_TOKEN_SECRET", "HF_TOKEN")
 SECRET_SHAPES = re.compile(r"(sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|hf_[A-Za-z0-9]{20,})")
+SHELL_WORDS = {"true": True, "false": False, "none": None, "null": None}  # as people type them in a shell
+TYPE_NAMES = {"int": int, "float": float, "str": str, "bool": bool, "None": type(None)}
+SAID_AS = {int: "an int", type(None): "None"}  # else "a <type>"
+POSITIVE_NAMES = ("WORKERS", "LOOPS", "ATTEMPTS")  # counts and sizes below 1 hang or do nothing
+POSITIVE_SUFFIXES = ("_SIZE", "_SIZE_K")
 
 
 def parse_value(text: str) -> Any:
-    """'3' -> 3, '0.5' -> 0.5, 'True' -> True, 'None' -> None, "['a']" -> ['a'], else the string."""
+    """'3' -> 3, '0.5' -> 0.5, 'True' or 'true' -> True, 'None' -> None, "['a']" -> ['a'], else the string."""
+    if text.strip().lower() in SHELL_WORDS:
+        return SHELL_WORDS[text.strip().lower()]
     try:
         return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
         return text
 
 
@@ -45,6 +55,67 @@ def parse_parameters(pairs: list[str], flagged: list[list[str]]) -> dict[str, An
         name, value = pair.split("=", 1)
         params[name.strip()] = parse_value(value)
     return params
+
+
+def accepted_types(default: str, annotation: str) -> tuple[type, ...]:
+    """The types a parameter takes, from papermill's view of its line in the `parameters` cell: an
+    annotation made of int/float/str/bool/None (`Optional[float]`, `Union[int, str]`) if it has one,
+    else the default's type; () takes anything (None or an expression as default, another annotation)."""
+    if annotation and annotation != "None":  # papermill says "None" when there is no annotation
+        names = [w for w in re.findall(r"\w+", annotation) if w not in ("Optional", "Union")]
+        if not names or any(name not in TYPE_NAMES for name in names):
+            return ()
+        return tuple(TYPE_NAMES[name] for name in names) + ((type(None),) if "Optional" in annotation else ())
+    try:
+        value = ast.literal_eval(default)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return ()
+    return () if value is None else (type(value),)
+
+
+def parameter_problem(name: str, value: Any, types: tuple[type, ...], default: str) -> tuple[Any, str | None]:
+    """(the value to pass, None) when `value` suits the parameter, else (value, what is wrong). Ints pass
+    for floats; whole floats (3.0) pass for ints, as ints."""
+    int_for_float = float in types and type(value) is int
+    if types and type(value) not in types and not int_for_float:
+        if int in types and type(value) is float and value.is_integer():
+            value = int(value)
+        else:
+            expected = " or ".join(SAID_AS.get(t, f"a {t.__name__}") for t in types)
+            given = SAID_AS.get(type(value), f"a {type(value).__name__}")
+            number_as_text = str in types and type(value) in (int, float)
+            quote = f"; to pass it as text, quote it: {name}=\"'{value}'\"" if number_as_text else ""
+            return value, f"{name}={value!r} is {given}, expected {expected} (default {default}){quote}"
+    positive = name in POSITIVE_NAMES or name.endswith(POSITIVE_SUFFIXES)
+    if positive and type(value) in (int, float) and value < 1:
+        return value, f"{name}={value!r}: must be at least 1"
+    return value, None
+
+
+def check_parameters(notebook: Path | str, params: dict[str, Any]) -> dict[str, Any]:
+    """`params` checked against the notebook's `parameters` cell, before anything runs; returns them
+    ready to inject (3.0 for an int parameter becomes 3). Raises one ValueError listing every unknown
+    name (with the closest known one), wrong type and count below 1; FileNotFoundError without a notebook."""
+    import papermill
+
+    notebook = Path(notebook).resolve()
+    if not notebook.is_file():
+        raise FileNotFoundError(f"No notebook at {notebook}; the cookbook's notebooks are in {REPO_ROOT / 'notebooks'}.")
+    declared = papermill.inspect_notebook(str(notebook))
+    checked, problems = {}, []
+    for name, value in params.items():
+        if name not in declared:
+            close = difflib.get_close_matches(name, declared, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            problems.append(f"unknown parameter {name}{hint}; known: {', '.join(declared) or 'none'}")
+            continue
+        types = accepted_types(declared[name]["default"], declared[name]["inferred_type_name"])
+        checked[name], problem = parameter_problem(name, value, types, declared[name]["default"])
+        if problem:
+            problems.append(problem)
+    if problems:
+        raise ValueError(f"Bad parameters for {notebook.name}, nothing was run:\n  " + "\n  ".join(problems))
+    return checked
 
 
 def kernel_environment() -> dict[str, str]:
@@ -115,15 +186,14 @@ def run_notebook(notebook: Path | str, params: dict[str, Any] | None = None,
                  output: Path | str | None = None, timeout_s: int | None = None) -> Path:
     """Execute `notebook` with `params`; returns the scrubbed executed copy's path.
 
+    Bad parameters raise check_parameters' ValueError before any kernel starts or file is written.
     Raises papermill's PapermillExecutionError when a cell fails (the executed copy, scrubbed, is
     still written, showing the failing cell).
     """
     import papermill
 
     notebook = Path(notebook).resolve()
-    if not notebook.is_file():
-        raise FileNotFoundError(f"No notebook at {notebook}; the cookbook's notebooks are in {REPO_ROOT / 'notebooks'}.")
-    params = dict(params or {})
+    params = check_parameters(notebook, dict(params or {}))
     output = Path(output) if output else output_path_for(notebook, params)
     output.parent.mkdir(parents=True, exist_ok=True)
     previous = {name: os.environ.get(name) for name in kernel_environment()}
@@ -154,6 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=None, help="seconds allowed per cell")
     args = parser.parse_args(argv)
     params = parse_parameters(args.params, args.parameter)
+    try:
+        params = check_parameters(args.notebook, params)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     started = time.monotonic()
     print(f"Running {args.notebook} with {params or 'its default parameters'} ...", flush=True)
     try:
@@ -168,4 +243,4 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     sys.exit(main())
 
-__all__ = ["run_notebook", "main"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["run_notebook", "check_parameters", "main"]  # the public API, documented in CODE_APPENDIX.md

@@ -81,12 +81,30 @@ class EvalResult:
 
 @runtime_checkable
 class Agent(Protocol):
-    """A coding agent. Cline is the first; others plug in without touching the loop.
+    """A coding agent. Cline is the first; others plug in as one package each, and the loop does not change.
 
+    name: a short id ("cline"); it names the harness's model folder and the agent's records.
+    rules_file: where the agent reads its rules, relative to the workspace (".clinerules", "AGENTS.md",
+        "CLAUDE.md"). The engine writes the ruleset there before run() and removes it from the patch.
+    mode: "act" (the output is the patch the engine takes from the workspace) or "plan" (the output is
+        AgentResult.plan; nothing is tested).
+    model: the model id the agent runs on (recorded with each result; resume matches on it).
+    base_prompt: a description of the agent's own fixed instructions, shown read-only to the optimizer.
+
+    check() raises, before any task starts, for setup problems that would fail every task the same way
+    (no binary, no key), with a message saying how to fix them.
     run() never raises for a task-level failure (bad provider answer, crash, timeout): it returns an
     AgentResult with status "error" or "timeout" and the reason in `error`. It leaves `workspace`
-    edited by the agent and leaves no process running.
+    edited by the agent and leaves no process running. The engine, not the agent, takes the patch.
     """
+
+    name: str
+    rules_file: str
+    mode: str
+    model: str
+    base_prompt: str
+
+    def check(self) -> None: ...
 
     def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult: ...
 
@@ -95,11 +113,16 @@ class Agent(Protocol):
 class Evaluator(Protocol):
     """Runs a task's tests against a patch.
 
+    check(tasks) raises, before any agent starts, when the tests of `tasks` cannot run here (no Docker
+    engine, no Modal credentials, no local repository), with a message saying how to fix it.
     evaluate() never raises for a bad patch (does not apply, breaks the build, hangs): it returns an
-    EvalResult with resolved=False and the reason in `error` and `log`. It raises only for setup
-    problems that would fail every task the same way (no Docker engine, no Modal credentials), with a
-    message saying how to fix them.
+    EvalResult with resolved=False and the reason in `error` and `log`.
+    An evaluator with `batched = True` also has evaluate_batch(tasks, patches, *, run_key) -> list of
+    EvalResult: the engine then grades a run's patches in one call once its agents finish; `run_key` is
+    unique per experiment, run and attempt, so no two calls share a verdict.
     """
+
+    def check(self, tasks: Sequence[Task]) -> None: ...
 
     def evaluate(self, task: Task, patch: str) -> EvalResult: ...
 

@@ -8,7 +8,7 @@
         phoenix_pending.jsonl        what could not be logged to Phoenix yet
         plots/*.png, notebooks/*.ipynb
     act_rulesets/<experiment>/
-        ruleset_<version>.txt        usable as .clinerules as it stands
+        ruleset_<version>.txt        usable as a rules file (.clinerules, AGENTS.md) as it stands
         ruleset_<version>.json       its metadata
 
 A kill at any moment leaves every finished record readable: a JSONL record is one write() on an
@@ -34,7 +34,8 @@ LOOP_RECORD_FIELDS = (
     "experiment", "loop", "ruleset_version", "train_accuracy", "test_accuracy", "train_size",
     "test_size", "ruleset_rules", "ruleset_tokens", "agent_cost_usd", "judge_cost_usd",
     "optimizer_cost_usd", "cost_usd", "agent_model", "judge_model", "optimizer_model", "dry_run",
-    "started_at", "finished_at",
+    "started_at", "finished_at", "train_errors", "test_errors", "judge_errors", "optimizer_changed", "unpriced",
+    "agent",
 )
 
 def ruleset_sha(text: str | None) -> str:

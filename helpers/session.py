@@ -16,7 +16,7 @@ from typing import Any, Callable
 from helpers import config
 
 DRY_RUN_LABEL = "SCRIPTED DRY RUN — scripted model, not real results"
-DRY_RUN_KEY = "scripted-dry-run-no-key"  # the scripted server ignores keys; Cline wants one
+DRY_RUN_KEY = "scripted-dry-run-no-key"  # the scripted server ignores keys; agent CLIs want one
 
 
 @dataclass
@@ -51,11 +51,17 @@ class Session:
 
     def describe(self) -> str:
         lines = [f"{'SCRIPTED DRY RUN (no key configured): every number below is scripted' if self.dry_run else 'Real models'}",
-                 f"  agent (Cline): {self.agent_model}", f"  judge:         {self.judge_model}",
+                 f"  agent model:   {self.agent_model}", f"  judge:         {self.judge_model}",
                  f"  optimizer:     {self.optimizer_model}",
-                 f"  base URL:      {'scripted model server on loopback' if self.dry_run else (self.base_url or 'provider default')}",
+                 f"  base URL:      {'scripted model server on loopback' if self.dry_run else self._where()}",
                  f"  Phoenix:       {self.phoenix_url or 'off'}"]
         return "\n".join(lines)
+
+    def _where(self) -> str:
+        """Where the roles' requests really go (OPENAI_BASE_URL included), by the rule each role resolves."""
+        urls = {config.llm_settings(m, base_url=self.base_url).base_url or f"{config.llm_settings(m).provider} default"
+                for m in (self.agent_model, self.judge_model, self.optimizer_model)}
+        return ", ".join(sorted(urls))
 
     def model_requests(self) -> int | None:
         """Requests the scripted model server answered so far (None for real models)."""

@@ -9,8 +9,11 @@ FAIL_TO_PASS / PASS_TO_PASS as lists, and `suite` ("swebench" or "house").
 
 from __future__ import annotations
 
+import ast
 import json
+import numbers
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -21,7 +24,12 @@ from helpers.workspaces import swebench_repo_path
 
 REQUIRED_FIELDS = ("instance_id", "repo", "base_commit", "problem_statement", "patch", "test_patch",
                    "FAIL_TO_PASS", "PASS_TO_PASS")
-LOCAL_SUFFIXES = (".json", ".jsonl", ".parquet")
+LOCAL_SUFFIXES = (".json", ".jsonl", ".parquet", ".csv")
+SOURCES = ("TASK_SOURCE takes 'house', a Hugging Face data-set id 'owner/name', "
+           "or a .json, .jsonl, .parquet or .csv file of SWE-bench rows")
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")  # owner/name, as the hub spells data-set ids
+FILE_SUFFIX = re.compile(r"\.[A-Za-z]\w*")  # .csv, .jsonl: a file; "-v1.1" in a data-set name is not
+SHOWN_CHARS = 80  # of a bad value quoted in an error
 STRATEGIES = ("random", "by_repo", "chronological")
 HUB_PROBE_URL = "https://huggingface.co/api/datasets"
 
@@ -46,27 +54,99 @@ def load_house_suite(root: Path | str | None = None) -> pd.DataFrame:
 
 def load_swebench(name_or_path: str = config.SWEBENCH_DATASET, split: str = config.SWEBENCH_SPLIT, *,
                   mirrors_dir: Path | str | None = None) -> pd.DataFrame:
-    """SWE-bench rows from a data-set id on the Hugging Face hub, or from a local .json/.jsonl/.parquet file.
+    """SWE-bench rows from a data-set id on the Hugging Face hub, or from a local .json/.jsonl/.parquet/.csv file.
 
-    With `mirrors_dir` (a folder of `git clone --mirror` copies named owner__name) each row gets the
-    `repo_path` its workspace is cloned from. Offline, a data-set id fails at once with what to do.
+    Only a bare "owner/name" that is not a local path goes to the hub. With `mirrors_dir` (a folder of
+    `git clone --mirror` copies named owner__name) each row gets the `repo_path` its workspace is cloned
+    from. Offline, a data-set id fails at once with what to do. A bad file raises one ValueError (or
+    FileNotFoundError) naming the file and the fault: torn lines by number, bad test lists by task.
     """
-    path = Path(str(name_or_path)).expanduser()
-    if path.suffix in LOCAL_SUFFIXES or path.exists():
-        frame = read_local_tasks(path)
+    source = str(name_or_path)
+    if _is_hub_id(source):
+        frame = _read_hub(source, split)
     else:
-        frame = _read_hub(str(name_or_path), split)
+        frame = read_local_tasks(Path(source).expanduser())
     return normalize_tasks(frame, mirrors_dir=mirrors_dir)
 
 
+def _is_hub_id(source: str) -> bool:
+    """Whether `source` names a Hugging Face data set ("owner/name") rather than a local file."""
+    path = Path(source).expanduser()
+    return bool(HUB_ID.fullmatch(source)) and not FILE_SUFFIX.fullmatch(path.suffix) and not path.exists()
+
+
 def read_local_tasks(path: Path) -> pd.DataFrame:
+    """The rows of a .json (a list or JSON lines), .jsonl, .parquet or .csv file, at least one.
+
+    CSV cells are read as text, so FAIL_TO_PASS/PASS_TO_PASS stay JSON strings for normalize_tasks.
+    """
+    path = path.resolve()
+    if not path.exists():
+        raise FileNotFoundError(f"No such file: {path}. {SOURCES}.")
     if not path.is_file():
-        raise FileNotFoundError(f"No task file at {path}: give a .json, .jsonl or .parquet file of SWE-bench rows.")
-    if path.suffix == ".parquet":
+        raise FileNotFoundError(f"{path} is a folder, not a task file. {SOURCES}.")
+    if path.suffix.lower() not in LOCAL_SUFFIXES:
+        raise ValueError(f"Cannot read {path}: {path.suffix or 'a file without a suffix'} is not a task file format. "
+                         f"{SOURCES}.")
+    if path.stat().st_size == 0:
+        raise ValueError(f"{path} is empty: it holds no task rows.")
+    read = {".parquet": _read_parquet, ".csv": _read_csv}.get(path.suffix.lower(), _read_json)
+    frame = read(path)
+    if len(frame) == 0:
+        raise ValueError(f"{path} holds no task rows.")
+    return frame
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    try:
         return pd.read_parquet(path)
-    text = path.read_text(encoding="utf-8").lstrip()
-    records = json.loads(text) if text.startswith("[") else [json.loads(line) for line in text.splitlines() if line.strip()]
-    return pd.DataFrame(records)
+    except (ValueError, OSError) as error:  # pyarrow's ArrowInvalid is a ValueError
+        raise ValueError(f"Cannot read {path} as Parquet: {error}") from None
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    try:  # only empty cells are missing; "NA" or "null" in a cell is text
+        return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], encoding="utf-8-sig")
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path} is empty: it holds no task rows.") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as error:
+        raise ValueError(f"Cannot read {path} as CSV: {str(error).strip()}") from None
+
+
+def _read_json(path: Path) -> pd.DataFrame:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 text; a {path.suffix} file must hold JSON task rows.") from None
+    if not text.strip():
+        raise ValueError(f"{path} is empty: it holds no task rows.")
+    if text.lstrip().startswith("["):  # a JSON list of rows; else JSON lines, as datasets' to_json writes
+        try:
+            numbered = list(enumerate(json.loads(text), 1))
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}, line {error.lineno}: not valid JSON ({error.msg}).") from None
+        where = "item"
+    else:
+        numbered = [(number, _json_line(path, number, line))
+                    for number, line in enumerate(text.splitlines(), 1) if line.strip()]
+        where = "line"
+    for number, record in numbered:
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}, {where} {number}: a task row must be a JSON object, not {_shown(record)}.")
+    return pd.DataFrame([record for _, record in numbered])
+
+
+def _json_line(path: Path, number: int, line: str) -> Any:
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}, line {number}: not valid JSON ({error.msg}); "
+                         "each line must be one whole task row.") from None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
 
 
 def _hub_reachable(timeout_s: float = 3.0) -> bool:
@@ -93,10 +173,24 @@ def _read_hub(name: str, split: str) -> pd.DataFrame:
     return load_dataset(name, split=split).to_pandas()
 
 
-def _as_list(value: Any) -> list[str]:
+def _test_ids(value: Any, instance_id: Any, field: str) -> list[str]:
+    """A FAIL_TO_PASS/PASS_TO_PASS cell as a list: a list or array, or a JSON string of one (or the
+    Python repr of one, as pandas writes lists to CSV); anything else names the task and the value."""
+    given = value
     if isinstance(value, str):
-        value = json.loads(value) if value.strip() else []
-    return [str(v) for v in (value if value is not None else [])]
+        try:
+            value = json.loads(value) if value.strip() else []
+        except json.JSONDecodeError:
+            try:
+                value = ast.literal_eval(value)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                pass
+    if hasattr(value, "tolist"):  # numpy arrays, as parquet gives lists back
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"Task {instance_id!r}: {field} must be a list of test ids or a JSON string of one, "
+                         f"not {_shown(given)}.")
+    return [str(v) for v in value]
 
 
 def normalize_tasks(frame: pd.DataFrame, *, mirrors_dir: Path | str | None = None) -> pd.DataFrame:
@@ -113,10 +207,8 @@ def normalize_tasks(frame: pd.DataFrame, *, mirrors_dir: Path | str | None = Non
         raise ValueError(f"Duplicate instance_id(s) {duplicated[:10]}: each task must appear once.")
     frame = frame.copy()
     for column in ("FAIL_TO_PASS", "PASS_TO_PASS"):
-        try:
-            frame[column] = frame[column].map(_as_list)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{column} must be a list of test ids or a JSON string of one: {error}") from None
+        frame[column] = [_test_ids(value, instance_id, column)
+                         for value, instance_id in zip(frame[column], frame["instance_id"])]
     if "suite" not in frame.columns:
         frame["suite"] = "swebench"
     if "created_at" not in frame.columns:
@@ -127,13 +219,15 @@ def normalize_tasks(frame: pd.DataFrame, *, mirrors_dir: Path | str | None = Non
     return frame.reset_index(drop=True)
 
 
-def select_tasks(frame: pd.DataFrame, instance_ids: Iterable[str]) -> pd.DataFrame:
-    """The rows of `instance_ids`, in that order; unknown ids raise KeyError naming them."""
-    ids = list(instance_ids)
+def select_tasks(frame: pd.DataFrame, instance_ids: Iterable[str] | str) -> pd.DataFrame:
+    """The rows of `instance_ids`, in that order; one string is one id (never split, not even at commas).
+    Unknown ids raise KeyError naming them."""
+    ids = [instance_ids] if isinstance(instance_ids, str) else list(instance_ids)
     by_id = frame.set_index("instance_id", drop=False)
     unknown = [i for i in ids if i not in by_id.index]
     if unknown:
-        raise KeyError(f"Unknown instance id(s) {unknown[:10]} (of {len(unknown)}); check the ids or the task source.")
+        raise KeyError(f"Unknown instance id(s) {unknown[:10]} ({len(unknown)} of the {len(ids)} asked); "
+                       "check the ids or the task source.")
     return by_id.loc[ids].reset_index(drop=True)
 
 
@@ -142,9 +236,13 @@ def split_dataset(frame: pd.DataFrame, train_size: int, test_size: int, strategy
     """Disjoint (train, test) of exactly the asked sizes, the same for the same seed.
 
     random: a seeded shuffle. by_repo: no repository on both sides. chronological: within each
-    repository older tasks train and newer ones test (by created_at).
+    repository older tasks train and newer ones test (by created_at). Sizes are positive whole
+    numbers (3 or 3.0, not 2.5 or "3"); anything else, or more tasks than the frame has, is a ValueError.
     """
-    _check_sizes(len(frame), train_size, test_size)
+    train_size, test_size = _split_size("train_size", train_size), _split_size("test_size", test_size)
+    if train_size + test_size > len(frame):
+        raise ValueError(f"train_size + test_size = {train_size + test_size}, but there are only {len(frame)} tasks; "
+                         "lower the sizes.")
     if strategy not in STRATEGIES:
         raise ValueError(f"Unknown split strategy {strategy!r}: choose one of {list(STRATEGIES)}.")
     split = {"random": _split_random, "by_repo": _split_by_repo, "chronological": _split_chronological}[strategy]
@@ -152,12 +250,11 @@ def split_dataset(frame: pd.DataFrame, train_size: int, test_size: int, strategy
     return train.reset_index(drop=True), test.reset_index(drop=True)
 
 
-def _check_sizes(total: int, train_size: int, test_size: int) -> None:
-    if int(train_size) < 1 or int(test_size) < 1:
-        raise ValueError(f"TRAIN_SIZE and TEST_SIZE must be at least 1 (got {train_size} and {test_size}).")
-    if train_size + test_size > total:
-        raise ValueError(f"TRAIN_SIZE + TEST_SIZE = {train_size + test_size}, but there are only {total} tasks; "
-                         "lower the sizes.")
+def _split_size(name: str, value: Any) -> int:
+    whole = isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not whole or value < 1:
+        raise ValueError(f"{name} must be a positive whole number of tasks (e.g. 6), got {value!r}.")
+    return int(value)
 
 
 def _split_random(frame: pd.DataFrame, train_size: int, test_size: int, seed: int):

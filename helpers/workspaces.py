@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Callable, Sequence
 
 from helpers.protocols import Task
 
@@ -41,16 +42,22 @@ def swebench_repo_path(repo: str, mirrors_dir: Path | str) -> Path:
 def prepare_workspace(task: Task, root: Path | str) -> Path:
     """A fresh clone of the task's repository at `base_commit` under `root`; returns its path.
 
+    The repository is the task's `repo_path` (the house suite's, or a mirror in MIRRORS_DIR); a
+    SWE-bench task without one gets a mirror cloned once into the cache (helpers.mirrors).
     Raises WorkspaceError with what to do when the repository or commit is not available.
     """
-    source = task.get("repo_path")
     instance_id = task["instance_id"]
-    if not source or not Path(source, ".git").exists() and not Path(source, "HEAD").exists():
-        raise WorkspaceError(
-            f"{instance_id}: no local repository for {task.get('repo')!r} (repo_path={source!r}). "
-            "House tasks get one from load_house_suite(); for SWE-bench pass mirrors_dir= to "
-            "load_swebench (a folder of `git clone --mirror` copies named owner__name)."
-        )
+    source = task.get("repo_path")
+    if not _is_repository(source):
+        if task.get("suite") != "swebench" or not task.get("repo"):
+            raise WorkspaceError(
+                f"{instance_id}: no local repository for {task.get('repo')!r} (repo_path={source!r}). "
+                "House tasks get one from load_house_suite(); SWE-bench tasks get a mirror cloned on first use, "
+                "or from MIRRORS_DIR (a folder of `git clone --mirror` copies named owner__name)."
+            )
+        from helpers.mirrors import ensure_mirror
+
+        source = ensure_mirror(str(task["repo"]), str(task["base_commit"]))
     dest = Path(root) / instance_id
     if dest.exists():
         shutil.rmtree(dest)
@@ -66,10 +73,86 @@ def prepare_workspace(task: Task, root: Path | str) -> Path:
     return dest
 
 
+def _is_repository(path: object) -> bool:
+    return bool(path) and (Path(str(path), ".git").exists() or Path(str(path), "HEAD").exists())
+
+
 def remove_workspace(path: Path | str) -> None:
     """Delete a workspace folder (missing is fine)."""
     shutil.rmtree(path, ignore_errors=True)
 
+
+# --- the agent's rules file -------------------------------------------------------------------------
+# The learned rules go between these lines. A team's own rules file (AGENTS.md, CLAUDE.md, .clinerules)
+# keeps its text byte for byte above them, and only this section is left out of the patch.
+SECTION_START = "<!-- prompt-learning: learned rules (start) -->"
+SECTION_END = "<!-- prompt-learning: learned rules (end) -->"
+LEARNED_FILE = "learned-rules.md"  # inside a rules folder (e.g. a `.clinerules/` directory)
+# Never part of a patch: what running code leaves behind.
+PATCH_DEBRIS = ("**/__pycache__/**", "**/*.pyc", ".pytest_cache/**", "**/*.egg-info/**")
+
+
+def insert_section(original: str, ruleset: str) -> str:
+    """`original` with the ruleset appended as a marked section; remove_section() gives `original` back."""
+    body = ruleset if ruleset.endswith("\n") else ruleset + "\n"
+    return original + ("\n" if original else "") + f"{SECTION_START}\n{body}{SECTION_END}\n"
+
+
+def remove_section(text: str) -> str:
+    """`text` without the learned section (and the line break insert_section put before it)."""
+    start = text.rfind(SECTION_START)
+    if start < 0:
+        return text
+    end = text.find(SECTION_END, start)
+    after = text[end + len(SECTION_END):] if end >= 0 else ""
+    before = text[:start]
+    before = before[:-1] if before.endswith("\n") else before
+    return before + (after[1:] if after.startswith("\n") else after)
+
+
+def write_rules(workspace: Path | str, rules_file: str, ruleset: str) -> Callable[[], None]:
+    """Put `ruleset` where the agent reads its rules; returns the function that takes it out again.
+
+    A file already there (the team's own) gets a marked section; a folder gets a file of its own; a
+    missing file is created. The returned undo restores the team's text byte for byte (keeping any
+    edit the agent made to it) and deletes what we created, so the patch holds only the agent's work.
+    An empty ruleset writes nothing.
+    """
+    path = Path(workspace) / rules_file
+    if not ruleset.strip():
+        return lambda: None
+    if path.is_dir():
+        path = path / LEARNED_FILE
+    if not path.exists():  # nothing of the team's here: the file is ours alone, markers unneeded
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_exact(path, ruleset if ruleset.endswith("\n") else ruleset + "\n")
+        return lambda: path.unlink(missing_ok=True)
+    original = _read_exact(path)
+    _write_exact(path, insert_section(original, ruleset))
+
+    def undo() -> None:
+        if path.exists():
+            _write_exact(path, remove_section(_read_exact(path)))
+    return undo
+
+
+def _read_exact(path: Path) -> str:
+    """The file's bytes as text, line endings and undecodable bytes kept as they are."""
+    return path.read_bytes().decode("utf-8", errors="surrogateescape")
+
+
+def _write_exact(path: Path, text: str) -> None:
+    path.write_bytes(text.encode("utf-8", errors="surrogateescape"))
+
+
+def workspace_patch(workspace: Path | str, base_commit: str, exclude: Sequence[str] = ()) -> str:
+    """The change in `workspace` against `base_commit`, new files included, build debris and `exclude`
+    (glob patterns) left out."""
+    git("add", "-A", "-N", cwd=workspace, check=False)
+    excludes = [f":(exclude,glob){pattern}" for pattern in (*PATCH_DEBRIS, *exclude)]
+    return git("diff", base_commit, "--", ".", *excludes, cwd=workspace, check=False).stdout
+
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "prepare_workspace", "remove_workspace", "swebench_repo_path", "git", "WorkspaceError",
+    "prepare_workspace", "remove_workspace", "swebench_repo_path", "git", "WorkspaceError", "write_rules",
+    "workspace_patch", "insert_section", "remove_section",
 ]

@@ -13,6 +13,7 @@ import pytest
 
 from cline import run_act
 from helpers.config import REPO_ROOT
+from helpers.processes import scratch_root
 from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call
 from tests.cline.conftest import BUGGY, FIXED, cline_processes, make_repo, make_task
 
@@ -102,6 +103,8 @@ run_act(tasks=pd.read_json({str(tasks_file)!r}), run_id="train_0", workers=1, mo
         again = requests_per_task(server)
     assert all(before[t] >= 2 for t in finished)
     assert not any(again[t] for t in finished), "finished tasks were run again"
+    leftovers = [d for d in scratch_root().iterdir() if d.name.startswith(f"{child.pid}-")]
+    assert leftovers == [], "the killed run's scratch folder was not swept by the next run"
     assert list(df.instance_id) == list(tasks.instance_id) and set(df.pass_or_fail) == {"pass"}
 
 

@@ -131,11 +131,11 @@ def test_plan_mode_returns_the_plan_and_changes_nothing(calc):
 
 
 def test_runs_beyond_the_startup_slots_wait_until_one_is_past_its_startup(calc, tmp_path, monkeypatch):
-    from helpers import config
+    from cline import runner
     from helpers.workspaces import git
 
     repo, _, task, _ = calc
-    monkeypatch.setattr(config, "CLINE_STARTUP_SLOTS", 1)
+    monkeypatch.setattr(runner, "STARTUP_SLOTS", 1)
     workspaces = [tmp_path / f"ws{i}" for i in range(2)]
     for workspace in workspaces:
         git("clone", "-q", str(repo), str(workspace), cwd=tmp_path)
@@ -158,6 +158,6 @@ def test_a_runs_environment_drops_inherited_cline_settings_and_keys_and_keeps_th
     env = child_environment({"HOME": "/state/home", "CLINE_DIR": "/state/cline"}, {"OPENAI_API_KEY": "given"})
     assert "CLINE_MODEL" not in env and "ANTHROPIC_API_KEY" not in env
     assert env["CLINE_DIR"] == "/state/cline" and env["OPENAI_API_KEY"] == "given"
-    assert env["BUN_JSC_useDFGJIT"] == "0"  # config.CLINE_RUNTIME_ENV
+    assert env["BUN_JSC_useDFGJIT"] == "0"  # cline.runner.RUNTIME_ENV
     monkeypatch.setenv("BUN_JSC_useDFGJIT", "1")
     assert child_environment({}, {})["BUN_JSC_useDFGJIT"] == "1"  # the user's own setting wins

@@ -99,3 +99,90 @@ def test_sizes_larger_than_the_data_or_an_unknown_strategy_are_clear_errors():
 
 def test_the_house_source_loads_the_bundled_suite():
     assert set(load_tasks("house").suite) == {"house"}
+
+
+# Bad input: one error naming the fault and the fix, never a traceback from inside json or pandas.
+
+def sample_rows():
+    return [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+
+
+def test_a_missing_file_is_named_resolved_with_the_accepted_sources(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # were it taken for a data-set id, this would say "hub"
+    monkeypatch.chdir(tmp_path)
+    for source in ("x.csv", "data/tasks.jsonl", "./SWE-bench_Lite"):
+        with pytest.raises(FileNotFoundError, match="No such file") as caught:
+            load_tasks(source)
+        assert str(tmp_path / source.removeprefix("./")) in str(caught.value)
+        assert ".jsonl" in str(caught.value) and ".csv" in str(caught.value) and "owner/name" in str(caught.value)
+
+
+def test_a_csv_file_loads_the_same_tasks_as_its_jsonl(lite, tmp_path):
+    rows = sample_rows()
+    pd.DataFrame(rows).to_csv(tmp_path / "rows.csv", index=False)  # test lists as JSON strings in cells
+    lite.to_csv(tmp_path / "decoded.csv", index=False)  # test lists as pandas writes lists: Python's repr
+    for name in ("rows.csv", "decoded.csv"):
+        frame = load_tasks(str(tmp_path / name))
+        assert list(frame.instance_id) == list(lite.instance_id)
+        assert list(frame.FAIL_TO_PASS) == list(lite.FAIL_TO_PASS) and list(frame.PASS_TO_PASS) == list(lite.PASS_TO_PASS)
+        assert list(frame.problem_statement) == list(lite.problem_statement)
+
+
+def test_a_torn_jsonl_line_is_named_by_file_and_number(tmp_path):
+    lines = [json.dumps(r) for r in sample_rows()]
+    lines[3] = lines[3][:50]  # a line cut short, as a killed download leaves it
+    (tmp_path / "torn.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"torn\.jsonl, line 4: not valid JSON"):
+        load_tasks(str(tmp_path / "torn.jsonl"))
+    (tmp_path / "torn.json").write_text("[" + ",\n".join(lines) + "]")
+    with pytest.raises(ValueError, match=r"torn\.json, line 4: not valid JSON"):
+        load_tasks(str(tmp_path / "torn.json"))
+
+
+@pytest.mark.parametrize("name, text, says", [("empty.jsonl", "", "is empty"), ("blank.json", "\n  \n", "is empty"),
+                                              ("empty.csv", "", "is empty"), ("none.json", "[]", "holds no task rows"),
+                                              ("header.csv", "instance_id,repo\n", "holds no task rows")])
+def test_an_empty_file_says_it_is_empty(tmp_path, name, text, says):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ValueError, match=says) as caught:
+        load_tasks(str(tmp_path / name))
+    assert str(tmp_path / name) in str(caught.value) and "field" not in str(caught.value)
+
+
+def test_an_unsupported_file_format_lists_the_accepted_ones(tmp_path):
+    (tmp_path / "tasks.txt").write_text("sympy__sympy-20212\n")
+    with pytest.raises(ValueError, match=r"\.txt is not a task file format.*\.jsonl, \.parquet or \.csv"):
+        load_tasks(str(tmp_path / "tasks.txt"))
+
+
+def test_a_bad_test_list_names_the_task_the_field_and_the_value_cut(tmp_path):
+    rows = sample_rows()
+    rows[2]["PASS_TO_PASS"] = "tests/test_a.py::test_one, " * 20  # a comma list, not JSON
+    (tmp_path / "bad.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    with pytest.raises(ValueError) as caught:
+        load_tasks(str(tmp_path / "bad.jsonl"))
+    message = str(caught.value)
+    assert rows[2]["instance_id"] in message and "PASS_TO_PASS" in message and "'tests/test_a.py::test_one, " in message
+    assert len(message) < 250 and message.count("test_one") < 5  # the value is cut, not pasted whole
+
+
+def test_one_id_given_as_a_string_is_one_id(lite):
+    assert list(select_tasks(lite, "psf__requests-2317").instance_id) == ["psf__requests-2317"]
+    with pytest.raises(KeyError, match=r"\['psf__requests-2317,nope-1'\] \(1 of the 1 asked\)"):
+        select_tasks(lite, "psf__requests-2317,nope-1")  # never split at commas
+    with pytest.raises(KeyError, match=r"\['nope-1', 'nope-2'\] \(2 of the 3 asked\)"):
+        select_tasks(lite, ["nope-1", "psf__requests-2317", "nope-2"])
+
+
+@pytest.mark.parametrize("train_size, test_size, named", [(2.5, 3, "train_size"), (3, "3", "test_size"),
+                                                          (0, 3, "train_size"), (3, -1, "test_size"),
+                                                          (True, 3, "train_size"), (3, None, "test_size")])
+def test_split_sizes_must_be_positive_whole_numbers(train_size, test_size, named):
+    bad = train_size if named == "train_size" else test_size
+    with pytest.raises(ValueError, match=rf"^{named} must be a positive whole number of tasks \(e\.g\. 6\), got {bad!r}\.$"):
+        split_dataset(synthetic(), train_size, test_size)
+
+
+def test_whole_float_split_sizes_are_taken_as_ints():
+    train, test = split_dataset(synthetic(), 3.0, 4.0, strategy="by_repo")
+    assert (len(train), len(test)) == (3, 4)
