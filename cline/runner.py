@@ -40,7 +40,7 @@ from typing import Any
 
 from helpers import config
 from helpers.llm import cost_usd
-from helpers.processes import scratch_dir
+from helpers.processes import die_with_parent, scratch_dir
 from helpers.protocols import AgentResult, Task
 from helpers.workspaces import git, workspace_patch, write_rules
 
@@ -155,17 +155,6 @@ def parse_events(stdout: str) -> tuple[dict[str, Any] | None, list[str]]:
     return result, errors
 
 
-def _die_with_parent() -> None:
-    """In the child: SIGKILL it when the thread that started it dies (a killed run leaves nothing behind)."""
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except OSError:
-            pass
-
-
 def _signal_group(process: subprocess.Popen, sig: int) -> None:
     try:
         os.killpg(process.pid, sig)
@@ -250,7 +239,7 @@ def _run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: 
         started = time.monotonic()
         process = subprocess.Popen(args, cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True, start_new_session=True,
-                                   preexec_fn=_die_with_parent)
+                                   preexec_fn=die_with_parent())
         with _live_lock:
             _live.add(process)
         spoke = threading.Event()
@@ -359,6 +348,15 @@ class ClineAgent:
 
     def __repr__(self) -> str:
         return f"ClineAgent(model={self.model!r}, mode={self.mode!r})"
+
+    @staticmethod
+    def installed() -> str:
+        """The pinned CLI's version and place (raises saying how to install it when it is missing)."""
+        binary = cline_binary()
+        version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
+                                 env={**os.environ, "CLINE_NO_AUTO_UPDATE": "1"}, stdin=subprocess.DEVNULL)
+        lines = (version.stdout or version.stderr).strip().splitlines()
+        return f"Cline CLI {lines[-1] if lines else '?'} at {binary.relative_to(PACKAGE_DIR.parent)}"
 
     def check(self) -> None:
         """The pinned binary is installed and the model has a key (raises saying what to do otherwise)."""

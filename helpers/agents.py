@@ -11,6 +11,7 @@ from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any
 
+from helpers import config
 from helpers.protocols import Agent
 
 ENTRY_POINT_GROUP = "prompt_learning.agents"
@@ -24,7 +25,7 @@ def registered_agents() -> dict[str, str]:
 def agent_class(name: str) -> type:
     """The Agent class registered as `name`; raises ValueError listing the known names."""
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"AGENT must be an agent's name such as 'cline', not {name!r}.")
+        raise ValueError(f"AGENT must be an agent's name such as {config.AGENT!r}, not {name!r}.")
     registered = registered_agents()
     if name in registered:
         module, _, attribute = registered[name].partition(":")
@@ -32,7 +33,7 @@ def agent_class(name: str) -> type:
     try:
         return import_module(name.replace("-", "_")).AGENT
     except (ImportError, AttributeError):
-        known = sorted(registered) or ["cline"]
+        known = sorted(set(registered) | {config.AGENT})
         raise ValueError(f"Unknown agent {name!r}: known agents are {', '.join(known)}.") from None
 
 

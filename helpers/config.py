@@ -33,7 +33,8 @@ def cache_root() -> Path:
     """.cache/ (LLM responses, built house-suite repos), or $PL_CACHE_DIR."""
     return Path(os.environ.get("PL_CACHE_DIR") or CACHE_DIR)
 
-# --- model ids: change them here, not in notebooks -----------------------------------------------
+# --- the agent and model ids: change them here, not in notebooks -----------------------------------
+AGENT = "cline"  # the coding agent notebooks run by default (a name registered in helpers.agents)
 AGENT_MODEL = "gpt-4.1"  # the model the coding agent runs on
 JUDGE_MODEL = "gpt-4.1"  # explains why each patch passed or failed
 OPTIMIZER_MODEL = "gpt-5"  # rewrites the rules (the cookbook's choice)
@@ -59,6 +60,11 @@ LLM_REQUEST_TIMEOUT_S = 600.0
 # The longest wait a server's Retry-After may ask of us before a request gives up (providers ask for
 # minutes when a quota window is spent); longer asks fail at once as a transient error.
 LLM_MAX_RETRY_AFTER_S = 600.0
+
+# --- statistics: every comparison of rulesets the product prints (helpers.stats) ---------------------
+STATS_ALPHA = 0.05  # significance level of a paired comparison and of the acceptance gate
+STATS_CONFIDENCE = 0.95  # level of every interval
+STATS_N_BOOT = 10_000  # bootstrap resamples (several attempts per task), and random sign flips
 
 # --- ruleset limits: what the optimizer may store (edits beyond these are refused and reported) ---
 RULES_MAX_COUNT = 60  # rules in one ruleset

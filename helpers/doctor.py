@@ -59,17 +59,18 @@ def check_packages() -> Check:
     return Check("Python packages", ok, detail, "" if ok else "Run `make setup` (or `pip install -e .`) in this environment.")
 
 
-def check_cline() -> Check:
-    try:
-        from cline.runner import cline_binary
+def check_agents() -> list[Check]:
+    """One check per registered agent: is its pinned CLI installed, and which version."""
+    from helpers.agents import agent_class, registered_agents
 
-        binary = cline_binary()
-        version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
-                                 env={**os.environ, "CLINE_NO_AUTO_UPDATE": "1"}, stdin=subprocess.DEVNULL)
-        text = (version.stdout or version.stderr).strip().splitlines()
-        return Check("Cline CLI", True, f"{text[-1] if text else '?'} at {binary.relative_to(config.REPO_ROOT)}")
-    except Exception as error:  # a doctor reports, it does not raise
-        return Check("Cline CLI", False, str(error), "Run `make setup` (it installs the pinned CLI into cline/node_modules; needs Node 20+).")
+    checks = []
+    for name in sorted(set(registered_agents()) | {config.AGENT}):
+        try:
+            checks.append(Check(f"agent: {name}", True, agent_class(name).installed()))
+        except Exception as error:  # a doctor reports, it does not raise
+            checks.append(Check(f"agent: {name}", False, str(error),
+                                "Run `make setup` (it installs each agent's pinned CLI into its package; needs Node 20+)."))
+    return checks
 
 
 def check_node() -> Check:
@@ -129,7 +130,7 @@ def check_environment(phoenix_url: str | None = None):
     """All checks as a DataFrame (component, ok, detail, fix)."""
     import pandas as pd
 
-    checks = [check_python(), check_packages(), check_node(), check_cline(), check_git(), check_llm(),
+    checks = [check_python(), check_packages(), check_node(), *check_agents(), check_git(), check_llm(),
               check_phoenix(phoenix_url), check_swebench_runtime()]
     return pd.DataFrame([asdict(c) for c in checks])
 

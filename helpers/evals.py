@@ -98,10 +98,7 @@ def evaluate_results(df: pd.DataFrame, model: str | None = None, *, base_url: st
         raise ValueError(f"workers must be a whole number of at least 1, not {workers!r}.")
     if df.empty:
         return df.assign(**{c: pd.Series(dtype=object) for c in JUDGE_COLUMNS})
-    if output_column is None:
-        output_column = next((c for c in ("output", "cline_patch", "plan") if c in df.columns), None)
-        if output_column == "cline_patch" and "mode" in df and (df["mode"] == "plan").all():
-            output_column = "plan"
+    output_column = output_column or "output"
     if output_column not in df.columns:
         raise ValueError(f"The rows lack the output column {output_column!r}: pass run_tasks' (or run_act's) rows.")
     client = client or LLMClient(model or config.JUDGE_MODEL, api_key=api_key, base_url=base_url,

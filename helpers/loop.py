@@ -53,10 +53,11 @@ class LoopSettings:
     optimizer_budget_usd: float | None = None
     judge_budget_usd: float | None = None
     mode: str = "act"  # "act" (patches) or "plan" (the agent's plan, judged on its merits)
-    agent: Any = "cline"  # an agent's registered name (helpers.agents), or an Agent object
+    agent: Any = config.AGENT  # an agent's registered name (helpers.agents), or an Agent object
+    attempts: int = 1  # runs of each task per ruleset: accuracy is the mean over attempts, with its interval
 
     def __post_init__(self) -> None:
-        for name in ("loops", "workers", "context_size_k"):
+        for name in ("loops", "workers", "context_size_k", "attempts"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number of at least 1, not {value!r}.")
@@ -151,15 +152,12 @@ def run_one_loop(loop: int, train_df: pd.DataFrame, test_df: pd.DataFrame, setti
                  session: Any, store: Any, datasets: dict[str, Any] | None = None) -> dict[str, Any]:
     """One full loop; returns its loops.jsonl record (also appended there)."""
     from helpers.evals import evaluate_results
-    from helpers.runs import run_tasks
 
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    # loop= ignores versions written by this loop or later: a loop re-run after a crash starts where it did.
-    version = store.choose_start(settings.start_from, by=settings.best_by, loop=loop)
+    version, _ = choose_start_version(store, settings, loop)
     ruleset = store.load(version)
     agent = make_loop_agent(settings, session)
-    runs = {split: run_tasks(frame, agent, run_id=f"{split}_{loop}", experiment=settings.experiment,
-                             ruleset=ruleset, workers=settings.workers)
+    runs = {split: run_attempts(agent, frame, f"{split}_{loop}", ruleset, settings)
             for split, frame in (("train", train_df), ("test", test_df))}
     check_runs(loop, runs)
     judge = dict(workers=settings.workers, budget_usd=settings.judge_budget_usd, **session.judge_kwargs())
@@ -171,6 +169,36 @@ def run_one_loop(loop: int, train_df: pd.DataFrame, test_df: pd.DataFrame, setti
                                      ruleset=ruleset, context_size_k=settings.context_size_k)
     return finish_loop(loop, version, ruleset, train, test, new_ruleset, optimizer.last_report, settings, session,
                        store, started=started)
+
+
+def choose_start_version(store: Any, settings: LoopSettings, loop: int) -> tuple[int, str]:
+    """(the version loop `loop` runs with, why). "latest": the newest version. "best": the version the
+    paired gate keeps over the finished loops (a gain inside the noise never replaces it; the smaller
+    ruleset wins a tie), or a version written from it and not run yet, so every candidate is measured once.
+    Versions written by loop `loop` or later are ignored: a loop re-run after a crash starts where it did."""
+    from helpers.evidence import gated_best
+
+    latest = store.choose_start("latest", loop=loop)
+    if settings.start_from == "latest":
+        return latest, f"v{latest}, the latest version"
+    best, reasons = gated_best(settings.experiment, before_loop=loop)
+    if best is None:
+        return latest, f"v{latest}: no loop has finished yet"
+    ran = {r["ruleset_version"] for r in completed_loops(settings.experiment).values() if r["loop"] < loop}
+    untried = [v for v in store.versions() if v <= latest and v not in ran and store.metadata(v).get("parent") == best]
+    if untried:
+        return untried[-1], f"v{untried[-1]}, written from v{best} (the gate's choice) and not measured yet"
+    return best, f"v{best}, the gate's choice: " + " ".join(reasons[-1:])
+
+
+def run_attempts(agent: Any, tasks: pd.DataFrame, run_id: str, ruleset: str, settings: LoopSettings) -> pd.DataFrame:
+    """Every task `settings.attempts` times (run ids `<run_id>`, or `<run_id>_a<k>` with several attempts)."""
+    from helpers.runs import run_tasks
+
+    frames = [run_tasks(tasks, agent, run_id=run_id if settings.attempts == 1 else f"{run_id}_a{attempt}",
+                        experiment=settings.experiment, ruleset=ruleset, workers=settings.workers, attempt=attempt)
+              for attempt in range(settings.attempts)]
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
 def check_runs(loop: int, runs: dict[str, pd.DataFrame]) -> None:
@@ -247,6 +275,7 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
              "optimizer": float(report.get("cost_usd") or 0.0)}
     models = {"agent": session.agent_model, "judge": session.judge_model, "optimizer": session.optimizer_model}
     stats = render_stats(ruleset)
+    evidence = loop_evidence(loop, version, stats["rules"], train, test, settings.experiment)
     record = {
         "experiment": settings.experiment, "loop": loop, "ruleset_version": version,
         **{f"{split}_{key}": value for split, c in counts.items() for key, value in c.items()},
@@ -258,11 +287,26 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
         "unpriced": sorted({role for role, model in models.items() if config.price_for(model) is None}),
         "agent": agent_name(settings), "agent_model": session.agent_model, "judge_model": session.judge_model,
         "optimizer_model": session.optimizer_model, "dry_run": session.dry_run, "next_ruleset_version": new_version,
-        "started_at": started, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "started_at": started, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **evidence,
     }
     assert set(LOOP_RECORD_FIELDS) <= set(record), set(LOOP_RECORD_FIELDS) - set(record)
     append_jsonl(loops_path(settings.experiment), record)
     return record
+
+
+def loop_evidence(loop: int, version: int, rules: int, train: pd.DataFrame, test: pd.DataFrame,
+                  experiment: str) -> dict[str, Any]:
+    """Each split's accuracy interval, and the test rows against the start and the loop before (paired)."""
+    from helpers.evidence import loop_comparisons, scored
+    from helpers.stats import accuracy_interval
+
+    fields: dict[str, Any] = {}
+    for split, frame in (("train", train), ("test", test)):
+        _, low, high, _ = accuracy_interval(scored(frame))
+        fields[f"{split}_ci_low"], fields[f"{split}_ci_high"] = (None if pd.isna(low) else low), (None if pd.isna(high) else high)
+    comparisons = loop_comparisons(experiment, loop, "test", test, version, rules)
+    fields["test_vs_start"], fields["test_vs_previous"] = comparisons.get("vs_start"), comparisons.get("vs_previous")
+    return fields
 
 
 def describe_loop(record: dict[str, Any], label: str = "") -> str:
@@ -271,6 +315,9 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
         acc = record.get(f"{name}_accuracy")
         scored = record.get(f"{name}_scored", record.get(f"{name}_size"))
         text = f"{name} " + ("n/a" if acc is None else f"{acc:.2f} ({record.get(f'{name}_passed', '?')}/{scored})")
+        low, high = record.get(f"{name}_ci_low"), record.get(f"{name}_ci_high")
+        if acc is not None and low is not None and high is not None:
+            text += f" [95% CI {low:.2f}-{high:.2f}]"
         errors = record.get(f"{name}_errors") or 0
         return text + (f", {errors} errored runs left out" if errors else "")
 
@@ -290,7 +337,12 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
     unpriced = record.get("unpriced") or []
     parts.append(f"cost ${record.get('cost_usd', 0.0):.2f}" + (f" ({', '.join(unpriced)} unpriced)" if unpriced else ""))
     parts.append(f"rules {record.get('ruleset_rules')} -> version {record.get('next_ruleset_version')}")
-    return f"Loop {record['loop']}: " + "; ".join(parts) + (f" [{label}]" if label else "")
+    lines = [f"Loop {record['loop']}: " + "; ".join(parts) + (f" [{label}]" if label else "")]
+    for key in ("test_vs_start", "test_vs_previous"):
+        if record.get(key):
+            lines.append(f"  test, {'against the start' if key == 'test_vs_start' else 'against the loop before'}: "
+                         f"{record[key]['summary']}")
+    return "\n".join(lines)
 
 
 def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,
@@ -318,7 +370,7 @@ def load_or_make_split(experiment: str, source: str, train_size: int, test_size:
                        strategy: str = "random", seed: int = config.SEED,
                        mirrors_dir: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The experiment's saved split if it has one (sizes must match), else a new one, saved.
-    `mirrors_dir` locates SWE-bench repositories for the agent's workspaces (see cline/README.md)."""
+    `mirrors_dir` locates SWE-bench repositories for the agent's workspaces (None: mirrors cloned on first use)."""
     import json
 
     from helpers.records import experiment_dir
@@ -355,7 +407,7 @@ def split_summary(train_df: pd.DataFrame, test_df: pd.DataFrame) -> pd.DataFrame
 
 
 def upload_split(session: Any, experiment: str, train_df: pd.DataFrame, test_df: pd.DataFrame,
-                 agent: str = "cline") -> dict[str, Any] | None:
+                 agent: str = config.AGENT) -> dict[str, Any] | None:
     """Both sides as Phoenix datasets ("<agent>: <experiment> train|test"); None without Phoenix."""
     if not session.phoenix_url:
         return None
@@ -383,4 +435,5 @@ __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "LoopSettings", "run_loop", "run_one_loop", "start_experiment", "completed_loops", "load_or_make_split",
     "split_summary", "upload_split", "load_results", "finish_loop", "describe_loop", "meta_prompt", "check_runs",
     "make_loop_agent", "make_optimizer", "log_loop_to_phoenix", "outcome_counts", "LoopStopped", "LoopUnfinished",
+    "run_attempts", "loop_evidence", "choose_start_version",
 ]

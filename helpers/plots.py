@@ -54,13 +54,23 @@ def _figure(width: float = 7.0, height: float = 4.0) -> tuple[Figure, Any]:
 
 
 def plot_accuracy(loops: pd.DataFrame, experiment: str = "") -> Figure:
-    """Train and test accuracy per loop (each loop runs with the ruleset version of the same number)."""
+    """Train and test accuracy per loop with their 95% intervals (errored runs left out); a loop where no
+    run could be scored has no point, never a zero."""
     figure, ax = _figure()
-    for column, label, marker in (("train_accuracy", "train", "o"), ("test_accuracy", "test", "s")):
-        ax.plot(loops["loop"], loops[column], marker=marker, label=label)
+    for offset, (split, marker) in ((-0.05, ("train", "o")), (0.05, ("test", "s"))):
+        values = pd.to_numeric(loops.get(f"{split}_accuracy"), errors="coerce")
+        low = pd.to_numeric(loops.get(f"{split}_ci_low", pd.Series(index=loops.index, dtype=float)), errors="coerce")
+        high = pd.to_numeric(loops.get(f"{split}_ci_high", pd.Series(index=loops.index, dtype=float)), errors="coerce")
+        errors = [(values - low).clip(lower=0).fillna(0), (high - values).clip(lower=0).fillna(0)]
+        ax.errorbar(loops["loop"] + offset, values, yerr=errors, marker=marker, capsize=4, label=f"{split} (95% CI)")
     ax.set(xlabel="loop (ruleset version used)", ylabel="accuracy (resolved share)", ylim=(-0.02, 1.02),
            title=_title(f"Train and test accuracy per loop: {experiment}", loops))
     ax.set_xticks(list(loops["loop"]))
+    errored = loops.get("train_errors", pd.Series(0, index=loops.index)).fillna(0) + loops.get(
+        "test_errors", pd.Series(0, index=loops.index)).fillna(0)
+    if errored.sum():
+        ax.annotate(f"{int(errored.sum())} errored runs left out of accuracy", (0.01, 0.01),
+                    xycoords="axes fraction", fontsize="small", color="tab:red")
     ax.legend()
     ax.grid(alpha=0.3)
     return figure
@@ -99,7 +109,7 @@ def plot_cost(loops: pd.DataFrame, experiment: str = "") -> Figure:
     """Cost per loop in USD, stacked by role: agent, judge, optimizer."""
     figure, ax = _figure()
     bottom = pd.Series(0.0, index=loops.index)
-    for column, label in (("agent_cost_usd", "agent (Cline)"), ("judge_cost_usd", "judge"), ("optimizer_cost_usd", "optimizer")):
+    for column, label in (("agent_cost_usd", "agent"), ("judge_cost_usd", "judge"), ("optimizer_cost_usd", "optimizer")):
         values = loops.get(column, pd.Series(0.0, index=loops.index)).fillna(0.0)
         ax.bar(loops["loop"], values, bottom=bottom, label=label)
         bottom = bottom + values

@@ -16,8 +16,10 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 SCRATCH_PARENT = "pl-runs"
 # What the code under test (and an agent's commands) may see of our environment: an allow-list, so a
@@ -31,6 +33,26 @@ def safe_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The allow-listed part of os.environ, plus `extra`."""
     kept = {k: v for k, v in os.environ.items() if k in SAFE_VARIABLES or k.startswith(SAFE_PREFIXES)}
     return {**kept, **(extra or {})}
+
+
+def die_with_parent() -> Callable[[], None]:
+    """A preexec_fn for subprocess.Popen: the child is SIGKILLed when the thread that started it dies,
+    so a killed run leaves no agent behind. It also covers a parent killed while the child was still
+    starting (before the kernel knew whom to watch), which prctl alone misses."""
+    parent = os.getpid()
+
+    def preexec() -> None:
+        if not sys.platform.startswith("linux"):
+            return
+        try:
+            import ctypes
+
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except OSError:
+            return
+        if os.getppid() != parent:  # the parent died before prctl: nobody will signal us
+            os.kill(os.getpid(), signal.SIGKILL)
+    return preexec
 
 
 def _start_time(pid: int) -> str | None:
@@ -107,4 +129,4 @@ def sweep_stale() -> list[Path]:
             swept.append(owner)
     return swept
 
-__all__ = ["safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag"]  # public API, documented in CODE_APPENDIX.md
+__all__ = ["die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag"]  # public API, documented in CODE_APPENDIX.md

@@ -6,9 +6,9 @@ from helpers.doctor import check_environment
 def test_the_environment_check_finds_the_installed_parts_and_explains_the_rest(monkeypatch):
     monkeypatch.delenv("PHOENIX_COLLECTOR_ENDPOINT", raising=False)
     checks = check_environment().set_index("component")
-    for part in ("Python", "Python packages", "Node.js", "Cline CLI", "git"):
+    for part in ("Python", "Python packages", "Node.js", "agent: cline", "git"):
         assert checks.loc[part, "ok"], checks.loc[part, "detail"]
-    assert "3.0.65" in checks.loc["Cline CLI", "detail"]
+    assert "3.0.65" in checks.loc["agent: cline", "detail"]
     assert checks.loc[~checks.ok, "fix"].map(bool).all(), "every failing check says how to fix it"
     if not checks.loc["SWE-bench evaluation", "ok"]:
         assert "house" in checks.loc["SWE-bench evaluation", "fix"]

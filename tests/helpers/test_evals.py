@@ -14,7 +14,7 @@ VERDICT = json.dumps({"correctness": "incorrect", "explanation": "It skipped the
 
 def rows(n=2, **overrides):
     base = {"instance_id": "t-1", "repo": "org/r", "problem_statement": "Deposits accept negatives.",
-            "cline_patch": "diff --git a/x.py b/x.py\n+raise ValueError\n", "ground_truth_patch": "GOLD-PATCH-TEXT",
+            "output": "diff --git a/x.py b/x.py\n+raise ValueError\n", "mode": "act", "ground_truth_patch": "GOLD-PATCH-TEXT",
             "pass_or_fail": "fail", "failed_tests": ["tests/test_x.py::test_error_type"], "test_log": "E AssertionError: LedgerError",
             "status": "completed", "error": "", "eval_error": ""}
     return pd.DataFrame([{**base, "instance_id": f"t-{i}", **overrides} for i in range(n)])
@@ -47,7 +47,7 @@ def test_the_gold_patch_is_shown_for_training_rows_only(tmp_path):
 def test_a_huge_patch_is_cut_with_a_visible_marker(tmp_path):
     huge = "diff --git a/x.py b/x.py\n" + "+line of code\n" * 20_000
     with ScriptedModelServer(Script(default=Reply(VERDICT))) as server:
-        judge(server, tmp_path, rows(1, cline_patch=huge))
+        judge(server, tmp_path, rows(1, output=huge))
         shown = message_text(server.chat_requests()[0], "user")
     assert "tokens cut here" in shown and len(shown) < len(huge)
 
@@ -72,9 +72,23 @@ def test_a_rerun_with_the_same_inputs_is_answered_from_the_cache(tmp_path):
 
 
 def test_plans_are_judged_on_their_merits_without_test_results(tmp_path):
-    plans = rows(1, plan="1. Raise LedgerError.", pass_or_fail="not_evaluated", mode="plan")
+    plans = rows(1, output="1. Raise LedgerError.", pass_or_fail="not_evaluated", mode="plan")
     with ScriptedModelServer(Script(default=Reply(json.dumps({"correctness": "correct", "explanation": "ok"})))) as server:
         judged = judge(server, tmp_path, plans)
         shown = message_text(server.chat_requests()[0], "user")
     assert judged.correctness[0] == "correct"
     assert "## The agent's plan\n1. Raise LedgerError." in shown and "outcome: not run" in shown
+
+
+def test_a_spent_budget_marks_the_remaining_rows_transient_so_a_rerun_judges_them(tmp_path):
+    with ScriptedModelServer(Script(default=Reply(VERDICT))) as server:
+        client = LLMClient("gpt-4.1", base_url=server.base_url, api_key="k", cache_dir=tmp_path, budget_usd=1e-9)
+        judged = evaluate_results(rows(3), client=client, workers=1)
+    assert judged.judge_error[0] == "" and judged.judge_transient.tolist() == [False, True, True]
+    assert all("budget" in e for e in judged.judge_error[1:])
+
+
+@pytest.mark.parametrize("workers", [0, -2, 1.5, None])
+def test_bad_worker_counts_are_refused_at_once(tmp_path, workers):
+    with pytest.raises(ValueError, match="workers"):
+        evaluate_results(rows(1), workers=workers, client=object())
