@@ -76,7 +76,7 @@ def _judge_row(client: LLMClient, row: dict[str, Any], output_column: str, inclu
     except BudgetExceeded as error:
         return {"judge_error": f"budget exhausted: {error}", "judge_transient": True}
     except LLMError as error:
-        return {"judge_error": str(error), "judge_transient": bool(getattr(error, "transient", False))}
+        return {"judge_error": str(error), "judge_transient": error.transient}
     result: dict[str, Any] = {"judge_raw": answer.text, "judge_cost_usd": answer.cost_usd}
     try:
         parsed = parse_json_object(answer.text)
@@ -84,6 +84,7 @@ def _judge_row(client: LLMClient, row: dict[str, Any], output_column: str, inclu
         if correctness not in ("correct", "incorrect"):
             raise ValueError(f"correctness is {parsed.get('correctness')!r}, not 'correct' or 'incorrect'")
         result.update(correctness=correctness, explanation=str(parsed.get("explanation") or "").strip())
+        client.remember(answer)  # cached only once it proved usable: a malformed answer is asked for again
     except ValueError as error:
         result["judge_error"] = f"unparseable judge answer: {error}"
     return result

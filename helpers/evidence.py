@@ -27,9 +27,9 @@ def scored(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def loop_rows(experiment: str, split: str, loop: int) -> pd.DataFrame | None:
+def loop_rows(experiment: str, split: str, loop: int, results_root: Any = None) -> pd.DataFrame | None:
     """A finished loop's saved rows of one split, or None when it has none."""
-    path = split_results_path(experiment, split, loop)
+    path = split_results_path(experiment, split, loop, results_root)
     return pd.read_csv(path, keep_default_na=False) if path.exists() else None
 
 
@@ -64,17 +64,17 @@ def loop_comparisons(experiment: str, loop: int, split: str, frame: pd.DataFrame
 
 
 def gated_best(experiment: str, before_loop: int | None = None, split: str = "train",
-               alpha: float = config.STATS_ALPHA) -> tuple[int | None, list[str]]:
+               alpha: float = config.STATS_ALPHA, results_root: Any = None) -> tuple[int | None, list[str]]:
     """The version noise lets us call best, and why: finished loops are taken in order; a version replaces
     the incumbent only when its paired gain on `split` is significant at `alpha`, or when it is not worse
     and has fewer rules (helpers.stats.gate). None when no loop has finished."""
     from helpers.stats import gate
 
-    done = sorted((r for r in read_jsonl(loops_path(experiment))
+    done = sorted((r for r in read_jsonl(loops_path(experiment, results_root))
                    if before_loop is None or r["loop"] < before_loop), key=lambda r: r["loop"])
     incumbent, reasons = None, []
     for record in done:
-        rows = loop_rows(experiment, split, record["loop"])
+        rows = loop_rows(experiment, split, record["loop"], results_root)
         if rows is None:
             continue
         if incumbent is None:
@@ -109,4 +109,89 @@ def evidence_summary(experiment: str, split: str = "test") -> str:
              f"The version the gate keeps (paired, on train, alpha {config.STATS_ALPHA}): v{best}."]
     return "\n".join(lines + [f"  {r}" for r in reasons])
 
-__all__ = ["loop_comparisons", "gated_best", "evidence_summary", "compare", "scored", "loop_rows"]  # the public API, documented in CODE_APPENDIX.md
+
+
+# --- per-rule attribution: leave one rule out ---------------------------------------------------------
+def split_tasks(experiment: str, split: str) -> pd.DataFrame:
+    """The experiment's saved `split` tasks (split.json names them and their source)."""
+    import json
+
+    from helpers.records import experiment_dir
+    from helpers.tasks import load_tasks, select_tasks
+
+    saved = experiment_dir(experiment) / "split.json"
+    if not saved.exists():
+        raise FileNotFoundError(f"Experiment {experiment!r} has no saved split ({saved}): pass tasks= instead.")
+    split_ids = json.loads(saved.read_text())
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test', not {split!r}.")
+    return select_tasks(load_tasks(split_ids.get("source", "house")), split_ids[split])
+
+
+def ablation_rulesets(ruleset: str, rules: list[str] | None = None) -> dict[str, str]:
+    """name -> ruleset text: "all" (as given), "none" (no rules) and "without <id>" for each rule."""
+    from helpers.rulesets import Ruleset, parse_ruleset, render_ruleset
+
+    parsed = parse_ruleset(ruleset)
+    ids = [r.id for r in parsed.rules]
+    chosen = rules or ids
+    unknown = sorted(set(chosen) - set(ids))
+    if unknown:
+        raise ValueError(f"No rule {unknown} in this ruleset; it has {ids}.")
+    variants = {"all": ruleset, "none": ""}
+    for rule_id in chosen:
+        kept = [r for r in parsed.rules if r.id != rule_id]
+        variants[f"without {rule_id}"] = render_ruleset(Ruleset(kept, parsed.next_id))
+    return variants
+
+
+def ablation_cost(experiment: str, runs: int) -> tuple[float | None, str]:
+    """(estimated USD, the sentence saying so) for `runs` agent runs, at the experiment's observed cost per run."""
+    done = read_jsonl(loops_path(experiment))
+    cost = sum(float(r.get("agent_cost_usd") or 0) for r in done)
+    count = sum(int(r.get("train_size") or 0) + int(r.get("test_size") or 0) for r in done)
+    unpriced = any("agent" in (r.get("unpriced") or []) for r in done)
+    if not count or unpriced:
+        return None, f"{runs} agent runs; their cost is unknown (no priced runs observed yet)."
+    per_run = cost / count
+    return runs * per_run, f"{runs} agent runs at the observed ${per_run:.4f} per run: about ${runs * per_run:.2f}."
+
+
+def ablate(experiment: str, version: int, split: str = "test", rules: list[str] | None = None,
+           tasks: pd.DataFrame | None = None, *, agent: Any, workers: int = config.WORKERS,
+           progress: bool = False) -> pd.DataFrame:
+    """Each rule's measured effect: the agent on `tasks` (default: the experiment's `split` tasks) with the
+    whole ruleset, with no rules, and with each rule left out. One row per rule: the paired change when
+    it is removed (negative: the rule helps), its interval and p-value, and `harmful` when removing it
+    raised accuracy. States the cost before it runs; resumes like every run (one run id per variant)."""
+    from helpers.rulesets import RulesetStore
+    from helpers.runs import run_tasks
+
+    tasks = split_tasks(experiment, split) if tasks is None else tasks
+    ruleset = RulesetStore(experiment).load(version)
+    variants = ablation_rulesets(ruleset, rules)
+    print(f"Ablation of v{version} on {len(tasks)} {split} tasks, {len(variants)} variants: "
+          + ablation_cost(experiment, len(variants) * len(tasks))[1])
+    frames = {name: run_tasks(tasks, agent, run_id=f"ablate_v{version}_{split}_{name.replace(' ', '_')}",
+                              experiment=experiment, ruleset=text, workers=workers, progress=progress)
+              for name, text in variants.items()}
+    rows = []
+    from helpers.rulesets import parse_ruleset
+
+    texts = {r.id: r.text for r in parse_ruleset(ruleset).rules}
+    for name, frame in frames.items():
+        if not name.startswith("without "):
+            continue
+        rule_id = name.removeprefix("without ")
+        comparison = compare(frames["all"], frame, f"v{version}", f"v{version} without {rule_id}")
+        rows.append({"rule": rule_id, "text": texts[rule_id], "effect_of_removal": comparison.diff,
+                     "ci_low": comparison.ci_low, "ci_high": comparison.ci_high, "p_value": comparison.p_value,
+                     "significant": comparison.significant, "harmful": comparison.diff > 0,
+                     "summary": comparison.summary()})
+    reference = compare(frames["none"], frames["all"], "no rules", f"v{version}")
+    result = pd.DataFrame(rows)
+    result.attrs["reference"] = reference.summary()
+    return result
+
+__all__ = ["loop_comparisons", "gated_best", "evidence_summary", "compare", "scored", "loop_rows", "ablate",
+           "ablation_rulesets", "ablation_cost", "split_tasks"]  # the public API, documented in CODE_APPENDIX.md

@@ -3,17 +3,26 @@
 - Settings: model, key and base URL from arguments, else OPENAI_API_KEY / OPENAI_BASE_URL (or
   ANTHROPIC_API_KEY for Claude models) from the environment or `.env`, read when the first request is
   made, never stored on disk or printed.
-- Retries: 429, 5xx, timeouts and dropped connections are retried up to `max_retries` times with
-  exponential backoff, waiting what the server's Retry-After asks for when it says. Other 4xx answers
-  raise LLMError at once (retrying a bad key or a bad request only burns quota).
+- Retries: 408, 409, 429, 5xx, timeouts and dropped connections are retried up to `max_retries` times
+  with exponential backoff (at most `max_backoff_s` a wait), waiting what the server's Retry-After asks
+  for when it says, up to config.LLM_MAX_RETRY_AFTER_S; a longer ask fails at once, saying what the
+  server asked. Other 4xx answers raise LLMError at once (retrying a bad key or a bad request only
+  burns quota).
+- Every LLMError says whether it is `transient` (rate limit, overload, outage, timeout, dropped
+  connection, spent budget: a later rerun may succeed), decided by the SDK's exception type and HTTP
+  status code, never by the message's wording.
 - A concurrency cap, token usage and cost per call and in total, and a budget in dollars: once spent,
   complete() raises BudgetExceeded before sending anything (calls already in flight may finish).
 - An on-disk response cache keyed by the canonical request (model, messages, parameters), on by
-  default: re-running a notebook with the same inputs makes no new requests.
+  default: re-running a notebook with the same inputs makes no new requests. Only answers the caller
+  could use are cached: after parsing an answer, the caller calls `remember(completion)`; an answer
+  nobody remembered (malformed, unusable) is asked for again on the next run, never replayed.
 """
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import hashlib
 import json
 import random
@@ -29,14 +38,32 @@ from helpers.records import write_json
 
 
 class LLMError(RuntimeError):
-    """A request failed for good (bad key, bad request, or retries exhausted)."""
+    """A request failed for good (bad key, bad request, or retries exhausted).
+
+    `transient` is True when a later rerun may succeed (429, 5xx, timeouts, dropped connections, a
+    spent budget); `status_code` is the HTTP status of the last answer (None when there was none).
+    """
+
+    def __init__(self, message: str, *, transient: bool = False, status_code: int | None = None):
+        super().__init__(message)
+        self.transient = transient
+        self.status_code = status_code
 
 
 class BudgetExceeded(LLMError):
-    """The client's dollar budget is spent; no further requests are sent."""
+    """The client's dollar budget is spent; no further requests are sent (transient: raise the
+    budget and rerun)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, transient=True)
 
 
-RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
+RETRYABLE_STATUS = {408, 409, 429}  # plus every 5xx (see _transient_status)
+
+
+def _transient_status(status: int | None) -> bool:
+    """True for an HTTP status a later attempt may get past: 408, 409, 429 and every 5xx."""
+    return status is not None and (status in RETRYABLE_STATUS or 500 <= status <= 599)
 
 
 class LLMClient:
@@ -80,9 +107,14 @@ class LLMClient:
     def unpriced(self) -> bool:
         return config.price_for(self.model, self.prices) is None
 
-    # --- the one public call ---
+    # --- the public calls ---
     def complete(self, messages: Sequence[Mapping[str, Any]], **params: Any) -> Completion:
-        """Answer `messages` (OpenAI chat format); params go to the API (temperature, max_tokens...)."""
+        """Answer `messages` (OpenAI chat format); params go to the API (temperature, max_tokens...).
+
+        A remembered answer to the same request comes from the cache (`cached` True, cost 0). The
+        answer's cache key is in `completion.raw["cache_key"]`, for remember(). Raises LLMError
+        (see its `transient`), BudgetExceeded before sending when the budget is spent.
+        """
         request = {"model": self.model, "messages": [dict(m) for m in messages], **params}
         key = cache_key(request)
         if self.use_cache:
@@ -95,15 +127,23 @@ class LLMClient:
         with self._slots:
             self._check_budget()
             response = self._send_with_retries(request)
-        completion = self._to_completion(response)
+        completion = self._to_completion(response, key)
         with self._lock:
             self.calls += 1
             self.input_tokens += completion.input_tokens
             self.output_tokens += completion.output_tokens
             self.total_cost_usd += completion.cost_usd
-        if self.use_cache:
-            self._cache_put(key, completion)
         return completion
+
+    def remember(self, completion: Completion) -> None:
+        """Cache an answer of complete() that the caller could use, so a rerun replays it.
+
+        Call it after parsing succeeded, never for an answer that was malformed or unusable (that
+        one is asked for again next time). No-op with the cache off or for an answer from the cache.
+        """
+        key = completion.raw.get("cache_key")
+        if self.use_cache and key and not completion.cached:
+            self._cache_put(key, completion)
 
     def usage_summary(self) -> dict[str, Any]:
         return {
@@ -143,22 +183,32 @@ class LLMClient:
             try:
                 return client.chat.completions.create(**request)
             except openai.APIStatusError as error:
-                if error.status_code not in RETRYABLE_STATUS or attempt == self.max_retries:
-                    raise LLMError(_describe(error, self.model, attempt)) from None
-                wait = _retry_after(error) or self._backoff(attempt)
-            except (openai.APIConnectionError, openai.APITimeoutError) as error:
+                status = error.status_code
+                transient = _transient_status(status)
+                if not transient or attempt == self.max_retries:
+                    raise LLMError(_describe(error, self.model, attempt), transient=transient,
+                                   status_code=status) from None
+                asked = _retry_after(error)
+                limit = config.LLM_MAX_RETRY_AFTER_S
+                if asked is not None and asked > limit:
+                    raise LLMError(f"{_describe(error, self.model, attempt)} The server asked to wait "
+                                   f"(Retry-After: {asked:g} s), longer than LLM_MAX_RETRY_AFTER_S={limit:g} s; "
+                                   "run again later.", transient=True, status_code=status) from None
+                # The server's ask is honoured in full; only our own backoff is capped.
+                wait = asked if asked is not None else min(self._backoff(attempt), self.max_backoff_s)
+            except (openai.APIConnectionError, openai.APITimeoutError) as error:  # timeouts included
                 if attempt == self.max_retries:
-                    raise LLMError(_describe(error, self.model, attempt)) from None
-                wait = self._backoff(attempt)
+                    raise LLMError(_describe(error, self.model, attempt), transient=True) from None
+                wait = min(self._backoff(attempt), self.max_backoff_s)
             with self._lock:
                 self.retries += 1
-            time.sleep(min(wait, self.max_backoff_s))
+            time.sleep(wait)
         raise AssertionError("unreachable")
 
     def _backoff(self, attempt: int) -> float:
         return self.backoff_s * (2 ** attempt) * (0.5 + random.random() / 2)
 
-    def _to_completion(self, response: Any) -> Completion:
+    def _to_completion(self, response: Any, key: str) -> Completion:
         choice = response.choices[0]
         usage = getattr(response, "usage", None)
         input_tokens = getattr(usage, "prompt_tokens", 0) or 0
@@ -169,7 +219,7 @@ class LLMClient:
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             cost_usd=cost_usd(self.model, input_tokens, output_tokens, self.prices),
-            raw={"finish_reason": choice.finish_reason},
+            raw={"finish_reason": choice.finish_reason, "cache_key": key},
         )
 
     def _cache_path(self, key: str) -> Path:
@@ -181,11 +231,14 @@ class LLMClient:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             return None
+        # Entries written before answers had to be remembered may hold malformed answers: skip them.
+        if not isinstance(data, dict) or data.pop("remembered", False) is not True:
+            return None
         return Completion(**{**data, "cached": True, "cost_usd": 0.0})
 
     def _cache_put(self, key: str, completion: Completion) -> None:
         data = {k: v for k, v in vars(completion).items() if k != "cached"}
-        write_json(self._cache_path(key), data)
+        write_json(self._cache_path(key), {**data, "remembered": True})
 
 
 def cache_key(request: Mapping[str, Any]) -> str:
@@ -204,12 +257,22 @@ def cost_usd(model: str, input_tokens: int, output_tokens: int,
 
 
 def _retry_after(error: Any) -> float | None:
+    """Seconds the server's Retry-After header asks for (a number or an HTTP date), else None."""
     headers = getattr(getattr(error, "response", None), "headers", None) or {}
     value = headers.get("retry-after")
+    if value is None:
+        return None
     try:
-        return max(0.0, float(value)) if value is not None else None
+        return max(0.0, float(value))
     except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None  # unreadable: fall back to our own backoff
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
 
 
 def _describe(error: Any, model: str, attempt: int) -> str:

@@ -172,23 +172,21 @@ def run_one_loop(loop: int, train_df: pd.DataFrame, test_df: pd.DataFrame, setti
 
 
 def choose_start_version(store: Any, settings: LoopSettings, loop: int) -> tuple[int, str]:
-    """(the version loop `loop` runs with, why). "latest": the newest version. "best": the version the
-    paired gate keeps over the finished loops (a gain inside the noise never replaces it; the smaller
-    ruleset wins a tie), or a version written from it and not run yet, so every candidate is measured once.
+    """(the version loop `loop` runs with, why): "latest", or "best" as the store's paired gate decides (a
+    gain inside the noise never replaces the incumbent; a version not measured yet is tried once).
     Versions written by loop `loop` or later are ignored: a loop re-run after a crash starts where it did."""
     from helpers.evidence import gated_best
 
-    latest = store.choose_start("latest", loop=loop)
+    version = store.choose_start(settings.start_from, by=settings.best_by, loop=loop)
     if settings.start_from == "latest":
-        return latest, f"v{latest}, the latest version"
-    best, reasons = gated_best(settings.experiment, before_loop=loop)
+        return version, f"v{version}, the latest version"
+    split = "test" if "test" in settings.best_by else "train"
+    best, reasons = gated_best(settings.experiment, before_loop=loop, split=split)
     if best is None:
-        return latest, f"v{latest}: no loop has finished yet"
-    ran = {r["ruleset_version"] for r in completed_loops(settings.experiment).values() if r["loop"] < loop}
-    untried = [v for v in store.versions() if v <= latest and v not in ran and store.metadata(v).get("parent") == best]
-    if untried:
-        return untried[-1], f"v{untried[-1]}, written from v{best} (the gate's choice) and not measured yet"
-    return best, f"v{best}, the gate's choice: " + " ".join(reasons[-1:])
+        return version, f"v{version}: no loop has finished yet"
+    if version != best:
+        return version, f"v{version}, written from v{best} (the gate's choice) and not measured yet"
+    return version, f"v{version}, the gate's choice: {reasons[-1]}"
 
 
 def run_attempts(agent: Any, tasks: pd.DataFrame, run_id: str, ruleset: str, settings: LoopSettings) -> pd.DataFrame:
@@ -281,7 +279,7 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
         **{f"{split}_{key}": value for split, c in counts.items() for key, value in c.items()},
         "train_size": len(train), "test_size": len(test), "ruleset_rules": stats["rules"],
         "ruleset_tokens": stats["tokens"], "judge_errors": judge_failed,
-        "optimizer_changed": new_ruleset != ruleset, "optimizer_edits": len(report.get("edits_applied") or []),
+        "optimizer_changed": bool(report.get("changed", new_ruleset != ruleset)), "optimizer_edits": len(report.get("edits_applied") or []),
         "optimizer_rejected": len(report.get("edits_rejected") or []), "optimizer_errors": report.get("errors") or [],
         **{f"{role}_cost_usd": cost for role, cost in costs.items()}, "cost_usd": sum(costs.values()),
         "unpriced": sorted({role for role, model in models.items() if config.price_for(model) is None}),
@@ -310,7 +308,10 @@ def loop_evidence(loop: int, version: int, rules: int, train: pd.DataFrame, test
 
 
 def describe_loop(record: dict[str, Any], label: str = "") -> str:
-    """The loop in one line, failures included: errored runs, judge failures, an optimizer that changed nothing."""
+    """The loop in one line, failures included: errored runs, judge failures, an optimizer that changed nothing;
+    then the test rows against the start and the loop before."""
+    record = {k: (None if isinstance(v, float) and v != v else v) for k, v in record.items()}  # NaN from a frame
+
     def split(name: str) -> str:
         acc = record.get(f"{name}_accuracy")
         scored = record.get(f"{name}_scored", record.get(f"{name}_size"))
@@ -339,7 +340,7 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
     parts.append(f"rules {record.get('ruleset_rules')} -> version {record.get('next_ruleset_version')}")
     lines = [f"Loop {record['loop']}: " + "; ".join(parts) + (f" [{label}]" if label else "")]
     for key in ("test_vs_start", "test_vs_previous"):
-        if record.get(key):
+        if isinstance(record.get(key), dict):
             lines.append(f"  test, {'against the start' if key == 'test_vs_start' else 'against the loop before'}: "
                          f"{record[key]['summary']}")
     return "\n".join(lines)

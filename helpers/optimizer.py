@@ -14,7 +14,14 @@
   batches under it; batches run in order, each refining the rules the previous one produced; an
   example too large for a call alone is cut with a visible marker.
 - An answer that cannot be parsed (or of which no edit applies) gets one repair request; after that
-  the rules stay as they were and the error is recorded.
+  the batch leaves the rules as they were and the error is recorded. A request that failed gets no
+  repair: a permanent failure (bad request, bad key) is recorded and the batch changes nothing; a
+  transient one (rate limit, outage, timeout, spent budget) stops optimize(), which then returns its
+  input unchanged with `last_report.transient_error` set (see OptimizerReport).
+- Every edit is validated field by field (apply_edits): a malformed edit, or one past the caps
+  config.RULES_MAX_COUNT and config.RULE_MAX_CHARS, is rejected with the reason in the report.
+- When the rules end as they started (no edit applied), optimize() returns its input byte for byte.
+- Only answers that were used are cached (LLMClient.remember): a malformed one is asked for again.
 - The leakage guard flags rules that name something only one training task has (its instance id, a
   file, test or identifier found in only its patches) and, by default, rejects them.
 - With rules fenced by FENCE_START/FENCE_END inside a whole system prompt, only the fenced part is
@@ -34,7 +41,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from helpers import config
-from helpers.llm import BudgetExceeded, LLMClient, LLMError, parse_json_object
+from helpers.llm import LLMClient, LLMError, parse_json_object
 from helpers.rulesets import Ruleset, apply_edits, parse_ruleset, render_ruleset, split_fenced
 from helpers.tokens import count_message_tokens, count_tokens, truncate_tokens
 
@@ -68,7 +75,15 @@ _COMMON = set(keyword.kwlist) | set(dir(builtins)) | {"self", "cls", "None", "Tr
 
 @dataclass
 class OptimizerReport:
-    """What one optimize() call did; RulesetStore.save keeps it with the version it produced."""
+    """What one optimize() call did; RulesetStore.save keeps it with the version it produced.
+
+    `changed`: whether optimize() returned a text different from its input. `transient_error`: ""
+    when none, else why a request of the optimizer failed for a reason a rerun may get past (rate
+    limit, outage, timeout, spent budget); optimize() then returned its input unchanged and
+    `edits_applied`/`edits_flagged` are empty. Contract for a loop: when `transient_error` is set, the
+    loop must stay unfinished (record nothing final) so that a rerun completes it; answers already
+    used are cached, so the rerun pays only for the rest.
+    """
 
     model: str
     dry_run: bool
@@ -80,6 +95,8 @@ class OptimizerReport:
     errors: list[str] = field(default_factory=list)
     cost_usd: float = 0.0
     calls: int = 0
+    changed: bool = False
+    transient_error: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,14 +121,19 @@ class PromptLearningOptimizer:
 
     def optimize(self, dataset: pd.DataFrame, output_column: str, feedback_columns: Sequence[str],
                  ruleset: str = "", context_size_k: int = config.CONTEXT_SIZE_K) -> str:
-        """The new ruleset text (or the whole prompt, when `ruleset` holds fenced rules)."""
+        """The new ruleset text (or the whole prompt, when `ruleset` holds fenced rules).
+
+        Returns `ruleset` byte for byte when no edit applied, or when a request failed transiently
+        (then `last_report.transient_error` says why). Raises ValueError for missing columns or a
+        `context_size_k` too small for any example; never for what the model answered.
+        """
         missing = [c for c in ("instance_id", output_column, *feedback_columns) if c not in dataset.columns]
         if missing:
             raise ValueError(f"The dataset lacks the column(s) {missing}: pass run_act's rows judged by evaluate_results.")
         budget = int(context_size_k)
         text = ruleset or ""
         fenced = split_fenced(text)
-        rules = parse_ruleset(fenced[1] if fenced else text)
+        rules = start = parse_ruleset(fenced[1] if fenced else text)
         report = OptimizerReport(self.model, self.client.dry_run, budget)
         self.last_report = report
         cost_before = self.client.total_cost_usd
@@ -121,12 +143,18 @@ class PromptLearningOptimizer:
         try:
             while examples:  # each batch is packed against the rules as the previous batch left them
                 rules = self._run_batch(self._next_batch(examples, rules, budget), rules, leaks, report)
-        except BudgetExceeded as error:
-            report.errors.append(f"stopped early: {error}")
+        except LLMError as error:  # only transient failures get here (see _request)
+            report.transient_error = str(error)
+            report.edits_applied, report.edits_flagged = [], []  # none of them is in what we return
+            rules = start
         finally:
             report.cost_usd = round(self.client.total_cost_usd - cost_before, 6)
+        if rules == start:  # nothing applied: no reformatting or renumbering of the input either
+            return text
         rendered = render_ruleset(rules)
-        return f"{fenced[0]}{rendered}{fenced[2]}" if fenced else rendered
+        result = f"{fenced[0]}{rendered}{fenced[2]}" if fenced else rendered
+        report.changed = result != text
+        return result
 
     # --- batching under the budget ---
     def messages(self, rules: Ruleset, examples: Sequence[str]) -> list[dict[str, str]]:
@@ -164,37 +192,50 @@ class PromptLearningOptimizer:
         assert tokens <= report.budget_tokens, f"batch of {tokens} tokens over the budget"  # packing guarantees it
         report.batches.append({"index": len(report.batches), "instance_ids": [i for i, _ in batch],
                                "prompt_tokens": tokens, "budget_tokens": report.budget_tokens})
-        new_rules, problem = self._ask(messages, rules, leaks, report)
-        if problem:
-            repair = messages + [{"role": "assistant", "content": problem[1]},
-                                 {"role": "user", "content": REPAIR_PROMPT.format(problem=problem[0])}]
-            new_rules, second = self._ask(repair, rules, leaks, report)
-            if second:
-                report.errors.append(f"batch {len(report.batches) - 1}: answer unusable after one repair "
-                                     f"({second[0]}); rules left unchanged")
-                new_rules = rules
-        return new_rules
+        batch_index = len(report.batches) - 1
+        for attempt in range(2):  # the answer, then at most one repair of an unusable answer
+            if attempt:
+                messages = messages + [{"role": "assistant", "content": answer.text},
+                                       {"role": "user", "content": REPAIR_PROMPT.format(problem=problem)}]
+            answer = self._request(messages, batch_index, report)
+            if answer is None:
+                return rules  # the request failed for good; recorded, and never "repaired"
+            new_rules, problem = self._use(answer.text, rules, leaks, report)
+            if problem is None:
+                self.client.remember(answer)  # only used answers are replayed by a rerun
+                return new_rules
+        report.errors.append(f"batch {batch_index}: answer unusable after one repair ({problem}); rules left unchanged")
+        return rules
 
-    def _ask(self, messages: list[dict[str, str]], rules: Ruleset, leaks: dict[str, set[str]],
-             report: OptimizerReport) -> tuple[Ruleset, tuple[str, str] | None]:
-        """(rules after the answer's edits, None) or (rules unchanged, (problem, answer text))."""
+    def _request(self, messages: list[dict[str, str]], batch_index: int, report: OptimizerReport) -> Any:
+        """The model's answer (a Completion), or None after recording a permanent failure.
+
+        Raises LLMError when the failure is transient (optimize() then returns its input).
+        """
         try:
             answer = self.client.complete(messages)
-        except BudgetExceeded:
-            raise
         except LLMError as error:
-            return rules, (str(error), "")
+            if error.transient:
+                raise
+            report.errors.append(f"batch {batch_index}: the request failed ({error}); rules left unchanged")
+            return None
         report.calls += 1
+        return answer
+
+    def _use(self, text: str, rules: Ruleset, leaks: dict[str, set[str]],
+             report: OptimizerReport) -> tuple[Ruleset, str | None]:
+        """(rules after the answer's edits, None), or (rules unchanged, why the answer is unusable):
+        unparseable, or edits of which none applies (and none was held back by the leakage guard)."""
         try:
-            edits = parse_json_object(answer.text).get("edits")
+            edits = parse_json_object(text).get("edits")
             if not isinstance(edits, list):
                 raise ValueError('the object has no "edits" list')
         except ValueError as error:
-            return rules, (str(error), answer.text)
+            return rules, str(error)
         allowed, leaked = self._guard(edits, leaks)
         new_rules, applied, rejected = apply_edits(rules, allowed)
         if edits and not applied and not leaked:
-            return rules, ("no edit could be applied: " + "; ".join(r["rejection"] for r in rejected), answer.text)
+            return rules, "no edit could be applied: " + "; ".join(r["rejection"] for r in rejected)
         report.edits_applied += applied
         report.edits_rejected += rejected + [e for e in leaked if self.leakage == "reject"]
         report.edits_flagged += leaked

@@ -148,6 +148,23 @@ def plot_test_outcomes(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str 
     return figure
 
 
+def plot_ablation(effects: pd.DataFrame, experiment: str = "", dry_run: bool = False) -> Figure:
+    """A forest plot of each rule's effect of removal (helpers.evidence.ablate) with its 95% interval:
+    left of zero the rule helps; right of zero (red) removing it helped: a candidate for deletion."""
+    figure, ax = _figure(7.0, 1.2 + 0.45 * max(1, len(effects)))
+    for row, effect in enumerate(effects.itertuples()):
+        color = "tab:red" if effect.harmful else "tab:blue"
+        ax.errorbar([effect.effect_of_removal], [row], capsize=4, marker="o", color=color,
+                    xerr=[[max(0.0, effect.effect_of_removal - effect.ci_low)], [max(0.0, effect.ci_high - effect.effect_of_removal)]])
+    ax.axvline(0, color="grey", linewidth=1)
+    ax.set_yticks(range(len(effects)), [f"{r.rule}: {r.text[:40]}" for r in effects.itertuples()], fontsize="small")
+    title = f"Effect of leaving each rule out (accuracy change, 95% CI): {experiment}"
+    ax.set(xlabel="accuracy change when the rule is removed", xlim=(-1.05, 1.05),
+           title=f"{title}\n{DRY_RUN_TITLE}" if dry_run else title)
+    ax.grid(alpha=0.3, axis="x")
+    return figure
+
+
 def save_figure(figure: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path)
@@ -179,5 +196,5 @@ def plot_all(experiment: str, results_root: Path | str | None = None, show: bool
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "plot_all", "flipped_tasks", "load_loops", "load_split_rows", "plot_accuracy", "plot_ruleset_size",
-    "plot_repo_resolved", "plot_cost", "plot_test_outcomes",
+    "plot_repo_resolved", "plot_cost", "plot_test_outcomes", "plot_ablation",
 ]

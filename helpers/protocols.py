@@ -34,7 +34,9 @@ class AgentResult:
 
     status: "completed" (the agent finished its turn), "error" (provider or CLI failure, see `error`)
     or "timeout" (stopped by the runner). `patch` is a unified diff against the task's base commit,
-    possibly empty; for plan mode it is empty and `plan` holds the plan text.
+    possibly empty (the engine fills it from the workspace); for plan mode it is empty and `plan`
+    holds the plan text. `trajectory`: the agent's turns as plain dicts in order ({"type": "message" |
+    "tool_call" | "tool_result", "name", "text", ...}), cut to a budget by the agent; may be empty.
     """
 
     instance_id: str
@@ -48,6 +50,7 @@ class AgentResult:
     cost_usd: float = 0.0
     final_text: str = ""
     model: str = ""
+    trajectory: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

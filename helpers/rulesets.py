@@ -11,19 +11,26 @@ Each rule has a stable id, so a rule can be followed across versions (diff, prov
 never reused: the comment line remembers the next free id (without it, the next id is max + 1).
 A bullet written by hand without an id ("- Always ...") gets a fresh id when parsed. A text with no
 ids at all (a hand-written rules file) is imported as one rule per bullet or paragraph, with headings
-kept as a prefix ("Testing: ..."). `parse_ruleset(render_ruleset(r)) == r` for any Ruleset.
+kept as a prefix ("Testing: ..."). Round trips are exact whatever a rule says (header lines, fence
+markers, "- [R9]" prefixes, any line breaks): `render_ruleset(parse_ruleset(render_ruleset(r)))
+== render_ruleset(r)`, and `parse_ruleset(render_ruleset(r)) == r` for rules with normalized texts.
+A continuation line (two spaces first) is always rule text, never a header or a fence line.
 
 To let the optimizer edit only part of a whole system prompt, put the rules between two lines
-FENCE_START and FENCE_END; everything outside them is kept byte for byte (see split_fenced).
+FENCE_START and FENCE_END, each at the start of its line; everything outside them is kept byte for
+byte (see split_fenced).
+
+apply_edits refuses (with the reason) an edit that would make a rule longer than config.RULE_MAX_CHARS
+or add a rule beyond config.RULES_MAX_COUNT; hand-written rulesets are parsed as they are.
 
 The store keeps, under act_rulesets/<experiment>/, ruleset_<version>.txt (the text) and
 ruleset_<version>.json (its metadata). Version 0 is the starting ruleset; loop i runs with version i
-and its optimizer writes version i + 1. One writer per experiment at a time.
+and its optimizer writes version i + 1. Accuracies are not kept here: they are read from the
+experiment's loops.jsonl (one record per finished loop). One writer per experiment at a time.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import time
@@ -31,14 +38,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from helpers.records import rulesets_dir, write_atomic, write_json
+from helpers import config
+from helpers.records import loops_path, read_jsonl, ruleset_sha, rulesets_dir, write_atomic, write_json
 
 FENCE_START = "<!-- prompt-learning:rules:start -->"
 FENCE_END = "<!-- prompt-learning:rules:end -->"
 
 _HEADER = "<!-- prompt-learning ruleset: keep the [Rn] ids when editing by hand; next id R{next_id} -->"
-_HEADER_RE = re.compile(r"^<!-- prompt-learning ruleset:.*next id R(\d+) -->$")
-_RULE_RE = re.compile(r"^- \[R(\d+)\](?: (.*))?$")
+_HEADER_RE = re.compile(r"^<!-- prompt-learning ruleset:.*next id R([0-9]+) -->$")
+_RULE_RE = re.compile(r"^- \[R([0-9]+)\](?: (.*))?$")
 _BULLET_RE = re.compile(r"^(?:[-*+]|\d+[.)])\s+(.*)$")
 _RULE_ID_RE = re.compile(r"^R[1-9]\d*$")
 
@@ -90,12 +98,21 @@ def make_rule(rule_id: str, text: str) -> Rule:
 
 
 def render_ruleset(ruleset: Ruleset) -> str:
-    """The Markdown text of a ruleset ("" for a fresh, empty one)."""
+    """The Markdown text of a ruleset ("" for a fresh, empty one).
+
+    Texts are written normalized (normalize_rule_text, which also turns every kind of line break into
+    a continuation line), so parsing the result gives the same rules back; a rule with no text left is
+    left out. The header's next id is never below the highest rule id + 1.
+    """
     if not ruleset.rules and ruleset.next_id <= 1:
         return ""
-    lines = [_HEADER.format(next_id=ruleset.next_id)]
+    next_id = max([ruleset.next_id, *(rule.number + 1 for rule in ruleset.rules)])
+    lines = [_HEADER.format(next_id=next_id)]
     for rule in ruleset.rules:
-        first, *rest = rule.text.split("\n")
+        body = normalize_rule_text(rule.text)
+        if not body:
+            continue
+        first, *rest = body.split("\n")
         lines.append(f"- [{rule.id}] {first}")
         lines.extend(f"  {line}" for line in rest)
     return "\n".join(lines) + "\n"
@@ -111,7 +128,7 @@ def parse_ruleset(text: str | None) -> Ruleset:
     if not text.strip():
         return Ruleset()
     lines = text.splitlines()
-    if any(_RULE_RE.match(line) for line in lines):
+    if any(_RULE_RE.match(line) or _HEADER_RE.match(line.strip()) for line in lines):
         return _parse_ided(lines)
     return _import_free_form(lines)
 
@@ -120,17 +137,17 @@ def _parse_ided(lines: list[str]) -> Ruleset:
     entries: list[list[Any]] = []  # [number or None, [text lines]]
     declared_next = 0
     for number, line in enumerate(lines, 1):
-        header = _HEADER_RE.match(line.strip())
         rule = _RULE_RE.match(line)
+        header = _HEADER_RE.match(line.strip())
         bullet = _BULLET_RE.match(line)
-        if header:
-            declared_next = int(header.group(1))
-        elif rule:
+        if rule:
             entries.append([int(rule.group(1)), [rule.group(2) or ""]])
+        elif line.startswith("  ") and entries:  # before the header: a rule may quote a header line
+            entries[-1][1].append(line[2:])
+        elif header:
+            declared_next = int(header.group(1))
         elif bullet and not line.startswith(" "):
             entries.append([None, [bullet.group(1)]])  # added by hand: gets a fresh id below
-        elif line.startswith("  ") and entries:
-            entries[-1][1].append(line[2:])
         elif line.strip():
             raise ValueError(
                 f"Ruleset line {number} belongs to no rule: {line.strip()[:80]!r}. Write rules as "
@@ -183,12 +200,14 @@ def _import_free_form(lines: list[str]) -> Ruleset:
 def split_fenced(text: str) -> tuple[str, str, str] | None:
     """(before, region, after) when `text` has the two fence lines, else None.
 
-    `before` ends with the start line (and its newline), `after` begins with the end line, so
-    before + region + after == text. Raises ValueError for a half or repeated fence.
+    A fence line starts with its marker (trailing spaces allowed); an indented one is text, so a rule
+    quoting a marker (rendered as an indented continuation line) never ends the region. `before` ends
+    with the start line (and its newline), `after` begins with the end line, so before + region +
+    after == text. Raises ValueError for a half or repeated fence.
     """
     lines = text.splitlines(keepends=True)
-    starts = [i for i, line in enumerate(lines) if line.strip() == FENCE_START]
-    ends = [i for i, line in enumerate(lines) if line.strip() == FENCE_END]
+    starts = [i for i, line in enumerate(lines) if line.rstrip() == FENCE_START]
+    ends = [i for i, line in enumerate(lines) if line.rstrip() == FENCE_END]
     if not starts and not ends:
         return None
     if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
@@ -226,14 +245,21 @@ def apply_edits(ruleset: Ruleset, edits: Sequence[Mapping[str, Any]]) -> tuple[R
     """Apply the optimizer's edits in order: (new ruleset, applied edits, rejected edits).
 
     add {text}; update {id, text}; merge {ids: [two or more], text} (the merged rule takes a new id at
-    the first one's place); delete {id}. Each may carry `reason` and `sources` (instance ids). An edit
-    that cannot be applied is returned in `rejected` with a `rejection` saying why; the others still
-    apply. Applied adds and merges record the id they created as `new_id`.
+    the first one's place); delete {id}. Each may carry `reason` (a string) and `sources` (a list of
+    instance ids). Never raises on what a model wrote: an edit that is malformed (not an object, an
+    unknown op, a missing field, a field of the wrong type) or cannot be applied (an unknown id, a
+    text over config.RULE_MAX_CHARS, an add beyond config.RULES_MAX_COUNT) is returned in `rejected`
+    with a `rejection` saying why; the others still apply. Applied adds and merges record the id they
+    created as `new_id`.
     """
     rules, next_id = list(ruleset.rules), ruleset.next_id
     applied, rejected = [], []
     for raw in edits:
-        edit = dict(raw) if isinstance(raw, Mapping) else {"op": None, "value": raw}
+        if not isinstance(raw, Mapping):
+            rejected.append({"op": None, "value": raw, "rejection": "an edit must be a JSON object with an "
+                             f"`op`, not {type(raw).__name__}"})
+            continue
+        edit = dict(raw)
         try:
             rules, next_id = _apply_one(rules, next_id, edit)
             applied.append(edit)
@@ -243,35 +269,63 @@ def apply_edits(ruleset: Ruleset, edits: Sequence[Mapping[str, Any]]) -> tuple[R
 
 
 def _apply_one(rules: list[Rule], next_id: int, edit: dict[str, Any]) -> tuple[list[Rule], int]:
+    """The rules after one edit; ValueError saying why it cannot apply."""
     op = edit.get("op")
+    if not isinstance(op, str) or op not in EDIT_OPS:
+        raise ValueError(f"unknown op {op!r}: use one of {', '.join(EDIT_OPS)}")
+    _check_provenance(edit)
     ids = [r.id for r in rules]
 
     def existing(rule_id: Any) -> int:
+        if not isinstance(rule_id, str):
+            raise ValueError(f"{op} needs `id`: a rule id such as 'R3', not {rule_id!r}")
         if rule_id not in ids:
             raise ValueError(f"no rule {rule_id!r} to {op} (rules: {', '.join(ids) or 'none'})")
         return ids.index(rule_id)
 
     if op == "add":
-        rule = make_rule(f"R{next_id}", edit.get("text") or "")
+        rule = make_rule(f"R{next_id}", _edit_text(edit))
+        if len(rules) >= config.RULES_MAX_COUNT:
+            raise ValueError(f"the ruleset already holds {len(rules)} rules, the most allowed "
+                             f"(RULES_MAX_COUNT={config.RULES_MAX_COUNT}): merge or delete rules first")
         edit["new_id"] = rule.id
         return rules + [rule], next_id + 1
     if op == "update":
         index = existing(edit.get("id"))
-        return rules[:index] + [make_rule(rules[index].id, edit.get("text") or "")] + rules[index + 1:], next_id
+        return rules[:index] + [make_rule(rules[index].id, _edit_text(edit))] + rules[index + 1:], next_id
     if op == "delete":
         index = existing(edit.get("id"))
         return rules[:index] + rules[index + 1:], next_id
-    if op == "merge":
-        merged = edit.get("ids") or []
-        if not isinstance(merged, list) or len(set(merged)) < 2:
-            raise ValueError("merge needs `ids`: two or more rule ids")
-        first = min(existing(rule_id) for rule_id in merged)
-        rule = make_rule(f"R{next_id}", edit.get("text") or "")
-        edit["new_id"] = rule.id
-        kept = [r for r in rules if r.id not in merged]
-        position = len([r for r in rules[:first] if r.id not in merged])
-        return kept[:position] + [rule] + kept[position:], next_id + 1
-    raise ValueError(f"unknown op {op!r}: use one of {', '.join(EDIT_OPS)}")
+    merged = edit.get("ids")  # op == "merge"
+    if not isinstance(merged, list) or not all(isinstance(i, str) for i in merged) or len(set(merged)) < 2:
+        raise ValueError(f"merge needs `ids`: a list of two or more rule ids such as ['R2', 'R5'], not {merged!r}")
+    first = min(existing(rule_id) for rule_id in merged)
+    rule = make_rule(f"R{next_id}", _edit_text(edit))
+    edit["new_id"] = rule.id
+    kept = [r for r in rules if r.id not in merged]
+    position = len([r for r in rules[:first] if r.id not in merged])
+    return kept[:position] + [rule] + kept[position:], next_id + 1
+
+
+def _edit_text(edit: Mapping[str, Any]) -> str:
+    """The edit's rule text, normalized; ValueError when missing, not a string, empty or too long."""
+    text = edit.get("text")
+    if not isinstance(text, str):
+        raise ValueError(f"{edit.get('op')} needs `text`: the rule as a string, not {text!r:.80}")
+    body = normalize_rule_text(text)
+    if len(body) > config.RULE_MAX_CHARS:
+        raise ValueError(f"the rule has {len(body)} characters, more than RULE_MAX_CHARS={config.RULE_MAX_CHARS}: "
+                         "write it shorter, or as several rules")
+    return body
+
+
+def _check_provenance(edit: Mapping[str, Any]) -> None:
+    """ValueError when `reason` is not a string or `sources` not a list of strings (both optional)."""
+    if "reason" in edit and not isinstance(edit["reason"], str):
+        raise ValueError(f"`reason` must be a string, not {edit['reason']!r:.80}")
+    sources = edit.get("sources", [])
+    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+        raise ValueError(f"`sources` must be a list of instance ids (strings), not {sources!r:.80}")
 
 
 # --- diff ------------------------------------------------------------------------------------------
@@ -340,18 +394,24 @@ class RulesetStore:
         v0 = store.save("", parent=None, loop=None)           # the starting ruleset
         v = store.choose_start("latest")                         # or "best", by="test_accuracy"
         text = store.load(v)
-        store.record_scores(v, train_accuracy=0.4, test_accuracy=0.3)
         v1 = store.save(new_text, parent=v, loop=0, report=optimizer.last_report, model="gpt-5")
         print(store.diff(v, v1)); store.rollback(v); store.export(v1, "/path/to/project")
+
+    Accuracies come from the experiment's loops.jsonl (under `results_root`, default act_results/):
+    each finished loop's record names the `ruleset_version` it ran with and its `train_accuracy` and
+    `test_accuracy`; when a version ran in several loops, the latest measurement wins. The metadata
+    keeps the text's hash as `ruleset_sha` (helpers.records.ruleset_sha), no accuracies.
 
     A version exists once its .json is written (the .txt is written first), so a kill between the
     two leaves no half version. Saving again for a loop that already wrote a version replaces that
     version (a loop re-run after a crash), so version numbers keep following loop numbers.
     """
 
-    def __init__(self, experiment: str, root: Path | str | None = None):
+    def __init__(self, experiment: str, root: Path | str | None = None, *,
+                 results_root: Path | str | None = None):
         self.experiment = experiment
         self.dir = rulesets_dir(experiment, root)
+        self.results_root = results_root
 
     def __repr__(self) -> str:
         return f"RulesetStore({self.experiment!r}, versions={self.versions()})"
@@ -386,7 +446,8 @@ class RulesetStore:
         if version in ("latest", "head"):
             return self.head_version()
         if version == "best":  # the best training accuracy measured so far (else the newest)
-            return self.best_version("train_accuracy") if self.best_version("train_accuracy") is not None else self.head_version()
+            best = self.best_version("train_accuracy")
+            return best if best is not None else self.head_version()
         if isinstance(version, str) and version.lstrip("v").isdigit():
             version = int(version.lstrip("v"))
         if not isinstance(version, int) or version not in self.versions():
@@ -395,8 +456,8 @@ class RulesetStore:
         return version
 
     def load(self, version: int | str = "latest") -> str:
-        """The text of a version, exactly as saved."""
-        return self.text_path(self._resolve(version)).read_text(encoding="utf-8")
+        """The text of a version, exactly as saved (line endings included)."""
+        return self.text_path(self._resolve(version)).read_bytes().decode("utf-8")
 
     def rules(self, version: int | str = "latest") -> Ruleset:
         return parse_rules_text(self.load(version))
@@ -411,8 +472,9 @@ class RulesetStore:
         columns = ["version", "parent", "loop", "kind", "train_accuracy", "test_accuracy", "rules",
                    "tokens", "edits", "rejected_edits", "cost_usd", "model", "dry_run", "created_at"]
         rows = []
+        measured = self._measured()
         for version in self.versions():
-            meta = self.metadata(version)
+            meta = {**self.metadata(version), **measured.get(version, {})}
             row = {c: meta.get(c) for c in columns}
             row["edits"] = len(meta.get("edits") or [])
             row["rejected_edits"] = len(meta.get("rejected_edits") or [])
@@ -441,9 +503,7 @@ class RulesetStore:
             "version": version, "parent": parent, "loop": loop,
             "kind": kind or ("initial" if parent is None and loop is None else "optimized"),
             "experiment": self.experiment,
-            "train_accuracy": None, "test_accuracy": None, "scores": [],
-            "rules": stats["rules"], "tokens": stats["tokens"],
-            "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            "rules": stats["rules"], "tokens": stats["tokens"], "ruleset_sha": ruleset_sha(text),
             "edits": report_dict.get("edits_applied", []),
             "rejected_edits": report_dict.get("edits_rejected", []),
             "flagged_edits": report_dict.get("edits_flagged", []),
@@ -468,23 +528,19 @@ class RulesetStore:
                 return version
         return None
 
-    def record_scores(self, version: int | str, *, train_accuracy: float | None = None,
-                      test_accuracy: float | None = None, loop: int | None = None) -> dict[str, Any]:
-        """Store the accuracies measured with this version (the latest measurement wins; all are kept
-        in `scores`). Returns the updated metadata."""
-        version = self._resolve(version)
-        meta = self.metadata(version)
-        measured = {"train_accuracy": train_accuracy, "test_accuracy": test_accuracy, "loop": loop,
-                    "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        for name in ACCURACIES:
-            if measured[name] is not None:
-                value = float(measured[name])
-                if not 0.0 <= value <= 1.0:
-                    raise ValueError(f"{name}={value} is not an accuracy between 0 and 1.")
-                meta[name] = value
-        meta.setdefault("scores", []).append(measured)
-        write_json(self.meta_path(version), meta)
-        return meta
+    def _measured(self, before_loop: int | None = None) -> dict[int, dict[str, float]]:
+        """version -> {accuracy name: value} from loops.jsonl, the latest finished loop's value winning;
+        only loops before `before_loop` when given."""
+        records = [r for r in read_jsonl(loops_path(self.experiment, self.results_root))
+                   if isinstance(r.get("ruleset_version"), int) and isinstance(r.get("loop"), int)]
+        measured: dict[int, dict[str, float]] = {}
+        for record in sorted(records, key=lambda r: r["loop"]):
+            if before_loop is not None and record["loop"] >= before_loop:
+                continue
+            for name in ACCURACIES:
+                if isinstance(record.get(name), (int, float)):
+                    measured.setdefault(record["ruleset_version"], {})[name] = float(record[name])
+        return measured
 
     def rollback(self, version: int | str, reason: str = "") -> int:
         """Make an old version the head again: saved as a new version with the old text, recorded
@@ -498,23 +554,24 @@ class RulesetStore:
 
     # --- choosing ---
     def best_version(self, by: str = "train_accuracy", before_loop: int | None = None) -> int | None:
-        """The scored version with the highest `by` accuracy; ties go to the later version. None if
-        no version has that score yet."""
-        by = _accuracy_name(by)
-        scored = [(self.metadata(v)[by], v) for v in self._candidates(before_loop)
-                  if self.metadata(v).get(by) is not None]
-        return max(scored)[1] if scored else None
+        """The version noise lets us call best (helpers.evidence.gated_best): finished loops in order, a
+        version replacing the incumbent only on a significant paired gain on the `by` split (or when not
+        worse with fewer rules). None when no loop has finished. `before_loop`: only loops before it."""
+        from helpers.evidence import gated_best
+
+        split = "test" if _accuracy_name(by) == "test_accuracy" else "train"
+        best, _ = gated_best(self.experiment, before_loop=before_loop, split=split, results_root=self.results_root)
+        return best
 
     def choose_start(self, mode: str = "latest", by: str = "train_accuracy", loop: int | None = None) -> int:
         """The version the next loop runs with (and optimizes from).
 
         "latest": the newest version (the cookbook's behaviour).
-        "best": the version with the best `by` accuracy so far ("train_accuracy" or
-          "test_accuracy"; ties go to the later version, which learned from more feedback and is what
-          "latest" would pick). A version written from that best one and not run yet comes first, so
-          every candidate gets measured once; with no scores yet, the newest version. Choosing by
-          test accuracy makes the test set part of training: its accuracy is then no longer an
-          unbiased estimate.
+        "best": the version the paired gate keeps (best_version: a gain inside the noise never replaces
+          the incumbent), on the training split by default ("test_accuracy" chooses on the test split,
+          which makes it part of training: its accuracy is then no longer an unbiased estimate). A
+          version written from that best one and not run yet comes first, so every candidate gets
+          measured once; with no loop finished yet, the newest version.
         `loop`: when given, versions written by loop `loop` or later are ignored (a loop re-run after
         a crash starts from what it started from the first time).
         """
@@ -530,8 +587,9 @@ class RulesetStore:
         if best is None:
             return candidates[-1]
         by = _accuracy_name(by)
+        measured = self._measured(loop)
         untried = [v for v in candidates
-                   if self.metadata(v).get("parent") == best and self.metadata(v).get(by) is None]
+                   if self.metadata(v).get("parent") == best and by not in measured.get(v, {})]
         return untried[-1] if untried else best
 
     def _candidates(self, before_loop: int | None) -> list[int]:

@@ -1,9 +1,12 @@
 """The LLM client: retries that honour Retry-After, no retry storms, a budget, a cache, costs."""
 
+import json
+import socket
 import time
 
 import pytest
 
+from helpers import config
 from helpers.config import MissingCredentials, llm_settings
 from helpers.llm import BudgetExceeded, LLMClient, LLMError, cache_key, parse_json_object
 from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer
@@ -61,7 +64,9 @@ def test_the_budget_stops_requests_once_spent(tmp_path):
 
 def test_a_cached_answer_makes_no_request_and_costs_nothing(tmp_path):
     with ScriptedModelServer(Script(default=Reply("cached answer"))) as server:
-        first = make_client(server, tmp_path).complete(MESSAGES, temperature=0)
+        llm = make_client(server, tmp_path)
+        first = llm.complete(MESSAGES, temperature=0)
+        llm.remember(first)  # the caller used it
         again = make_client(server, tmp_path)  # a new client, as a re-run notebook would make
         second = again.complete(MESSAGES, temperature=0)
         different = again.complete(MESSAGES, temperature=1)  # other parameters: not the same request
@@ -132,3 +137,87 @@ def test_json_objects_are_found_in_model_answers(text):
 def test_an_answer_without_a_json_object_is_a_clear_error():
     with pytest.raises(ValueError, match="not a JSON object"):
         parse_json_object("I cannot do that.")
+
+
+def test_a_retry_after_longer_than_our_own_backoff_cap_is_honoured(tmp_path):
+    script = Script([Rule(reply=Reply(status=429, retry_after=1), times=1)], default=Reply("the answer"))
+    with ScriptedModelServer(script) as server:
+        llm = make_client(server, tmp_path, max_backoff_s=0.1)  # caps our backoff, not the server's ask
+        started = time.monotonic()
+        assert llm.complete(MESSAGES).text == "the answer"
+        assert time.monotonic() - started >= 1.0
+
+
+def test_a_retry_after_beyond_the_limit_fails_at_once_saying_what_the_server_asked(tmp_path, monkeypatch):
+    monkeypatch.setattr(config, "LLM_MAX_RETRY_AFTER_S", 0.5)
+    with ScriptedModelServer(Script(default=Reply(status=429, retry_after=3))) as server:
+        llm = make_client(server, tmp_path, max_retries=1)
+        started = time.monotonic()
+        with pytest.raises(LLMError, match=r"Retry-After: 3 s.*LLM_MAX_RETRY_AFTER_S") as error:
+            llm.complete(MESSAGES)
+        elapsed = time.monotonic() - started
+    assert error.value.transient and error.value.status_code == 429
+    assert len(server.chat_requests()) == 1 and elapsed < 2.0
+
+
+@pytest.mark.parametrize("status, transient", [(429, True), (500, True), (503, True), (529, True),
+                                               (400, False), (401, False), (404, False), (422, False)])
+def test_failures_are_marked_transient_by_status_code_not_by_wording(tmp_path, status, transient):
+    # every message says "rate limit ... try again": only the status code decides
+    reply = Reply(status=status, error_message="rate limit, overloaded, try again later")
+    with ScriptedModelServer(Script(default=reply)) as server:
+        with pytest.raises(LLMError) as error:
+            make_client(server, tmp_path, max_retries=1).complete(MESSAGES)
+    assert error.value.transient is transient and error.value.status_code == status
+
+
+def test_a_timeout_and_a_refused_connection_are_transient(tmp_path):
+    with ScriptedModelServer(Script(default=Reply("late", delay_s=2))) as server:
+        with pytest.raises(LLMError) as timed_out:
+            make_client(server, tmp_path, max_retries=0, timeout_s=0.3).complete(MESSAGES)
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    nobody = LLMClient("scripted-dry-run", base_url=f"http://127.0.0.1:{port}/v1", api_key="k",
+                       cache_dir=tmp_path, max_retries=0)
+    with pytest.raises(LLMError) as refused:
+        nobody.complete(MESSAGES)
+    assert timed_out.value.transient and refused.value.transient
+    assert timed_out.value.status_code is None and refused.value.status_code is None
+
+
+def test_a_spent_budget_is_transient(tmp_path):
+    usage = {"prompt_tokens": 1_000_000, "completion_tokens": 0, "total_tokens": 1_000_000}
+    with ScriptedModelServer(Script(default=Reply("ok", usage=usage))) as server:
+        llm = make_client(server, tmp_path, budget_usd=0.5, cache=False, prices={"scripted-dry-run": (1.0, 0.0)})
+        llm.complete(MESSAGES)
+        with pytest.raises(BudgetExceeded) as error:
+            llm.complete(MESSAGES)
+    assert error.value.transient
+
+
+def test_an_answer_is_cached_only_once_the_caller_remembers_it(tmp_path):
+    script = Script([Rule(reply=Reply("not JSON at all"), times=1)], default=Reply('{"ok": true}'))
+    with ScriptedModelServer(script) as server:
+        bad = make_client(server, tmp_path).complete(MESSAGES)  # the caller could not use it: not remembered
+        good_client = make_client(server, tmp_path)
+        good = good_client.complete(MESSAGES)
+        good_client.remember(good)
+        replayed = make_client(server, tmp_path).complete(MESSAGES)
+        requests = len(server.chat_requests())
+    assert bad.text == "not JSON at all" and good.text == '{"ok": true}' and not good.cached
+    assert replayed.text == '{"ok": true}' and replayed.cached
+    assert requests == 2  # the bad answer was asked again; the remembered one was replayed
+
+
+def test_cache_entries_of_answers_nobody_vouched_for_are_ignored(tmp_path):
+    with ScriptedModelServer(Script(default=Reply("fresh"))) as server:
+        llm = make_client(server, tmp_path)
+        key = cache_key({"model": "scripted-dry-run", "messages": MESSAGES})
+        stale = {"text": "stale, cached before answers were vouched for", "model": "m", "input_tokens": 0,
+                 "output_tokens": 0, "cost_usd": 0.0, "raw": {}}
+        path = tmp_path / key[:2] / f"{key}.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(stale))
+        assert llm.complete(MESSAGES).text == "fresh"
+    assert len(server.chat_requests()) == 1

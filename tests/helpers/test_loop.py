@@ -84,6 +84,19 @@ def test_a_judge_out_of_budget_leaves_the_loop_unfinished_and_a_rerun_completes_
     assert len(agent.calls) == runs_before, "the rerun ran no agent again"
 
 
+def test_a_failed_optimizer_request_leaves_the_loop_unfinished(isolated, house):
+    from helpers.optimizer import OPTIMIZER_SYSTEM_PROMPT
+
+    train, test = house
+    overloaded = Rule(system_contains=OPTIMIZER_SYSTEM_PROMPT.splitlines()[0],
+                      reply=Reply(status=503, error_message="overloaded", retry_after=0))
+    with ScriptedModelServer(script_with(overloaded)) as server:
+        with pytest.raises(LoopUnfinished, match="optimizer's request failed"):
+            run_loop(train, test, LoopSettings("optimizer-down", loops=1, workers=2, agent=HouseAgent()),
+                     session_on(server), verbose=False)
+    assert completed_loops("optimizer-down") == {}
+
+
 def test_errored_runs_are_left_out_of_accuracy_and_named(isolated):
     rows = pd.DataFrame({"status": ["completed", "completed", "error", "error", "timeout"],
                          "pass_or_fail": ["pass", "fail", "fail", "fail", "fail"],

@@ -5,6 +5,7 @@ import json
 import pandas as pd
 import pytest
 
+from helpers import config
 from helpers.llm import LLMClient
 from helpers.optimizer import OPTIMIZER_SYSTEM_PROMPT, PromptLearningOptimizer, leaky_identifiers
 from helpers.rulesets import FENCE_END, FENCE_START, parse_ruleset
@@ -32,7 +33,8 @@ def dataset(n=3, statement_words=20):
 
 
 def optimizer(server, tmp_path, **kw):
-    client = LLMClient("scripted-dry-run", base_url=server.base_url, api_key="k", cache=False, backoff_s=0.01,
+    client = LLMClient("scripted-dry-run", base_url=server.base_url, api_key="k", cache=kw.pop("cache", False),
+                       cache_dir=tmp_path / "llm", backoff_s=0.01, max_retries=kw.pop("max_retries", 2),
                        budget_usd=kw.pop("budget_usd", None), prices=kw.pop("prices", None))
     return PromptLearningOptimizer(prompt="You are a coding agent.", client=client, **kw)
 
@@ -147,15 +149,22 @@ def test_only_the_fenced_region_of_a_whole_prompt_is_edited(tmp_path):
     assert "- [R1] Old rule." in text and "- [R2] New rule." in text
 
 
-def test_a_spent_dollar_budget_stops_cleanly_keeping_the_rules_so_far(tmp_path):
+def test_a_spent_dollar_budget_is_transient_the_input_comes_back_and_a_rerun_completes(tmp_path):
+    # A spent budget is transient (the loop stays unfinished): the rules of the batches done so far are
+    # not returned, but their answers are cached, so a rerun with more budget pays only for the rest.
     usage = {"prompt_tokens": 1_000_000, "completion_tokens": 0, "total_tokens": 1_000_000}
     script = Script(default=Reply(json.dumps({"edits": [add("Rule.")]}), usage=usage))
+    start = "- [R1] Keep it.\n"
     with ScriptedModelServer(script) as server:
-        opt = optimizer(server, tmp_path, budget_usd=0.5, prices={"scripted-dry-run": (1.0, 0.0)})
-        text = run(opt, dataset(6, statement_words=60), budget=1_500)
+        opt = optimizer(server, tmp_path, cache=True, budget_usd=0.5, prices={"scripted-dry-run": (1.0, 0.0)})
+        text = run(opt, dataset(6, statement_words=60), ruleset=start, budget=1_500)
         calls = len(server.chat_requests())
-    assert calls == 1 and "Rule." in text
-    assert opt.last_report.cost_usd == pytest.approx(1.0) and "budget" in opt.last_report.errors[0]
+        report = opt.last_report
+        rerun = optimizer(server, tmp_path, cache=True, budget_usd=100, prices={"scripted-dry-run": (1.0, 0.0)})
+        again = run(rerun, dataset(6, statement_words=60), ruleset=start, budget=1_500)
+    assert calls == 1 and text == start and not report.changed
+    assert "budget" in report.transient_error and report.cost_usd == pytest.approx(1.0)
+    assert "Rule." in again and rerun.client.cached_calls == 1 and not rerun.last_report.transient_error
 
 
 def test_missing_columns_are_named():
@@ -170,3 +179,85 @@ def test_standard_library_calls_in_one_task_are_not_leaks():
     data.loc[0, "ground_truth_patch"] += "+logger = logging.getLogger(__name__)\n"
     leaks = leaky_identifiers(data)
     assert "logging.getLogger" not in leaks and "compute_total_0" in leaks
+
+
+def test_a_failed_request_gets_no_repair_request(tmp_path):
+    script = Script(default=Reply(status=400, error_message="maximum context length exceeded"))
+    start = "- [R1] Keep it.\n"
+    with ScriptedModelServer(script) as server:
+        opt = optimizer(server, tmp_path)
+        text = run(opt, dataset(1), ruleset=start)
+        requests = server.chat_requests()
+    assert len(requests) == 1  # no "repair" built from the HTTP error
+    assert text == start and not opt.last_report.changed and not opt.last_report.transient_error
+    assert "HTTP 400" in opt.last_report.errors[0] and "maximum context length" in opt.last_report.errors[0]
+
+
+def test_a_transient_failure_in_a_later_batch_returns_the_input_unchanged_and_says_why(tmp_path):
+    script = Script([Rule(reply=edits(add("From the first batch.")), times=1)],
+                    default=Reply(status=503, error_message="overloaded"))
+    start = "- R1: hand-written,   kept as written\n"
+    with ScriptedModelServer(script) as server:
+        opt = optimizer(server, tmp_path, max_retries=1)
+        text = run(opt, dataset(6, statement_words=60), ruleset=start, budget=1_500)
+        requests = server.chat_requests()
+    report = opt.last_report.to_dict()
+    assert len(requests) == 3  # batch 1 answered; batch 2 tried twice (one retry), never "repaired"
+    assert text == start and report["changed"] is False
+    assert "HTTP 503" in report["transient_error"] and not report["edits_applied"]
+
+
+@pytest.mark.parametrize("start", [
+    "- R1: Keep changelogs.\n- R2:  odd   spacing  \n\n\n",  # hand-written: not renumbered
+    "<!-- prompt-learning ruleset: keep the [Rn] ids when editing by hand; next id R3 -->\n- [R1] One.\n- New.\n",
+    f"Prompt head\n{FENCE_START}\n# Rules\n* a rule\n{FENCE_END}\ntail",
+    "",
+])
+def test_when_no_edit_applies_the_input_comes_back_byte_for_byte(tmp_path, start):
+    script = Script([Rule(reply=edits(), times=1)],  # first batch: nothing to change
+                    default=edits({"op": "delete", "id": "R42", "reason": "r", "sources": []}))  # never applies
+    with ScriptedModelServer(script) as server:
+        opt = optimizer(server, tmp_path)
+        texts = [run(opt, dataset(1), ruleset=start), run(opt, dataset(1), ruleset=start)]
+    assert texts == [start, start] and opt.last_report.changed is False
+
+
+def test_malformed_edit_fields_are_rejected_with_reasons_and_the_rest_apply(tmp_path):
+    bad = [{"op": "merge", "ids": [{"a": 1}, {"b": 2}], "text": "x"}, {"op": "merge", "ids": [["R1"], ["R2"]], "text": "x"},
+           {"op": "add", "text": 12}, {"op": "add", "text": ["a list"]}, {"op": "explode", "id": "R1"},
+           {"op": "update", "text": "no id"}, {"op": "add"}, {"op": "add", "text": "fine", "sources": "t-0"}, "not an object"]
+    start = "- [R1] One.\n- [R2] Two.\n"
+    with ScriptedModelServer(Script(default=edits(*bad, add("A good rule.")))) as server:
+        opt = optimizer(server, tmp_path)
+        text = run(opt, dataset(1), ruleset=start)
+    report = opt.last_report
+    assert [r.text for r in parse_ruleset(text).rules] == ["One.", "Two.", "A good rule."] and report.changed
+    assert len(report.edits_rejected) == len(bad) and all(r["rejection"] for r in report.edits_rejected)
+    json.dumps(report.to_dict())  # the store can save it
+
+
+def test_rules_beyond_the_caps_are_refused_and_reported(tmp_path):
+    many = [add(f"General rule number {i}.") for i in range(200)] + [add("y" * 20_000)]
+    with ScriptedModelServer(Script(default=edits(*many))) as server:
+        opt = optimizer(server, tmp_path)
+        text = run(opt, dataset(1))
+    assert len(parse_ruleset(text).rules) == config.RULES_MAX_COUNT and "y" * 100 not in text
+    rejections = [r["rejection"] for r in opt.last_report.edits_rejected]
+    assert len(rejections) == 200 - config.RULES_MAX_COUNT + 1
+    assert sum("RULES_MAX_COUNT" in r for r in rejections) == 200 - config.RULES_MAX_COUNT
+    assert sum("RULE_MAX_CHARS" in r for r in rejections) == 1
+
+
+def test_only_used_answers_are_cached_so_a_malformed_one_is_asked_again(tmp_path):
+    with ScriptedModelServer(Script(default=Reply("no JSON here"))) as server:
+        first = optimizer(server, tmp_path, cache=True)
+        run(first, dataset(1))
+    assert first.last_report.errors  # unusable twice: nothing learned, nothing cached
+    with ScriptedModelServer(Script(default=edits(add("Write a changelog entry.")))) as server:
+        text = run(optimizer(server, tmp_path, cache=True), dataset(1))
+        asked = len(server.chat_requests())
+    with ScriptedModelServer(Script(default=edits(add("Something else.")))) as server:
+        replayed = run(optimizer(server, tmp_path, cache=True), dataset(1))
+        asked_again = len(server.chat_requests())
+    assert "Write a changelog entry." in text and asked == 1  # not the malformed answer replayed
+    assert replayed == text and asked_again == 0  # the used answer is replayed

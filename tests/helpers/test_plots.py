@@ -62,3 +62,23 @@ def test_plotting_does_not_switch_pyplots_backend(tmp_path):
     code = (f"import matplotlib; before = matplotlib.get_backend(); from helpers.plots import plot_all; "
             f"plot_all('demo', results_root={str(tmp_path)!r}); print(before == matplotlib.get_backend())")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "True"
+
+
+def test_accuracy_carries_its_intervals_and_counts_errored_runs_apart():
+    loops = pd.DataFrame({"loop": [0, 1], "train_accuracy": [0.2, None], "test_accuracy": [0.1, 0.5],
+                          "train_ci_low": [0.05, None], "train_ci_high": [0.5, None], "test_ci_low": [0.01, 0.2],
+                          "test_ci_high": [0.4, 0.8], "train_errors": [0, 6], "test_errors": [0, 0], "dry_run": [False] * 2})
+    ax = plot_accuracy(loops, "x").axes[0]
+    assert len(ax.containers) == 2  # one errorbar series per split
+    assert any("6 errored runs left out" in text.get_text() for text in ax.texts)
+
+
+def test_the_ablation_forest_plot_marks_rules_whose_removal_helped():
+    from helpers.plots import plot_ablation
+
+    effects = pd.DataFrame({"rule": ["R1", "R2"], "text": ["Helps.", "Hurts."], "effect_of_removal": [-0.5, 0.25],
+                            "ci_low": [-0.8, -0.1], "ci_high": [-0.2, 0.6], "harmful": [False, True]})
+    ax = plot_ablation(effects, "x", dry_run=True).axes[0]
+    assert DRY_RUN_TITLE in ax.get_title()
+    colors = [c.lines[0].get_color() for c in ax.containers]
+    assert colors == ["tab:blue", "tab:red"]

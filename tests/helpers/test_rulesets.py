@@ -1,15 +1,56 @@
 """Rulesets: a text format usable as .clinerules, and a store of every version with its metadata."""
 
+import random
+
+import pandas as pd
 import pytest
 
+from helpers import config
+from helpers.records import append_jsonl, loops_path, ruleset_sha, split_results_path, write_csv
 from helpers.rulesets import (FENCE_END, FENCE_START, Rule, Ruleset, RulesetStore, apply_edits, diff_rulesets,
                               parse_ruleset, render_ruleset, split_fenced)
+
+HEADER = "<!-- prompt-learning ruleset: keep the [Rn] ids when editing by hand; next id R99 -->"
+NASTY = ["Plain rule.", "two\nlines", "  indented\n    deeper", HEADER, f"before\n{HEADER}\nafter", FENCE_START,
+         FENCE_END, f"x\n{FENCE_END}", f"x\n  {FENCE_START}  ", "- [R9] looks like a rule", "x\n- [R9] y\n- z",
+         "ünïcødé ✓ 漢字 🙂", "line\u2028separator", "para\u2029graph", "nel\x85here", "form\x0cfeed",
+         "carriage\rreturn", "crlf\r\nline", "tabs\tand  spaces   ", "blank\n\n\nlines", "# heading-like",
+         "```\ncode fence\n```", "* star bullet", "1. numbered", "trailing spaces   \n  ", "R1: hand id"]
 
 
 def test_rendering_and_parsing_round_trip_with_multi_line_rules():
     ruleset = Ruleset([Rule("R1", "First rule."), Rule("R3", "Second rule,\nwith a second line.")], next_id=5)
     assert parse_ruleset(render_ruleset(ruleset)) == ruleset
     assert render_ruleset(Ruleset()) == ""
+
+
+def random_ruleset(rng):
+    texts = ["\n".join(rng.choice(NASTY) for _ in range(rng.randint(1, 3))) for _ in range(rng.randint(0, 5))]
+    numbers = sorted(rng.sample(range(1, 40), len(texts)))
+    return Ruleset([Rule(f"R{n}", t) for n, t in zip(numbers, texts)], next_id=max(numbers, default=0) + rng.randint(1, 5))
+
+
+def test_rendering_round_trips_exactly_over_nasty_texts():
+    rng = random.Random(7)
+    for _ in range(500):
+        ruleset = random_ruleset(rng)
+        text = render_ruleset(ruleset)
+        parsed = parse_ruleset(text)
+        assert render_ruleset(parsed) == text, text
+        assert parsed.ids == ruleset.ids and parsed.next_id == ruleset.next_id
+        prompt = f"Head\n{FENCE_START}\n{text}{FENCE_END}\ntail\n"  # and inside a whole prompt
+        before, region, after = split_fenced(prompt)
+        assert (before, region, after) == (f"Head\n{FENCE_START}\n", text, f"{FENCE_END}\ntail\n")
+
+
+def test_a_rule_holding_the_header_line_keeps_the_next_id_and_survives_reload():
+    ruleset = Ruleset([Rule("R1", f"Quote it:\n{HEADER}"), Rule("R2", "Second.")], next_id=3)
+    again = parse_ruleset(render_ruleset(ruleset))
+    assert again == ruleset and again.next_id == 3
+
+
+def test_an_emptied_ruleset_keeps_its_next_id():
+    assert parse_ruleset(render_ruleset(Ruleset([], next_id=4))) == Ruleset([], next_id=4)
 
 
 def test_a_hand_written_rules_file_is_imported_one_rule_per_bullet_with_its_heading():
@@ -40,6 +81,32 @@ def test_edits_that_cannot_apply_are_rejected_with_a_reason_and_the_rest_apply()
     assert [r["rejection"].split(" ")[0] for r in rejected] == ["no", "unknown", "merge"]
 
 
+@pytest.mark.parametrize("edit", [
+    {"op": "merge", "ids": [{"a": 1}, {"b": 2}], "text": "x"}, {"op": "merge", "ids": [["R1"], ["R2"]], "text": "x"},
+    {"op": "merge", "ids": "R1,R2", "text": "x"}, {"op": "add", "text": 5}, {"op": "add", "text": ["a", "b"]},
+    {"op": "add"}, {"op": "update", "id": ["R1"], "text": "x"}, {"op": "update", "id": "R1"}, {"op": "delete"},
+    {"op": ["add"], "text": "x"}, {"text": "x"}, "add a rule", ["op", "add"], None,
+    {"op": "add", "text": "x", "sources": "t-1"}, {"op": "add", "text": "x", "sources": [1, 2]},
+    {"op": "add", "text": "x", "reason": {"why": 1}},
+])
+def test_a_malformed_edit_is_rejected_with_a_reason_never_raised(edit):
+    start = Ruleset([Rule("R1", "One."), Rule("R2", "Two.")], next_id=3)
+    new, applied, rejected = apply_edits(start, [edit])
+    assert new == start and not applied
+    assert len(rejected) == 1 and isinstance(rejected[0]["rejection"], str) and rejected[0]["rejection"]
+
+
+def test_rules_beyond_the_count_and_length_caps_are_refused_with_the_reason():
+    adds = [{"op": "add", "text": f"Rule number {i}."} for i in range(200)]
+    long = {"op": "add", "text": "x" * 20_000}
+    new, applied, rejected = apply_edits(Ruleset(), adds + [long])
+    assert len(new.rules) == len(applied) == config.RULES_MAX_COUNT
+    assert len(rejected) == 200 - config.RULES_MAX_COUNT + 1
+    assert "RULES_MAX_COUNT" in rejected[0]["rejection"] and "RULE_MAX_CHARS" in rejected[-1]["rejection"]
+    updated, _, refused = apply_edits(new, [{"op": "update", "id": "R1", "text": "y" * (config.RULE_MAX_CHARS + 1)}])
+    assert updated == new and "RULE_MAX_CHARS" in refused[0]["rejection"]
+
+
 def test_a_fence_splits_a_prompt_into_three_parts_that_join_back_byte_for_byte():
     text = f"Head  \n{FENCE_START}\n- [R1] x\n{FENCE_END}\ntail"
     before, region, after = split_fenced(text)
@@ -51,7 +118,7 @@ def test_a_fence_splits_a_prompt_into_three_parts_that_join_back_byte_for_byte()
 
 @pytest.fixture
 def store(tmp_path):
-    store = RulesetStore("demo", root=tmp_path)
+    store = RulesetStore("demo", root=tmp_path, results_root=tmp_path / "results")
     v0 = store.save("", parent=None, loop=None)
     v1 = store.save("- [R1] Add a changelog entry.\n", parent=v0, loop=0,
                     report={"edits_applied": [{"op": "add", "text": "Add a changelog entry.", "reason": "r", "sources": ["t-1"]}],
@@ -81,9 +148,21 @@ def test_a_rollback_makes_an_old_version_the_head_again(store):
     assert store.metadata(3)["kind"] == "rollback" and store.metadata(3)["previous_head"] == 2
 
 
+def finished_loop(store, loop, version, train, test=None, n=30):
+    """A loops.jsonl record as the loop writes it, and its rows: the first `train` (`test`) of n tasks pass."""
+    passes = {"train": train, "test": train if test is None else test}
+    for split, count in passes.items():
+        rows = pd.DataFrame({"instance_id": [f"t-{i}" for i in range(n)], "status": "completed", "mode": "act",
+                             "pass_or_fail": ["pass" if i < count else "fail" for i in range(n)]})
+        write_csv(rows, split_results_path(store.experiment, split, loop, store.results_root))
+    append_jsonl(loops_path(store.experiment, store.results_root), {
+        "experiment": store.experiment, "loop": loop, "ruleset_version": version, "ruleset_rules": 1,
+        "train_accuracy": passes["train"] / n, "test_accuracy": passes["test"] / n})
+
+
 def test_the_next_loop_starts_from_the_latest_or_the_best_version(store):
-    store.record_scores(1, train_accuracy=0.8, test_accuracy=0.5)
-    store.record_scores(2, train_accuracy=0.6, test_accuracy=0.7)
+    finished_loop(store, 0, 1, train=24, test=15)
+    finished_loop(store, 1, 2, train=18, test=21)  # worse on train; on test +6 of 30, all one way: real
     assert store.choose_start("latest") == 2
     assert store.choose_start("best", by="train_accuracy") == 1
     assert store.choose_start("best", by="test_accuracy") == 2
@@ -92,11 +171,22 @@ def test_the_next_loop_starts_from_the_latest_or_the_best_version(store):
         store.choose_start("newest")
 
 
+def test_a_gain_inside_the_noise_does_not_make_a_version_best(store):
+    finished_loop(store, 0, 1, train=10)
+    finished_loop(store, 1, 2, train=12)  # +2 of 30: noise
+    assert store.best_version() == 1
+    finished_loop(store, 2, 2, train=25)  # measured again, now a real gain over v1
+    assert store.best_version() == 2 and store.best_version(before_loop=2) == 1
+
+
 def test_a_version_written_from_the_best_is_tried_before_the_best_again(store):
-    store.record_scores(1, train_accuracy=0.8)
-    store.record_scores(2, train_accuracy=0.6)
+    finished_loop(store, 0, 1, train=24)
+    finished_loop(store, 1, 2, train=18)
     v3 = store.save("- [R1] Add a changelog entry.\n- [R3] Type hints.\n", parent=1, loop=2)
-    assert store.choose_start("best") == v3
+    store.save("- [R2] Log, never print.\n", parent=2, loop=3)  # newer, but not written from the best
+    assert store.choose_start("best") == v3 and store.choose_start("latest") == 4
+    finished_loop(store, 2, v3, train=21)  # v3 measured, and worse: the best is the best again
+    assert store.choose_start("best") == 1
 
 
 def test_a_loop_rerun_after_a_crash_replaces_its_own_version(store):
@@ -104,9 +194,23 @@ def test_a_loop_rerun_after_a_crash_replaces_its_own_version(store):
     assert again == 2 and store.versions() == [0, 1, 2]
 
 
-def test_scores_must_be_accuracies(store):
-    with pytest.raises(ValueError, match="between 0 and 1"):
-        store.record_scores(1, train_accuracy=80)
+def test_accuracies_are_read_from_the_loops_records_only(store):
+    assert store.best_version() is None and store.choose_start("best") == 2  # nothing measured yet
+    finished_loop(store, 0, 1, train=27)
+    finished_loop(store, 1, 2, train=15)
+    finished_loop(store, 2, 1, train=12)  # version 1 run again: its latest measurement is shown
+    assert store.history().set_index("version").loc[1, "train_accuracy"] == 0.4
+    assert not {"train_accuracy", "test_accuracy", "scores"} & set(store.metadata(1))  # one source of truth
+
+
+def test_the_metadata_hash_is_the_one_ruleset_sha(store):
+    meta = store.metadata(2)
+    assert meta["ruleset_sha"] == ruleset_sha(store.load(2)) and "sha256" not in meta
+
+
+def test_a_saved_text_loads_back_exactly_line_endings_included(store):
+    text = "- [R1] Windows line.\r\n- [R2] Old Mac line.\r"
+    assert store.load(store.save(text, parent=2, loop=2)) == text
 
 
 def test_export_writes_clinerules_and_never_overwrites_unasked(store, tmp_path):
