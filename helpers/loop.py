@@ -359,6 +359,57 @@ def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettin
     return pd.DataFrame(records)
 
 
+# --- a prompt task family (helpers.protocols.PromptFamily): the same loop, a prompt in the agent's place ---
+def run_prompt_loop(family: Any, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,
+                    datasets: dict[str, Any] | None = None, feedback_kind: str = "explanations",
+                    verbose: bool = True) -> pd.DataFrame:
+    """All loops of a prompt family's experiment: the prompt (version i) answers every request on both
+    splits through the session's agent model, the family's grader scores and explains the answers
+    (`feedback_kind` "explanations" or "scores"), the optimizer edits the prompt's fenced instructions,
+    and each loop is saved, compared and logged like a coding loop. Resumes after the last finished loop."""
+    from helpers.latent_rules.family import llm_generator
+    from helpers.llm import LLMClient
+
+    store = start_experiment(settings, session, family.base_prompt)
+    done = completed_loops(settings.experiment)
+    client = LLMClient(session.agent_model, base_url=session.base_url, api_key=session.api_key,
+                       max_concurrency=settings.workers)
+    generate = llm_generator(client)
+    for loop in range(settings.loops):
+        record = done.get(loop)
+        if record is None:
+            version, _ = choose_start_version(store, settings, loop)
+            prompt = store.load(version)
+            rows = {}
+            for split, frame in (("train", train_df), ("test", test_df)):
+                spent = client.total_cost_usd
+                answers = family.run(prompt, frame, generate, workers=settings.workers)
+                # the generator's cost, from the client's meter, spread over the split's rows
+                rows[split] = _graded(family, answers.assign(cost_usd=(client.total_cost_usd - spent) / max(1, len(frame))),
+                                      feedback_kind)
+            check_runs(loop, rows)
+            log_loop_to_phoenix(loop, version, prompt, rows["train"], rows["test"], settings, session, datasets)
+            from helpers.optimizer import PromptLearningOptimizer
+
+            optimizer = PromptLearningOptimizer(prompt="", system_prompt=family.optimizer_prompt, leaks=family.leaks,
+                                                budget_usd=settings.optimizer_budget_usd, **session.optimizer_kwargs())
+            new_prompt = optimizer.optimize(dataset=rows["train"], output_column="output",
+                                            feedback_columns=list(family.feedback_columns), ruleset=prompt,
+                                            context_size_k=settings.context_size_k)
+            record = finish_loop(loop, version, prompt, rows["train"], rows["test"], new_prompt, optimizer.last_report,
+                                 settings, session, store)
+        if verbose:
+            print(describe_loop(record, session.label) + (" (already finished)" if loop in done else ""))
+    return pd.DataFrame(sorted(completed_loops(settings.experiment).values(), key=lambda r: r["loop"]))
+
+
+def _graded(family: Any, frame: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """A family's answers as loop rows: its feedback, and `pass_or_fail` from the grader's verdict."""
+    graded = family.feedback(frame, kind)
+    verdict = graded["correctness"].map({"correct": "pass", "incorrect": "fail"}).fillna("fail")
+    return graded.assign(pass_or_fail=verdict.where(graded["status"] != "error", "fail"), mode="act")
+
+
 def save_split(experiment: str, train_df: pd.DataFrame, test_df: pd.DataFrame, **how: Any) -> None:
     """Record which tasks are on which side, so later notebooks and reruns use the same split."""
     from helpers.records import experiment_dir, write_json
@@ -436,5 +487,5 @@ __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "LoopSettings", "run_loop", "run_one_loop", "start_experiment", "completed_loops", "load_or_make_split",
     "split_summary", "upload_split", "load_results", "finish_loop", "describe_loop", "meta_prompt", "check_runs",
     "make_loop_agent", "make_optimizer", "log_loop_to_phoenix", "outcome_counts", "LoopStopped", "LoopUnfinished",
-    "run_attempts", "loop_evidence", "choose_start_version",
+    "run_attempts", "loop_evidence", "choose_start_version", "run_prompt_loop",
 ]

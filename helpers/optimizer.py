@@ -26,6 +26,9 @@
   file, test or identifier found in only its patches) and, by default, rejects them.
 - With rules fenced by FENCE_START/FENCE_END inside a whole system prompt, only the fenced part is
   edited; the rest comes back byte for byte.
+- Not only for coding agents: rows need only the output and feedback columns (an `instance_id` names
+  the examples when there is one), and a task family gives its own meta-prompt instructions
+  (`system_prompt`) and its own notion of task-specific names (`leaks`).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import re
 import sys
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 
@@ -107,10 +110,16 @@ class PromptLearningOptimizer:
 
     def __init__(self, prompt: str = "", model_choice: str | None = None, openai_api_key: str | None = None, *,
                  base_url: str | None = None, budget_usd: float | None = None, leakage: str = "reject",
-                 client: LLMClient | None = None):
+                 client: LLMClient | None = None, system_prompt: str = OPTIMIZER_SYSTEM_PROMPT,
+                 leaks: Callable[[pd.DataFrame], dict[str, set[str]]] | None = None):
+        """`system_prompt`: the meta-prompt's instructions (the coding-agent ones by default; a task family
+        passes its own, asking for the same JSON edits). `leaks`: rows -> {name: the one task it belongs
+        to}, the names a rule must not mention (default: leaky_identifiers, for coding tasks)."""
         if leakage not in LEAKAGE_MODES:
             raise ValueError(f"leakage must be one of {LEAKAGE_MODES}, not {leakage!r}.")
         self.prompt = prompt
+        self.system_prompt = system_prompt
+        self.leaks = leaks or leaky_identifiers
         self.model = model_choice or config.OPTIMIZER_MODEL
         self.leakage = leakage
         self.client = client or LLMClient(self.model, api_key=openai_api_key, base_url=base_url, budget_usd=budget_usd)
@@ -127,9 +136,12 @@ class PromptLearningOptimizer:
         (then `last_report.transient_error` says why). Raises ValueError for missing columns or a
         `context_size_k` too small for any example; never for what the model answered.
         """
-        missing = [c for c in ("instance_id", output_column, *feedback_columns) if c not in dataset.columns]
+        missing = [c for c in (output_column, *feedback_columns) if c not in dataset.columns]
         if missing:
-            raise ValueError(f"The dataset lacks the column(s) {missing}: pass run_act's rows judged by evaluate_results.")
+            raise ValueError(f"The dataset lacks the column(s) {missing}: pass the rows with their output and "
+                             "feedback columns (for coding agents: run_tasks' rows judged by evaluate_results).")
+        if "instance_id" not in dataset.columns:  # any rows will do: name the examples by position
+            dataset = dataset.assign(instance_id=[f"row-{i}" for i in range(len(dataset))])
         budget = int(context_size_k)
         text = ruleset or ""
         fenced = split_fenced(text)
@@ -137,7 +149,7 @@ class PromptLearningOptimizer:
         report = OptimizerReport(self.model, self.client.dry_run, budget)
         self.last_report = report
         cost_before = self.client.total_cost_usd
-        leaks = leaky_identifiers(dataset)
+        leaks = self.leaks(dataset) if self.leakage != "off" else {}
         examples = [(str(row["instance_id"]), render_example(row, output_column, feedback_columns))
                     for row in dataset.to_dict("records")]
         try:
@@ -162,7 +174,7 @@ class PromptLearningOptimizer:
         current = "\n".join(f"[{r.id}] {r.text}" for r in rules.rules) or NO_RULES
         user = (f"## The agent's base prompt (read-only)\n{self.prompt.strip() or '(not given)'}\n\n"
                 f"## Current rules\n{current}\n\n## Examples\n" + "\n\n".join(examples))
-        return [{"role": "system", "content": OPTIMIZER_SYSTEM_PROMPT}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
 
     def _next_batch(self, queue: list[tuple[str, str]], rules: Ruleset, budget: int) -> list[tuple[str, str]]:
         """Take from `queue` the examples that fit one request of at most `budget` tokens with `rules`."""
@@ -264,8 +276,9 @@ def render_example(row: dict[str, Any], output_column: str, feedback_columns: Se
     feedback = [f"- {column}: {row.get(column, '')}" for column in feedback_columns]
     if "pass_or_fail" in row and "pass_or_fail" not in feedback_columns:
         feedback.insert(0, f"- hidden tests: {row['pass_or_fail']}")
-    return (f"### Example {row['instance_id']}\nTask:\n{str(row.get('problem_statement') or '').strip()}\n\n"
-            f"Agent's output ({output_column}):\n{output}\n\nFeedback:\n" + "\n".join(feedback))
+    task = str(row.get("problem_statement") or row.get("input") or "").strip()
+    return (f"### Example {row.get('instance_id', '')}\n" + (f"Task:\n{task}\n\n" if task else "")
+            + f"Output ({output_column}):\n{output}\n\nFeedback:\n" + "\n".join(feedback))
 
 
 def _patch_identifiers(patch: str) -> set[str]:

@@ -130,6 +130,35 @@ class Evaluator(Protocol):
     def evaluate(self, task: Task, patch: str) -> EvalResult: ...
 
 
+@runtime_checkable
+class PromptFamily(Protocol):
+    """A task family whose "agent" is a prompt: rows of requests in, one answer per row, a grader that
+    explains. The coding family (run_tasks with an Agent) is the other; helpers.latent_rules is one.
+
+    base_prompt: the whole prompt, with the instructions the optimizer may edit between the rulesets'
+        fence lines (helpers.rulesets.FENCE_START / FENCE_END).
+    optimizer_prompt: the optimizer's instructions for this family (the same JSON edits as for rules).
+    feedback_columns: the columns feedback() adds and the optimizer reads.
+    split(train, test) -> (train rows, test rows), deterministic.
+    run(prompt, rows, generate, workers=...) -> rows with `output`, `status` ("completed" | "error") and
+        `error`; one row's failure never raises (a spent budget does).
+    feedback(frame, kind) -> the frame scored, with the feedback columns; kind "explanations" or "scores".
+    leaks(frame) -> {name: the one row it belongs to}: names an instruction must not mention.
+    """
+
+    base_prompt: str
+    optimizer_prompt: str
+    feedback_columns: Sequence[str]
+
+    def split(self, train: int, test: int) -> tuple[Any, Any]: ...
+
+    def run(self, prompt: str, rows: Any, generate: Any, *, workers: int = 1) -> Any: ...
+
+    def feedback(self, frame: Any, kind: str = "explanations") -> Any: ...
+
+    def leaks(self, frame: Any) -> dict[str, set[str]]: ...
+
+
 @dataclass
 class Completion:
     """One LLM answer. `cached` is True when it came from the on-disk cache (no request was made)."""
@@ -157,5 +186,5 @@ class LLM(Protocol):
     def complete(self, messages: Sequence[Mapping[str, Any]], **params: Any) -> Completion: ...
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "Agent", "Evaluator", "LLM", "AgentResult", "EvalResult", "Completion",
+    "Agent", "Evaluator", "LLM", "PromptFamily", "AgentResult", "EvalResult", "Completion",
 ]

@@ -605,25 +605,62 @@ class RulesetStore:
         old_v, new_v = self._resolve(old), self._resolve(new)
         return diff_rulesets(self.rules(old_v), self.rules(new_v), old_v, new_v)
 
-    def export(self, version: int | str, project_dir: Path | str, *, overwrite: bool = False,
-               filename: str = ".clinerules") -> Path:
-        """Write a version into a project as `.clinerules` (or `filename`); returns the path.
+    def export(self, version: int | str, project_dir: Path | str, *, format: str = ".clinerules",
+               overwrite: bool = False) -> Path:
+        """Write a version into a project's rules file; returns the path written.
 
-        Refuses to replace a `.clinerules` folder, and an existing file unless overwrite=True.
+        `format`: a rules file (".clinerules", "AGENTS.md", "CLAUDE.md", any path in the project) or an
+        agent's name ("cline", "claude-code", "codex": its rules file). A missing file is created with
+        the version's text. An existing file keeps the team's text byte for byte: the learned rules go
+        into its fenced section (replaced when it has one, added when not); overwrite=True replaces the
+        whole file instead. A folder (a `.clinerules/` directory) gets a file of its own in it.
         """
+        from helpers.workspaces import LEARNED_FILE, insert_section
+
         text = self.load(version)
         project = Path(project_dir)
         if not project.is_dir():
             raise FileNotFoundError(f"Project folder {project} does not exist.")
-        target = project / filename
+        target = project / rules_file_for(format)
         if target.is_dir():
-            raise IsADirectoryError(
-                f"{target} is a folder of rule files; it is left alone. Export into it as a file "
-                f"instead, e.g. export({version!r}, {str(project)!r}, filename='.clinerules/prompt-learning.md')."
-            )
-        if target.exists() and not overwrite:
-            raise FileExistsError(f"{target} already exists; pass overwrite=True to replace it.")
-        return write_atomic(target, text)
+            target = target / LEARNED_FILE
+        if overwrite or not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            return write_atomic(target, text)
+        original = target.read_bytes().decode("utf-8", errors="surrogateescape")
+        fenced, learned = split_fenced(original), (split_fenced(text) or ("", text, ""))[1]
+        updated = (fenced[0] + learned + fenced[2]) if fenced else insert_section(original, learned)
+        return write_atomic(target, updated.encode("utf-8", errors="surrogateescape"))
+
+
+def rules_file_for(format: str) -> str:
+    """The rules file a format names: the rules file of a registered agent ("cline", "claude-code",
+    "codex"), else the file or folder name as given."""
+    if "." not in format and "/" not in format:
+        from helpers.agents import agent_class
+
+        try:
+            return agent_class(format).rules_file
+        except ValueError:
+            pass
+    return format
+
+
+def import_rules_file(path: Path | str) -> str:
+    """A team's existing rules file as a starting ruleset that keeps its structure (headings, prose, code
+    blocks) byte for byte: see with_learned_section."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"No rules file at {path}: give the path of a .clinerules, AGENTS.md or CLAUDE.md.")
+    return with_learned_section(path.read_bytes().decode("utf-8", errors="surrogateescape"))
+
+
+def with_learned_section(text: str) -> str:
+    """`text` with an empty fenced section after it, where the optimizer writes the learned rules; the
+    team's text is never parsed into rules or reformatted. Text that has a fenced section comes back as is."""
+    if split_fenced(text):
+        return text
+    return text + ("\n" if text and not text.endswith("\n") else "") + ("\n" if text else "") + f"{FENCE_START}\n{FENCE_END}\n"
 
 
 def _accuracy_name(by: str) -> str:
@@ -644,5 +681,6 @@ def _as_dict(report: Any) -> dict[str, Any]:
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "RulesetStore", "Ruleset", "Rule", "RulesetDiff", "parse_ruleset", "render_ruleset", "parse_rules_text",
-    "apply_edits", "diff_rulesets", "split_fenced", "render_stats",
+    "apply_edits", "diff_rulesets", "split_fenced", "render_stats", "import_rules_file", "with_learned_section",
+    "rules_file_for",
 ]

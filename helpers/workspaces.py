@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from helpers.protocols import Task
+from helpers.rulesets import FENCE_END, FENCE_START, split_fenced
 
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "prompt-learning", "GIT_AUTHOR_EMAIL": "prompt-learning@localhost",
@@ -83,10 +84,12 @@ def remove_workspace(path: Path | str) -> None:
 
 
 # --- the agent's rules file -------------------------------------------------------------------------
-# The learned rules go between these lines. A team's own rules file (AGENTS.md, CLAUDE.md, .clinerules)
-# keeps its text byte for byte above them, and only this section is left out of the patch.
-SECTION_START = "<!-- prompt-learning: learned rules (start) -->"
-SECTION_END = "<!-- prompt-learning: learned rules (end) -->"
+# The learned rules go between these lines (the ruleset store's fence lines, so a team's file with a
+# learned section is also a fenced prompt the optimizer edits in place). A team's own rules file
+# (AGENTS.md, CLAUDE.md, .clinerules) keeps its text byte for byte around them, and only this section
+# is left out of the patch.
+SECTION_START = FENCE_START
+SECTION_END = FENCE_END
 LEARNED_FILE = "learned-rules.md"  # inside a rules folder (e.g. a `.clinerules/` directory)
 # Never part of a patch: what running code leaves behind.
 PATCH_DEBRIS = ("**/__pycache__/**", "**/*.pyc", ".pytest_cache/**", "**/*.egg-info/**")
@@ -113,27 +116,45 @@ def remove_section(text: str) -> str:
 def write_rules(workspace: Path | str, rules_file: str, ruleset: str) -> Callable[[], None]:
     """Put `ruleset` where the agent reads its rules; returns the function that takes it out again.
 
-    A file already there (the team's own) gets a marked section; a folder gets a file of its own; a
-    missing file is created. The returned undo restores the team's text byte for byte (keeping any
-    edit the agent made to it) and deletes what we created, so the patch holds only the agent's work.
-    An empty ruleset writes nothing.
+    A missing file is created with the ruleset as it is (an imported team file with its fence, or plain
+    rules). A file already there (the team's own) keeps its text: the learned rules (a fenced ruleset's
+    region) replace its fenced section, or are added as one. A folder gets a file of its own. The undo
+    restores the team's text byte for byte (keeping any edit the agent made to it) and deletes what we
+    created, so the patch holds only the agent's work. An empty ruleset writes nothing.
     """
     path = Path(workspace) / rules_file
     if not ruleset.strip():
         return lambda: None
     if path.is_dir():
         path = path / LEARNED_FILE
-    if not path.exists():  # nothing of the team's here: the file is ours alone, markers unneeded
+    if not path.exists():  # nothing of the team's here: the file is ours alone
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_exact(path, ruleset if ruleset.endswith("\n") else ruleset + "\n")
         return lambda: path.unlink(missing_ok=True)
+    fenced = split_fenced(ruleset)
+    learned = fenced[1] if fenced else ruleset
+    if not learned.strip():  # an imported team file with nothing learned yet: the team's file says it all
+        return lambda: None
     original = _read_exact(path)
-    _write_exact(path, insert_section(original, ruleset))
+    if split_fenced(original):  # the team's file already has a learned section: swap its content
+        before, old, after = split_fenced(original)
+        _write_exact(path, before + _with_newline(learned) + after)
+
+        def undo() -> None:
+            if path.exists() and split_fenced(_read_exact(path)):
+                now_before, _, now_after = split_fenced(_read_exact(path))
+                _write_exact(path, now_before + old + now_after)
+        return undo
+    _write_exact(path, insert_section(original, learned))
 
     def undo() -> None:
         if path.exists():
             _write_exact(path, remove_section(_read_exact(path)))
     return undo
+
+
+def _with_newline(text: str) -> str:
+    return text if not text or text.endswith("\n") else text + "\n"
 
 
 def _read_exact(path: Path) -> str:

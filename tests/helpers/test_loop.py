@@ -117,3 +117,21 @@ def test_the_loop_line_says_what_failed_as_plainly_as_what_passed():
                  "'Response stream ended'", "judge failed on 3 rows", "optimizer changed nothing",
                  "(agent, judge unpriced)"):
         assert part in line, line
+
+
+def test_a_prompt_family_runs_through_the_same_loop_and_its_dry_run_learns_every_rule(isolated):
+    from helpers.latent_rules import LatentRulesFamily, enable_dry_run
+    from helpers.loop import run_prompt_loop
+    from helpers.rulesets import RulesetStore, split_fenced
+    from helpers.session import open_session
+
+    family = LatentRulesFamily(n_rules=10)
+    train, test = family.split(6, 6)
+    with open_session(dry_run=True, phoenix=False) as session:
+        enable_dry_run(session)
+        loops = run_prompt_loop(family, train, test, LoopSettings("latent", loops=5, workers=2, agent="latent-rules"),
+                                session, verbose=False)
+    assert loops.test_accuracy.tolist()[0] == 0.0 and loops.test_accuracy.tolist()[-1] == 1.0
+    prompt = RulesetStore("latent").load("latest")
+    assert prompt.startswith(family.base_prompt.split("<!--")[0])  # only the fenced instructions were edited
+    assert "alt text" in split_fenced(prompt)[1]

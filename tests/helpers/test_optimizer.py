@@ -261,3 +261,20 @@ def test_only_used_answers_are_cached_so_a_malformed_one_is_asked_again(tmp_path
         asked_again = len(server.chat_requests())
     assert "Write a changelog entry." in text and asked == 1  # not the malformed answer replayed
     assert replayed == text and asked_again == 0  # the used answer is replayed
+
+
+def test_any_rows_will_do_with_a_task_familys_own_instructions_and_names(tmp_path):
+    """A prompt task (no instance ids, no patches): the family's meta-prompt and leakage notion are used."""
+    rows = pd.DataFrame({"output": ['{"title": "Bakery"}', '{"title": "Gym"}'],
+                         "feedback": ["image 1 has no alt text", "link 2 uses http"]})
+    family_prompt = "You maintain the instructions of a prompt that writes web pages as JSON. Answer with edits."
+    script = Script(default=edits(add("Give every image alt text."), add("Mention the Bakery brand.")))
+    with ScriptedModelServer(script) as server:
+        opt = optimizer(server, tmp_path, system_prompt=family_prompt,
+                        leaks=lambda frame: {"Bakery": {"row-0"}})
+        text = opt.optimize(dataset=rows, output_column="output", feedback_columns=["feedback"])
+        request = server.chat_requests()[0]
+    assert message_text(request, "system") == family_prompt
+    assert "### Example row-0" in message_text(request, "user") and "image 1 has no alt text" in message_text(request, "user")
+    assert [r.text for r in parse_ruleset(text).rules] == ["Give every image alt text."]
+    assert "Bakery" in opt.last_report.edits_rejected[0]["rejection"]

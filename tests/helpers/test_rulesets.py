@@ -8,7 +8,8 @@ import pytest
 from helpers import config
 from helpers.records import append_jsonl, loops_path, ruleset_sha, split_results_path, write_csv
 from helpers.rulesets import (FENCE_END, FENCE_START, Rule, Ruleset, RulesetStore, apply_edits, diff_rulesets,
-                              parse_ruleset, render_ruleset, split_fenced)
+                              import_rules_file, parse_rules_text, parse_ruleset, render_ruleset, split_fenced,
+                              with_learned_section)
 
 HEADER = "<!-- prompt-learning ruleset: keep the [Rn] ids when editing by hand; next id R99 -->"
 NASTY = ["Plain rule.", "two\nlines", "  indented\n    deeper", HEADER, f"before\n{HEADER}\nafter", FENCE_START,
@@ -213,14 +214,34 @@ def test_a_saved_text_loads_back_exactly_line_endings_included(store):
     assert store.load(store.save(text, parent=2, loop=2)) == text
 
 
-def test_export_writes_clinerules_and_never_overwrites_unasked(store, tmp_path):
+def test_export_writes_each_agents_rules_file_and_keeps_a_teams_text_byte_for_byte(store, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
     path = store.export("latest", project)
     assert path == project / ".clinerules" and path.read_text() == store.load(2)
-    with pytest.raises(FileExistsError, match="overwrite=True"):
-        store.export(1, project)
-    assert store.export(1, project, overwrite=True).read_text() == store.load(1)
+    assert store.export(1, project, format="AGENTS.md").read_text() == store.load(1)
+    team = "# Our conventions\r\n\n```python\nraise LedgerError()\n```\nNo newline at the end"
+    (project / "CLAUDE.md").write_bytes(team.encode())
+    written = store.export(2, project, format="CLAUDE.md").read_bytes().decode()
+    assert written.startswith(team) and FENCE_START in written and "Log, never print." in written
+    again = store.export(1, project, format="CLAUDE.md").read_bytes().decode()  # the section is replaced
+    assert again.startswith(team) and again.count(FENCE_START) == 1 and "Log, never print." not in again
+    assert store.export(1, project, format="cline", overwrite=True).read_text() == store.load(1)
+    (project / "rules").mkdir()
+    assert store.export(1, project, format="rules").name == "learned-rules.md"
+
+
+def test_an_imported_rules_file_keeps_its_structure_and_the_optimizer_writes_beside_it(tmp_path):
+    from helpers.optimizer import PromptLearningOptimizer  # noqa: F401 - the fenced mode it edits in
+
+    team = "# Conventions\n\nWe raise our own errors.\n\n```python\nclass LedgerError(Exception): ...\n```\n"
+    (tmp_path / "AGENTS.md").write_text(team)
+    start = import_rules_file(tmp_path / "AGENTS.md")
+    before, region, after = split_fenced(start)
+    assert start.startswith(team) and region == "" and parse_rules_text(start).rules == []
+    edited = before + render_ruleset(Ruleset([Rule("R1", "Add a changelog entry.")], 2)) + after
+    assert edited.startswith(team) and parse_rules_text(edited).rules[0].text == "Add a changelog entry."
+    assert import_rules_file(tmp_path / "AGENTS.md") == start and with_learned_section(edited) == edited
 
 
 def test_an_unknown_version_names_the_saved_ones(store):

@@ -1,0 +1,76 @@
+"""Benchmark: latent-rule checker throughput, in page x rule checks per second, over 300 pages x 100 rules.
+
+The pages are the scripted generator's, each following a random share of the catalogue (so checkers see
+both passing and failing pages). Three timings, best of `--repeat`:
+- check: every rule's checker on every parsed page (check_page);
+- parse + check: from the answer text, as scoring a frame does (score_answer);
+- generate: the scripted generator writing the 300 answers (pages per second, for the dry run's cost).
+Floor: >= 10,000 checks per second for parse + check, so scoring a 300-row frame on 100 rules takes
+about 3 s at most.
+
+    .venv/bin/python benchmarks/bench_latent_rules.py
+    .venv/bin/python benchmarks/bench_latent_rules.py --pages 300 --rules 100 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+
+from helpers.latent_rules import RULES, active_rules, check_page, generate_requests, prompt_with, scripted_generator
+from helpers.latent_rules.schema import parse_page
+from helpers.latent_rules.scoring import score_answer
+
+FLOOR_CHECKS_PER_S = 10_000
+
+
+def answers(n_pages: int, seed: int = 0) -> list[str]:
+    """n scripted answers, page i following a random subset of the catalogue (a fresh prompt for each)."""
+    rng = random.Random(seed)
+    requests = generate_requests(n_pages, seed)["request"]
+    prompts = [prompt_with("\n".join(f"- {r.statement}" for r in rng.sample(RULES, rng.randint(0, len(RULES)))))
+               for _ in range(n_pages)]
+    return [scripted_generator(prompt, request) for prompt, request in zip(prompts, requests)]
+
+
+def best_of(repeat: int, work) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=300)
+    parser.add_argument("--rules", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    rules = active_rules(args.rules)
+
+    started = time.perf_counter()
+    texts = answers(args.pages)
+    generate_s = time.perf_counter() - started
+    pages = [parse_page(text)[0] for text in texts]
+    checks = args.pages * len(rules)
+
+    check_s = best_of(args.repeat, lambda: [check_page(page, rules) for page in pages])
+    score_s = best_of(args.repeat, lambda: [score_answer(text, rules) for text in texts])
+    followed = sum(not message for page in pages for message in check_page(page, rules).values())
+
+    print(f"{args.pages} pages x {len(rules)} rules = {checks} checks ({followed / checks:.0%} followed)")
+    print(f"check:         {check_s:.2f} s, {checks / check_s:,.0f} checks/s")
+    print(f"parse + check: {score_s:.2f} s, {checks / score_s:,.0f} checks/s, {args.pages / score_s:,.0f} pages/s")
+    print(f"generate:      {generate_s:.2f} s for {args.pages} scripted answers ({args.pages / generate_s:,.0f} pages/s, "
+          f"{sum(map(len, texts)) / len(texts) / 1000:.1f} kB each)")
+    ok = checks / score_s >= FLOOR_CHECKS_PER_S
+    print(f"floor >= {FLOOR_CHECKS_PER_S:,} checks/s for parse + check: {'OK' if ok else 'MISSED'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""The latent-rules task family: a prompt writes page JSON for a request; hidden rules judge the page.
+
+    family = LatentRulesFamily(n_rules=10, seed=0)
+    train, test = family.split(100, 100)
+    rows = family.run(family.base_prompt, train)                  # scripted generator: the dry run
+    rows = family.run(prompt, train, generate=llm_generator(LLMClient("gpt-4.1")))   # a real model
+    judged = family.feedback(family.score(rows))                  # + correctness, explanation
+    new_prompt = optimizer.optimize(judged, "output", family.feedback_columns, ruleset=prompt)
+
+The prompt is the whole system prompt: BASE_PROMPT with the learned instructions between the rulesets
+fence lines (helpers.rulesets.FENCE_START / FENCE_END), so the optimizer edits only that region.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from helpers.latent_rules.requests import generate_requests
+from helpers.latent_rules.rules import LatentRule, active_rules
+from helpers.latent_rules.scoring import (FEEDBACK_COLUMNS, feedback_frame, rule_pass_rates, score_frame,
+                                          summarize)
+from helpers.latent_rules.scripted import scripted_generator
+from helpers.llm import BudgetExceeded
+from helpers.rulesets import FENCE_END, FENCE_START, split_fenced
+
+Generate = Callable[[str, str], str]  # generate(prompt, request) -> the model's answer text
+
+BASE_PROMPT = f"""\
+You write web pages as JSON. The user describes the page they want. Answer with one JSON object that
+describes the page, and nothing else.
+
+The object's fields:
+- "title" and "lang" (strings)
+- "metadata": an object with "description", "keywords" (a list), "author", "canonical_url", "og_image",
+  "og_type", "robots", "charset", "viewport", "theme_color", "favicon" and "updated"
+- "navigation": an object with "links"
+- "sections": a list; a section has "id", "type", "heading", "level", "text", and as it needs them
+  "images", "links", "buttons", "items" and "forms"
+- "footer": an object with "text", "copyright" and "links"
+An image has "src", "alt", "caption", "width", "height" and "loading". A link has "href", "text",
+"target" and "rel". A button has "label", "action" and "style". An item has "title", "text", and
+where it fits "author" or "price". A form has "id", "action", "method", "submit_label" and "fields";
+a field has "name", "label", "type", "required", "placeholder", and where it fits "autocomplete",
+"rows" or "options".
+
+Follow these instructions:
+{FENCE_START}
+{FENCE_END}
+"""
+
+
+# The optimizer's instructions for this family: the same edits as for a coding agent's rules, about a
+# prompt that writes pages (helpers.optimizer.PromptLearningOptimizer(system_prompt=...)).
+OPTIMIZER_PROMPT = """\
+You maintain the instructions of a prompt that makes a language model write web pages as JSON, and you
+improve them from feedback on the pages it wrote. You see the prompt's fixed part (you cannot change it),
+the current instructions with their ids, and examples: a user's request, the page the model wrote, and
+feedback on it (whether it followed every requirement, and which requirements it broke, in English).
+
+Find the requirements behind the failures and write them down as instructions that will hold for FUTURE
+requests: general, precise, short and actionable, never about one particular request or business. Keep
+instructions that work; fix ones that misled the model; merge duplicates; delete wrong ones. Change
+nothing when the feedback teaches nothing new.
+
+Answer with one JSON object and nothing else:
+{"edits": [
+  {"op": "add", "text": "<the new instruction>", "reason": "<one line>", "sources": ["<example id>", ...]},
+  {"op": "update", "id": "R3", "text": "<the instruction's new text>", "reason": "...", "sources": [...]},
+  {"op": "merge", "ids": ["R2", "R5"], "text": "<one instruction replacing them>", "reason": "...", "sources": [...]},
+  {"op": "delete", "id": "R4", "reason": "...", "sources": [...]}
+]}"""
+
+
+def prompt_with(instructions: str, base_prompt: str = BASE_PROMPT) -> str:
+    """`base_prompt` with `instructions` as its fenced region (replacing what the region held).
+
+    Raises ValueError when `base_prompt` has no fenced region."""
+    fenced = split_fenced(base_prompt)
+    if fenced is None:
+        raise ValueError(f"The base prompt has no instruction region: mark it with {FENCE_START!r} and {FENCE_END!r}.")
+    before, _, after = fenced
+    body = instructions.strip()
+    return f"{before}{body}\n{after}" if body else f"{before}{after}"
+
+
+def llm_generator(client: Any, **params: Any) -> Generate:
+    """A generate(prompt, request) that asks `client` (a helpers.llm.LLMClient): the prompt as the system
+    message, the request as the user message; `params` go to the API. Raises what the client raises."""
+    def generate(prompt: str, request: str) -> str:
+        messages = [{"role": "system", "content": prompt}, {"role": "user", "content": request}]
+        return client.complete(messages, **params).text
+    return generate
+
+
+class LatentRulesFamily:
+    """The latent-rules benchmark as a task family: requests in, page JSON out, hidden rules as the grader.
+
+    Contract:
+    - `tasks(n)`: n page requests, deterministic for the family's seed (columns instance_id, request,
+      problem_statement = request, business, kind, city, extras).
+    - `split(train, test)`: two disjoint frames of requests, the first `train` and the next `test`.
+    - `run(prompt, rows, generate=scripted_generator, workers=1)`: a copy of `rows` with `output` (the
+      answer text), `status` ("completed" | "error") and `error`. It never raises for one request's
+      failure (that row gets status "error" and the reason), except BudgetExceeded, which stops the batch.
+    - `score(frame)`: adds the scoring columns over the active rules (helpers.latent_rules.scoring);
+      an unparsable answer breaks every rule.
+    - `feedback(frame, kind)`: scores against this family's rules, then adds `correctness` and `explanation`, the
+      `feedback_columns` the optimizer reads; kind "explanations" (the broken rules' messages) or
+      "scores" ("followed 7 of 10 rules").
+    - `base_prompt`: the base prompt, with an empty fenced instruction region.
+    The active rules are the first `n_rules` of the catalogue, or the `rules` given (ids or rules).
+    """
+
+    output_column = "output"
+    feedback_columns = FEEDBACK_COLUMNS
+    optimizer_prompt = OPTIMIZER_PROMPT
+
+    def __init__(self, n_rules: int = 10, seed: int = 0, *, rules: Sequence[str] | Sequence[LatentRule] | None = None):
+        self.rules = active_rules(rules if rules is not None else n_rules)
+        self.n_rules = len(self.rules)
+        self.seed = seed
+
+    def __repr__(self) -> str:
+        return f"LatentRulesFamily(n_rules={self.n_rules}, seed={self.seed})"
+
+    @property
+    def base_prompt(self) -> str:
+        return BASE_PROMPT
+
+    def tasks(self, n: int = 300) -> pd.DataFrame:
+        return generate_requests(n, self.seed)
+
+    def split(self, train: int, test: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+        if train < 1 or test < 1:
+            raise ValueError(f"train and test must be at least 1 (got {train}, {test}).")
+        rows = self.tasks(train + test)
+        return rows.iloc[:train].reset_index(drop=True), rows.iloc[train:].reset_index(drop=True)
+
+    def run(self, prompt: str, rows: pd.DataFrame, generate: Generate = scripted_generator, *,
+            workers: int = 1) -> pd.DataFrame:
+        def one(request: str) -> tuple[str, str, str]:
+            try:
+                return str(generate(prompt, request)), "completed", ""
+            except BudgetExceeded:
+                raise
+            except Exception as error:  # one request's failure is that row's result, not the batch's
+                return "", "error", f"{type(error).__name__}: {error}"
+
+        requests = [str(r) for r in rows["request"]]
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            results = list(pool.map(one, requests))
+        frame = rows.copy()
+        frame[self.output_column] = [r[0] for r in results]
+        frame["status"] = [r[1] for r in results]
+        frame["error"] = [r[2] for r in results]
+        return frame
+
+    def score(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return score_frame(frame, self.rules, self.output_column)
+
+    def feedback(self, frame: pd.DataFrame, kind: str = "explanations") -> pd.DataFrame:
+        return feedback_frame(self.score(frame), kind)
+
+    def summary(self, frame: pd.DataFrame) -> dict[str, Any]:
+        """summarize() of the frame scored against this family's rules, with n_rules."""
+        return {"n_rules": self.n_rules, **summarize(self.score(frame))}
+
+    def rule_pass_rates(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return rule_pass_rates(self.score(frame), self.rules)
+
+    def leaks(self, frame: pd.DataFrame) -> dict[str, set[str]]:
+        """Names an instruction must not mention: a business or city that only one request has."""
+        owners: dict[str, set[str]] = {}
+        for row in frame.to_dict("records"):
+            for column in ("business", "city"):
+                name = str(row.get(column) or "").strip()
+                if len(name) >= 4:
+                    owners.setdefault(name, set()).add(str(row["instance_id"]))
+        return {name: ids for name, ids in owners.items() if len(ids) == 1}
+
+
+__all__ = ["LatentRulesFamily", "BASE_PROMPT", "OPTIMIZER_PROMPT", "prompt_with", "llm_generator"]
