@@ -4,6 +4,12 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
+# The Phoenix server lives in an environment of its own: importing it costs ~15 s, so the notebooks'
+# environment carries only the light client (arize-phoenix-client, ~0.3 s), and
+# helpers/phoenix_server.py starts `.venv-phoenix/bin/phoenix serve` as a subprocess.
+PHOENIX_VENV    := .venv-phoenix
+PHOENIX_VERSION := 20.26.1
+PHOENIX_MARK    := $(PHOENIX_VENV)/.arize-phoenix-$(PHOENIX_VERSION)
 # Keep kernels, Jupyter, Hugging Face and Phoenix state inside the checkout, out of $HOME.
 export IPYTHONDIR            := $(CURDIR)/.state/ipython
 export JUPYTER_CONFIG_DIR    := $(CURDIR)/.state/jupyter/config
@@ -16,9 +22,9 @@ NB     ?= notebooks/quickstart.ipynb
 PARAMS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup quickstart notebook test bench phoenix clean
+.PHONY: setup phoenix-server quickstart notebook test bench phoenix clean
 
-setup: $(VENV)/.installed cline/node_modules/.installed
+setup: $(VENV)/.installed $(PHOENIX_MARK) cline/node_modules/.installed
 
 $(VENV)/.installed: pyproject.toml
 	@mkdir -p .state
@@ -26,7 +32,19 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	@# A checkout set up before the server moved to $(PHOENIX_VENV) has it here, where it slows every import of phoenix.client.
+	@$(PY) -m pip uninstall --quiet --yes arize-phoenix arize-phoenix-evals 2>/dev/null || true
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+phoenix-server: $(PHOENIX_MARK)
+
+# Its own marker per version: changing PHOENIX_VERSION reinstalls; `make clean` removes it all.
+$(PHOENIX_MARK):
+	$(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PHOENIX_VENV)/bin/python -m pip install --quiet arize-phoenix==$(PHOENIX_VERSION)
+	rm -f $(PHOENIX_VENV)/.arize-phoenix-*
 	touch $@
 
 cline/node_modules/.installed: cline/package.json cline/package-lock.json
@@ -49,8 +67,8 @@ bench: setup
 	@status=0; for bench in benchmarks/bench_*.py; do echo "== $$bench"; $(PY) $$bench || status=1; done; exit $$status
 
 clean:
-	rm -rf $(VENV) cline/node_modules .state .cache .phoenix
+	rm -rf $(VENV) $(PHOENIX_VENV) cline/node_modules .state .cache .phoenix
 
 phoenix: setup
 	@echo "Phoenix with every logged experiment (data in .phoenix/): http://127.0.0.1:6006  (Ctrl-C stops it)"
-	PHOENIX_HOST=127.0.0.1 PHOENIX_PORT=6006 PHOENIX_TELEMETRY_ENABLED=false PHOENIX_ALLOW_EXTERNAL_RESOURCES=false $(VENV)/bin/phoenix serve
+	PHOENIX_HOST=127.0.0.1 PHOENIX_PORT=6006 PHOENIX_TELEMETRY_ENABLED=false PHOENIX_ALLOW_EXTERNAL_RESOURCES=false $(PHOENIX_VENV)/bin/phoenix serve

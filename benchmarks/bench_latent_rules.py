@@ -4,7 +4,9 @@ The pages are the scripted generator's, each following a random share of the cat
 both passing and failing pages). Three timings, best of `--repeat`:
 - check: every rule's checker on every parsed page (check_page);
 - parse + check: from the answer text, as scoring a frame does (score_answer);
-- generate: the scripted generator writing the 300 answers (pages per second, for the dry run's cost).
+- generate: the scripted generator writing the 300 answers (pages per second, for the dry run's cost);
+- the scripted loop (dry-run session, 10 rules, --loop-size requests per split): wall time of 1 and of 5
+  loops, and each loop's optimizer prompt size against its token budget.
 Floor: >= 10,000 checks per second for parse + check, so scoring a 300-row frame on 100 rules takes
 about 3 s at most.
 
@@ -49,6 +51,7 @@ def main() -> int:
     parser.add_argument("--pages", type=int, default=300)
     parser.add_argument("--rules", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--loop-size", type=int, default=50, help="requests per split in the scripted loop timing")
     args = parser.parse_args()
     rules = active_rules(args.rules)
 
@@ -69,7 +72,38 @@ def main() -> int:
           f"{sum(map(len, texts)) / len(texts) / 1000:.1f} kB each)")
     ok = checks / score_s >= FLOOR_CHECKS_PER_S
     print(f"floor >= {FLOOR_CHECKS_PER_S:,} checks/s for parse + check: {'OK' if ok else 'MISSED'}")
+    scripted_loops(args.loop_size)
     return 0 if ok else 1
+
+
+def scripted_loops(size: int) -> None:
+    """Wall time of the scripted dry-run loop (1 and 5 loops) and the optimizer's prompt per loop."""
+    import os
+    import tempfile
+
+    from helpers.latent_rules import LatentRulesFamily, enable_dry_run
+    from helpers.loop import LoopSettings, run_prompt_loop
+    from helpers.rulesets import RulesetStore
+    from helpers.session import open_session
+
+    with tempfile.TemporaryDirectory() as scratch:
+        for name in ("PL_RESULTS_DIR", "PL_RULESETS_DIR", "PL_CACHE_DIR"):
+            os.environ[name] = os.path.join(scratch, name)
+        family = LatentRulesFamily(n_rules=10)
+        train, test = family.split(size, size)
+        with open_session(dry_run=True, phoenix=False) as session:
+            enable_dry_run(session)
+            for loops in (1, 5):
+                started = time.perf_counter()
+                run_prompt_loop(family, train, test, LoopSettings(f"bench-{loops}", loops=loops, workers=4,
+                                                                  agent="latent-rules"), session, verbose=False)
+                print(f"scripted loop, 10 rules, {size}+{size} requests: {loops} loop(s) in {time.perf_counter() - started:.2f} s")
+        store = RulesetStore("bench-5")
+        for version in store.versions()[1:]:
+            report = store.metadata(version).get("optimizer_report") or {}
+            for batch in report.get("batches", []):
+                print(f"  loop {store.metadata(version)['loop']}: optimizer prompt {batch['prompt_tokens']:,} tokens "
+                      f"of a {batch['budget_tokens']:,}-token budget ({len(batch['instance_ids'])} examples)")
 
 
 if __name__ == "__main__":

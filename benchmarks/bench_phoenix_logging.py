@@ -18,6 +18,7 @@ import pandas as pd
 
 from helpers.phoenix_experiments import WORKERS, log_experiment_to_phoenix, upload_dataset
 from helpers.phoenix_server import PhoenixServer
+from helpers.records import ruleset_sha
 
 TARGET_S = 15.0
 
@@ -29,8 +30,8 @@ def synthetic_results(n: int) -> pd.DataFrame:
         "repo": [f"org/repo{i % 5}" for i in range(n)],
         "problem_statement": [f"Issue {i}: " + "the widget breaks when given an empty list. " * 20 for i in range(n)],
         "ground_truth_patch": ["diff --git a/x.py b/x.py\n" + "+fixed line\n" * 30] * n,
-        "cline_patch": ["diff --git a/x.py b/x.py\n" + "+attempted line\n" * 30] * n,
-        "plan": [""] * n,
+        "output": ["diff --git a/x.py b/x.py\n" + "+attempted line\n" * 30] * n,
+        "mode": ["act"] * n,
         "status": ["completed"] * n,
         "error": [""] * n,
         "pass_or_fail": ["pass" if i % 2 else "fail" for i in range(n)],
@@ -42,7 +43,7 @@ def synthetic_results(n: int) -> pd.DataFrame:
         "cost_usd": [0.031] * n,
         "duration_s": [95.0] * n,
         "run_id": ["train_0"] * n,
-        "ruleset_sha": ["e3b0c442"] * n,
+        "ruleset_sha": [ruleset_sha("- [R1] Add a changelog entry.\n")] * n,
         "correctness": ["correct" if i % 2 else "incorrect" for i in range(n)],
         "explanation": ["The patch handles the empty list but skips the changelog entry. " * 5] * n,
         "judge_error": [""] * n,

@@ -27,18 +27,20 @@ def run_act(dataset_name: str | None = None, instance_ids: Any = None, run_id: s
             evaluate: bool = True, model: str | None = None, base_url: str | None = None,
             api_key: str | None = None, provider: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S,
             mode: str = "act", attempt: int = 0, results_root: Path | str | None = None,
-            progress: bool = True) -> pd.DataFrame:
+            progress: bool = True, gateway: Any = None) -> pd.DataFrame:
     """Run Cline on every task (`workers` at a time), test each patch, and return one row per task.
 
     Columns: helpers.runs.COLUMNS (instance_id, ..., output, pass_or_fail "pass" | "fail" |
     "not_evaluated", status "completed" | "error" | "timeout", error, cost_usd, ...) plus `cline_patch`
     and `plan`. A task whose agent run failed is a "fail" row with the reason in `error`; setup problems
-    (no Cline binary, no key, bad arguments) raise before any task starts.
+    (no Cline binary, no key, bad arguments) raise before any task starts. `gateway` (the session's):
+    every run calls the model through it with a token of its own; the key stays in this process.
     """
     agent = ClineAgent(model, base_url=base_url, api_key=api_key, provider=provider, timeout_s=timeout_s, mode=mode)
     frame = task_frame(dataset_name, instance_ids, tasks)
     df = run_tasks(frame, agent, run_id=run_id, experiment=experiment, ruleset=ruleset, workers=workers,
-                   evaluate=evaluate, attempt=attempt, results_root=results_root, progress=progress)
+                   evaluate=evaluate, attempt=attempt, results_root=results_root, progress=progress,
+                   gateway=gateway)
     return with_cookbook_columns(df)
 
 

@@ -40,7 +40,7 @@ from typing import Any
 
 from helpers import config
 from helpers.llm import cost_usd
-from helpers.processes import die_with_parent, scratch_dir
+from helpers.processes import die_with_parent, safe_environment, scratch_dir
 from helpers.protocols import AgentResult, Task
 from helpers.workspaces import git, workspace_patch, write_rules
 
@@ -68,7 +68,6 @@ STARTUP_SLOTS: int | None = None
 # a run's CPU from 3.6 to 2.9 seconds here (benchmarks/bench_run_act.py prints CPU per run).
 RUNTIME_ENV = {"BUN_JSC_useDFGJIT": "0"}
 PROVIDER_IDS = {"openai-compatible": "openai-compatible", "openai": "openai-native", "anthropic": "anthropic"}
-KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
 _live: set[subprocess.Popen] = set()  # running Cline processes, so an interrupt can stop them all
 _live_lock = threading.Lock()
@@ -122,8 +121,11 @@ def write_cline_state(state: Path, provider_id: str, entry: dict[str, Any]) -> d
 
 
 def child_environment(state_env: dict[str, str], key_env: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CLINE_") and k not in KEY_VARIABLES}
-    return {**RUNTIME_ENV, **env, **state_env, **key_env}
+    """Cline's environment: an allow-list of ours (helpers.processes.safe_environment: no other keys or
+    secrets reach Cline or the commands it runs), its runtime settings (the user's own BUN_* win), its
+    state folders and the one key variable it reads."""
+    runtime = {**RUNTIME_ENV, **{k: v for k, v in os.environ.items() if k.startswith("BUN_")}}
+    return safe_environment({**runtime, **state_env, **key_env})
 
 
 def remove_checkpoint_refs(workspace: Path) -> None:
@@ -366,6 +368,14 @@ class ClineAgent:
     def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult:
         return run_cline(task, workspace, model=self.model, base_url=self.base_url, api_key=self._api_key,
                          provider=self.provider, timeout_s=self.timeout_s, mode=self.mode)
+
+    def through_gateway(self, base_url: str, api_key: str, kind: str) -> "ClineAgent":
+        """This agent, calling the model gateway with a token: Cline's anthropic provider for an Anthropic
+        upstream (it posts {baseUrl}/messages, hence /v1), its openai-compatible provider otherwise."""
+        if kind == "anthropic":
+            return ClineAgent(self.model, base_url=base_url + "/v1", api_key=api_key, provider="anthropic",
+                              timeout_s=self.timeout_s, mode=self.mode)
+        return ClineAgent(self.model, base_url=base_url, api_key=api_key, timeout_s=self.timeout_s, mode=self.mode)
 
     def stop_all(self) -> None:
         stop_all()

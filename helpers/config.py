@@ -61,6 +61,19 @@ LLM_REQUEST_TIMEOUT_S = 600.0
 # minutes when a quota window is spent); longer asks fail at once as a transient error.
 LLM_MAX_RETRY_AFTER_S = 600.0
 
+# --- the model gateway (helpers.gateway): every model call goes through it ------------------------
+GATEWAY_CONCURRENCY = 16  # requests in flight per upstream, all clients together
+GATEWAY_BACKOFF_S = 1.0  # first wait of the exponential backoff when the upstream names none
+GATEWAY_MAX_BACKOFF_S = 60.0
+GATEWAY_CONNECT_TIMEOUT_S = 30.0
+GATEWAY_TRACE_CHARS = 20_000  # request and response text kept per call for traces
+GATEWAY_TRACE_MESSAGE_CHARS = 4_000  # text kept per input message for traces
+
+# --- continual mode (helpers.continual) ----------------------------------------------------------
+CONTINUAL_EXPIRY_DAYS = 90  # a rule unconfirmed this long is proposed for deletion
+CONTINUAL_HARMFUL_AFTER = 2  # implicated this often (and more often than confirmed): proposed for deletion
+CONTINUAL_BRANCH = "prompt-learning/rules"  # the branch apply() commits the learned rules to
+
 # --- statistics: every comparison of rulesets the product prints (helpers.stats) ---------------------
 STATS_ALPHA = 0.05  # significance level of a paired comparison and of the acceptance gate
 STATS_CONFIDENCE = 0.95  # level of every interval

@@ -47,6 +47,8 @@ def judge_messages(row: dict[str, Any], output_column: str = "output", include_g
              "## Issue\n" + truncate_tokens(str(row.get("problem_statement") or ""), MAX_STATEMENT_TOKENS),
              f"## The agent's {kind}\n" + (truncate_tokens(output, MAX_PATCH_TOKENS) if output.strip()
                                             else f"(empty: the agent produced no {kind})")]
+    if str(row.get("trajectory_summary") or "").strip():
+        parts.append("## How the agent worked\n" + truncate_tokens(str(row["trajectory_summary"]), MAX_LOG_TOKENS))
     verdict = row.get("pass_or_fail")
     if verdict in ("pass", "fail"):
         failed = row.get("failed_tests")

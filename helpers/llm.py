@@ -184,6 +184,8 @@ class LLMClient:
                 return client.chat.completions.create(**request)
             except openai.APIStatusError as error:
                 status = error.status_code
+                if error.response is not None and error.response.headers.get("x-gateway-budget") == "spent":
+                    raise BudgetExceeded(f"The model gateway's budget is spent: {error.message}") from None
                 transient = _transient_status(status)
                 if not transient or attempt == self.max_retries:
                     raise LLMError(_describe(error, self.model, attempt), transient=transient,

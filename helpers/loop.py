@@ -157,7 +157,7 @@ def run_one_loop(loop: int, train_df: pd.DataFrame, test_df: pd.DataFrame, setti
     version, _ = choose_start_version(store, settings, loop)
     ruleset = store.load(version)
     agent = make_loop_agent(settings, session)
-    runs = {split: run_attempts(agent, frame, f"{split}_{loop}", ruleset, settings)
+    runs = {split: run_attempts(agent, frame, f"{split}_{loop}", ruleset, settings, session)
             for split, frame in (("train", train_df), ("test", test_df))}
     check_runs(loop, runs)
     judge = dict(workers=settings.workers, budget_usd=settings.judge_budget_usd, **session.judge_kwargs())
@@ -189,19 +189,28 @@ def choose_start_version(store: Any, settings: LoopSettings, loop: int) -> tuple
     return version, f"v{version}, the gate's choice: {reasons[-1]}"
 
 
-def run_attempts(agent: Any, tasks: pd.DataFrame, run_id: str, ruleset: str, settings: LoopSettings) -> pd.DataFrame:
-    """Every task `settings.attempts` times (run ids `<run_id>`, or `<run_id>_a<k>` with several attempts)."""
+def run_attempts(agent: Any, tasks: pd.DataFrame, run_id: str, ruleset: str, settings: LoopSettings,
+                 session: Any = None) -> pd.DataFrame:
+    """Every task `settings.attempts` times (run ids `<run_id>`, or `<run_id>_a<k>` with several attempts),
+    through the session's model gateway when it has one."""
     from helpers.runs import run_tasks
 
+    gateway = getattr(session, "gateway", None)
     frames = [run_tasks(tasks, agent, run_id=run_id if settings.attempts == 1 else f"{run_id}_a{attempt}",
-                        experiment=settings.experiment, ruleset=ruleset, workers=settings.workers, attempt=attempt)
+                        experiment=settings.experiment, ruleset=ruleset, workers=settings.workers, attempt=attempt,
+                        gateway=gateway)
               for attempt in range(settings.attempts)]
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
 def check_runs(loop: int, runs: dict[str, pd.DataFrame]) -> None:
-    """Stop the loop, saying what to check, when every agent run errored (nothing to learn from)."""
+    """Stop the loop, saying what to check, when every agent run errored (nothing to learn from); leave it
+    unfinished when the budget stopped runs (a rerun with budget left completes them)."""
     frames = [f for f in runs.values() if len(f)]
+    stopped = sum(int((f["status"] == "budget").sum()) for f in frames)
+    if stopped:
+        raise LoopUnfinished(f"Loop {loop} is unfinished: the experiment's budget is spent and {stopped} agent runs "
+                             "were stopped. Their finished tasks are kept; raise the budget and run again.")
     counts = outcome_counts(pd.concat(frames, ignore_index=True)) if frames else None
     if counts and counts["errors"] == counts["runs"]:
         raise LoopStopped(

@@ -4,15 +4,19 @@
         print(phoenix.url)                      # http://127.0.0.1:<port>
     phoenix = ensure_phoenix()                  # PHOENIX_COLLECTOR_ENDPOINT if it answers, else embedded
 
-Importing `phoenix` costs ~13 s (it imports the server), so this module never does: the server runs
-in its own process and health checks use httpx. A team server (e.g. Phoenix on PostgreSQL via
-PHOENIX_SQL_DATABASE_URL) is just a URL and an API key here.
+The server (arize-phoenix) lives in an environment of its own, .venv-phoenix/ (`make setup` makes
+it): importing it costs ~15 s, and in the notebooks' environment its package would make every
+`import phoenix.client` pay that too. So the notebooks carry only the light client (~0.3 s) and this
+module starts `.venv-phoenix/bin/phoenix serve` (or a `phoenix` found on PATH) in its own process;
+health checks use httpx. A team server (e.g. Phoenix on PostgreSQL via PHOENIX_SQL_DATABASE_URL) is
+just a URL and an API key here.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -24,10 +28,11 @@ from typing import Any
 
 import httpx
 
-from helpers.config import PHOENIX_DIR, read_env
+from helpers.config import PHOENIX_DIR, REPO_ROOT, read_env
 
 START_TIMEOUT_S = 60.0  # Phoenix needs ~13-16 s to import and migrate its database on this machine
 STOP_TIMEOUT_S = 10.0
+SERVER_ENV = REPO_ROOT / ".venv-phoenix"  # made by `make setup` (the Makefile's PHOENIX_VENV)
 # Variables that would point the embedded server somewhere other than its own SQLite file.
 _DROPPED_ENV = ("PHOENIX_SQL_DATABASE_URL", "PHOENIX_SQL_DATABASE_SCHEMA", "PHOENIX_HOST_ROOT_PATH")
 
@@ -50,6 +55,19 @@ def port_is_free(host: str, port: int) -> bool:
         except OSError:
             return False
         return True
+
+
+def server_command(server_env: Path | str = SERVER_ENV) -> list[str]:
+    """The command that serves Phoenix: `server_env`'s `phoenix serve`, else a `phoenix` on PATH.
+    Raises PhoenixError, saying how to install it, when there is neither."""
+    for candidate in (Path(server_env) / "bin" / "phoenix", shutil.which("phoenix")):
+        if candidate and os.access(candidate, os.X_OK):
+            return [str(candidate), "serve"]
+    raise PhoenixError(
+        f"The Phoenix server is not installed: no {Path(server_env) / 'bin' / 'phoenix'} and no `phoenix` on "
+        "PATH. Run `make setup` (or `make phoenix-server`), which puts arize-phoenix in .venv-phoenix/, or "
+        "point PHOENIX_COLLECTOR_ENDPOINT at a running Phoenix."
+    )
 
 
 def auth_headers(api_key: str | None) -> dict[str, str]:
@@ -131,6 +149,7 @@ class PhoenixServer:
                     f"Cannot start Phoenix: {self.host}:{port} ({name}) is already in use. Stop what "
                     f"listens there, or pass {name}=None to use a free port."
                 )
+        command = server_command()
         port = self.port or free_port(self.host)
         grpc_port = self.grpc_port or free_port(self.host)
         self.working_dir.mkdir(parents=True, exist_ok=True)
@@ -148,7 +167,7 @@ class PhoenixServer:
             env["PHOENIX_SQL_DATABASE_URL"] = self.database_url
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "phoenix.server.main", "serve"],
+                command,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -204,7 +223,7 @@ class PhoenixServer:
         _signal_group(process.pid, signal.SIGKILL)  # anything it left in its group
 
     def client(self) -> Any:
-        """A phoenix.client.Client for this server (imports phoenix: ~13 s the first time)."""
+        """A phoenix.client.Client for this server."""
         from phoenix.client import Client
 
         return Client(base_url=self.url, api_key=self.api_key)
@@ -257,5 +276,5 @@ def _die_with_parent() -> None:
             pass
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "PhoenixServer", "ensure_phoenix", "is_healthy", "PhoenixError",
+    "PhoenixServer", "ensure_phoenix", "is_healthy", "server_command", "PhoenixError",
 ]

@@ -25,7 +25,8 @@ SCRATCH_PARENT = "pl-runs"
 # What the code under test (and an agent's commands) may see of our environment: an allow-list, so a
 # provider key or any other secret set for the notebook never reaches them.
 SAFE_VARIABLES = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM",
-                  "VIRTUAL_ENV", "CONDA_PREFIX", "SSL_CERT_FILE", "SSL_CERT_DIR")
+                  "VIRTUAL_ENV", "CONDA_PREFIX", "SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY", "HTTPS_PROXY",
+                  "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
 SAFE_PREFIXES = ("LC_",)
 
 

@@ -51,6 +51,8 @@ class AgentResult:
     final_text: str = ""
     model: str = ""
     trajectory: list[dict[str, Any]] = field(default_factory=list)
+    transient: bool = False  # a failed run whose provider failed transiently (the gateway's record says)
+    trajectory_summary: str = ""  # helpers.trajectories.summarize(trajectory), for the judge
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,6 +98,9 @@ class Agent(Protocol):
 
     check() raises, before any task starts, for setup problems that would fail every task the same way
     (no binary, no key), with a message saying how to fix them.
+    through_gateway(base_url, api_key, kind) (optional) -> a copy of the agent that sends its model calls to
+    the model gateway at `base_url` with the token `api_key` instead of the provider and its key; `kind` is
+    the upstream's API ("openai", "anthropic", "openai-compatible"). Without it, runs go to the provider.
     run() never raises for a task-level failure (bad provider answer, crash, timeout): it returns an
     AgentResult with status "error" or "timeout" and the reason in `error`. It leaves `workspace`
     edited by the agent and leaves no process running. The engine, not the agent, takes the patch.

@@ -635,14 +635,15 @@ class RulesetStore:
 
 def rules_file_for(format: str) -> str:
     """The rules file a format names: the rules file of a registered agent ("cline", "claude-code",
-    "codex"), else the file or folder name as given."""
-    if "." not in format and "/" not in format:
+    "codex"; another bare word is an unknown agent), else the file or folder as given ("AGENTS.md",
+    ".clinerules/", "docs/CLAUDE.md"), which must stay inside the project (relative, no "..")."""
+    if "." not in format and "/" not in format:  # a bare word names an agent ("rules/" names a folder)
         from helpers.agents import agent_class
 
-        try:
-            return agent_class(format).rules_file
-        except ValueError:
-            pass
+        return agent_class(format).rules_file
+    if not format or Path(format).is_absolute() or ".." in Path(format).parts:
+        raise ValueError(f"A rules file must be a path inside the project, such as 'AGENTS.md', or an agent's "
+                         f"name; not {format!r}.")
     return format
 
 

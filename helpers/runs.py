@@ -7,7 +7,12 @@ For each task: a workspace at the base commit, the ruleset written to `agent.rul
 rules, checkpoint refs and build debris left out), the evaluator's verdict, and one record appended to
 act_results/<experiment>/runs/<run_id>.jsonl. Calling again with the same run id, ruleset, agent and
 model runs only what is missing: a killed run resumes, and records of transient errors (rate limits,
-outages) are run again. Agents are any object with the Agent protocol (helpers.protocols).
+outages, a spent budget) are run again. Agents are any object with the Agent protocol (helpers.protocols).
+
+With a model gateway (helpers.gateway, the session's), each task's agent gets the gateway's URL and a
+token of its own (agent.through_gateway(url, token, kind)): the provider key never reaches the agent or
+the commands it runs, the row's cost and tokens come from the gateway's meter, and the gateway's own
+record of the last call's status (not the wording of an error) decides whether a failed run is transient.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ MODES = ("act", "plan")
 COLUMNS = ("instance_id", "repo", "problem_statement", "ground_truth_patch", "test_patch", "output", "mode",
            "pass_or_fail", "status", "error", "iterations", "input_tokens", "output_tokens", "cost_usd",
            "duration_s", "run_id", "attempt", "ruleset_sha", "agent", "model", "eval_error", "failed_tests",
-           "test_log", "log_path", "FAIL_TO_PASS", "PASS_TO_PASS", "suite")
+           "test_log", "log_path", "FAIL_TO_PASS", "PASS_TO_PASS", "suite", "transient", "trajectory_summary")
 PENDING = "pending"  # pass_or_fail of a finished agent run whose batched evaluation has not run yet
 # Errors worth running again on the next call: the provider was busy or gone, not the task wrong.
 TRANSIENT_ERROR = re.compile(r"\b(429|500|502|503|504|529)\b|rate.?limit|overloaded|timed? ?out|ECONNRESET|"
@@ -50,7 +55,8 @@ class RunInProgress(RuntimeError):
 
 def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str | None = None, ruleset: str = "",
               workers: int = config.WORKERS, evaluator: Evaluator | None = None, evaluate: bool = True,
-              attempt: int = 0, results_root: Path | str | None = None, progress: bool = True) -> pd.DataFrame:
+              attempt: int = 0, results_root: Path | str | None = None, progress: bool = True,
+              gateway: Any = None) -> pd.DataFrame:
     """Run `agent` on every task (`workers` at a time), test each patch, return one row per task (COLUMNS).
 
     `evaluator` defaults to the one the tasks need (helpers.evaluation.evaluator_for); evaluate=False
@@ -80,6 +86,7 @@ def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str
         done = {r["instance_id"]: _upgrade(r) for r in read_jsonl(path) if _matches(r, agent, sha, attempt) and _is_done(r)}
         todo = [row for row in frame.to_dict("records") if row["instance_id"] not in done]
         run = _Run(agent, evaluator, ruleset, dict(run_id=run_id, ruleset_sha=sha, attempt=attempt), path, done)
+        run.gateway, run.experiment = gateway, experiment
         if todo:
             run.all(todo, workers, progress)
         if evaluator is not None and getattr(evaluator, "batched", False):
@@ -95,6 +102,8 @@ class _Run:
                  done: dict[str, dict[str, Any]]):
         self.agent, self.evaluator, self.ruleset, self.ids, self.path, self.done = agent, evaluator, ruleset, ids, path, done
         self.scratch: Path | None = None
+        self.gateway: Any = None
+        self.experiment = ""
         self._lock = threading.Lock()
 
     def all(self, todo: list[dict[str, Any]], workers: int, progress: bool) -> None:
@@ -131,7 +140,10 @@ class _Run:
         try:
             workspace = prepare_workspace(task, self.scratch)
             take_rules_out = write_rules(workspace, self.agent.rules_file, self.ruleset)
-            result = self.agent.run(task, workspace, self.ruleset)
+            runner, token = self.through_gateway(task)
+            result = runner.run(task, workspace, self.ruleset)
+            if token is not None:
+                result = self.metered(result, token)
             kill_processes_in(workspace)  # whatever its commands left running, in any process group
             take_rules_out()
             output = workspace_patch(workspace, str(task["base_commit"])) if self.agent.mode == "act" else result.plan
@@ -142,12 +154,45 @@ class _Run:
             if workspace is not None:
                 kill_processes_in(workspace)
                 remove_workspace(workspace)
+        if result.trajectory:
+            from helpers.trajectories import save_trajectory, summarize
+
+            save_trajectory(self.experiment, self.ids["run_id"], str(task["instance_id"]), result.trajectory,
+                            self.path.parent.parent.parent)  # runs/<id>.jsonl under <root>/<experiment>
+            result.trajectory_summary = summarize(result.trajectory)
         verdict = None
         if self.evaluator is not None and result.status == "completed":
             if getattr(self.evaluator, "batched", False):
                 return record(task, result, output, None, self.agent, self.ids, pending=True)
             verdict = _evaluate(self.evaluator, task, output)
         return record(task, result, output, verdict, self.agent, self.ids)
+
+    def through_gateway(self, task: dict[str, Any]) -> tuple[Any, str | None]:
+        """(the agent for this task, its gateway token): a copy pointed at the gateway with a token of its own,
+        when there is a gateway and the agent can use one; else the agent as it is."""
+        if self.gateway is None or not hasattr(self.agent, "through_gateway"):
+            return self.agent, None
+        token = self.gateway.issue_token("agent", experiment=self.experiment, run_id=self.ids["run_id"],
+                                         attempt=self.ids["attempt"], task=str(task["instance_id"]), role="agent")
+        kind = self.gateway.upstreams["agent"].kind
+        return self.agent.through_gateway(self.gateway.url_for("agent"), token, kind), token
+
+    def metered(self, result: AgentResult, token: str) -> AgentResult:
+        """The gateway's account of a run: its tokens and cost (None: unpriced), and for a failed run whether
+        the provider failed transiently or the budget was spent."""
+        from helpers.gateway import is_transient
+
+        usage, status = self.gateway.usage(token), self.gateway.last_status(token)
+        self.gateway.revoke_token(token)
+        result.usage = {**result.usage, "input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]}
+        result.cost_usd = usage["cost_usd"]
+        result.trajectory = result.trajectory or self.gateway.conversation(token)
+        self.gateway.forget(token)
+        if result.status != "completed" and status == "budget":
+            result.status, result.error = "budget", f"the experiment's budget is spent ({result.error})"
+        elif result.status == "error":
+            result.transient = is_transient(status)
+        return result
 
     def evaluate_pending(self, frame: pd.DataFrame, run_key: str) -> None:
         """Grade every record still waiting for a batched evaluator, in one call."""
@@ -183,7 +228,8 @@ def record(task: dict[str, Any], result: AgentResult, output: str, verdict: Eval
         "cost_usd": result.cost_usd, "duration_s": result.duration_s, **ids, "agent": agent.name,
         "model": result.model or agent.model, "eval_error": "", "failed_tests": [], "test_log": "", "log_path": "",
         "FAIL_TO_PASS": list(task.get("FAIL_TO_PASS") or []), "PASS_TO_PASS": list(task.get("PASS_TO_PASS") or []),
-        "suite": task.get("suite", ""), **outcome,
+        "suite": task.get("suite", ""), "transient": bool(getattr(result, "transient", False)),
+        "trajectory_summary": getattr(result, "trajectory_summary", ""), **outcome,
     }
 
 
@@ -213,8 +259,12 @@ def _upgrade(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _is_done(record: dict[str, Any]) -> bool:
-    """False for records a rerun must redo: transient errors of the agent's provider."""
-    return not (record.get("status") in ("error", "budget") and TRANSIENT_ERROR.search(record.get("error") or ""))
+    """False for records a rerun must redo: runs the budget stopped, and transient provider errors (by the
+    gateway's record when the run went through one, else by the error's wording)."""
+    if record.get("status") == "budget":
+        return False
+    return not (record.get("status") == "error"
+                and (record.get("transient") or TRANSIENT_ERROR.search(record.get("error") or "")))
 
 
 def _check_tasks(tasks: Any) -> pd.DataFrame:

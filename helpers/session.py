@@ -2,7 +2,13 @@
 
     session = open_session(dry_run=None)   # None: a dry run exactly when no key is configured
     ...  session.agent_kwargs(), session.judge_kwargs(), session.optimizer_kwargs(), session.phoenix_url
+    ...  session.gateway                      # the model gateway every role goes through
     session.close()
+
+Every model call goes through one loopback gateway (helpers.gateway) started here: the judge and the
+optimizer get its URL and a token, agents get a token per task from the engine (run_tasks(gateway=)),
+and the provider keys stay on the gateway's far side. It meters every call, enforces `budget_usd` across
+all roles, and traces every call into Phoenix (a project per experiment) when Phoenix is on.
 
 In a dry run every role points at the scripted model server (helpers.dry_run) and every number the
 run shows is labeled SCRIPTED DRY RUN.
@@ -30,6 +36,7 @@ class Session:
     phoenix_url: str | None = None
     phoenix_api_key: str | None = field(default=None, repr=False)
     scripted_server: Any = field(default=None, repr=False)
+    gateway: Any = field(default=None, repr=False)
     _closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
 
     @property
@@ -37,17 +44,25 @@ class Session:
         """Put this in every title and summary: empty for real runs."""
         return DRY_RUN_LABEL if self.dry_run else ""
 
-    def _llm(self, model: str) -> dict[str, Any]:
+    def _llm(self, model: str, role: str) -> dict[str, Any]:
+        if self.gateway is not None and role != "agent":  # agents get a token per task from the engine
+            return {"model": model, "base_url": self.gateway.url_for(role), "api_key": self.gateway.issue_token(role, role=role)}
         return {"model": model, "base_url": self.base_url, "api_key": self.api_key}
 
     def agent_kwargs(self) -> dict[str, Any]:
-        return self._llm(self.agent_model)
+        """The agent's model and where its provider is (the engine routes each run through the gateway)."""
+        return self._llm(self.agent_model, "agent")
 
     def judge_kwargs(self) -> dict[str, Any]:
-        return self._llm(self.judge_model)
+        return self._llm(self.judge_model, "judge")
 
     def optimizer_kwargs(self) -> dict[str, Any]:
-        return {"model_choice": self.optimizer_model, "base_url": self.base_url, "openai_api_key": self.api_key}
+        settings = self._llm(self.optimizer_model, "optimizer")
+        return {"model_choice": settings["model"], "base_url": settings["base_url"], "openai_api_key": settings["api_key"]}
+
+    def usage(self, **filters: Any) -> dict[str, Any] | None:
+        """Calls, tokens and cost through the gateway (e.g. usage(role="judge", experiment="x")); None without one."""
+        return self.gateway.usage(**filters) if self.gateway is not None else None
 
     def describe(self) -> str:
         lines = [f"{'SCRIPTED DRY RUN (no key configured): every number below is scripted' if self.dry_run else 'Real models'}",
@@ -71,6 +86,11 @@ class Session:
         if self.dry_run:
             return (f"{DRY_RUN_LABEL}. Model requests answered by the scripted server in this session: "
                     f"{self.model_requests()}.")
+        if self.gateway is not None:
+            spent = self.gateway.usage()
+            cost = "unpriced" if spent["cost_usd"] is None else f"${spent['cost_usd']:.2f}"
+            return (f"Real models: {spent['calls']} calls through the gateway this session, {cost}; costs per loop "
+                    "are in act_results/<experiment>/loops.jsonl (cost_usd).")
         return "Real models: costs per loop are in act_results/<experiment>/loops.jsonl (cost_usd)."
 
     def close(self) -> None:
@@ -95,7 +115,8 @@ def is_dry_run(dry_run: bool | None = None, base_url: str | None = None) -> bool
 def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
                  judge_model: str | None = None, optimizer_model: str | None = None,
                  base_url: str | None = None, phoenix: bool = True, phoenix_url: str | None = None,
-                 phoenix_api_key: str | None = None) -> Session:
+                 phoenix_api_key: str | None = None, gateway: bool = True,
+                 budget_usd: float | None = None) -> Session:
     """Resolve models and Phoenix for a run. Fails early, with what to set, when a key is missing.
 
     A model left None takes its default from helpers.config; dry_run=None means a dry run exactly
@@ -124,6 +145,60 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
         session.phoenix_api_key = phoenix_api_key or config.read_env("PHOENIX_API_KEY")
         if getattr(handle, "stop", None) and getattr(handle, "owned", True):
             session._closers.insert(0, handle.stop)
+    if gateway:
+        session.gateway = start_gateway(session, budget_usd)
+        session._closers.insert(0, session.gateway.stop)
     return session
 
-__all__ = ["open_session", "is_dry_run", "Session"]  # the public API, documented in CODE_APPENDIX.md
+
+def role_upstream(model: str, base_url: str | None, api_key: str | None, role: str) -> Any:
+    """Where one role's calls go beyond the gateway: a base URL as given, else the provider's own API.
+    The judge and the optimizer speak the OpenAI API (Anthropic's OpenAI-compatible endpoint for Claude);
+    an agent speaks its provider's native API."""
+    from helpers.gateway import Upstream
+
+    settings = config.llm_settings(model, api_key, base_url)
+    if settings.base_url:
+        return Upstream(settings.base_url, settings.api_key, "openai-compatible")
+    if settings.provider == "anthropic":
+        if role == "agent":
+            return Upstream(None, settings.api_key, "anthropic")
+        return Upstream(config.ANTHROPIC_OPENAI_COMPAT_URL, settings.api_key, "openai-compatible")
+    return Upstream(None, settings.api_key, "openai")
+
+
+def start_gateway(session: Session, budget_usd: float | None = None) -> Any:
+    """The session's model gateway: one upstream per role, the budget across all of them, and every call
+    traced into Phoenix (a project per experiment) when the session has Phoenix."""
+    from helpers.gateway import Gateway
+
+    models = {"agent": session.agent_model, "judge": session.judge_model, "optimizer": session.optimizer_model}
+    upstreams = {role: role_upstream(model, session.base_url, session.api_key, role) for role, model in models.items()}
+    trace = ExperimentTracer(session.phoenix_url, session.phoenix_api_key) if session.phoenix_url else None
+    gateway = Gateway(upstreams, budget_usd=budget_usd, trace=trace).start()
+    if trace is not None:
+        session._closers.append(trace.close)
+    return gateway
+
+
+class ExperimentTracer:
+    """A gateway `trace` that sends each call to the Phoenix project of its experiment
+    ("<experiment> model calls"), so a run in Phoenix links to its agent's whole conversation."""
+
+    def __init__(self, endpoint: str, api_key: str | None = None):
+        self.endpoint, self._api_key, self._tracers = endpoint, api_key, {}
+
+    def __call__(self, payload: dict) -> None:
+        from helpers.gateway import phoenix_tracer
+
+        project = f"{payload.get('experiment') or 'prompt-learning'} model calls"
+        if project not in self._tracers:
+            self._tracers[project] = phoenix_tracer(self.endpoint, project, api_key=self._api_key)
+        self._tracers[project](payload)
+
+    def close(self) -> None:
+        for tracer in self._tracers.values():
+            tracer.flush()
+            tracer.close()
+
+__all__ = ["open_session", "is_dry_run", "Session", "start_gateway", "role_upstream", "ExperimentTracer"]  # the public API, documented in CODE_APPENDIX.md

@@ -15,7 +15,7 @@ from cline import run_act
 from helpers.config import REPO_ROOT
 from helpers.processes import scratch_root
 from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call
-from tests.cline.conftest import BUGGY, FIXED, cline_processes, make_repo, make_task
+from tests.cline.conftest import BUGGY, FIXED, all_command_lines, cline_processes, make_repo, make_task
 
 pytestmark = pytest.mark.slow
 KEY = "test-KEY-not-in-results-987654321"
@@ -132,3 +132,31 @@ def test_a_missing_key_fails_before_any_task_starts(tasks, monkeypatch, tmp_path
     monkeypatch.setattr("helpers.config.REPO_ROOT", tmp_path)
     with pytest.raises(MissingCredentials, match="OPENAI_API_KEY"):
         run_act(tasks=tasks, run_id="t", model="gpt-4.1", results_root=tmp_path, progress=False)
+
+
+def test_through_the_gateway_the_key_stays_upstream_and_the_agents_commands_never_see_it(tasks, tmp_path):
+    """Cline runs `printenv` into a file of the patch: the upstream gets the real key, nothing below the
+    gateway does (the patch, the records, any command line); the row's cost comes from the gateway's meter."""
+    from helpers.gateway import Gateway, Upstream
+
+    secret = "upstream-secret-KEY-5551234"
+    script = Script([Rule(reply=[
+        Reply("Looking at the environment.", tool_calls=[tool_call("run_commands", commands=["printenv > env.txt"])]),
+        Reply("Fixing.", tool_calls=[tool_call("editor", path="calc.py", old_text=BUGGY, new_text=FIXED)]),
+        Reply("Done."),
+    ])])
+    with ScriptedModelServer(script) as server, Gateway({"agent": Upstream(server.base_url, secret, "openai-compatible")}) as gateway:
+        df = run_act(tasks=tasks.head(2), run_id="gw", workers=2, model="claude-sonnet-4-5", base_url=server.base_url,
+                     api_key=secret, results_root=tmp_path, progress=False, gateway=gateway)
+        seen = {r["authorization"] for r in server.requests}
+        command_lines = all_command_lines()
+    assert seen == {f"Bearer {secret}"}  # the upstream got the real key, and only it
+    assert set(df.pass_or_fail) == {"pass"}
+    for patch in df.cline_patch:
+        assert "env.txt" in patch and "PATH=" in patch and secret not in patch and "gw-" in patch
+    assert secret not in (tmp_path / "default/runs/gw.jsonl").read_text() and secret not in command_lines
+    assert (df.input_tokens > 0).all() and (df.cost_usd > 0).all()  # metered by the gateway: a priced model
+    # what the agent did, from its conversation at the gateway: saved per task, summarized for the judge
+    turns = json.loads((tmp_path / "default/trajectories/gw" / f"{df.instance_id[0]}.json").read_text())
+    assert any(call["name"] == "run_commands" for turn in turns for call in turn["tool_calls"])
+    assert "ran: printenv > env.txt" in df.trajectory_summary[0] and "wrote: calc.py" in df.trajectory_summary[0]

@@ -1,5 +1,6 @@
 """One Cline run: the real CLI, isolated, driven by the scripted model server."""
 
+import os
 import socket
 import threading
 import time
@@ -163,8 +164,12 @@ def test_a_runs_environment_drops_inherited_cline_settings_and_keys_and_keeps_th
 
     monkeypatch.setenv("CLINE_MODEL", "someone-elses-model")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "a-key-this-run-was-not-given")
+    monkeypatch.setenv("PHOENIX_API_KEY", "a-secret-of-the-notebook")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "another-secret")
     env = child_environment({"HOME": "/state/home", "CLINE_DIR": "/state/cline"}, {"OPENAI_API_KEY": "given"})
     assert "CLINE_MODEL" not in env and "ANTHROPIC_API_KEY" not in env
+    assert "PHOENIX_API_KEY" not in env and "AWS_SECRET_ACCESS_KEY" not in env  # an allow-list, not a deny-list
+    assert env["PATH"] == os.environ["PATH"]
     assert env["CLINE_DIR"] == "/state/cline" and env["OPENAI_API_KEY"] == "given"
     assert env["BUN_JSC_useDFGJIT"] == "0"  # cline.runner.RUNTIME_ENV
     monkeypatch.setenv("BUN_JSC_useDFGJIT", "1")

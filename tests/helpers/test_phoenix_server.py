@@ -1,13 +1,15 @@
-"""The embedded Phoenix: started, healthy, stopped with nothing left behind; clear errors when it can't be."""
+"""The embedded Phoenix: started from its own environment, healthy, stopped with nothing left behind; clear errors
+when it can't be; and the notebooks' environment carries only the light client."""
 
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from helpers.phoenix_server import PhoenixError, PhoenixServer, ensure_phoenix, is_healthy
+from helpers.phoenix_server import SERVER_ENV, PhoenixError, PhoenixServer, ensure_phoenix, is_healthy, server_command
 
 pytestmark = pytest.mark.slow
 
@@ -16,6 +18,8 @@ def test_a_started_server_answers_and_stopping_it_leaves_no_process(tmp_path):
     server = PhoenixServer(working_dir=tmp_path, start_timeout_s=180).start()
     pid, url = server.process.pid, server.url
     assert is_healthy(url) and (tmp_path / "phoenix.db").exists()
+    command = Path(f"/proc/{pid}/cmdline").read_bytes().decode()
+    assert str(SERVER_ENV) in command and "serve" in command  # the server's own environment, not the notebooks'
     server.stop()
     assert not is_healthy(url, timeout_s=1)
     assert subprocess.run(["ps", "-o", "pid=", "-g", str(pid)], capture_output=True, text=True).stdout.strip() == ""
@@ -49,6 +53,21 @@ def test_an_existing_phoenix_is_reached_by_url_and_a_dead_url_is_named(phoenix_u
     assert ensure_phoenix(phoenix_url).url == phoenix_url
 
 
+def test_without_a_server_install_the_error_says_how_to_get_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `phoenix` on PATH either
+    with pytest.raises(PhoenixError, match="make setup"):
+        server_command(tmp_path / "no-env")
+    assert server_command(SERVER_ENV) == [str(SERVER_ENV / "bin" / "phoenix"), "serve"]
+
+
 def test_importing_the_helpers_does_not_import_phoenix():
     code = "import sys, helpers.phoenix_server, helpers.phoenix_experiments; print('phoenix' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_the_notebooks_environment_has_the_client_without_the_server_so_it_imports_in_a_second():
+    code = ("import importlib.util, time; t = time.perf_counter(); import phoenix.client; "
+            "print(time.perf_counter() - t, importlib.util.find_spec('phoenix.server') is None)")
+    seconds, no_server = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split()
+    assert no_server == "True", "arize-phoenix is in the notebooks' environment: run `make setup` (it moves it to .venv-phoenix)"
+    assert float(seconds) < 5  # ~0.3-0.5 s; with the server package installed here it is ~15 s

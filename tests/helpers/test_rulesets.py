@@ -228,7 +228,7 @@ def test_export_writes_each_agents_rules_file_and_keeps_a_teams_text_byte_for_by
     assert again.startswith(team) and again.count(FENCE_START) == 1 and "Log, never print." not in again
     assert store.export(1, project, format="cline", overwrite=True).read_text() == store.load(1)
     (project / "rules").mkdir()
-    assert store.export(1, project, format="rules").name == "learned-rules.md"
+    assert store.export(1, project, format="rules/").name == "learned-rules.md"
 
 
 def test_an_imported_rules_file_keeps_its_structure_and_the_optimizer_writes_beside_it(tmp_path):

@@ -15,18 +15,33 @@ def no_keys(monkeypatch, tmp_path):
     monkeypatch.setattr("helpers.config.REPO_ROOT", tmp_path)  # no .env to find
 
 
-def test_without_a_key_every_role_goes_to_the_scripted_server_and_says_so(no_keys):
+def test_without_a_key_every_role_goes_to_the_scripted_server_through_the_gateway_and_says_so(no_keys):
     session = open_session(phoenix=False)
     try:
         assert session.dry_run and session.label == DRY_RUN_LABEL
-        url = session.agent_kwargs()["base_url"]
-        assert url == session.judge_kwargs()["base_url"] == session.optimizer_kwargs()["base_url"]
-        assert httpx.get(url + "/models").status_code == 200
+        judge, optimizer = session.judge_kwargs(), session.optimizer_kwargs()
+        assert "/u/judge/" in judge["base_url"] and "/u/optimizer/" in optimizer["base_url"]
+        answered = httpx.get(judge["base_url"] + "/models", headers={"Authorization": f"Bearer {judge['api_key']}"})
+        assert answered.status_code == 200  # forwarded to the scripted server
+        assert httpx.get(judge["base_url"] + "/models").status_code == 401  # no token, no model
         assert "SCRIPTED DRY RUN" in session.describe() and "SCRIPTED DRY RUN" in session.summary()
+        scripted = session.agent_kwargs()["base_url"]
     finally:
         session.close()
-    with pytest.raises(httpx.ConnectError):
-        httpx.get(url + "/models", timeout=2)
+    for url in (judge["base_url"], scripted):
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(url + "/models", timeout=2)
+
+
+def test_the_judge_and_the_optimizer_get_a_gateway_token_never_the_key(no_keys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-123456789")
+    session = open_session(phoenix=False)
+    try:
+        for settings in (session.judge_kwargs(), session.optimizer_kwargs()):
+            assert "sk-test-123456789" not in str(settings) and "127.0.0.1" in str(settings)
+        assert session.gateway.upstreams["agent"].kind == "openai" and "sk-test" not in repr(session.gateway)
+    finally:
+        session.close()
 
 
 def test_asking_for_real_models_without_a_key_is_one_error_naming_what_to_set(no_keys):

@@ -121,3 +121,9 @@ def test_the_latent_rules_notebook_reproduces_the_tables_shape_and_its_dry_run_l
     loops = [json.loads(line) for line in (isolated["root"] / "act_results/ci-latent-10rules/loops.jsonl").read_text().splitlines()]
     assert loops[0]["test_accuracy"] == 0.0 and loops[5]["test_accuracy"] == 1.0  # every rule learned by loop 5
     assert "explanations vs scores only on 8 tasks: +100.0 points" in shown  # what the English adds
+
+
+def test_the_continual_notebook_learns_from_a_prs_feedback_applies_and_rolls_back(isolated):
+    shown = outputs(run_notebook(NOTEBOOKS / "05_continual.ipynb", {"DRY_RUN": True, "INBOX": "ci-continual"}))
+    assert "SCRIPTED DRY RUN" in shown and "Proposal p0001" in shown and "Approved p0001: ruleset v1" in shown
+    assert "prompt-learning: learned rules v1 (p0001, 3 edit(s))" in shown and "Rolled back v1 -> no learned rules" in shown
