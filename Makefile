@@ -24,7 +24,9 @@ PYTEST_ARGS ?=
 
 .PHONY: setup phoenix-server quickstart notebook test bench phoenix clean
 
-setup: $(VENV)/.installed $(PHOENIX_MARK) cline/node_modules/.installed
+AGENT_CLIS := cline/node_modules/.installed claude_code/node_modules/.installed codex/node_modules/.installed
+
+setup: $(VENV)/.installed $(PHOENIX_MARK) $(AGENT_CLIS)
 
 $(VENV)/.installed: pyproject.toml
 	@mkdir -p .state
@@ -47,11 +49,12 @@ $(PHOENIX_MARK):
 	rm -f $(PHOENIX_VENV)/.arize-phoenix-*
 	touch $@
 
-cline/node_modules/.installed: cline/package.json cline/package-lock.json
+# Each agent's CLI, pinned in its package's package.json and lockfile, installed inside the package.
+%/node_modules/.installed: %/package.json %/package-lock.json
 	@command -v npm >/dev/null || { echo "npm not found: install Node.js 20+ (it brings npm)"; exit 1; }
 	@# npm install (not ci): it keeps the lock's versions and hashes, and tolerates the platform
 	@# packages a registry mirror may not serve (only the local platform's binary is needed).
-	cd cline && npm install --no-audit --no-fund --loglevel=error
+	cd $* && npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
 quickstart: setup
@@ -67,7 +70,7 @@ bench: setup
 	@status=0; for bench in benchmarks/bench_*.py; do echo "== $$bench"; $(PY) $$bench || status=1; done; exit $$status
 
 clean:
-	rm -rf $(VENV) $(PHOENIX_VENV) cline/node_modules .state .cache .phoenix
+	rm -rf $(VENV) $(PHOENIX_VENV) cline/node_modules claude_code/node_modules codex/node_modules .state .cache .phoenix
 
 phoenix: setup
 	@echo "Phoenix with every logged experiment (data in .phoenix/): http://127.0.0.1:6006  (Ctrl-C stops it)"

@@ -3,8 +3,10 @@
 It is a demonstration of the machinery, not a result, and is labeled SCRIPTED DRY RUN wherever its
 numbers appear. On the bundled house suite:
 - the agent (the real agent CLI, scripted model) edits the files with the task's naive fix (fixes the bug,
-  breaks a house convention) unless the rules in its system message state every convention the
-  task's hidden tests check; then it writes the gold fix;
+  breaks a house convention) unless the rules it was given (in the system message, or in the project
+  instructions some agents send in a user message) state every convention the task's hidden tests
+  check; then it writes the gold fix. It edits with the tools the request offers: an `editor` or
+  `apply_patch` tool, else a shell tool (`Bash`, `exec_command`) running `git apply` on the patch;
 - the judge explains a failure by the convention the failing test checks;
 - the optimizer adds a rule (the convention's rule sentence) for the conventions that failed most,
   at most MAX_NEW_RULES per call, so learning shows up over several loops.
@@ -20,11 +22,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call
+from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call, tool_names
 from helpers.workspaces import git, prepare_workspace
 
 MAX_NEW_RULES = 3
 PLAN_MODE_MARKER = "you are in plan mode"  # agents' plan-mode system prompts say so (matched without case)
+PLAN_MODE_ACTIVE = "plan mode is active"  # ... or the plan-mode reminder some agents put in the user message
+# Tools that run a shell command, and the argument that takes it.
+SHELL_TOOLS = {"Bash": "command", "exec_command": "cmd"}
+PATCH_END = "PL_DRY_RUN_PATCH_END"  # the heredoc delimiter of a `git apply` command
 
 
 class DryRunScript:
@@ -55,15 +61,16 @@ class DryRunScript:
         task = self.task_in(message_text(request, "user"))
         if task is None:
             return Reply("I could not find a task I know in this request (scripted dry run).")
-        system = message_text(request, "system")
-        knows_all = set(task["conventions"]) <= self.known_conventions(system)
-        if PLAN_MODE_MARKER in system.lower():  # plan mode: answer with the plan, no tools
-            return Reply(self.plan_for(task, self.known_conventions(system)))
+        system, user = message_text(request, "system"), message_text(request, "user")
+        known = self.known_conventions(system + "\n" + user)  # rules may come as user context
+        knows_all = set(task["conventions"]) <= known
+        if PLAN_MODE_MARKER in system.lower() or PLAN_MODE_ACTIVE in user.lower():  # plan mode: the plan, no tools
+            return Reply(self.plan_for(task, known))
         variant = "patch" if knows_all else "naive_patch"
         if any(m.get("role") == "assistant" for m in request.get("messages") or []):
             return Reply(f"Done: applied the {'convention-following' if knows_all else 'quick'} fix "
                          f"for {task['instance_id']} (scripted dry run).")
-        return Reply("Fixing the issue (scripted dry run).", tool_calls=self.edits_for(task, variant))
+        return Reply("Fixing the issue (scripted dry run).", tool_calls=self.edits_for(task, variant, tool_names(request)))
 
     def plan_for(self, task: dict, known: set[str]) -> str:
         """A plan that names the house conventions the rules taught (scripted dry run)."""
@@ -73,13 +80,21 @@ class DryRunScript:
                   for n, c in enumerate(sorted(known & set(task["conventions"])), 2)]
         return "\n".join(steps)
 
-    def edits_for(self, task: dict, variant: str) -> list[dict]:
-        """Editor tool calls that turn the base commit into the base commit + the task's patch."""
-        key = (task["instance_id"], variant)
-        with self._lock:
-            if key not in self._edits:
-                self._edits[key] = _patch_as_edits(task, task[variant])
-            return self._edits[key]
+    def edits_for(self, task: dict, variant: str, tools: list[str] | tuple[str, ...] = ("editor",)) -> list[dict]:
+        """Tool calls, with tools from `tools`, that turn the base commit into the base commit + the task's
+        patch: `editor` (whole files) or `apply_patch` calls, else a shell tool running `git apply`."""
+        if "editor" in tools or "apply_patch" in tools:
+            kind = "editor" if "editor" in tools else "apply_patch"
+            key = (task["instance_id"], variant, kind)
+            with self._lock:
+                if key not in self._edits:
+                    self._edits[key] = _patch_as_edits(task, task[variant], kind)
+                return self._edits[key]
+        shell = next((tool for tool in SHELL_TOOLS if tool in tools), None)
+        if shell is None:
+            raise ValueError(f"The request offers no tool the dry run can edit with (offered: {sorted(tools)}).")
+        command = f"git apply --whitespace=nowarn <<'{PATCH_END}'\n{task[variant].rstrip()}\n{PATCH_END}"
+        return [tool_call(shell, **{SHELL_TOOLS[shell]: command})]
 
     # --- the judge ---
     def judge_reply(self, request: dict) -> Reply:
@@ -156,8 +171,9 @@ def _chunks_by_instance(text: str, tasks: dict[str, dict]) -> list[tuple[str, st
             for i, (pos, iid) in enumerate(positions)]
 
 
-def _patch_as_edits(task: dict, patch: str) -> list[dict]:
-    """Apply `patch` in a scratch clone and express the result as whole-file editor calls."""
+def _patch_as_edits(task: dict, patch: str, kind: str = "editor") -> list[dict]:
+    """Apply `patch` in a scratch clone and express the result as tool calls: whole-file `editor`
+    calls, or one `apply_patch` call (its `*** Begin Patch` grammar, every old line out, every new in)."""
     with tempfile.TemporaryDirectory(prefix="dry-run-") as scratch:
         workspace = prepare_workspace(task, scratch)
         applied = git("apply", "--whitespace=nowarn", "-", cwd=workspace, input=patch, check=False)
@@ -165,18 +181,25 @@ def _patch_as_edits(task: dict, patch: str) -> list[dict]:
             raise ValueError(f"{task['instance_id']}: the scripted patch does not apply: {applied.stderr}")
         git("add", "-A", cwd=workspace)
         changes = git("diff", "--cached", "--name-status", "HEAD", cwd=workspace).stdout.splitlines()
-        calls = []
+        calls, sections = [], []
         for line in changes:
             status, path = line.split("\t")[0], line.split("\t")[-1]
+            old = git("show", f"HEAD:{path}", cwd=workspace, check=False)
+            old_text = old.stdout if old.returncode == 0 and not status.startswith("A") else ""
+            new_text = "" if status.startswith("D") else (Path(workspace) / path).read_text()
             if status.startswith("D"):
                 calls.append(tool_call("run_commands", commands=[f"rm -f {path}"]))
-                continue
-            new_text = (Path(workspace) / path).read_text()
-            old = git("show", f"HEAD:{path}", cwd=workspace, check=False)
-            if status.startswith("A") or old.returncode != 0 or not old.stdout:
+                sections.append(f"*** Delete File: {path}")
+            elif not old_text:
                 calls.append(tool_call("editor", path=path, new_text=new_text))
+                sections.append(f"*** Add File: {path}\n" + "".join(f"+{l}\n" for l in new_text.splitlines()))
             else:
-                calls.append(tool_call("editor", path=path, old_text=old.stdout, new_text=new_text))
+                calls.append(tool_call("editor", path=path, old_text=old_text, new_text=new_text))
+                sections.append(f"*** Update File: {path}\n@@\n" + "".join(f"-{l}\n" for l in old_text.splitlines())
+                                + "".join(f"+{l}\n" for l in new_text.splitlines()))
+        if kind == "apply_patch":
+            body = "".join(s if s.endswith("\n") else s + "\n" for s in sections)
+            return [tool_call("apply_patch", input=f"*** Begin Patch\n{body}*** End Patch")]
         return calls
 
 __all__ = ["DryRunScript", "start_dry_run_server"]  # the public API, documented in CODE_APPENDIX.md

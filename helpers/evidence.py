@@ -193,5 +193,38 @@ def ablate(experiment: str, version: int, split: str = "test", rules: list[str] 
     result.attrs["reference"] = reference.summary()
     return result
 
+
+# --- comparing agents: side by side, and whether rules learned with one transfer to another -----------
+def side_by_side(experiments: list[str], split: str = "test") -> pd.DataFrame:
+    """Accuracy per loop of several experiments (e.g. one per agent on the same tasks), with intervals."""
+    columns = {}
+    for experiment in experiments:
+        done = {r["loop"]: r for r in read_jsonl(loops_path(experiment))}
+        columns[experiment] = {
+            loop: (f"{r[f'{split}_accuracy']:.2f} ({r[f'{split}_ci_low']:.2f}-{r[f'{split}_ci_high']:.2f})"
+                   if r.get(f"{split}_ci_low") is not None else
+                   "n/a" if r.get(f"{split}_accuracy") is None else f"{r[f'{split}_accuracy']:.2f}")
+            for loop, r in sorted(done.items())}
+    return pd.DataFrame(columns).rename_axis("loop")
+
+
+def transfer(source: str, agent: Any, *, version: int | str = "best", split: str = "test",
+             experiment: str | None = None, workers: int = config.WORKERS, gateway: Any = None,
+             progress: bool = False) -> Any:
+    """Do the rules learned in `source` help another agent? `agent` runs `source`'s `split` tasks with no
+    rules and with `source`'s ruleset `version`; returns the paired comparison. The runs are recorded (and
+    resume) under `experiment` (default: "<source>-transfer")."""
+    from helpers.rulesets import RulesetStore
+    from helpers.runs import run_tasks
+
+    store = RulesetStore(source)
+    number = store.metadata(version)["version"]
+    tasks, target = split_tasks(source, split), experiment or f"{source}-transfer"
+    frames = {name: run_tasks(tasks, agent, run_id=f"{agent.name}_{split}_{name}", experiment=target, ruleset=text,
+                              workers=workers, gateway=gateway, progress=progress)
+              for name, text in (("no_rules", ""), (f"v{number}", store.load(number)))}
+    return compare(frames["no_rules"], frames[f"v{number}"], f"{agent.name} with no rules",
+                   f"{agent.name} with {source}'s v{number}")
+
 __all__ = ["loop_comparisons", "gated_best", "evidence_summary", "compare", "scored", "loop_rows", "ablate",
-           "ablation_rulesets", "ablation_cost", "split_tasks"]  # the public API, documented in CODE_APPENDIX.md
+           "ablation_rulesets", "ablation_cost", "split_tasks", "side_by_side", "transfer"]  # the public API, documented in CODE_APPENDIX.md

@@ -116,13 +116,13 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
                  judge_model: str | None = None, optimizer_model: str | None = None,
                  base_url: str | None = None, phoenix: bool = True, phoenix_url: str | None = None,
                  phoenix_api_key: str | None = None, gateway: bool = True,
-                 budget_usd: float | None = None) -> Session:
+                 budget_usd: float | None = None, agent: str | None = None) -> Session:
     """Resolve models and Phoenix for a run. Fails early, with what to set, when a key is missing.
 
-    A model left None takes its default from helpers.config; dry_run=None means a dry run exactly
-    when no key and no OPENAI_BASE_URL is configured.
+    A model left None takes its default from helpers.config (the agent model by `agent`'s name);
+    dry_run=None means a dry run exactly when no key and no OPENAI_BASE_URL is configured.
     """
-    agent_model = agent_model or config.AGENT_MODEL
+    agent_model = agent_model or config.AGENT_MODELS.get(agent or config.AGENT, config.AGENT_MODEL)
     judge_model = judge_model or config.JUDGE_MODEL
     optimizer_model = optimizer_model or config.OPTIMIZER_MODEL
     dry_run = is_dry_run(dry_run, base_url)

@@ -160,3 +160,15 @@ def test_through_the_gateway_the_key_stays_upstream_and_the_agents_commands_neve
     turns = json.loads((tmp_path / "default/trajectories/gw" / f"{df.instance_id[0]}.json").read_text())
     assert any(call["name"] == "run_commands" for turn in turns for call in turn["tool_calls"])
     assert "ran: printenv > env.txt" in df.trajectory_summary[0] and "wrote: calc.py" in df.trajectory_summary[0]
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda t: run_act(t, run_id="x"), "dataset_name is a DataFrame"),
+    (lambda t: run_act(tasks=t, run_id="x", mode="plans", api_key=KEY), "mode must be 'act'"),
+    (lambda t: run_act(tasks=t, run_id="x", workers=0, api_key=KEY, base_url="http://127.0.0.1:9"), "workers"),
+    (lambda t: run_act(tasks=t, instance_ids="no-such-task", run_id="x", api_key=KEY), "no-such-task"),
+])
+def test_bad_arguments_are_one_clear_error_before_any_task_starts(tasks, tmp_path, call, match):
+    with pytest.raises((TypeError, ValueError, KeyError), match=match):
+        call(tasks)
+    assert cline_processes() == []

@@ -84,3 +84,25 @@ def test_ablation_variants_name_each_rule_and_refuse_unknown_ones():
     assert "Two." in variants["without R1"] and "One." not in variants["without R1"]
     with pytest.raises(ValueError, match="R7"):
         ablation_rulesets("- [R1] One.\n", rules=["R7"])
+
+
+def test_rules_learned_with_one_agent_are_tried_on_another_paired_and_shown_side_by_side(isolated):
+    import json
+
+    from helpers.evidence import side_by_side, transfer
+    from helpers.records import experiment_dir, write_json
+
+    tasks = load_house_suite()
+    errors_tasks = tasks[tasks.conventions.map(lambda c: set(c) == {"errors"})].head(2)
+    write_json(experiment_dir("agent-a") / "split.json",
+               {"train": [], "test": list(errors_tasks.instance_id), "source": "house"})
+    store = RulesetStore("agent-a")
+    store.save("")
+    store.save(f"- [R1] {CONVENTIONS['errors']['rule']}\n", parent=0, loop=0)
+    finished_loop("agent-a", 0, 0, passes=1, n=2)
+    comparison = transfer("agent-a", ConventionAgent(), version="latest", workers=2)
+    assert comparison.accuracy_a == 0.0 and comparison.accuracy_b == 1.0 and comparison.n == len(errors_tasks)
+    assert "convention-agent with agent-a's v1" in comparison.summary()
+    finished_loop("agent-b", 0, 0, passes=2, n=2)
+    table = side_by_side(["agent-a", "agent-b"])
+    assert list(table.columns) == ["agent-a", "agent-b"] and table.loc[0, "agent-b"] == "1.00"

@@ -299,3 +299,38 @@ def test_swebench_rows_get_a_mirror_and_each_loop_its_own_verdicts_from_one_harn
     assert (tmp_path / "cache" / "mirrors" / "psf__requests.git").is_dir()  # cloned once, for both tasks
     calls = (tmp_path / "harness" / "stand-in-calls.jsonl").read_text().splitlines()
     assert len(calls) == 2  # one harness call per run, each with its own run id
+
+
+class GatewayAgent(PatchingAgent):
+    """Calls the model once through whatever endpoint it is given, then applies the gold patch."""
+
+    def __init__(self, base_url=None, api_key=None):
+        super().__init__()
+        self.base_url, self.api_key = base_url, api_key
+
+    def through_gateway(self, base_url, api_key, kind):
+        return GatewayAgent(base_url, api_key)
+
+    def run(self, task, workspace, ruleset):
+        import httpx
+
+        answer = httpx.post(f"{self.base_url}/chat/completions", headers={"Authorization": f"Bearer {self.api_key}"},
+                            json={"model": "gpt-4.1", "messages": [{"role": "user", "content": "fix it"}]}, timeout=30)
+        if answer.status_code != 200:
+            return AgentResult(task["instance_id"], "error", error=answer.text[:200], model=self.model)
+        return super().run(task, workspace, ruleset)
+
+
+def test_runs_the_budget_stopped_are_marked_so_and_run_again_with_budget_left(house, results):
+    from helpers.gateway import Gateway, Upstream
+    from helpers.scripted_server import Reply, Script, ScriptedModelServer
+
+    tasks = house.head(3)
+    with ScriptedModelServer(Script(default=Reply("ok"))) as server:
+        with Gateway({"agent": Upstream(server.base_url, "real-key", "openai-compatible")}, budget_usd=1e-9) as gateway:
+            first = run(tasks, GatewayAgent(), results, workers=1, gateway=gateway)
+        assert first.status.tolist()[0] == "completed" and set(first.status.tolist()[1:]) == {"budget"}
+        assert first.cost_usd[0] > 0  # metered by the gateway
+        with Gateway({"agent": Upstream(server.base_url, "real-key", "openai-compatible")}) as gateway:
+            again = run(tasks, GatewayAgent(), results, workers=1, gateway=gateway)
+    assert (again.pass_or_fail == "pass").all()  # the stopped runs were not final

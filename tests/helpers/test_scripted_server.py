@@ -96,3 +96,81 @@ def test_stopping_frees_the_port():
         url = s.base_url
     with pytest.raises(httpx.ConnectError):
         httpx.get(url + "/models", timeout=2)
+
+
+# --- the same Script answers Anthropic's Messages API and OpenAI's Responses API -----------------------
+def sse_events(response) -> list[dict]:
+    """The JSON payloads of an SSE body, each with the event name it came under."""
+    events = []
+    for block in response.text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        events.append({**json.loads(fields["data"]), "_event": fields.get("event")})
+    return events
+
+
+def test_anthropic_streaming_carries_text_tool_use_input_json_and_usage(server):
+    body = {"model": "claude-x", "max_tokens": 100, "stream": True, "system": [{"type": "text", "text": "sys"}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "please use a tool"}]}]}
+    response = httpx.post(f"{server.origin}/v1/messages?beta=true", json=body)
+    events = sse_events(response)
+    kinds = [e["type"] for e in events]
+    assert all(e["_event"] == e["type"] for e in events)
+    assert kinds[0] == "message_start" and kinds[-2:] == ["message_delta", "message_stop"]
+    text = "".join(e["delta"]["text"] for e in events if e["type"] == "content_block_delta" and e["delta"]["type"] == "text_delta")
+    arguments = "".join(e["delta"]["partial_json"] for e in events
+                        if e["type"] == "content_block_delta" and e["delta"]["type"] == "input_json_delta")
+    tool_start = [e["content_block"] for e in events if e["type"] == "content_block_start" and e["content_block"]["type"] == "tool_use"]
+    assert text == "Editing now."
+    assert [b["name"] for b in tool_start] == ["editor"] and tool_start[0]["id"].startswith("toolu_")
+    assert json.loads(arguments) == {"path": "a.py", "old_text": "x = 1", "new_text": "x = 2"}
+    assert kinds.count("content_block_start") == kinds.count("content_block_stop") == 2
+    delta = events[-2]
+    assert delta["delta"]["stop_reason"] == "tool_use" and delta["usage"]["output_tokens"] > 0
+    assert events[0]["message"]["usage"]["input_tokens"] > 0
+
+
+def test_anthropic_turns_system_and_tool_results_are_read_like_chat(server):
+    turn_two = {"model": "m", "max_tokens": 10, "system": "# Rules\nALWAYS-WRITE-CHANGELOG", "messages": [
+        {"role": "user", "content": "use a tool"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "editor", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}]}
+    answer = httpx.post(f"{server.origin}/v1/messages", json=turn_two).json()
+    assert answer["content"] == [{"type": "text", "text": "rules seen"}]  # system_contains saw `system`
+    assert answer["stop_reason"] == "end_turn" and answer["usage"]["input_tokens"] > 0
+    normalised = server.model_requests("anthropic")[0]
+    assert [m["role"] for m in normalised["messages"]] == ["system", "user", "assistant", "tool"]
+    assert normalised["messages"][2]["tool_calls"][0]["function"]["name"] == "editor"
+
+
+def test_anthropic_errors_use_anthropics_error_body():
+    script = Script([Rule(reply=Reply(status=400, error_message="bad model"))])
+    with ScriptedModelServer(script) as s:
+        response = httpx.post(f"{s.origin}/v1/messages", json={"model": "m", "messages": []})
+    assert response.status_code == 400
+    assert response.json() == {"type": "error", "error": {"type": "scripted_error", "message": "bad model"}}
+
+
+def test_responses_streaming_with_the_openai_sdk_carries_function_calls_and_usage(server):
+    stream = client(server).responses.create(model="gpt-x", instructions="sys", input="please use a tool", stream=True)
+    events = list(stream)
+    kinds = [e.type for e in events]
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    done = [e.item for e in events if e.type == "response.output_item.done"]
+    assert [i.type for i in done] == ["message", "function_call"]
+    assert done[0].content[0].text == "Editing now."
+    assert done[1].name == "editor" and json.loads(done[1].arguments)["new_text"] == "x = 2" and done[1].call_id
+    assert events[-1].response.usage.input_tokens > 0 and events[-1].response.usage.output_tokens > 0
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+
+
+def test_responses_input_items_count_turns_and_instructions_are_the_system_message(server):
+    items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "use a tool"}]},
+             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Editing now."}]},
+             {"type": "function_call", "call_id": "c1", "name": "editor", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c1", "output": "ok"}]
+    answer = client(server).responses.create(model="m", input=items)
+    assert answer.output[0].content[0].text == "Done."  # one assistant turn (its text and call) so far
+    ruled = client(server).responses.create(model="m", instructions="ALWAYS-WRITE-CHANGELOG", input="hi there")
+    assert ruled.output_text == "rules seen"
+    normalised = server.model_requests("responses")[0]
+    assert [m["role"] for m in normalised["messages"]] == ["user", "assistant", "tool"]

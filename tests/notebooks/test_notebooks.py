@@ -8,6 +8,7 @@ import json
 import re
 
 import nbformat
+import papermill
 import pytest
 
 from helpers.config import REPO_ROOT
@@ -52,6 +53,8 @@ def test_every_notebook_has_a_parameters_cell_and_no_outputs():
         for cell in book.cells:
             if cell.cell_type == "code":
                 assert not cell.outputs and cell.execution_count is None, f"{path.name} is committed with outputs"
+        assigned = re.findall(r"^([A-Z_][A-Z0-9_]*)\s*=", tagged[0].source, re.M)
+        assert list(papermill.inspect_notebook(str(path))) == assigned, f"papermill cannot read every parameter of {path.name}"
 
 
 def test_the_quickstart_dry_run_runs_end_to_end_labeled_and_resumes_without_new_calls(isolated):
@@ -79,8 +82,11 @@ def test_the_quickstart_dry_run_runs_end_to_end_labeled_and_resumes_without_new_
 def test_the_results_notebook_reads_a_finished_experiment(isolated):
     if not (isolated["root"] / "act_results/ci-quickstart/loops.jsonl").exists():
         run_notebook(NOTEBOOKS / "quickstart.ipynb", {**TINY, "EXPERIMENT": "ci-quickstart", "PHOENIX_URL": isolated["phoenix"]})
-    shown = outputs(run_notebook(NOTEBOOKS / "03_results.ipynb", {"EXPERIMENT": "ci-quickstart"}))
+    shown = outputs(run_notebook(NOTEBOOKS / "03_results.ipynb", {"EXPERIMENT": "ci-quickstart", "DRY_RUN": True,
+                                                                   "COMPARE_WITH": ["ci-quickstart"],
+                                                                   "TRANSFER_AGENT": "codex"}))
     assert "SCRIPTED DRY RUN" in shown and "Ruleset v0 -> v1" in shown
+    assert "vs codex with no rules on 3 tasks" in shown  # Cline's rules tried on another agent, paired
 
 
 def test_the_setup_notebook_reports_what_is_here(isolated):

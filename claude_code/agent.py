@@ -1,0 +1,364 @@
+"""One Claude Code run on one task: the pinned CLI, isolated, headless, with a timeout we enforce.
+
+    agent = ClaudeCodeAgent(model="claude-sonnet-4-5")        # the Agent protocol (helpers.protocols)
+    result = agent.run(task, workspace, ruleset)             # -> AgentResult; the engine takes the patch
+
+What a run does (measured on Claude Code 2.1.328; see claude_code/README.md):
+- `claude -p <prompt> --output-format stream-json --verbose --dangerously-skip-permissions --model M`
+  in the workspace, the task text on stdin (appended to the prompt: no argv limit); plan mode uses
+  `--permission-mode plan` instead of skipping permissions;
+- its own HOME, CLAUDE_CONFIG_DIR and temp folder (CLAUDE_CODE_TMPDIR, TMPDIR) in a scratch folder, no
+  telemetry, error reporting, auto-update or other non-essential traffic; the child environment is the
+  allow-list of helpers.processes.safe_environment plus these settings;
+- the provider: ANTHROPIC_BASE_URL (the base_url given, else $ANTHROPIC_BASE_URL, else Anthropic);
+- the key on a pipe the CLI reads once (CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR), so it is in no
+  environment: not Claude Code's, not its commands' (`printenv` in a Bash tool call does not show it);
+- the ruleset in the workspace's CLAUDE.md (written by the engine), which Claude Code puts in the first
+  user message of every request (a <system-reminder> block), not in the system prompt;
+- its own process group, killed with the parent (PR_SET_PDEATHSIG) and on timeout (SIGINT, then SIGKILL).
+A task-level failure (provider error, crash, timeout) is a result with status "error" or "timeout";
+only setup problems (no binary, no key, a model it cannot reach) raise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from helpers import config
+from helpers.llm import cost_usd
+from helpers.processes import die_with_parent, remove_scratch, safe_environment, scratch_dir
+from helpers.protocols import AgentResult, Task
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+RULES_FILE = "CLAUDE.md"
+DEFAULT_MODEL = config.AGENT_MODELS["claude-code"]  # Claude Code speaks Anthropic's API only
+BASE_PROMPT = (
+    "You are Claude Code, Anthropic's autonomous coding agent, working in a git repository with tools to "
+    "read, search and edit files (Read, Edit, Write) and to run shell commands (Bash). You are given an "
+    "issue (a bug report or a feature request) and must change the repository so that the issue is "
+    "resolved; the repository's hidden tests decide whether your change is correct. The rules below come "
+    "from the repository's CLAUDE.md, which Claude Code shows you with the task as project instructions."
+)
+PROMPT = "Resolve the task given below."
+STOP_GRACE_S = 3.0  # after SIGINT, before SIGKILL
+TRAJECTORY_CHARS = 24_000  # the whole trajectory kept with a result
+STEP_CHARS = 2_000  # one step's text within it
+QUIET_ENV = {  # no telemetry, error reports, auto-update or other calls home
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_ENABLE_TELEMETRY": "0",
+}
+
+# Retries of a failed model request (Claude Code's default is 10). With 10, a 401 (a wrong key) took
+# 182 s per task here; with 4, 11 s. Transient errors (429, 529) that outlast them are run again by the
+# engine on the next call.
+MAX_RETRIES = 5
+
+_live: set[subprocess.Popen] = set()  # running Claude Code processes, so an interrupt can stop them all
+_live_lock = threading.Lock()
+
+
+def claude_binary() -> Path:
+    """The pinned Claude Code executable installed by `make setup` into claude_code/node_modules."""
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower(), platform.machine())
+    system = {"linux": "linux", "darwin": "darwin", "win32": "win32"}.get(sys.platform, sys.platform)
+    binary = PACKAGE_DIR / "node_modules" / "@anthropic-ai" / f"claude-code-{system}-{arch}" / "claude"
+    if not binary.exists():
+        raise FileNotFoundError(
+            f"The Claude Code CLI is not installed at {binary}. Run `make setup` (it installs the version pinned "
+            "in claude_code/package.json into claude_code/node_modules; needs Node.js 20+)."
+        )
+    return binary
+
+
+def task_text(task: Task) -> str:
+    """What the agent is asked: the issue, named by its instance id."""
+    return (f"Task {task['instance_id']} in the repository {task.get('repo', '')} (the current directory):\n\n"
+            f"{task['problem_statement'].strip()}\n\nChange the repository's files to resolve this issue.")
+
+
+def provider_settings(model: str, base_url: str | None, api_key: str | None) -> tuple[str | None, str]:
+    """(ANTHROPIC_BASE_URL or None for Anthropic itself, the key). Raises MissingCredentials or ValueError."""
+    url = base_url or config.read_env("ANTHROPIC_BASE_URL")
+    if not url and not model.startswith("claude"):
+        raise ValueError(
+            f"Claude Code speaks only Anthropic's Messages API, and {model!r} is not a Claude model. Run it on a "
+            f"Claude model (AGENT_MODEL={DEFAULT_MODEL!r}), or set ANTHROPIC_BASE_URL to a server that serves {model!r}."
+        )
+    key = api_key or config.read_env("ANTHROPIC_API_KEY")
+    if not key:
+        raise config.MissingCredentials(
+            f"No API key for Claude Code on {model!r}. Set ANTHROPIC_API_KEY in the environment or in a .env file "
+            "at the repository root (with ANTHROPIC_BASE_URL for a proxy); or run the scripted dry run (DRY_RUN=True)."
+        )
+    return (url.rstrip("/").removesuffix("/v1") if url else None), key  # Anthropic's base URL has no /v1
+
+
+def state_environment(state: Path, base_url: str | None, key_fd: int) -> dict[str, str]:
+    """The child's whole environment: the allow-list, its own HOME and config, the provider, the key's pipe."""
+    home, config_dir, tmp = state / "home", state / "config", state / "tmp"
+    for folder in (home, config_dir, tmp):
+        folder.mkdir()
+    settings = {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(config_dir), "CLAUDE_CODE_TMPDIR": str(tmp),
+                "TMPDIR": str(tmp), "CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR": str(key_fd),
+                "CLAUDE_CODE_MAX_RETRIES": str(MAX_RETRIES), **QUIET_ENV}
+    if base_url:
+        settings["ANTHROPIC_BASE_URL"] = base_url
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        settings["IS_SANDBOX"] = "1"  # as root, --dangerously-skip-permissions is refused without it
+    return safe_environment(settings)
+
+
+def key_pipe(key: str) -> int:
+    """A pipe's read end holding `key` (the CLI reads it once); the caller closes it after the start."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, key.encode())
+    finally:
+        os.close(write_end)
+    return read_end
+
+
+# --- running a CLI as a process group (shared by codex.agent) --------------------------------------
+def signal_group(process: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_processes(live: set[subprocess.Popen], lock: threading.Lock) -> None:
+    """SIGKILL the process group of every process in `live` (used when a run is interrupted)."""
+    with lock:
+        processes = list(live)
+    for process in processes:
+        signal_group(process, signal.SIGKILL)
+
+
+def _read_all(stream, lines: list[str]) -> None:
+    for line in stream:
+        lines.append(line)
+
+
+def _feed(stream, text: str) -> None:
+    try:
+        stream.write(text)
+        stream.close()
+    except (BrokenPipeError, OSError, ValueError):
+        pass  # it exited before reading its task; its output says why
+
+
+def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
+            live: set[subprocess.Popen], lock: threading.Lock, pass_fds: tuple[int, ...] = ()) -> tuple[str, str, bool, float]:
+    """(stdout, stderr, timed_out, seconds) of one CLI run in its own process group.
+
+    On timeout the group gets SIGINT, then SIGKILL after STOP_GRACE_S; whatever is left in the group is
+    killed when the CLI ends. The child dies with the thread that started it (die_with_parent).
+    """
+    out: list[str] = []
+    err: list[str] = []
+    started = time.monotonic()
+    process = subprocess.Popen(args, cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True, pass_fds=pass_fds,
+                               preexec_fn=die_with_parent())
+    with lock:
+        live.add(process)
+    threads = [threading.Thread(target=_feed, args=(process.stdin, stdin_text), daemon=True),
+               threading.Thread(target=_read_all, args=(process.stdout, out), daemon=True),
+               threading.Thread(target=_read_all, args=(process.stderr, err), daemon=True)]
+    for thread in threads:
+        thread.start()
+    timed_out = False
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        signal_group(process, signal.SIGINT)
+        try:
+            process.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            signal_group(process, signal.SIGKILL)
+            process.wait()
+    finally:
+        signal_group(process, signal.SIGKILL)  # whatever it started in its group
+        for thread in threads:
+            thread.join(timeout=STOP_GRACE_S)  # a stray holder of its pipes must not hang us
+        with lock:
+            live.discard(process)
+    return "".join(out), "".join(err), timed_out, time.monotonic() - started
+
+
+def json_lines(stdout: str) -> list[dict[str, Any]]:
+    """The JSON objects among a CLI's output lines (other lines skipped)."""
+    events = []
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events
+
+
+def cut_trajectory(steps: Iterable[dict[str, Any]], budget: int = TRAJECTORY_CHARS,
+                   step_chars: int = STEP_CHARS) -> list[dict[str, Any]]:
+    """Steps in order, each text cut to step_chars, until `budget` characters; then one note of what was left."""
+    kept, used, left = [], 0, 0
+    for step in steps:
+        text = str(step.get("text") or "")
+        if len(text) > step_chars:
+            text = text[:step_chars] + f" [... {len(text) - step_chars} characters cut]"
+        if left or used + len(text) > budget:
+            left += 1
+            continue
+        kept.append({**step, "text": text})
+        used += len(text)
+    if left:
+        kept.append({"type": "message", "name": "note", "text": f"[{left} more steps cut to keep the trajectory short]"})
+    return kept
+
+
+def last_lines(text: str, lines: int = 5) -> str:
+    kept = [line for line in text.strip().splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])
+
+
+# --- Claude Code's stream-json ------------------------------------------------------------------------
+def trajectory_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages, tool calls and tool results from Claude Code's stream-json events, in order."""
+    steps, names = [], {}
+    for event in events:
+        content = (event.get("message") or {}).get("content")
+        if event.get("type") not in ("assistant", "user") or not isinstance(content, list):
+            continue
+        for block in content:
+            kind = block.get("type")
+            if kind == "text" and event["type"] == "assistant" and block.get("text"):
+                steps.append({"type": "message", "name": "assistant", "text": block["text"]})
+            elif kind == "tool_use":
+                names[block.get("id")] = block.get("name", "")
+                steps.append({"type": "tool_call", "name": block.get("name", ""),
+                              "text": json.dumps(block.get("input") or {})})
+            elif kind == "tool_result":
+                result = block.get("content")
+                text = result if isinstance(result, str) else "\n".join(
+                    p.get("text", "") for p in result or [] if isinstance(p, dict))
+                steps.append({"type": "tool_result", "name": names.get(block.get("tool_use_id"), ""), "text": text,
+                              "is_error": bool(block.get("is_error"))})
+    return cut_trajectory(steps)
+
+
+def plan_of(events: list[dict[str, Any]]) -> str:
+    """The plan of the last ExitPlanMode call (how a plan-mode run hands over its plan), or ""."""
+    plans = [str((block.get("input") or {}).get("plan") or "") for event in events if event.get("type") == "assistant"
+             for block in (event.get("message") or {}).get("content") or []
+             if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == "ExitPlanMode"]
+    return plans[-1] if plans else ""
+
+
+def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeout_s: float, model: str,
+              instance_id: str, mode: str, duration: float) -> AgentResult:
+    """The AgentResult of one run from its events: status, usage and the final message from the `result` event."""
+    final = next((e for e in reversed(events) if e.get("type") == "result"), None) or {}
+    usage = final.get("usage") or {}
+    tokens = {"input_tokens": int(usage.get("input_tokens") or 0), "output_tokens": int(usage.get("output_tokens") or 0),
+              "cache_read_tokens": int(usage.get("cache_read_input_tokens") or 0),
+              "cache_write_tokens": int(usage.get("cache_creation_input_tokens") or 0)}
+    cost = cost_usd(model, tokens["input_tokens"], tokens["output_tokens"])
+    if config.price_for(model) is None and final.get("total_cost_usd"):
+        cost = float(final["total_cost_usd"])  # a model our price table does not know: Claude Code's own figure
+    text = str(final.get("result") or "")
+    plan = plan_of(events) or text if mode == "plan" else ""
+    if timed_out:
+        status, error = "timeout", f"stopped after {timeout_s:.0f} s (the agent's time limit)"
+    elif final and final.get("subtype") == "success" and not final.get("is_error"):
+        status, error = "completed", ""
+    else:
+        errors = [str(e) for e in final.get("errors") or []]
+        status, error = "error", "; ".join(errors) or text or last_lines(stderr) or "Claude Code ended without a result"
+    return AgentResult(instance_id, status, plan=plan, error=error[:4000],
+                       iterations=int(final.get("num_turns") or 0), duration_s=round(duration, 3), usage=tokens,
+                       cost_usd=cost, final_text=text, model=model, trajectory=trajectory_of(events))
+
+
+def run_claude_code(task: Task, workspace: Path | str, *, model: str = DEFAULT_MODEL, base_url: str | None = None,
+                    api_key: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S,
+                    mode: str = "act") -> AgentResult:
+    """Run Claude Code once on `task` in `workspace` (a clean git tree at the task's base commit, its rules
+    already in CLAUDE.md). The result carries no patch: the caller takes it from the workspace."""
+    workspace = Path(workspace)
+    url, key = provider_settings(model, base_url, api_key)
+    permissions = ["--permission-mode", "plan"] if mode == "plan" else ["--dangerously-skip-permissions"]
+    args = [str(claude_binary()), "-p", PROMPT, "--output-format", "stream-json", "--verbose", *permissions,
+            "--model", model]
+    state = scratch_dir("claude-code-state")
+    key_fd = key_pipe(key)
+    try:
+        env = state_environment(state, url, key_fd)
+        out, err, timed_out, duration = run_cli(args, workspace, env, task_text(task), timeout_s, _live, _live_lock,
+                                                pass_fds=(key_fd,))
+    finally:
+        os.close(key_fd)
+        remove_scratch(state)
+    return result_of(json_lines(out), err, timed_out, timeout_s, model, str(task["instance_id"]), mode, duration)
+
+
+def stop_all() -> None:
+    """Kill every Claude Code run still going (used when a run_tasks is interrupted)."""
+    stop_processes(_live, _live_lock)
+
+
+class ClaudeCodeAgent:
+    """Claude Code as an Agent (helpers.protocols): rules in CLAUDE.md, headless act or plan mode."""
+
+    name = "claude-code"
+    rules_file = RULES_FILE
+    base_prompt = BASE_PROMPT
+
+    def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
+                 timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act"):
+        if mode not in ("act", "plan"):
+            raise ValueError(f"mode must be 'act' (patches) or 'plan' (plans), not {mode!r}.")
+        if not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or timeout_s <= 0:
+            raise ValueError(f"timeout_s must be a positive number of seconds, not {timeout_s!r}.")
+        self.model, self.base_url, self._api_key = model or DEFAULT_MODEL, base_url, api_key
+        self.timeout_s, self.mode = float(timeout_s), mode
+
+    def __repr__(self) -> str:
+        return f"ClaudeCodeAgent(model={self.model!r}, mode={self.mode!r})"
+
+    @staticmethod
+    def installed() -> str:
+        """The pinned CLI's version and place (raises saying how to install it when it is missing)."""
+        binary = claude_binary()
+        version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
+                                 env=safe_environment(QUIET_ENV), stdin=subprocess.DEVNULL)
+        lines = (version.stdout or version.stderr).strip().splitlines()
+        return f"Claude Code {lines[-1] if lines else '?'} at {binary.relative_to(PACKAGE_DIR.parent)}"
+
+    def check(self) -> None:
+        """The pinned binary is installed and the model has a key and a server (raises saying what to do)."""
+        claude_binary()
+        provider_settings(self.model, self.base_url, self._api_key)
+
+    def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult:
+        return run_claude_code(task, workspace, model=self.model, base_url=self.base_url, api_key=self._api_key,
+                               timeout_s=self.timeout_s, mode=self.mode)
+
+    def through_gateway(self, base_url: str, api_key: str, kind: str) -> "ClaudeCodeAgent":
+        """This agent, calling the model gateway with a token instead of the provider (an Anthropic upstream: ANTHROPIC_BASE_URL is the gateway's URL, no /v1)."""
+        return ClaudeCodeAgent(self.model, base_url=base_url, api_key=api_key, timeout_s=self.timeout_s, mode=self.mode)
+
+    def stop_all(self) -> None:
+        stop_all()
+
+__all__ = ["ClaudeCodeAgent", "run_claude_code", "claude_binary"]  # the public API, documented in CODE_APPENDIX.md

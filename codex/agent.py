@@ -1,0 +1,244 @@
+"""One Codex CLI run on one task: the pinned CLI, isolated, headless, with a timeout we enforce.
+
+    agent = CodexAgent(model="gpt-5")                         # the Agent protocol (helpers.protocols)
+    result = agent.run(task, workspace, ruleset)             # -> AgentResult; the engine takes the patch
+
+What a run does (measured on Codex CLI 0.169.0; see codex/README.md):
+- `codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -m M <prompt>` in the
+  workspace, the task text on stdin (Codex appends it to the prompt in a <stdin> block: no argv limit);
+- its own HOME and CODEX_HOME in a scratch folder; CODEX_HOME/config.toml names the provider
+  (`wire_api = "responses"`: Codex speaks only the OpenAI Responses API), turns off update checks,
+  analytics, feedback and plugins (whose start-up sync otherwise calls GitHub and chatgpt.com);
+- the key in OPENAI_API_KEY, the one variable the provider entry names, and kept out of the commands
+  Codex runs (`shell_environment_policy.exclude`); the child environment is the allow-list of
+  helpers.processes.safe_environment plus these settings;
+- the ruleset in the workspace's AGENTS.md (written by the engine), which Codex puts in a user message
+  ("# AGENTS.md instructions for <cwd>"), not in its instructions;
+- its own process group, killed with the parent (PR_SET_PDEATHSIG) and on timeout (SIGINT, then SIGKILL).
+Codex has no headless plan mode: mode="plan" is refused. A task-level failure (provider error, crash,
+timeout) is a result with status "error" or "timeout"; only setup problems raise.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from claude_code.agent import cut_trajectory, json_lines, last_lines, run_cli, stop_processes
+from helpers import config
+from helpers.llm import cost_usd
+from helpers.processes import remove_scratch, safe_environment, scratch_dir
+from helpers.protocols import AgentResult, Task
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+RULES_FILE = "AGENTS.md"
+OPENAI_URL = "https://api.openai.com/v1"
+KEY_VARIABLE = "OPENAI_API_KEY"
+BASE_PROMPT = (
+    "You are Codex, OpenAI's coding agent, running in the Codex CLI in a git repository. You work through "
+    "shell commands (exec_command) to read, search and edit files and to run tests. You are given an issue "
+    "(a bug report or a feature request) and must change the repository so that the issue is resolved; "
+    "the repository's hidden tests decide whether your change is correct. The rules below come from the "
+    "repository's AGENTS.md, which Codex shows you with the task as project instructions."
+)
+PROMPT = "Resolve the task given below."
+
+_live: set[subprocess.Popen] = set()  # running Codex processes, so an interrupt can stop them all
+_live_lock = threading.Lock()
+
+
+def codex_binary() -> Path:
+    """The pinned Codex executable (the platform package's native binary) installed by `make setup`."""
+    arch = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine())
+    triple = {"linux": f"{arch}-unknown-linux-musl", "darwin": f"{arch}-apple-darwin"}.get(sys.platform, sys.platform)
+    package = {"x86_64": "x64", "aarch64": "arm64"}.get(arch, arch)
+    system = {"linux": "linux", "darwin": "darwin"}.get(sys.platform, sys.platform)
+    binary = PACKAGE_DIR / "node_modules" / "@openai" / f"codex-{system}-{package}" / "vendor" / triple / "bin" / "codex"
+    if not binary.exists():
+        raise FileNotFoundError(
+            f"The Codex CLI is not installed at {binary}. Run `make setup` (it installs the version pinned in "
+            "codex/package.json into codex/node_modules; needs Node.js 20+)."
+        )
+    return binary
+
+
+def task_text(task: Task) -> str:
+    """What the agent is asked: the issue, named by its instance id."""
+    return (f"Task {task['instance_id']} in the repository {task.get('repo', '')} (the current directory):\n\n"
+            f"{task['problem_statement'].strip()}\n\nChange the repository's files to resolve this issue.")
+
+
+def provider_settings(model: str, base_url: str | None, api_key: str | None) -> tuple[str, str]:
+    """(the Responses API base URL, the key), resolved like every role (helpers.config.llm_settings)."""
+    settings = config.llm_settings(model, api_key, base_url)
+    if settings.provider == "anthropic":
+        raise ValueError(
+            f"Codex speaks only the OpenAI Responses API, and {model!r} is a Claude model served by Anthropic. Run "
+            "it on an OpenAI model (AGENT_MODEL='gpt-5'), or set OPENAI_BASE_URL to a server with /responses for it."
+        )
+    return settings.base_url or OPENAI_URL, settings.require_key()
+
+
+def config_toml(model: str, base_url: str) -> str:
+    """CODEX_HOME/config.toml: the provider (its key read from KEY_VARIABLE, kept from commands), no calls home."""
+    return "\n".join([
+        f"model = {json.dumps(model)}",
+        'model_provider = "prompt-learning"',
+        "check_for_update_on_startup = false",
+        "[features]",
+        "plugins = false",  # its start-up sync otherwise calls api.github.com and chatgpt.com
+        "[analytics]",
+        "enabled = false",
+        "[feedback]",
+        "enabled = false",
+        "[model_providers.prompt-learning]",
+        'name = "prompt-learning"',
+        f"base_url = {json.dumps(base_url)}",
+        f'env_key = "{KEY_VARIABLE}"',
+        'wire_api = "responses"',
+        "[shell_environment_policy]",
+        f'exclude = ["{KEY_VARIABLE}"]',
+        "",
+    ])
+
+
+def state_environment(state: Path, model: str, base_url: str, key: str) -> dict[str, str]:
+    """The child's whole environment: the allow-list, its own HOME and CODEX_HOME, the key's variable."""
+    home, codex_home, tmp = state / "home", state / "codex", state / "tmp"
+    for folder in (home, codex_home, tmp):
+        folder.mkdir()
+    (codex_home / "config.toml").write_text(config_toml(model, base_url))
+    return safe_environment({"HOME": str(home), "CODEX_HOME": str(codex_home), "TMPDIR": str(tmp), KEY_VARIABLE: key})
+
+
+def trajectory_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages, commands and their output from Codex's --json items, in order."""
+    steps = []
+    for event in events:
+        item = event.get("item") or {}
+        if event.get("type") != "item.completed":
+            continue
+        kind = item.get("type")
+        if kind == "agent_message":
+            steps.append({"type": "message", "name": "assistant", "text": item.get("text", "")})
+        elif kind == "command_execution":
+            steps.append({"type": "tool_call", "name": "exec_command", "text": item.get("command", "")})
+            steps.append({"type": "tool_result", "name": "exec_command", "text": item.get("aggregated_output", ""),
+                          "exit_code": item.get("exit_code")})
+        elif kind == "file_change":
+            steps.append({"type": "tool_call", "name": "apply_patch", "text": json.dumps(item.get("changes") or [])})
+        elif kind in ("mcp_tool_call", "web_search"):
+            steps.append({"type": "tool_call", "name": kind, "text": json.dumps(item)})
+    return cut_trajectory(steps)
+
+
+def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeout_s: float, model: str,
+              instance_id: str, duration: float) -> AgentResult:
+    """The AgentResult of one run: completed when its turn completed and none failed; usage from turn.completed."""
+    usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
+    completed, failures, notices, text, calls = False, [], [], "", 0
+    for event in events:
+        kind, item = event.get("type"), event.get("item") or {}
+        if kind == "turn.completed":
+            completed = True
+            turn = event.get("usage") or {}
+            usage["input_tokens"] += int(turn.get("input_tokens") or 0)
+            usage["output_tokens"] += int(turn.get("output_tokens") or 0)
+            usage["cache_read_tokens"] += int(turn.get("cached_input_tokens") or 0)
+        elif kind == "turn.failed":
+            failures.append(str((event.get("error") or {}).get("message") or event))
+        elif kind == "error":  # also "Reconnecting... 1/5" notices of a retry that may still succeed
+            notices.append(str(event.get("message") or event))
+        elif kind == "item.completed" and item.get("type") == "agent_message":
+            text = str(item.get("text") or "")
+        elif kind == "item.completed" and item.get("type") in ("command_execution", "file_change", "mcp_tool_call"):
+            calls += 1
+    if timed_out:
+        status, error = "timeout", f"stopped after {timeout_s:.0f} s (the agent's time limit)"
+    elif completed and not failures:
+        status, error = "completed", ""
+    else:
+        status = "error"
+        error = ("; ".join(dict.fromkeys(failures or notices[-1:])) or last_lines(stderr)
+                 or "Codex ended without completing its turn")
+    return AgentResult(instance_id, status, error=error[:4000], iterations=calls + 1 if events else 0,
+                       duration_s=round(duration, 3), usage=usage,
+                       cost_usd=cost_usd(model, usage["input_tokens"], usage["output_tokens"]), final_text=text,
+                       model=model, trajectory=trajectory_of(events))
+
+
+def run_codex(task: Task, workspace: Path | str, *, model: str = config.AGENT_MODEL, base_url: str | None = None,
+              api_key: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S) -> AgentResult:
+    """Run Codex once on `task` in `workspace` (a clean git tree at the task's base commit, its rules already
+    in AGENTS.md). The result carries no patch: the caller takes it from the workspace."""
+    workspace = Path(workspace)
+    url, key = provider_settings(model, base_url, api_key)
+    args = [str(codex_binary()), "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+            "-m", model, PROMPT]
+    state = scratch_dir("codex-state")
+    try:
+        env = state_environment(state, model, url, key)
+        out, err, timed_out, duration = run_cli(args, workspace, env, task_text(task), timeout_s, _live, _live_lock)
+    finally:
+        remove_scratch(state)
+    return result_of(json_lines(out), err, timed_out, timeout_s, model, str(task["instance_id"]), duration)
+
+
+def stop_all() -> None:
+    """Kill every Codex run still going (used when a run_tasks is interrupted)."""
+    stop_processes(_live, _live_lock)
+
+
+class CodexAgent:
+    """The Codex CLI as an Agent (helpers.protocols): rules in AGENTS.md, headless act mode only."""
+
+    name = "codex"
+    rules_file = RULES_FILE
+    base_prompt = BASE_PROMPT
+
+    def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
+                 timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act"):
+        if mode == "plan":
+            raise ValueError("Codex has no headless plan mode (`codex exec` always acts): use mode='act', or run "
+                             "plan-mode experiments with AGENT='cline' or 'claude-code'.")
+        if mode != "act":
+            raise ValueError(f"mode must be 'act' (patches), not {mode!r}.")
+        if not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or timeout_s <= 0:
+            raise ValueError(f"timeout_s must be a positive number of seconds, not {timeout_s!r}.")
+        self.model, self.base_url, self._api_key = model or config.AGENT_MODEL, base_url, api_key
+        self.timeout_s, self.mode = float(timeout_s), mode
+
+    def __repr__(self) -> str:
+        return f"CodexAgent(model={self.model!r}, mode={self.mode!r})"
+
+    @staticmethod
+    def installed() -> str:
+        """The pinned CLI's version and place (raises saying how to install it when it is missing)."""
+        binary = codex_binary()
+        version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
+                                 env=safe_environment(), stdin=subprocess.DEVNULL)
+        lines = (version.stdout or version.stderr).strip().splitlines()
+        return f"Codex CLI {lines[-1].removeprefix('codex-cli ') if lines else '?'} at {binary.relative_to(PACKAGE_DIR.parent)}"
+
+    def check(self) -> None:
+        """The pinned binary is installed and the model has a key and a Responses API (raises saying what to do)."""
+        codex_binary()
+        provider_settings(self.model, self.base_url, self._api_key)
+
+    def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult:
+        return run_codex(task, workspace, model=self.model, base_url=self.base_url, api_key=self._api_key,
+                         timeout_s=self.timeout_s)
+
+    def through_gateway(self, base_url: str, api_key: str, kind: str) -> "CodexAgent":
+        """This agent, calling the model gateway with a token instead of the provider (an OpenAI upstream: the Responses API under the gateway's .../v1)."""
+        return CodexAgent(self.model, base_url=base_url, api_key=api_key, timeout_s=self.timeout_s, mode=self.mode)
+
+    def stop_all(self) -> None:
+        stop_all()
+
+__all__ = ["CodexAgent", "run_codex", "codex_binary"]  # the public API, documented in CODE_APPENDIX.md

@@ -1,0 +1,161 @@
+"""The real Codex CLI against the scripted model server (OpenAI Responses API), on house tasks, through
+the run engine: rules via AGENTS.md, the edit in the patch, isolation, timeouts, errors, the key."""
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from codex import CodexAgent
+from codex.agent import codex_binary
+from helpers.config import MissingCredentials
+from helpers.dry_run import DryRunScript
+from helpers.house_suite import CONVENTIONS
+from helpers.processes import scratch_dir
+from helpers.runs import run_tasks
+from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call, tool_names
+from helpers.tasks import load_house_suite
+from helpers.workspaces import prepare_workspace, remove_workspace, write_rules
+
+pytestmark = pytest.mark.slow
+KEY = "sk-test-KEY-7b2f0a"  # only ever sent to the scripted server
+MARKER = "987.654"  # the argument of a `sleep` an agent leaves running: find it in /proc afterwards
+
+
+@pytest.fixture(scope="module")
+def house():
+    return load_house_suite()
+
+
+def agent_for(server, **settings):
+    return CodexAgent("gpt-5", base_url=server.base_url, api_key=settings.pop("api_key", KEY), **settings)
+
+
+def run(tasks, agent, tmp_path, **kw):
+    return run_tasks(tasks, agent, run_id=kw.pop("run_id", "train_0"), experiment="codex", progress=False,
+                     results_root=tmp_path / "results", workers=kw.pop("workers", 2), **kw)
+
+
+def processes_with(text: str) -> list[str]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in line:
+                found.append(line)
+    return found
+
+
+def test_the_rules_reach_the_model_through_agents_md_and_the_fix_is_the_tested_patch(house, tmp_path):
+    tasks = house.head(2)
+    rules = "\n".join(f"- {CONVENTIONS[c]['rule']}" for c in CONVENTIONS)
+    with ScriptedModelServer(DryRunScript(tasks).script()) as server:
+        df = run(tasks, agent_for(server), tmp_path, ruleset=rules)
+        requests = server.model_requests("responses")
+    assert df["status"].tolist() == ["completed", "completed"], df["error"].tolist()
+    assert df["pass_or_fail"].tolist() == ["pass", "pass"], df["test_log"].tolist()  # the gold fix: rules were read
+    assert df["agent"].tolist() == ["codex"] * 2
+    for row, task in zip(df.itertuples(), tasks.itertuples()):
+        assert "AGENTS.md" not in row.output
+        assert row.output.count("diff --git") == task.patch.count("diff --git")  # its own task's files only
+        assert row.input_tokens > 0 and row.iterations == 2  # one command, then the answer
+    first = [r for r in requests if not any(m["role"] == "assistant" for m in r["messages"])]
+    assert len(first) == 2 and "exec_command" in tool_names(first[0])
+    for request in first:  # Codex sends AGENTS.md as project instructions in a user message
+        assert CONVENTIONS["errors"]["rule"] in message_text(request, "user")
+        assert CONVENTIONS["errors"]["rule"] not in message_text(request, "system")
+        assert "# AGENTS.md instructions for" in message_text(request, "user")
+
+
+def test_without_rules_the_quick_fix_fails_and_the_trajectory_shows_the_shell_call(house, tmp_path):
+    task = house.iloc[0].to_dict()
+    workspace = prepare_workspace(task, scratch_dir("test-ws"))
+    try:
+        with ScriptedModelServer(DryRunScript(house.head(1)).script()) as server:
+            write_rules(workspace, "AGENTS.md", "")
+            result = agent_for(server).run(task, workspace, "")
+    finally:
+        remove_workspace(workspace)
+    assert result.status == "completed", result.error
+    assert result.final_text.startswith("Done: applied the quick fix")
+    assert [s["type"] for s in result.trajectory] == ["message", "tool_call", "tool_result", "message"]
+    assert result.trajectory[1]["name"] == "exec_command" and "git apply" in result.trajectory[1]["text"]
+    assert result.usage["input_tokens"] > 0 and result.cost_usd > 0  # priced from our table
+
+
+def test_the_key_is_neither_in_the_agents_commands_environment_nor_on_any_command_line(house, tmp_path):
+    seen_lines: list[str] = []
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            seen_lines.extend(processes_with(KEY))
+            time.sleep(0.05)
+
+    steps = [Reply("Looking.", tool_calls=[tool_call("exec_command", cmd="printenv > env.txt")]),
+             Reply("Done.", delay_s=1.0)]
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        with ScriptedModelServer(Script([Rule(match=lambda r: bool(r.get("tools")), reply=steps)])) as server:
+            df = run(house.head(1), agent_for(server), tmp_path, evaluate=False)
+            sent = [r["authorization"] for r in server.requests]
+    finally:
+        done.set()
+        watcher.join()
+    assert df["status"].tolist() == ["completed"], df["error"].tolist()
+    assert "env.txt" in df["output"][0] and "CODEX_HOME" in df["output"][0]  # the command ran, its output landed
+    assert KEY not in df["output"][0]
+    assert seen_lines == []
+    assert sent and all(KEY in s for s in sent)  # yet every request carried it
+
+
+def test_a_timeout_stops_the_run_and_everything_it_started(house, tmp_path):
+    steps = [Reply("Starting.", tool_calls=[tool_call("exec_command", cmd=f"(sleep {MARKER} &) ; echo started")]),
+             Reply("Thinking...", delay_s=60)]
+    with ScriptedModelServer(Script([Rule(match=lambda r: bool(r.get("tools")), reply=steps)])) as server:
+        started = time.monotonic()
+        df = run(house.head(1), agent_for(server, timeout_s=8), tmp_path, evaluate=False)
+        elapsed = time.monotonic() - started
+    assert df["status"].tolist() == ["timeout"] and "8 s" in df["error"][0]
+    assert elapsed < 30
+    assert processes_with(f"sleep {MARKER}") == []
+    assert processes_with(str(codex_binary())) == []
+
+
+def test_a_provider_4xx_ends_in_an_error_with_its_message(house, tmp_path):
+    refusal = Reply(status=400, error_message="scripted refusal: this model is not enabled for the key")
+    with ScriptedModelServer(Script([Rule(reply=refusal)])) as server:
+        started = time.monotonic()
+        df = run(house.head(1), agent_for(server), tmp_path)
+    assert df["status"].tolist() == ["error"]
+    assert "scripted refusal: this model is not enabled" in df["error"][0]
+    assert df["pass_or_fail"].tolist() == ["fail"] and time.monotonic() - started < 60
+
+
+def test_setup_problems_raise_before_any_task(monkeypatch):
+    monkeypatch.setattr("helpers.config.read_env", lambda name: None)  # no key or base URL anywhere
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(MissingCredentials, match="OPENAI_API_KEY"):
+        CodexAgent("gpt-5").check()
+    with pytest.raises(ValueError, match="Responses API"):
+        CodexAgent("claude-sonnet-4-5", api_key="k").check()
+    with pytest.raises(ValueError, match="no headless plan mode"):
+        CodexAgent(mode="plan")
+    assert CodexAgent.installed().startswith("Codex CLI 0.169.0")
+
+
+def test_a_server_error_retried_away_is_not_an_error(house, tmp_path):
+    steps = [Reply("Fixing.", tool_calls=[tool_call("exec_command", cmd="echo fixed > fixed.txt")]), Reply("Done.")]
+    script = Script([Rule(reply=Reply(status=500, error_message="scripted outage"), times=1),
+                     Rule(match=lambda r: bool(r.get("tools")), reply=steps)])
+    with ScriptedModelServer(script) as server:
+        df = run(house.head(1), agent_for(server), tmp_path, evaluate=False)
+        answered = len(server.model_requests("responses"))
+    assert answered == 3  # the failed request, its retry, the final turn
+    assert df["status"].tolist() == ["completed"], df["error"].tolist()
+    assert "fixed.txt" in df["output"][0]
