@@ -25,18 +25,17 @@ from __future__ import annotations
 import json
 import os
 import platform
-import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from helpers import config
 from helpers.llm import cost_usd
-from helpers.processes import die_with_parent, remove_scratch, safe_environment, scratch_dir
+from helpers.processes import json_lines, last_lines, remove_scratch, run_cli, safe_environment, scratch_dir, stop_processes
 from helpers.protocols import AgentResult, Task
+from helpers.trajectories import cut_trajectory
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "CLAUDE.md"
@@ -49,9 +48,6 @@ BASE_PROMPT = (
     "from the repository's CLAUDE.md, which Claude Code shows you with the task as project instructions."
 )
 PROMPT = "Resolve the task given below."
-STOP_GRACE_S = 3.0  # after SIGINT, before SIGKILL
-TRAJECTORY_CHARS = 24_000  # the whole trajectory kept with a result
-STEP_CHARS = 2_000  # one step's text within it
 QUIET_ENV = {  # no telemetry, error reports, auto-update or other calls home
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
     "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_ENABLE_TELEMETRY": "0",
@@ -125,111 +121,6 @@ def key_pipe(key: str) -> int:
     finally:
         os.close(write_end)
     return read_end
-
-
-# --- running a CLI as a process group (shared by codex.agent) --------------------------------------
-def signal_group(process: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(process.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def stop_processes(live: set[subprocess.Popen], lock: threading.Lock) -> None:
-    """SIGKILL the process group of every process in `live` (used when a run is interrupted)."""
-    with lock:
-        processes = list(live)
-    for process in processes:
-        signal_group(process, signal.SIGKILL)
-
-
-def _read_all(stream, lines: list[str]) -> None:
-    for line in stream:
-        lines.append(line)
-
-
-def _feed(stream, text: str) -> None:
-    try:
-        stream.write(text)
-        stream.close()
-    except (BrokenPipeError, OSError, ValueError):
-        pass  # it exited before reading its task; its output says why
-
-
-def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
-            live: set[subprocess.Popen], lock: threading.Lock, pass_fds: tuple[int, ...] = ()) -> tuple[str, str, bool, float]:
-    """(stdout, stderr, timed_out, seconds) of one CLI run in its own process group.
-
-    On timeout the group gets SIGINT, then SIGKILL after STOP_GRACE_S; whatever is left in the group is
-    killed when the CLI ends. The child dies with the thread that started it (die_with_parent).
-    """
-    out: list[str] = []
-    err: list[str] = []
-    started = time.monotonic()
-    process = subprocess.Popen(args, cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True, pass_fds=pass_fds,
-                               preexec_fn=die_with_parent())
-    with lock:
-        live.add(process)
-    threads = [threading.Thread(target=_feed, args=(process.stdin, stdin_text), daemon=True),
-               threading.Thread(target=_read_all, args=(process.stdout, out), daemon=True),
-               threading.Thread(target=_read_all, args=(process.stderr, err), daemon=True)]
-    for thread in threads:
-        thread.start()
-    timed_out = False
-    try:
-        process.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        signal_group(process, signal.SIGINT)
-        try:
-            process.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            signal_group(process, signal.SIGKILL)
-            process.wait()
-    finally:
-        signal_group(process, signal.SIGKILL)  # whatever it started in its group
-        for thread in threads:
-            thread.join(timeout=STOP_GRACE_S)  # a stray holder of its pipes must not hang us
-        with lock:
-            live.discard(process)
-    return "".join(out), "".join(err), timed_out, time.monotonic() - started
-
-
-def json_lines(stdout: str) -> list[dict[str, Any]]:
-    """The JSON objects among a CLI's output lines (other lines skipped)."""
-    events = []
-    for line in stdout.splitlines():
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    return events
-
-
-def cut_trajectory(steps: Iterable[dict[str, Any]], budget: int = TRAJECTORY_CHARS,
-                   step_chars: int = STEP_CHARS) -> list[dict[str, Any]]:
-    """Steps in order, each text cut to step_chars, until `budget` characters; then one note of what was left."""
-    kept, used, left = [], 0, 0
-    for step in steps:
-        text = str(step.get("text") or "")
-        if len(text) > step_chars:
-            text = text[:step_chars] + f" [... {len(text) - step_chars} characters cut]"
-        if left or used + len(text) > budget:
-            left += 1
-            continue
-        kept.append({**step, "text": text})
-        used += len(text)
-    if left:
-        kept.append({"type": "message", "name": "note", "text": f"[{left} more steps cut to keep the trajectory short]"})
-    return kept
-
-
-def last_lines(text: str, lines: int = 5) -> str:
-    kept = [line for line in text.strip().splitlines() if line.strip()]
-    return "\n".join(kept[-lines:])
 
 
 # --- Claude Code's stream-json ------------------------------------------------------------------------

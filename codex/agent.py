@@ -29,11 +29,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from claude_code.agent import cut_trajectory, json_lines, last_lines, run_cli, stop_processes
 from helpers import config
 from helpers.llm import cost_usd
-from helpers.processes import remove_scratch, safe_environment, scratch_dir
+from helpers.processes import json_lines, last_lines, remove_scratch, run_cli, safe_environment, scratch_dir, stop_processes
 from helpers.protocols import AgentResult, Task
+from helpers.trajectories import cut_trajectory
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "AGENTS.md"

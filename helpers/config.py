@@ -55,6 +55,8 @@ DEFAULT_EXPERIMENT = "default"  # the results folder of calls that name no exper
 
 # --- run limits ----------------------------------------------------------------------------------
 AGENT_TIMEOUT_S = 900.0  # per task; enforced by each agent package (some CLIs ignore their own)
+AGENT_TRAJECTORY_CHARS = 24_000  # an agent's trajectory kept with its result (its own event stream)
+AGENT_TRAJECTORY_STEP_CHARS = 2_000  # one step's text within it
 EVAL_TIMEOUT_S = 120.0  # per task, local evaluator
 LLM_MAX_RETRIES = 5
 LLM_MAX_CONCURRENCY = 8

@@ -6,7 +6,6 @@ Each check returns a Check; none raises. `check_environment()` runs them all int
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import re
 import shutil
 import subprocess

@@ -13,15 +13,20 @@ but needs privileges these machines do not grant to every user.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 SCRATCH_PARENT = "pl-runs"
+CLI_STOP_GRACE_S = 3.0  # after SIGINT to a CLI's process group, before SIGKILL
 # What the code under test (and an agent's commands) may see of our environment: an allow-list, so a
 # provider key or any other secret set for the notebook never reaches them.
 SAFE_VARIABLES = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM",
@@ -130,4 +135,90 @@ def sweep_stale() -> list[Path]:
             swept.append(owner)
     return swept
 
-__all__ = ["die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag"]  # public API, documented in CODE_APPENDIX.md
+# --- running an agent's CLI as a process group (the agent packages share it) -------------------------
+def signal_group(process: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_processes(live: set[subprocess.Popen], lock: threading.Lock) -> None:
+    """SIGKILL the process group of every process in `live` (used when a run is interrupted)."""
+    with lock:
+        processes = list(live)
+    for process in processes:
+        signal_group(process, signal.SIGKILL)
+
+
+def _read_all(stream, lines: list[str]) -> None:
+    for line in stream:
+        lines.append(line)
+
+
+def _feed(stream, text: str) -> None:
+    try:
+        stream.write(text)
+        stream.close()
+    except (BrokenPipeError, OSError, ValueError):
+        pass  # it exited before reading its task; its output says why
+
+
+def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
+            live: set[subprocess.Popen], lock: threading.Lock, pass_fds: tuple[int, ...] = ()) -> tuple[str, str, bool, float]:
+    """(stdout, stderr, timed_out, seconds) of one CLI run in its own process group.
+
+    On timeout the group gets SIGINT, then SIGKILL after CLI_STOP_GRACE_S; whatever is left in the group is
+    killed when the CLI ends. The child dies with the thread that started it (die_with_parent).
+    """
+    out: list[str] = []
+    err: list[str] = []
+    started = time.monotonic()
+    process = subprocess.Popen(args, cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True, pass_fds=pass_fds,
+                               preexec_fn=die_with_parent())
+    with lock:
+        live.add(process)
+    threads = [threading.Thread(target=_feed, args=(process.stdin, stdin_text), daemon=True),
+               threading.Thread(target=_read_all, args=(process.stdout, out), daemon=True),
+               threading.Thread(target=_read_all, args=(process.stderr, err), daemon=True)]
+    for thread in threads:
+        thread.start()
+    timed_out = False
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        signal_group(process, signal.SIGINT)
+        try:
+            process.wait(timeout=CLI_STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            signal_group(process, signal.SIGKILL)
+            process.wait()
+    finally:
+        signal_group(process, signal.SIGKILL)  # whatever it started in its group
+        for thread in threads:
+            thread.join(timeout=CLI_STOP_GRACE_S)  # a stray holder of its pipes must not hang us
+        with lock:
+            live.discard(process)
+    return "".join(out), "".join(err), timed_out, time.monotonic() - started
+
+
+def json_lines(stdout: str) -> list[dict[str, Any]]:
+    """The JSON objects among a CLI's output lines (other lines skipped)."""
+    events = []
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events
+
+
+def last_lines(text: str, lines: int = 5) -> str:
+    kept = [line for line in text.strip().splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])
+
+__all__ = ["run_cli", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag"]  # public API, documented in CODE_APPENDIX.md

@@ -36,7 +36,8 @@ class AgentResult:
     or "timeout" (stopped by the runner). `patch` is a unified diff against the task's base commit,
     possibly empty (the engine fills it from the workspace); for plan mode it is empty and `plan`
     holds the plan text. `trajectory`: the agent's turns as plain dicts in order ({"type": "message" |
-    "tool_call" | "tool_result", "name", "text", ...}), cut to a budget by the agent; may be empty.
+    "tool_call" | "tool_result", "name", "text", ...}), cut to a budget by the agent; may be empty (the
+    engine then keeps the gateway's view of the conversation; helpers.trajectories reads both shapes).
     """
 
     instance_id: str
