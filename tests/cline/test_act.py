@@ -172,3 +172,17 @@ def test_bad_arguments_are_one_clear_error_before_any_task_starts(tasks, tmp_pat
     with pytest.raises((TypeError, ValueError, KeyError), match=match):
         call(tasks)
     assert cline_processes() == []
+
+
+def test_a_storm_of_429s_is_absorbed_by_the_gateway_and_every_run_completes(tasks, tmp_path):
+    from helpers.gateway import Gateway, Upstream
+
+    storm = Rule(reply=Reply(status=429, error_message="rate limit", retry_after=0.3), times=8)
+    script = Script([storm, *fixing_script().rules])
+    with ScriptedModelServer(script) as server, \
+            Gateway({"agent": Upstream(server.base_url, KEY, "openai-compatible")}, concurrency=2) as gateway:
+        df = run_act(tasks=tasks, run_id="storm", workers=4, model="scripted-dry-run", base_url=server.base_url,
+                     api_key=KEY, results_root=tmp_path, progress=False, gateway=gateway)
+        retried = sum(call["retries"] for call in gateway.calls())
+    assert storm.fired == 8 and retried >= 8  # every 429 was met by the gateway, none by Cline
+    assert set(df.status) == {"completed"} and set(df.pass_or_fail) == {"pass"}

@@ -430,9 +430,11 @@ def test_spans_land_in_a_real_phoenix_with_the_run_attributes(stub, phoenix_url)
     tracer = phoenix_tracer(phoenix_url, project)
     with Gateway(stub_upstreams(stub), trace=tracer) as gateway:
         token = gateway.issue_token("ant", experiment="e1", split="train", loop=2, task="t7", role="agent")
-        anthropic.Anthropic(base_url=gateway.url_for("ant"), api_key=token, max_retries=0).messages.create(
-            model="claude-sonnet-4-5", max_tokens=10, stream=True, messages=[{"role": "user", "content": "edit a.py"}]
-        ).close()
+        with anthropic.Anthropic(base_url=gateway.url_for("ant"), api_key=token, max_retries=0).messages.create(
+                model="claude-sonnet-4-5", max_tokens=10, stream=True,
+                messages=[{"role": "user", "content": "edit a.py"}]) as stream:
+            for _ in stream:  # read to the end: the final usage comes in the last events
+                pass
         deadline = time.monotonic() + 5
         while not gateway.calls() and time.monotonic() < deadline:
             time.sleep(0.02)
