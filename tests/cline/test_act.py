@@ -183,6 +183,6 @@ def test_a_storm_of_429s_is_absorbed_by_the_gateway_and_every_run_completes(task
             Gateway({"agent": Upstream(server.base_url, KEY, "openai-compatible")}, concurrency=2) as gateway:
         df = run_act(tasks=tasks, run_id="storm", workers=4, model="scripted-dry-run", base_url=server.base_url,
                      api_key=KEY, results_root=tmp_path, progress=False, gateway=gateway)
-        retried = sum(call["retries"] for call in gateway.calls())
-    assert storm.fired == 8 and retried >= 8  # every 429 was met by the gateway, none by Cline
+        answered = {call["status"] for call in gateway.calls()}
+    assert storm.fired == 8 and answered == {200}  # the upstream said 429 eight times; Cline only ever got 200
     assert set(df.status) == {"completed"} and set(df.pass_or_fail) == {"pass"}
