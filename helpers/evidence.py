@@ -92,7 +92,8 @@ def gated_best(experiment: str, before_loop: int | None = None, split: str = "tr
 
 
 def evidence_summary(experiment: str, split: str = "test") -> str:
-    """The last finished loop against the start, on `split`, and the version the gate would keep."""
+    """The last finished loop against the start, on `split`, and the version the gate would keep; labeled
+    SCRIPTED DRY RUN first when the loops were scripted."""
     done = sorted(read_jsonl(loops_path(experiment)), key=lambda r: r["loop"])
     if len(done) < 2:
         return "Fewer than two finished loops: nothing to compare with the starting rules yet."
@@ -105,7 +106,9 @@ def evidence_summary(experiment: str, split: str = "test") -> str:
                else "The learned rules are worse than the start beyond the noise." if comparison.significant
                else "The difference is inside the noise: this run does not show that the learned rules help.")
     best, reasons = gated_best(experiment)
-    lines = [f"{comparison.summary()} ({split} split).", verdict,
+    scripted = any(r.get("dry_run") for r in done)
+    lines = (["SCRIPTED DRY RUN: every number below comes from the scripted model; these are not results."]
+             if scripted else []) + [f"{comparison.summary()} ({split} split).", verdict,
              f"The version the gate keeps (paired, on train, alpha {config.STATS_ALPHA}): v{best}."]
     return "\n".join(lines + [f"  {r}" for r in reasons])
 

@@ -20,14 +20,14 @@ def isolated(tmp_path, monkeypatch):
     return tmp_path
 
 
-def finished_loop(experiment, loop, version, passes, n=30, rules=0):
+def finished_loop(experiment, loop, version, passes, n=30, rules=0, dry_run=False):
     """A loop's record and its train/test rows: the first `passes` tasks pass."""
     rows = pd.DataFrame({"instance_id": [f"t-{i}" for i in range(n)], "status": "completed",
                          "pass_or_fail": ["pass" if i < passes else "fail" for i in range(n)], "mode": "act"})
     for split in ("train", "test"):
         write_csv(rows, split_results_path(experiment, split, loop))
     append_jsonl(loops_path(experiment), {"loop": loop, "ruleset_version": version, "ruleset_rules": rules,
-                                          "train_accuracy": passes / n, "test_accuracy": passes / n})
+                                          "train_accuracy": passes / n, "test_accuracy": passes / n, "dry_run": dry_run})
 
 
 def test_the_gate_refuses_a_gain_inside_the_noise_and_takes_a_real_one(isolated):
@@ -106,3 +106,9 @@ def test_rules_learned_with_one_agent_are_tried_on_another_paired_and_shown_side
     finished_loop("agent-b", 0, 0, passes=2, n=2)
     table = side_by_side(["agent-a", "agent-b"])
     assert list(table.columns) == ["agent-a", "agent-b"] and table.loc[0, "agent-b"] == "1.00"
+
+
+def test_a_scripted_experiments_summary_says_so_before_any_number(isolated):
+    finished_loop("scripted", 0, 0, passes=5, dry_run=True)
+    finished_loop("scripted", 1, 1, passes=25, rules=2, dry_run=True)
+    assert evidence_summary("scripted").startswith("SCRIPTED DRY RUN")
