@@ -39,7 +39,7 @@ from helpers.trajectories import cut_trajectory
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "CLAUDE.md"
-DEFAULT_MODEL = config.AGENT_MODELS["claude-code"]  # Claude Code speaks Anthropic's API only
+DEFAULT_MODEL = "claude-sonnet-4-5"  # Claude Code speaks Anthropic's API only
 BASE_PROMPT = (
     "You are Claude Code, Anthropic's autonomous coding agent, working in a git repository with tools to "
     "read, search and edit files (Read, Edit, Write) and to run shell commands (Bash). You are given an "
@@ -212,6 +212,7 @@ class ClaudeCodeAgent:
     """Claude Code as an Agent (helpers.protocols): rules in CLAUDE.md, headless act or plan mode."""
 
     name = "claude-code"
+    default_model = DEFAULT_MODEL  # sessions with AGENT="claude-code" take it (helpers.session)
     rules_file = RULES_FILE
     base_prompt = BASE_PROMPT
 

@@ -40,7 +40,7 @@ from typing import Any
 
 from helpers import config
 from helpers.llm import cost_usd
-from helpers.processes import die_with_parent, safe_environment, scratch_dir
+from helpers.processes import die_with_parent, safe_environment, scratch_dir, signal_group, stop_processes
 from helpers.protocols import AgentResult, Task
 from helpers.workspaces import git, workspace_patch, write_rules
 
@@ -157,19 +157,9 @@ def parse_events(stdout: str) -> tuple[dict[str, Any] | None, list[str]]:
     return result, errors
 
 
-def _signal_group(process: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(process.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def stop_all() -> None:
     """Kill every Cline run still going (used when a run_act is interrupted)."""
-    with _live_lock:
-        processes = list(_live)
-    for process in processes:
-        _signal_group(process, signal.SIGKILL)
+    stop_processes(_live, _live_lock)
 
 
 @functools.lru_cache(maxsize=None)
@@ -216,11 +206,11 @@ def _feed(stream, text: str) -> None:
 
 def _stop(process: subprocess.Popen) -> None:
     """SIGINT to the group (Cline stops in ~0.2 s), SIGKILL after a grace period."""
-    _signal_group(process, signal.SIGINT)
+    signal_group(process, signal.SIGINT)
     try:
         process.wait(timeout=STOP_GRACE_S)
     except subprocess.TimeoutExpired:
-        _signal_group(process, signal.SIGKILL)
+        signal_group(process, signal.SIGKILL)
         process.wait()
 
 
@@ -261,7 +251,7 @@ def _run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: 
                 timed_out = True
                 _stop(process)
         finally:
-            _signal_group(process, signal.SIGKILL)  # whatever it started in its group
+            signal_group(process, signal.SIGKILL)  # whatever it started in its group
             for thread in threads:
                 thread.join(timeout=STOP_GRACE_S)  # a stray holder of its pipes must not hang us
             with _live_lock:

@@ -1,8 +1,8 @@
-"""Agents by name, for notebooks that take `AGENT="cline"`: `make_agent("cline", model=..., mode="plan")`.
+"""Agents by name, for notebooks that take AGENT: `make_agent(name, model=..., mode="plan")`.
 
-An agent is a package of its own (cline/, ...) whose Agent class is registered as an entry point in
+An agent is a package of its own whose Agent class is registered as an entry point in
 the group `prompt_learning.agents` (pyproject.toml), one line per agent. A package not installed as a
-distribution is still found by its import name: "claude-code" -> `claude_code.AGENT`.
+distribution is still found by its import name: "some-agent" -> `some_agent.AGENT`.
 """
 
 from __future__ import annotations

@@ -35,9 +35,7 @@ def cache_root() -> Path:
 
 # --- the agent and model ids: change them here, not in notebooks -----------------------------------
 AGENT = "cline"  # the coding agent notebooks run by default (a name registered in helpers.agents)
-AGENT_MODEL = "gpt-4.1"  # the model the coding agent runs on
-# An agent whose API needs another default (Claude Code speaks Anthropic's API only).
-AGENT_MODELS = {"claude-code": "claude-sonnet-4-5"}
+AGENT_MODEL = "gpt-4.1"  # the model the coding agent runs on (an agent class's `default_model` wins)
 JUDGE_MODEL = "gpt-4.1"  # explains why each patch passed or failed
 OPTIMIZER_MODEL = "gpt-5"  # rewrites the rules (the cookbook's choice)
 SCRIPTED_MODEL = "scripted-dry-run"  # the model id the scripted server answers as

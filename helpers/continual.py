@@ -7,7 +7,7 @@
     proposal = inbox.propose(optimizer)                       # one optimizer call per batch of new feedback
     print(proposal.describe())                                # edits, reasons, the feedback behind each, diff
     inbox.approve(proposal.id)                                # or inbox.reject(proposal.id, "why")
-    inbox.apply("/path/to/repo", agent="cline", branch="prompt-learning/rules")   # one commit
+    inbox.apply("/path/to/repo", agent=config.AGENT, branch="prompt-learning/rules")   # one commit
     inbox.rollback("/path/to/repo")                           # the previous version, as a new commit
 
 Feedback kinds (FEEDBACK_KINDS): GitHub review comments and reviews as the REST API returns them (bots

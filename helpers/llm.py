@@ -30,7 +30,7 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from helpers import config
 from helpers.protocols import Completion
@@ -294,6 +294,16 @@ def _describe(error: Any, model: str, attempt: int) -> str:
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
+def llm_generator(client: Any, **params: Any) -> Callable[[str, str], str]:
+    """A generate(prompt, request) that asks `client` (an LLMClient): the prompt as the system message, the
+    request as the user message; `params` go to the API. Raises what the client raises. A prompt task
+    family runs its rows with it (helpers.loop.run_prompt_loop)."""
+    def generate(prompt: str, request: str) -> str:
+        messages = [{"role": "system", "content": prompt}, {"role": "user", "content": request}]
+        return client.complete(messages, **params).text
+    return generate
+
+
 def parse_json_object(text: str) -> dict[str, Any]:
     """The JSON object in a model's answer (bare, or in a ```json fence, or the outermost {...}).
 
@@ -315,5 +325,5 @@ def parse_json_object(text: str) -> dict[str, Any]:
     raise ValueError(f"the answer is not a JSON object: {stripped[:200]!r}")
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "LLMClient", "LLMError", "BudgetExceeded", "cost_usd", "cache_key", "parse_json_object",
+    "LLMClient", "LLMError", "BudgetExceeded", "cost_usd", "cache_key", "parse_json_object", "llm_generator",
 ]

@@ -376,8 +376,7 @@ def run_prompt_loop(family: Any, train_df: pd.DataFrame, test_df: pd.DataFrame, 
     splits through the session's agent model, the family's grader scores and explains the answers
     (`feedback_kind` "explanations" or "scores"), the optimizer edits the prompt's fenced instructions,
     and each loop is saved, compared and logged like a coding loop. Resumes after the last finished loop."""
-    from helpers.latent_rules.family import llm_generator
-    from helpers.llm import LLMClient
+    from helpers.llm import LLMClient, llm_generator
 
     store = start_experiment(settings, session, family.base_prompt)
     done = completed_loops(settings.experiment)

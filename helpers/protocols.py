@@ -87,9 +87,9 @@ class EvalResult:
 
 @runtime_checkable
 class Agent(Protocol):
-    """A coding agent. Cline is the first; others plug in as one package each, and the loop does not change.
+    """A coding agent. Each is one package of its own; the loop does not change.
 
-    name: a short id ("cline"); it names the harness's model folder and the agent's records.
+    name: a short id; it names the harness's model folder and the agent's records.
     rules_file: where the agent reads its rules, relative to the workspace (".clinerules", "AGENTS.md",
         "CLAUDE.md"). The engine writes the ruleset there before run() and removes it from the patch.
     mode: "act" (the output is the patch the engine takes from the workspace) or "plan" (the output is

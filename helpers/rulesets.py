@@ -1,6 +1,6 @@
 """Rulesets: the text format of a rules file, and the versioned store of every loop's rules.
 
-The format is plain Markdown, usable as `.clinerules` as it stands:
+The format is plain Markdown, usable as an agent's rules file as it stands:
 
     <!-- prompt-learning ruleset: keep the [Rn] ids when editing by hand; next id R4 -->
     - [R1] Add a CHANGELOG.md entry under "Unreleased" for every user-visible change.
@@ -605,15 +605,15 @@ class RulesetStore:
         old_v, new_v = self._resolve(old), self._resolve(new)
         return diff_rulesets(self.rules(old_v), self.rules(new_v), old_v, new_v)
 
-    def export(self, version: int | str, project_dir: Path | str, *, format: str = ".clinerules",
+    def export(self, version: int | str, project_dir: Path | str, *, format: str | None = None,
                overwrite: bool = False) -> Path:
         """Write a version into a project's rules file; returns the path written.
 
-        `format`: a rules file (".clinerules", "AGENTS.md", "CLAUDE.md", any path in the project) or an
-        agent's name ("cline", "claude-code", "codex": its rules file). A missing file is created with
+        `format`: a rules file (any path in the project, e.g. "AGENTS.md") or an agent's name (its rules
+        file); None: the default agent's (config.AGENT). A missing file is created with
         the version's text. An existing file keeps the team's text byte for byte: the learned rules go
         into its fenced section (replaced when it has one, added when not); overwrite=True replaces the
-        whole file instead. A folder (a `.clinerules/` directory) gets a file of its own in it.
+        whole file instead. A folder of rule files gets a file of its own in it.
         """
         from helpers.workspaces import LEARNED_FILE, insert_section
 
@@ -621,7 +621,7 @@ class RulesetStore:
         project = Path(project_dir)
         if not project.is_dir():
             raise FileNotFoundError(f"Project folder {project} does not exist.")
-        target = project / rules_file_for(format)
+        target = project / rules_file_for(format or config.AGENT)
         if target.is_dir():
             target = target / LEARNED_FILE
         if overwrite or not target.exists():
@@ -634,9 +634,9 @@ class RulesetStore:
 
 
 def rules_file_for(format: str) -> str:
-    """The rules file a format names: the rules file of a registered agent ("cline", "claude-code",
-    "codex"; another bare word is an unknown agent), else the file or folder as given ("AGENTS.md",
-    ".clinerules/", "docs/CLAUDE.md"), which must stay inside the project (relative, no "..")."""
+    """The rules file a format names: the rules file of a registered agent (another bare word is an
+    unknown agent), else the file or folder as given ("AGENTS.md", "rules/", "docs/AGENTS.md"), which
+    must stay inside the project (relative, no "..")."""
     if "." not in format and "/" not in format:  # a bare word names an agent ("rules/" names a folder)
         from helpers.agents import agent_class
 
@@ -652,7 +652,7 @@ def import_rules_file(path: Path | str) -> str:
     blocks) byte for byte: see with_learned_section."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"No rules file at {path}: give the path of a .clinerules, AGENTS.md or CLAUDE.md.")
+        raise FileNotFoundError(f"No rules file at {path}: give the path of the team's rules file.")
     return with_learned_section(path.read_bytes().decode("utf-8", errors="surrogateescape"))
 
 

@@ -122,7 +122,7 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
     A model left None takes its default from helpers.config (the agent model by `agent`'s name);
     dry_run=None means a dry run exactly when no key and no OPENAI_BASE_URL is configured.
     """
-    agent_model = agent_model or config.AGENT_MODELS.get(agent or config.AGENT, config.AGENT_MODEL)
+    agent_model = agent_model or default_agent_model(agent or config.AGENT)
     judge_model = judge_model or config.JUDGE_MODEL
     optimizer_model = optimizer_model or config.OPTIMIZER_MODEL
     dry_run = is_dry_run(dry_run, base_url)
@@ -149,6 +149,14 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
         session.gateway = start_gateway(session, budget_usd)
         session._closers.insert(0, session.gateway.stop)
     return session
+
+
+def default_agent_model(agent: str) -> str:
+    """The model an agent runs on unless told: its class's `default_model` (an agent whose CLI speaks one
+    provider's API only), else config.AGENT_MODEL."""
+    from helpers.agents import agent_class
+
+    return getattr(agent_class(agent), "default_model", None) or config.AGENT_MODEL
 
 
 def role_upstream(model: str, base_url: str | None, api_key: str | None, role: str) -> Any:
@@ -201,4 +209,5 @@ class ExperimentTracer:
             tracer.flush()
             tracer.close()
 
-__all__ = ["open_session", "is_dry_run", "Session", "start_gateway", "role_upstream", "ExperimentTracer"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["open_session", "is_dry_run", "Session", "start_gateway", "role_upstream", "ExperimentTracer",
+           "default_agent_model"]  # the public API, documented in CODE_APPENDIX.md

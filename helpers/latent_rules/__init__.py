@@ -9,7 +9,8 @@ and the page must follow latent rules nobody told the model. Importing this pack
 - family: LatentRulesFamily, the task family's seam (tasks, split, run, score, feedback, base_prompt)
 """
 
-from helpers.latent_rules.family import BASE_PROMPT, LatentRulesFamily, llm_generator, prompt_with
+from helpers.latent_rules.family import BASE_PROMPT, LatentRulesFamily, prompt_with
+from helpers.llm import llm_generator
 from helpers.latent_rules.requests import generate_requests
 from helpers.latent_rules.rules import RULES, LatentRule, active_rules, check_page
 from helpers.latent_rules.schema import SECTION_TYPES, parse_page

@@ -26,7 +26,7 @@ from helpers.latent_rules.scripted import scripted_generator
 from helpers.llm import BudgetExceeded
 from helpers.rulesets import FENCE_END, FENCE_START, split_fenced
 
-Generate = Callable[[str, str], str]  # generate(prompt, request) -> the model's answer text
+Generate = Callable[[str, str], str]  # generate(prompt, request) -> the model's answer text (helpers.llm.llm_generator)
 
 BASE_PROMPT = f"""\
 You write web pages as JSON. The user describes the page they want. Answer with one JSON object that
@@ -84,15 +84,6 @@ def prompt_with(instructions: str, base_prompt: str = BASE_PROMPT) -> str:
     before, _, after = fenced
     body = instructions.strip()
     return f"{before}{body}\n{after}" if body else f"{before}{after}"
-
-
-def llm_generator(client: Any, **params: Any) -> Generate:
-    """A generate(prompt, request) that asks `client` (a helpers.llm.LLMClient): the prompt as the system
-    message, the request as the user message; `params` go to the API. Raises what the client raises."""
-    def generate(prompt: str, request: str) -> str:
-        messages = [{"role": "system", "content": prompt}, {"role": "user", "content": request}]
-        return client.complete(messages, **params).text
-    return generate
 
 
 class LatentRulesFamily:
@@ -182,4 +173,4 @@ class LatentRulesFamily:
         return {name: ids for name, ids in owners.items() if len(ids) == 1}
 
 
-__all__ = ["LatentRulesFamily", "BASE_PROMPT", "OPTIMIZER_PROMPT", "prompt_with", "llm_generator"]
+__all__ = ["LatentRulesFamily", "BASE_PROMPT", "OPTIMIZER_PROMPT", "prompt_with"]

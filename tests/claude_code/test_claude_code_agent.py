@@ -19,7 +19,7 @@ from helpers.tasks import load_house_suite
 from helpers.workspaces import prepare_workspace, remove_workspace, write_rules
 
 pytestmark = pytest.mark.slow
-KEY = "sk-ant-test-KEY-4c1e9d"  # only ever sent to the scripted server
+KEY = "test-anthropic-KEY-4c1e9d"  # only ever sent to the scripted server
 MARKER = "987.654"  # the argument of a `sleep` an agent leaves running: find it in /proc afterwards
 
 

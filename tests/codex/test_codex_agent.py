@@ -19,7 +19,7 @@ from helpers.tasks import load_house_suite
 from helpers.workspaces import prepare_workspace, remove_workspace, write_rules
 
 pytestmark = pytest.mark.slow
-KEY = "sk-test-KEY-7b2f0a"  # only ever sent to the scripted server
+KEY = "test-openai-KEY-7b2f0a"  # only ever sent to the scripted server
 MARKER = "987.654"  # the argument of a `sleep` an agent leaves running: find it in /proc afterwards
 
 

@@ -18,8 +18,8 @@ from helpers.gateway import BUDGET_HEADER, Gateway, Upstream, is_transient, phoe
 from helpers.phoenix_server import free_port
 from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer
 
-OPENAI_KEY = "sk-stub-REAL-openai-key-0123456789"
-ANTHROPIC_KEY = "sk-ant-REAL-anthropic-key-9876543210"
+OPENAI_KEY = "stub-upstream-openai-key-0123456789"  # not a real key's shape
+ANTHROPIC_KEY = "stub-upstream-anthropic-key-9876543210"
 CHUNK_DELAY_S = 0.15  # between the stub's stream events
 
 
@@ -249,7 +249,7 @@ def test_a_stream_passes_byte_for_byte_and_chunk_by_chunk(stub):
 def test_the_openai_sdk_streams_from_the_scripted_server_with_usage_metered():
     script = Script(default=Reply("The fix is in place. " * 20, usage={"prompt_tokens": 1200, "completion_tokens": 80}))
     with ScriptedModelServer(script) as server, \
-            Gateway({"scripted": Upstream(server.base_url, "sk-scripted-real", "openai-compatible")}) as gateway:
+            Gateway({"scripted": Upstream(server.base_url, "scripted-upstream-key", "openai-compatible")}) as gateway:
         token = gateway.issue_token("scripted", experiment="e", role="agent")
         client = openai.OpenAI(base_url=gateway.url_for("scripted"), api_key=token, max_retries=0)
         chunks = list(client.chat.completions.create(model="gpt-4.1", messages=[{"role": "user", "content": "fix"}],
@@ -259,7 +259,7 @@ def test_the_openai_sdk_streams_from_the_scripted_server_with_usage_metered():
 
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == plain.choices[0].message.content == "The fix is in place. " * 20
-    assert [r["authorization"] for r in server.requests] == ["Bearer sk-scripted-real"] * 2
+    assert [r["authorization"] for r in server.requests] == ["Bearer scripted-upstream-key"] * 2
     assert usage == {"calls": 2, "input_tokens": 2400, "output_tokens": 160,
                      "cost_usd": pytest.approx(2 * (1200 * 2.0 + 80 * 8.0) / 1e6)}
 
@@ -315,7 +315,7 @@ def test_retry_after_is_honoured_and_a_too_long_ask_is_passed_on_at_once():
 
 
 def test_an_unreachable_upstream_is_a_502_recorded_as_transient():
-    with Gateway({"gone": Upstream(f"http://127.0.0.1:{free_port()}/v1", "sk-x", "openai")},
+    with Gateway({"gone": Upstream(f"http://127.0.0.1:{free_port()}/v1", "unused-key", "openai")},
                  max_retries=1, backoff_s=0.01) as gateway:
         token = gateway.issue_token("gone")
         answer = httpx.post(gateway.url_for("gone") + "/chat/completions", json={"model": "gpt-4.1"},

@@ -34,12 +34,12 @@ def test_without_a_key_every_role_goes_to_the_scripted_server_through_the_gatewa
 
 
 def test_the_judge_and_the_optimizer_get_a_gateway_token_never_the_key(no_keys, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-123456789")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key-123456789")
     session = open_session(phoenix=False)
     try:
         for settings in (session.judge_kwargs(), session.optimizer_kwargs()):
-            assert "sk-test-123456789" not in str(settings) and "127.0.0.1" in str(settings)
-        assert session.gateway.upstreams["agent"].kind == "openai" and "sk-test" not in repr(session.gateway)
+            assert "test-openai-key-123456789" not in str(settings) and "127.0.0.1" in str(settings)
+        assert session.gateway.upstreams["agent"].kind == "openai" and "test-openai-key" not in repr(session.gateway)
     finally:
         session.close()
 
