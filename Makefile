@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 # The Phoenix server lives in an environment of its own: importing it costs ~15 s, so the notebooks'
 # environment carries only the light client (arize-phoenix-client, ~0.3 s), and
-# helpers/phoenix_server.py starts `.venv-phoenix/bin/phoenix serve` as a subprocess.
+# helpers/tracking/phoenix_server.py starts `.venv-phoenix/bin/phoenix serve` as a subprocess.
 PHOENIX_VENV    := .venv-phoenix
 PHOENIX_VERSION := 20.26.1
 PHOENIX_MARK    := $(PHOENIX_VENV)/.arize-phoenix-$(PHOENIX_VERSION)
@@ -58,13 +58,13 @@ $(PHOENIX_MARK):
 	touch $@
 
 quickstart: setup
-	$(PY) -m helpers.notebook_runner $(NB) $(PARAMS)
+	$(PY) -m helpers.app.notebook_runner $(NB) $(PARAMS)
 
 notebook: setup
-	$(PY) -m helpers.notebook_runner $(NB) $(PARAMS)
+	$(PY) -m helpers.app.notebook_runner $(NB) $(PARAMS)
 
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n auto $(PYTEST_ARGS)
 
 bench: setup
 	@status=0; for bench in benchmarks/bench_*.py; do echo "== $$bench"; $(PY) $$bench || status=1; done; exit $$status

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from helpers.agents import make_agent
-from helpers.runs import run_tasks
-from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, tool_call, tool_names
-from helpers.workspaces import git
+from helpers.core.registry import make_agent
+from helpers.engine.runs import run_tasks
+from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, tool_call, tool_names
+from helpers.families.coding.git import git
 
 BUGGY, FIXED = "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n"
 MODELS = {"cline": "scripted-dry-run", "claude-code": "claude-sonnet-4-5", "codex": "gpt-5"}  # each agent's own kind of id

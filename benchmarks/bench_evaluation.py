@@ -9,8 +9,8 @@ import sys
 import tempfile
 import time
 
-from helpers.evaluation import evaluate_patch
-from helpers.house_suite import load_house_suite
+from helpers.families.coding.evaluation import evaluate_patch
+from helpers.families.coding.house_suite import load_house_suite
 
 TARGET_S = 3.0
 

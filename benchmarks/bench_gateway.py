@@ -34,7 +34,7 @@ CONTENT = " ".join(f"w{i:04d}" for i in range(400))
 
 SERVER = f"""
 import json, sys
-from helpers.scripted_server import Reply, Script, ScriptedModelServer
+from helpers.llm.scripted_server import Reply, Script, ScriptedModelServer
 server = ScriptedModelServer(Script(default=Reply({CONTENT!r}))).start()
 print(json.dumps({{"url": server.base_url}}), flush=True)
 sys.stdin.read()
@@ -42,7 +42,7 @@ sys.stdin.read()
 
 GATEWAY = """
 import json, sys
-from helpers.gateway import Gateway, Upstream
+from helpers.llm.gateway import Gateway, Upstream
 gateway = Gateway({"scripted": Upstream(sys.argv[1], "sk-bench-key", "openai-compatible")}, concurrency=1024).start()
 token = gateway.issue_token("scripted", role="bench")
 print(json.dumps({"url": gateway.url_for("scripted"), "token": token}), flush=True)

@@ -21,9 +21,9 @@ import random
 import sys
 import time
 
-from helpers.latent_rules import RULES, active_rules, check_page, generate_requests, prompt_with, scripted_generator
-from helpers.latent_rules.schema import parse_page
-from helpers.latent_rules.scoring import score_answer
+from helpers.families.latent_rules import RULES, active_rules, check_page, generate_requests, prompt_with, scripted_generator
+from helpers.families.latent_rules.schema import parse_page
+from helpers.families.latent_rules.scoring import score_answer
 
 FLOOR_CHECKS_PER_S = 10_000
 
@@ -81,10 +81,10 @@ def scripted_loops(size: int) -> None:
     import os
     import tempfile
 
-    from helpers.latent_rules import LatentRulesFamily, enable_dry_run
-    from helpers.loop import LoopSettings, run_prompt_loop
-    from helpers.rulesets import RulesetStore
-    from helpers.session import open_session
+    from helpers.families.latent_rules import LatentRulesFamily, enable_dry_run
+    from helpers.engine.loop import LoopSettings, run_prompt_loop
+    from helpers.store.rulesets import RulesetStore
+    from helpers.app.session import open_session
 
     with tempfile.TemporaryDirectory() as scratch:
         for name in ("PL_RESULTS_DIR", "PL_RULESETS_DIR", "PL_CACHE_DIR"):

@@ -16,9 +16,9 @@ import uuid
 
 import pandas as pd
 
-from helpers.phoenix_experiments import WORKERS, log_experiment_to_phoenix, upload_dataset
-from helpers.phoenix_server import PhoenixServer
-from helpers.records import ruleset_sha
+from helpers.tracking.phoenix_experiments import WORKERS, log_experiment_to_phoenix, upload_dataset
+from helpers.tracking.phoenix_server import PhoenixServer
+from helpers.store.records import ruleset_sha
 
 TARGET_S = 15.0
 

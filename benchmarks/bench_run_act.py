@@ -24,8 +24,8 @@ from pathlib import Path
 import pandas as pd
 
 from cline import run_act, runner
-from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, tool_call
-from helpers.workspaces import git
+from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, tool_call
+from helpers.families.coding.git import git
 
 TARGET_RATIO = 1.25
 BUGGY, FIXED = "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n"

@@ -1,6 +1,6 @@
 """One Claude Code run on one task: the pinned CLI, isolated, headless, with a timeout we enforce.
 
-    agent = ClaudeCodeAgent(model="claude-sonnet-4-5")        # the Agent protocol (helpers.protocols)
+    agent = ClaudeCodeAgent(model="claude-sonnet-4-5")        # the Agent protocol (helpers.core.protocols)
     result = agent.run(task, workspace, ruleset)             # -> AgentResult; the engine takes the patch
 
 What a run does (measured on Claude Code 2.1.328; see claude_code/README.md):
@@ -9,7 +9,7 @@ What a run does (measured on Claude Code 2.1.328; see claude_code/README.md):
   `--permission-mode plan` instead of skipping permissions;
 - its own HOME, CLAUDE_CONFIG_DIR and temp folder (CLAUDE_CODE_TMPDIR, TMPDIR) in a scratch folder, no
   telemetry, error reporting, auto-update or other non-essential traffic; the child environment is the
-  allow-list of helpers.processes.safe_environment plus these settings;
+  allow-list of helpers.core.processes.safe_environment plus these settings;
 - the provider: ANTHROPIC_BASE_URL (the base_url given, else $ANTHROPIC_BASE_URL, else Anthropic);
 - the key on a pipe the CLI reads once (CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR), so it is in no
   environment: not Claude Code's, not its commands' (`printenv` in a Bash tool call does not show it);
@@ -31,11 +31,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from helpers import config
-from helpers.llm import cost_usd
-from helpers.processes import json_lines, last_lines, remove_scratch, run_cli, safe_environment, scratch_dir, stop_processes
-from helpers.protocols import AgentResult, Task
-from helpers.trajectories import cut_trajectory
+from helpers.core import config
+from helpers.llm.client import cost_usd
+from helpers.core.processes import json_lines, last_lines, remove_scratch, run_cli, safe_environment, scratch_dir, stop_processes
+from helpers.core.protocols import AgentResult, Task
+from helpers.agents.trajectories import cut_trajectory
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "CLAUDE.md"
@@ -209,10 +209,10 @@ def stop_all() -> None:
 
 
 class ClaudeCodeAgent:
-    """Claude Code as an Agent (helpers.protocols): rules in CLAUDE.md, headless act or plan mode."""
+    """Claude Code as an Agent (helpers.core.protocols): rules in CLAUDE.md, headless act or plan mode."""
 
     name = "claude-code"
-    default_model = DEFAULT_MODEL  # sessions with AGENT="claude-code" take it (helpers.session)
+    default_model = DEFAULT_MODEL  # sessions with AGENT="claude-code" take it (helpers.app.session)
     rules_file = RULES_FILE
     base_prompt = BASE_PROMPT
 

@@ -4,7 +4,7 @@
                  ruleset=ruleset, workers=8)                       # the cookbook's call
     df = run_act(tasks=train_df, run_id="train_0", experiment="house-demo", ruleset=ruleset, workers=2)
 
-Both are thin wrappers over the agent-agnostic engine (helpers.runs.run_tasks) with a ClineAgent: it
+Both are thin wrappers over the agent-agnostic engine (helpers.engine.runs.run_tasks) with a ClineAgent: it
 writes each finished task at once to act_results/<experiment>/runs/<run_id>.jsonl and resumes. The
 rows carry the engine's `output` column and, for the cookbook's cells, `cline_patch` (act mode) and
 `plan` (plan mode) with the same text.
@@ -18,8 +18,8 @@ from typing import Any
 import pandas as pd
 
 from cline.runner import ClineAgent
-from helpers import config
-from helpers.runs import run_tasks
+from helpers.core import config
+from helpers.engine.runs import run_tasks
 
 
 def run_act(dataset_name: str | None = None, instance_ids: Any = None, run_id: str = "run", ruleset: str = "",
@@ -30,7 +30,7 @@ def run_act(dataset_name: str | None = None, instance_ids: Any = None, run_id: s
             progress: bool = True, gateway: Any = None) -> pd.DataFrame:
     """Run Cline on every task (`workers` at a time), test each patch, and return one row per task.
 
-    Columns: helpers.runs.COLUMNS (instance_id, ..., output, pass_or_fail "pass" | "fail" |
+    Columns: helpers.engine.runs.COLUMNS (instance_id, ..., output, pass_or_fail "pass" | "fail" |
     "not_evaluated", status "completed" | "error" | "timeout", error, cost_usd, ...) plus `cline_patch`
     and `plan`. A task whose agent run failed is a "fail" row with the reason in `error`; setup problems
     (no Cline binary, no key, bad arguments) raise before any task starts. `gateway` (the session's):
@@ -58,7 +58,7 @@ def with_cookbook_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 def task_frame(dataset_name: Any, instance_ids: Any, tasks: pd.DataFrame | None) -> pd.DataFrame:
     """The tasks to run: `tasks` as given, or loaded from `dataset_name`, narrowed to `instance_ids`."""
-    from helpers.tasks import load_tasks, select_tasks
+    from helpers.families.coding.tasks import load_tasks, select_tasks
 
     if isinstance(dataset_name, pd.DataFrame):
         raise TypeError("dataset_name is a DataFrame: pass task rows as run_act(tasks=df, ...); dataset_name takes "

@@ -1,6 +1,6 @@
 """One Cline run on one task: the pinned CLI, isolated, headless, with a timeout we enforce.
 
-    agent = ClineAgent(model="gpt-4.1")                      # the Agent protocol (helpers.protocols)
+    agent = ClineAgent(model="gpt-4.1")                      # the Agent protocol (helpers.core.protocols)
     result = agent.run(task, workspace, ruleset)             # -> AgentResult; the engine takes the patch
     result = run_task(task, workspace, ruleset, model="gpt-4.1")   # one task alone, patch included
 
@@ -38,11 +38,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from helpers import config
-from helpers.llm import cost_usd
-from helpers.processes import die_with_parent, safe_environment, scratch_dir, signal_group, stop_processes
-from helpers.protocols import AgentResult, Task
-from helpers.workspaces import git, workspace_patch, write_rules
+from helpers.core import config
+from helpers.llm.client import cost_usd
+from helpers.core.processes import die_with_parent, safe_environment, scratch_dir, signal_group, stop_processes
+from helpers.core.protocols import AgentResult, Task
+from helpers.families.coding.git import git
+from helpers.families.coding.workspaces import workspace_patch, write_rules
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = ".clinerules"
@@ -121,7 +122,7 @@ def write_cline_state(state: Path, provider_id: str, entry: dict[str, Any]) -> d
 
 
 def child_environment(state_env: dict[str, str], key_env: dict[str, str]) -> dict[str, str]:
-    """Cline's environment: an allow-list of ours (helpers.processes.safe_environment: no other keys or
+    """Cline's environment: an allow-list of ours (helpers.core.processes.safe_environment: no other keys or
     secrets reach Cline or the commands it runs), its runtime settings (the user's own BUN_* win), its
     state folders and the one key variable it reads."""
     runtime = {**RUNTIME_ENV, **{k: v for k, v in os.environ.items() if k.startswith("BUN_")}}
@@ -323,7 +324,7 @@ def _last_lines(text: str, lines: int = 5) -> str:
 
 
 class ClineAgent:
-    """Cline as an Agent (helpers.protocols): rules in .clinerules, headless act or plan mode."""
+    """Cline as an Agent (helpers.core.protocols): rules in .clinerules, headless act or plan mode."""
 
     name = "cline"
     rules_file = RULES_FILE

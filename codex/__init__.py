@@ -16,7 +16,7 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    if name == "AGENT":  # helpers.agents finds an agent package's Agent class by this name
+    if name == "AGENT":  # helpers.core.registry finds an agent package's Agent class by this name
         return import_module("codex.agent").CodexAgent
     if name not in _EXPORTS:
         raise AttributeError(f"module 'codex' has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """One Codex CLI run on one task: the pinned CLI, isolated, headless, with a timeout we enforce.
 
-    agent = CodexAgent(model="gpt-5")                         # the Agent protocol (helpers.protocols)
+    agent = CodexAgent(model="gpt-5")                         # the Agent protocol (helpers.core.protocols)
     result = agent.run(task, workspace, ruleset)             # -> AgentResult; the engine takes the patch
 
 What a run does (measured on Codex CLI 0.169.0; see codex/README.md):
@@ -11,7 +11,7 @@ What a run does (measured on Codex CLI 0.169.0; see codex/README.md):
   analytics, feedback and plugins (whose start-up sync otherwise calls GitHub and chatgpt.com);
 - the key in OPENAI_API_KEY, the one variable the provider entry names, and kept out of the commands
   Codex runs (`shell_environment_policy.exclude`); the child environment is the allow-list of
-  helpers.processes.safe_environment plus these settings;
+  helpers.core.processes.safe_environment plus these settings;
 - the ruleset in the workspace's AGENTS.md (written by the engine), which Codex puts in a user message
   ("# AGENTS.md instructions for <cwd>"), not in its instructions;
 - its own process group, killed with the parent (PR_SET_PDEATHSIG) and on timeout (SIGINT, then SIGKILL).
@@ -29,11 +29,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from helpers import config
-from helpers.llm import cost_usd
-from helpers.processes import json_lines, last_lines, remove_scratch, run_cli, safe_environment, scratch_dir, stop_processes
-from helpers.protocols import AgentResult, Task
-from helpers.trajectories import cut_trajectory
+from helpers.core import config
+from helpers.llm.client import cost_usd
+from helpers.core.processes import json_lines, last_lines, remove_scratch, run_cli, safe_environment, scratch_dir, stop_processes
+from helpers.core.protocols import AgentResult, Task
+from helpers.agents.trajectories import cut_trajectory
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "AGENTS.md"
@@ -74,7 +74,7 @@ def task_text(task: Task) -> str:
 
 
 def provider_settings(model: str, base_url: str | None, api_key: str | None) -> tuple[str, str]:
-    """(the Responses API base URL, the key), resolved like every role (helpers.config.llm_settings)."""
+    """(the Responses API base URL, the key), resolved like every role (helpers.core.config.llm_settings)."""
     settings = config.llm_settings(model, api_key, base_url)
     if settings.provider == "anthropic":
         raise ValueError(
@@ -195,7 +195,7 @@ def stop_all() -> None:
 
 
 class CodexAgent:
-    """The Codex CLI as an Agent (helpers.protocols): rules in AGENTS.md, headless act mode only."""
+    """The Codex CLI as an Agent (helpers.core.protocols): rules in AGENTS.md, headless act mode only."""
 
     name = "codex"
     rules_file = RULES_FILE

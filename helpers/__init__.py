@@ -1,33 +1,69 @@
-"""Agent-agnostic helpers for the Prompt Learning cookbook.
+"""Agent-agnostic helpers for the Prompt Learning cookbook, in layers whose imports only point down:
 
-Public names load lazily, so `import helpers` costs nothing and has no side effects; e.g.
-`from helpers import evaluate_results` imports only the judge's module.
+    core  <-  store  <-  llm  <-  tracking  <-  families  <-  learn  <-  analysis  <-  agents  <-  engine
+          <-  testing  <-  continual  <-  app
+
+(`tests/test_layers.py` keeps it so.) The public names below are importable from `helpers` itself, so
+user code does not depend on the inner layout. They load lazily: `import helpers` costs nothing and has
+no side effects; `from helpers import evaluate_results` imports only the judge's module.
 """
 
 from importlib import import_module
 from typing import Any
 
+LAYERS = ("core", "store", "llm", "tracking", "families", "learn", "analysis", "agents", "engine", "testing",
+          "continual", "app")
+
 _EXPORTS = {
-    # tasks and evaluation
-    "load_swebench": "helpers.tasks",
-    "load_house_suite": "helpers.tasks",
-    "split_dataset": "helpers.tasks",
-    "evaluate_patch": "helpers.evaluation",
-    "evaluate_results": "helpers.evals",
-    # optimizer and rulesets
-    "PromptLearningOptimizer": "helpers.optimizer",
-    "RulesetStore": "helpers.rulesets",
-    # tracking and plots
-    "log_experiment_to_phoenix": "helpers.phoenix_experiments",
-    "upload_dataset": "helpers.phoenix_experiments",
-    "PhoenixServer": "helpers.phoenix_server",
-    # LLM access
-    "LLMClient": "helpers.llm",
-    "BudgetExceeded": "helpers.llm",
-    "llm_settings": "helpers.config",
-    "MissingCredentials": "helpers.config",
-    "ScriptedModelServer": "helpers.scripted_server",
-    "count_tokens": "helpers.tokens",
+    # core: the seams, the rules format, statistics
+    "Task": "helpers.core.protocols",
+    "AgentResult": "helpers.core.protocols",
+    "EvalResult": "helpers.core.protocols",
+    "Agent": "helpers.core.protocols",
+    "Evaluator": "helpers.core.protocols",
+    "llm_settings": "helpers.core.config",
+    "MissingCredentials": "helpers.core.config",
+    "count_tokens": "helpers.core.tokens",
+    "parse_ruleset": "helpers.core.rules",
+    "render_ruleset": "helpers.core.rules",
+    "apply_edits": "helpers.core.rules",
+    "import_rules_file": "helpers.core.rules",
+    "paired_comparison": "helpers.core.stats",
+    "accuracy_interval": "helpers.core.stats",
+    "make_agent": "helpers.core.registry",
+    # store
+    "RulesetStore": "helpers.store.rulesets",
+    # llm
+    "LLMClient": "helpers.llm.client",
+    "BudgetExceeded": "helpers.llm.client",
+    "Gateway": "helpers.llm.gateway",
+    "Upstream": "helpers.llm.gateway",
+    "ScriptedModelServer": "helpers.llm.scripted_server",
+    # tracking
+    "log_experiment_to_phoenix": "helpers.tracking.phoenix_experiments",
+    "upload_dataset": "helpers.tracking.phoenix_experiments",
+    "PhoenixServer": "helpers.tracking.phoenix_server",
+    # families
+    "load_swebench": "helpers.families.coding.tasks",
+    "load_house_suite": "helpers.families.coding.tasks",
+    "load_tasks": "helpers.families.coding.tasks",
+    "split_dataset": "helpers.families.coding.tasks",
+    "evaluate_patch": "helpers.families.coding.evaluation",
+    # learn
+    "evaluate_results": "helpers.learn.judge",
+    "PromptLearningOptimizer": "helpers.learn.optimizer",
+    # analysis
+    "evidence_summary": "helpers.analysis.evidence",
+    # engine
+    "run_tasks": "helpers.engine.runs",
+    "LoopSettings": "helpers.engine.loop",
+    "run_loop": "helpers.engine.loop",
+    "run_prompt_loop": "helpers.engine.loop",
+    "ablate": "helpers.engine.ablation",
+    # continual
+    "Inbox": "helpers.continual.learning",
+    # app
+    "open_session": "helpers.app.session",
 }
 
 __all__ = sorted(_EXPORTS)

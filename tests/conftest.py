@@ -2,7 +2,7 @@
 
 import pytest
 
-from helpers.phoenix_server import PhoenixServer
+from helpers.tracking.phoenix_server import PhoenixServer
 
 
 @pytest.fixture(scope="session")

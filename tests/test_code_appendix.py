@@ -4,7 +4,7 @@ import importlib
 import inspect
 import re
 
-from helpers.config import REPO_ROOT
+from helpers.core.config import REPO_ROOT
 
 APPENDIX = REPO_ROOT / "CODE_APPENDIX.md"
 # `### \`module.name(param, param, *, keyword)\`` — one heading per public function or class.

@@ -9,14 +9,14 @@ import pytest
 
 from claude_code import ClaudeCodeAgent
 from claude_code.agent import claude_binary
-from helpers.config import MissingCredentials
-from helpers.dry_run import DryRunScript
-from helpers.house_suite import CONVENTIONS
-from helpers.processes import scratch_dir
-from helpers.runs import run_tasks
-from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call, tool_names
-from helpers.tasks import load_house_suite
-from helpers.workspaces import prepare_workspace, remove_workspace, write_rules
+from helpers.core.config import MissingCredentials
+from helpers.testing.dry_run import DryRunScript
+from helpers.families.coding.house_suite import CONVENTIONS
+from helpers.core.processes import scratch_dir
+from helpers.engine.runs import run_tasks
+from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call, tool_names
+from helpers.families.coding.tasks import load_house_suite
+from helpers.families.coding.workspaces import prepare_workspace, remove_workspace, write_rules
 
 pytestmark = pytest.mark.slow
 KEY = "test-anthropic-KEY-4c1e9d"  # only ever sent to the scripted server
@@ -140,7 +140,7 @@ def test_a_provider_4xx_ends_in_an_error_with_its_message(house, tmp_path):
 def test_setup_problems_raise_before_any_task(monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-    monkeypatch.setattr("helpers.config.read_env", lambda name: None)  # no .env either
+    monkeypatch.setattr("helpers.core.config.read_env", lambda name: None)  # no .env either
     with pytest.raises(MissingCredentials, match="ANTHROPIC_API_KEY"):
         ClaudeCodeAgent("claude-sonnet-4-5").check()
     with pytest.raises(ValueError, match="not a Claude model"):

@@ -1,12 +1,10 @@
 """Small git repositories as tasks, for running the real Cline CLI against the scripted model server."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from helpers.workspaces import git
+from helpers.families.coding.git import git
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from cline import run_act
-from helpers.config import REPO_ROOT
-from helpers.processes import scratch_root
-from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call
+from helpers.core.config import REPO_ROOT
+from helpers.core.processes import scratch_root
+from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call
 from tests.cline.conftest import BUGGY, FIXED, all_command_lines, cline_processes, make_repo, make_task
 
 pytestmark = pytest.mark.slow
@@ -124,12 +124,12 @@ def test_a_different_ruleset_is_a_different_run(tasks, tmp_path):
 
 
 def test_a_missing_key_fails_before_any_task_starts(tasks, monkeypatch, tmp_path):
-    from helpers.config import MissingCredentials
+    from helpers.core.config import MissingCredentials
 
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("helpers.config.REPO_ROOT", tmp_path)
+    monkeypatch.setattr("helpers.core.config.REPO_ROOT", tmp_path)
     with pytest.raises(MissingCredentials, match="OPENAI_API_KEY"):
         run_act(tasks=tasks, run_id="t", model="gpt-4.1", results_root=tmp_path, progress=False)
 
@@ -137,7 +137,7 @@ def test_a_missing_key_fails_before_any_task_starts(tasks, monkeypatch, tmp_path
 def test_through_the_gateway_the_key_stays_upstream_and_the_agents_commands_never_see_it(tasks, tmp_path):
     """Cline runs `printenv` into a file of the patch: the upstream gets the real key, nothing below the
     gateway does (the patch, the records, any command line); the row's cost comes from the gateway's meter."""
-    from helpers.gateway import Gateway, Upstream
+    from helpers.llm.gateway import Gateway, Upstream
 
     secret = "upstream-secret-KEY-5551234"
     script = Script([Rule(reply=[
@@ -175,7 +175,7 @@ def test_bad_arguments_are_one_clear_error_before_any_task_starts(tasks, tmp_pat
 
 
 def test_a_storm_of_429s_is_absorbed_by_the_gateway_and_every_run_completes(tasks, tmp_path):
-    from helpers.gateway import Gateway, Upstream
+    from helpers.llm.gateway import Gateway, Upstream
 
     storm = Rule(reply=Reply(status=429, error_message="rate limit", retry_after=0.3), times=8)
     script = Script([storm, *fixing_script().rules])

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from cline.runner import run_task
-from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call
+from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call
 from tests.cline.conftest import BUGGY, FIXED, all_command_lines, cline_processes
 
 pytestmark = pytest.mark.slow
@@ -53,7 +53,7 @@ def test_the_ruleset_reaches_the_system_message_and_an_empty_one_does_not(calc, 
 
 def test_four_parallel_runs_keep_their_own_state_start_no_hub_and_leave_nothing_behind(calc, tmp_path):
     repo, base, task, _ = calc
-    from helpers.workspaces import git
+    from helpers.families.coding.git import git
 
     workspaces = []
     for i in range(4):
@@ -133,7 +133,7 @@ def test_plan_mode_returns_the_plan_and_changes_nothing(calc):
 
 def test_runs_beyond_the_startup_slots_wait_until_one_is_past_its_startup(calc, tmp_path, monkeypatch):
     from cline import runner
-    from helpers.workspaces import git
+    from helpers.families.coding.git import git
 
     repo, _, task, _ = calc
     monkeypatch.setattr(runner, "STARTUP_SLOTS", 1)

@@ -9,14 +9,14 @@ import pytest
 
 from codex import CodexAgent
 from codex.agent import codex_binary
-from helpers.config import MissingCredentials
-from helpers.dry_run import DryRunScript
-from helpers.house_suite import CONVENTIONS
-from helpers.processes import scratch_dir
-from helpers.runs import run_tasks
-from helpers.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call, tool_names
-from helpers.tasks import load_house_suite
-from helpers.workspaces import prepare_workspace, remove_workspace, write_rules
+from helpers.core.config import MissingCredentials
+from helpers.testing.dry_run import DryRunScript
+from helpers.families.coding.house_suite import CONVENTIONS
+from helpers.core.processes import scratch_dir
+from helpers.engine.runs import run_tasks
+from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call, tool_names
+from helpers.families.coding.tasks import load_house_suite
+from helpers.families.coding.workspaces import prepare_workspace, remove_workspace, write_rules
 
 pytestmark = pytest.mark.slow
 KEY = "test-openai-KEY-7b2f0a"  # only ever sent to the scripted server
@@ -138,7 +138,7 @@ def test_a_provider_4xx_ends_in_an_error_with_its_message(house, tmp_path):
 
 
 def test_setup_problems_raise_before_any_task(monkeypatch):
-    monkeypatch.setattr("helpers.config.read_env", lambda name: None)  # no key or base URL anywhere
+    monkeypatch.setattr("helpers.core.config.read_env", lambda name: None)  # no key or base URL anywhere
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(MissingCredentials, match="OPENAI_API_KEY"):
         CodexAgent("gpt-5").check()

@@ -11,10 +11,10 @@ import nbformat
 import papermill
 import pytest
 
-from helpers.config import REPO_ROOT
-from helpers.loop import describe_loop
-from helpers.session import DRY_RUN_LABEL
-from helpers.notebook_runner import run_notebook
+from helpers.core.config import REPO_ROOT
+from helpers.engine.loop import describe_loop
+from helpers.app.session import DRY_RUN_LABEL
+from helpers.app.notebook_runner import run_notebook
 
 pytestmark = pytest.mark.slow
 NOTEBOOKS = REPO_ROOT / "notebooks"

@@ -1,0 +1,1 @@
+"""What every coding agent shares: trajectories and the CLI agent base."""

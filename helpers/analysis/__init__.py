@@ -1,0 +1,1 @@
+"""Evidence and plots from saved results."""

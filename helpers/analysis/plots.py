@@ -1,0 +1,200 @@
+"""Figures of one experiment, from its saved results (nothing is run again).
+
+    paths = plot_all("quickstart", show=True)      # shows each figure and saves it as PNG in plots/
+
+Figures: train and test accuracy per loop; ruleset size per loop (rules and tokens); resolved rate per
+repository per loop; cost per loop; which test tasks passed in which loop (the flips). Every title
+says SCRIPTED DRY RUN when the results came from the scripted model server. Figures are built with
+matplotlib's object API and saved with the Agg canvas: nothing here changes pyplot's backend.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from helpers.store.records import experiment_dir, loops_path, read_jsonl, split_results_path
+
+DRY_RUN_TITLE = "SCRIPTED DRY RUN (not real results)"
+
+
+def load_loops(experiment: str, results_root: Path | str | None = None) -> pd.DataFrame:
+    """loops.jsonl as a DataFrame sorted by loop; a clear error when the experiment has none."""
+    records = read_jsonl(loops_path(experiment, results_root))
+    if not records:
+        raise FileNotFoundError(f"No finished loop for experiment {experiment!r} in "
+                                f"{experiment_dir(experiment, results_root)}: run the quickstart or 02 first.")
+    return pd.DataFrame(records).sort_values("loop").reset_index(drop=True)
+
+
+def load_split_rows(experiment: str, split: str, results_root: Path | str | None = None) -> pd.DataFrame:
+    """Every loop's rows of one split (train or test), with a `loop` column."""
+    frames = []
+    for loop in load_loops(experiment, results_root)["loop"]:
+        path = split_results_path(experiment, split, int(loop), results_root)
+        if path.exists():
+            frames.append(pd.read_csv(path, keep_default_na=False).assign(loop=int(loop)))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["instance_id", "repo", "loop", "pass_or_fail"])
+
+
+def _title(text: str, loops: pd.DataFrame) -> str:
+    dry = "dry_run" in loops and bool(loops["dry_run"].fillna(False).astype(bool).any())
+    return f"{text}\n{DRY_RUN_TITLE}" if dry else text
+
+
+def _figure(width: float = 7.0, height: float = 4.0) -> tuple[Figure, Any]:
+    figure = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure, figure.add_subplot()
+
+
+def plot_accuracy(loops: pd.DataFrame, experiment: str = "") -> Figure:
+    """Train and test accuracy per loop with their 95% intervals (errored runs left out); a loop where no
+    run could be scored has no point, never a zero."""
+    figure, ax = _figure()
+    for offset, (split, marker) in ((-0.05, ("train", "o")), (0.05, ("test", "s"))):
+        values = pd.to_numeric(loops.get(f"{split}_accuracy"), errors="coerce")
+        low = pd.to_numeric(loops.get(f"{split}_ci_low", pd.Series(index=loops.index, dtype=float)), errors="coerce")
+        high = pd.to_numeric(loops.get(f"{split}_ci_high", pd.Series(index=loops.index, dtype=float)), errors="coerce")
+        errors = [(values - low).clip(lower=0).fillna(0), (high - values).clip(lower=0).fillna(0)]
+        ax.errorbar(loops["loop"] + offset, values, yerr=errors, marker=marker, capsize=4, label=f"{split} (95% CI)")
+    ax.set(xlabel="loop (ruleset version used)", ylabel="accuracy (resolved share)", ylim=(-0.02, 1.02),
+           title=_title(f"Train and test accuracy per loop: {experiment}", loops))
+    ax.set_xticks(list(loops["loop"]))
+    errored = loops.get("train_errors", pd.Series(0, index=loops.index)).fillna(0) + loops.get(
+        "test_errors", pd.Series(0, index=loops.index)).fillna(0)
+    if errored.sum():
+        ax.annotate(f"{int(errored.sum())} errored runs left out of accuracy", (0.01, 0.01),
+                    xycoords="axes fraction", fontsize="small", color="tab:red")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    return figure
+
+
+def plot_ruleset_size(loops: pd.DataFrame, experiment: str = "") -> Figure:
+    """Rules (bars) and tokens (line) of the ruleset each loop ran with."""
+    figure, ax = _figure()
+    ax.bar(loops["loop"], loops["ruleset_rules"], color="tab:blue", alpha=0.7, label="rules")
+    ax.set(xlabel="loop", ylabel="rules", title=_title(f"Size of the rules each loop ran with: {experiment}", loops))
+    ax.set_xticks(list(loops["loop"]))
+    tokens = ax.twinx()
+    tokens.plot(loops["loop"], loops["ruleset_tokens"], color="tab:orange", marker="o", label="tokens")
+    tokens.set_ylabel("tokens")
+    figure.legend(loc="upper left")
+    return figure
+
+
+def plot_repo_resolved(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str = "") -> Figure:
+    """Resolved share per repository per loop, train and test rows together."""
+    figure, ax = _figure()
+    if len(rows):
+        rates = rows.assign(resolved=rows["pass_or_fail"].eq("pass")).pivot_table(
+            index="loop", columns="repo", values="resolved", aggfunc="mean")
+        for repo in rates.columns:
+            ax.plot(rates.index, rates[repo], marker="o", label=repo)
+        ax.legend(fontsize="small")
+        ax.set_xticks(list(rates.index))
+    ax.set(xlabel="loop", ylabel="resolved share (train + test)", ylim=(-0.02, 1.02),
+           title=_title(f"Resolved rate per repository: {experiment}", loops))
+    ax.grid(alpha=0.3)
+    return figure
+
+
+def plot_cost(loops: pd.DataFrame, experiment: str = "") -> Figure:
+    """Cost per loop in USD, stacked by role: agent, judge, optimizer."""
+    figure, ax = _figure()
+    bottom = pd.Series(0.0, index=loops.index)
+    for column, label in (("agent_cost_usd", "agent"), ("judge_cost_usd", "judge"), ("optimizer_cost_usd", "optimizer")):
+        values = loops.get(column, pd.Series(0.0, index=loops.index)).fillna(0.0)
+        ax.bar(loops["loop"], values, bottom=bottom, label=label)
+        bottom = bottom + values
+    ax.set(xlabel="loop", ylabel="USD", title=_title(f"Cost per loop: {experiment}", loops))
+    ax.set_xticks(list(loops["loop"]))
+    ax.legend()
+    return figure
+
+
+def flipped_tasks(experiment: str, results_root: Path | str | None = None) -> pd.DataFrame:
+    """Test tasks whose verdict changed from one loop to the next: instance_id, from_loop, to_loop, before, after."""
+    rows = load_split_rows(experiment, "test", results_root)
+    columns = ["instance_id", "from_loop", "to_loop", "before", "after"]
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    table = rows.pivot_table(index="instance_id", columns="loop", values="pass_or_fail", aggfunc="last")
+    flips = []
+    loops = list(table.columns)
+    for before, after in zip(loops, loops[1:]):
+        changed = table[(table[before] != table[after]) & table[before].notna() & table[after].notna()]
+        flips += [{"instance_id": iid, "from_loop": before, "to_loop": after, "before": row[before], "after": row[after]}
+                  for iid, row in changed.iterrows()]
+    return pd.DataFrame(flips, columns=columns)
+
+
+def plot_test_outcomes(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str = "") -> Figure:
+    """Each test task (row) in each loop (column): green passed, red failed; flips stand out as color changes."""
+    table = (rows.assign(passed=rows["pass_or_fail"].eq("pass").astype(float))
+             .pivot_table(index="instance_id", columns="loop", values="passed", aggfunc="last")) if len(rows) else pd.DataFrame()
+    figure, ax = _figure(7.0, max(2.5, 0.3 * len(table) + 1.5))
+    if len(table):
+        ax.imshow(table.values, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+        ax.set_yticks(range(len(table)), labels=table.index, fontsize="small")
+        ax.set_xticks(range(len(table.columns)), labels=[str(c) for c in table.columns])
+    ax.set(xlabel="loop", title=_title(f"Test tasks passed (green) per loop: {experiment}", loops))
+    return figure
+
+
+def plot_ablation(effects: pd.DataFrame, experiment: str = "", dry_run: bool = False) -> Figure:
+    """A forest plot of each rule's effect of removal (helpers.engine.ablation.ablate) with its 95% interval:
+    left of zero the rule helps; right of zero (red) removing it helped: a candidate for deletion."""
+    figure, ax = _figure(7.0, 1.2 + 0.45 * max(1, len(effects)))
+    for row, effect in enumerate(effects.itertuples()):
+        color = "tab:red" if effect.harmful else "tab:blue"
+        ax.errorbar([effect.effect_of_removal], [row], capsize=4, marker="o", color=color,
+                    xerr=[[max(0.0, effect.effect_of_removal - effect.ci_low)], [max(0.0, effect.ci_high - effect.effect_of_removal)]])
+    ax.axvline(0, color="grey", linewidth=1)
+    ax.set_yticks(range(len(effects)), [f"{r.rule}: {r.text[:40]}" for r in effects.itertuples()], fontsize="small")
+    title = f"Effect of leaving each rule out (accuracy change, 95% CI): {experiment}"
+    ax.set(xlabel="accuracy change when the rule is removed", xlim=(-1.05, 1.05),
+           title=f"{title}\n{DRY_RUN_TITLE}" if dry_run else title)
+    ax.grid(alpha=0.3, axis="x")
+    return figure
+
+
+def save_figure(figure: Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    return path
+
+
+def plot_all(experiment: str, results_root: Path | str | None = None, show: bool = False) -> dict[str, Path]:
+    """Every figure of `experiment`, saved under act_results/<experiment>/plots/; shown inline if `show`."""
+    loops = load_loops(experiment, results_root)
+    test_rows = load_split_rows(experiment, "test", results_root)
+    both = pd.concat([load_split_rows(experiment, "train", results_root), test_rows], ignore_index=True)
+    figures = {
+        "accuracy": plot_accuracy(loops, experiment),
+        "ruleset_size": plot_ruleset_size(loops, experiment),
+        "resolved_by_repo": plot_repo_resolved(both, loops, experiment),
+        "cost": plot_cost(loops, experiment),
+        "test_outcomes": plot_test_outcomes(test_rows, loops, experiment),
+    }
+    folder = experiment_dir(experiment, results_root) / "plots"
+    paths = {name: save_figure(figure, folder / f"{name}.png") for name, figure in figures.items()}
+    if show:
+        from IPython.display import Image, display
+
+        for figure in figures.values():
+            buffer = io.BytesIO()
+            figure.savefig(buffer, format="png")
+            display(Image(data=buffer.getvalue()))
+    return paths
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "plot_all", "flipped_tasks", "load_loops", "load_split_rows", "plot_accuracy", "plot_ruleset_size",
+    "plot_repo_resolved", "plot_cost", "plot_test_outcomes", "plot_ablation",
+]

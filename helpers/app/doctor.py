@@ -1,0 +1,143 @@
+"""Environment checks for the setup notebook: what is there, what is missing, and how to fix it.
+
+Each check returns a Check; none raises. `check_environment()` runs them all into a DataFrame.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from helpers.core import config
+
+
+@dataclass
+class Check:
+    component: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def pinned_requirements() -> dict[str, str]:
+    """name -> pinned version, from pyproject.toml's dependencies."""
+    import tomllib
+
+    project = tomllib.loads((config.REPO_ROOT / "pyproject.toml").read_text())["project"]
+    pins = {}
+    for spec in project["dependencies"]:
+        match = re.match(r"^([A-Za-z0-9_.\-]+)==([^;\s]+)", spec)
+        if match:
+            pins[match.group(1)] = match.group(2)
+    return pins
+
+
+def check_python() -> Check:
+    ok = sys.version_info >= (3, 11)
+    return Check("Python", ok, sys.version.split()[0], "" if ok else "Use Python 3.11 or newer (make PYTHON=python3.11 setup).")
+
+
+def check_packages() -> Check:
+    missing, wrong = [], []
+    for name, pin in pinned_requirements().items():
+        try:
+            found = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(name)
+            continue
+        if found != pin:
+            wrong.append(f"{name} {found} (pinned {pin})")
+    ok = not missing and not wrong
+    detail = "all pinned packages present" if ok else "; ".join(
+        ([f"missing: {', '.join(missing)}"] if missing else []) + ([f"other versions: {', '.join(wrong)}"] if wrong else []))
+    return Check("Python packages", ok, detail, "" if ok else "Run `make setup` (or `pip install -e .`) in this environment.")
+
+
+def check_agents() -> list[Check]:
+    """One check per registered agent: is its pinned CLI installed, and which version."""
+    from helpers.core.registry import agent_class, registered_agents
+
+    checks = []
+    for name in sorted(set(registered_agents()) | {config.AGENT}):
+        try:
+            checks.append(Check(f"agent: {name}", True, agent_class(name).installed()))
+        except Exception as error:  # a doctor reports, it does not raise
+            checks.append(Check(f"agent: {name}", False, str(error),
+                                "Run `make setup` (it installs each agent's pinned CLI into its package; needs Node 20+)."))
+    return checks
+
+
+def check_node() -> Check:
+    node = shutil.which("node")
+    if not node:
+        return Check("Node.js", False, "not found", "Install Node.js 20+ (it brings npm), then `make setup`.")
+    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+    ok = int(version.lstrip("v").split(".")[0]) >= 20
+    return Check("Node.js", ok, version, "" if ok else "Install Node.js 20 or newer.")
+
+
+def check_llm() -> Check:
+    if config.read_env("OPENAI_BASE_URL"):
+        return Check("LLM", True, f"OpenAI-compatible server at {config.read_env('OPENAI_BASE_URL')}")
+    if config.has_credentials():
+        which = [n for n in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY") if config.read_env(n)]
+        return Check("LLM", True, f"key set: {', '.join(which)} (value not shown)")
+    return Check("LLM", True, "no key: the notebooks run the SCRIPTED DRY RUN (scripted model, not real results)",
+                 "For real runs set OPENAI_API_KEY (or ANTHROPIC_API_KEY, or OPENAI_BASE_URL for vLLM/Ollama/"
+                 "OpenRouter) in the environment or in .env at the repository root.")
+
+
+def check_git() -> Check:
+    git = shutil.which("git")
+    return Check("git", bool(git), git or "not found", "" if git else "Install git.")
+
+
+def check_swebench_runtime() -> Check:
+    try:
+        from helpers.families.coding.swebench_harness import docker_available, modal_available
+
+        docker, modal = docker_available(), modal_available()
+    except Exception as error:
+        return Check("SWE-bench evaluation", False, f"cannot check: {error}", "")
+    if docker or modal:
+        return Check("SWE-bench evaluation", True, ", ".join(n for n, ok in (("Docker", docker), ("Modal", modal)) if ok))
+    return Check("SWE-bench evaluation", False, "no Docker engine and no Modal credentials",
+                 "SWE-bench tasks need Docker (start the engine) or Modal (`modal token new`); the house suite "
+                 "(TASK_SOURCE='house') needs neither.")
+
+
+def check_phoenix(url: str | None = None) -> Check:
+    url = url or config.read_env("PHOENIX_COLLECTOR_ENDPOINT")
+    if not url:
+        return Check("Phoenix", True, "none configured: the notebooks start an embedded local Phoenix",
+                     "Set PHOENIX_COLLECTOR_ENDPOINT (and PHOENIX_API_KEY) to use a team server.")
+    import httpx
+
+    try:
+        ok = httpx.get(url.rstrip("/") + "/healthz", timeout=5).status_code == 200
+    except httpx.HTTPError as error:
+        return Check("Phoenix", False, f"{url}: {error}", "Check the URL, or unset it to use the embedded server.")
+    return Check("Phoenix", ok, url, "" if ok else "The server answered but is not healthy.")
+
+
+def check_environment(phoenix_url: str | None = None):
+    """All checks as a DataFrame (component, ok, detail, fix)."""
+    import pandas as pd
+
+    checks = [check_python(), check_packages(), check_node(), *check_agents(), check_git(), check_llm(),
+              check_phoenix(phoenix_url), check_swebench_runtime()]
+    return pd.DataFrame([asdict(c) for c in checks])
+
+
+def repo_relative(path: Path) -> str:
+    try:
+        return str(Path(path).relative_to(config.REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+__all__ = ["check_environment", "Check"]  # the public API, documented in CODE_APPENDIX.md

@@ -1,0 +1,246 @@
+"""Run any cookbook notebook headless through papermill, with parameters, reproducibly.
+
+    python -m helpers.app.notebook_runner notebooks/quickstart.ipynb -p LOOPS 2 -p TRAIN_SIZE 4
+    python -m helpers.app.notebook_runner notebooks/02_optimize_cline_act.ipynb LOOPS=3 EXPERIMENT=demo
+    make notebook NB=notebooks/03_results.ipynb PARAMS="EXPERIMENT=demo"
+
+Parameters are checked against the notebook's `parameters` cell before any kernel starts: an unknown
+name, a value of the wrong type (the default's, or the cell's annotation: `X: Optional[float] = None`)
+or a count below 1 is one error saying what to write instead. The executed copy goes to
+act_results/<EXPERIMENT>/notebooks/<name>.ipynb. Before it is saved, every output is scrubbed: API keys (and anything shaped like one) are redacted and this machine's paths are
+replaced by <repo> and ~, so an executed notebook can be shared as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from helpers.core.config import REPO_ROOT, STATE_DIR, read_env, results_root
+from helpers.store.records import check_name, write_atomic
+
+SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PHOENIX_API_KEY", "OPENROUTER_API_KEY",
+                    "MODAL_TOKEN_SECRET", "HF_TOKEN")
+SECRET_SHAPES = re.compile(r"(sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|hf_[A-Za-z0-9]{20,})")
+SHELL_WORDS = {"true": True, "false": False, "none": None, "null": None}  # as people type them in a shell
+TYPE_NAMES = {"int": int, "float": float, "str": str, "bool": bool, "None": type(None)}
+SAID_AS = {int: "an int", type(None): "None"}  # else "a <type>"
+POSITIVE_NAMES = ("WORKERS", "LOOPS", "ATTEMPTS")  # counts and sizes below 1 hang or do nothing
+POSITIVE_SUFFIXES = ("_SIZE", "_SIZE_K")
+
+
+def parse_value(text: str) -> Any:
+    """'3' -> 3, '0.5' -> 0.5, 'True' or 'true' -> True, 'None' -> None, "['a']" -> ['a'], else the string."""
+    if text.strip().lower() in SHELL_WORDS:
+        return SHELL_WORDS[text.strip().lower()]
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text
+
+
+def parse_parameters(pairs: list[str], flagged: list[list[str]]) -> dict[str, Any]:
+    params = {name: parse_value(value) for name, value in flagged}
+    for pair in pairs:
+        if "=" not in pair:
+            raise SystemExit(f"Bad parameter {pair!r}: write NAME=VALUE (e.g. LOOPS=2) or -p NAME VALUE.")
+        name, value = pair.split("=", 1)
+        params[name.strip()] = parse_value(value)
+    return params
+
+
+def accepted_types(default: str, annotation: str) -> tuple[type, ...]:
+    """The types a parameter takes, from papermill's view of its line in the `parameters` cell: an
+    annotation made of int/float/str/bool/None (`Optional[float]`, `Union[int, str]`) if it has one,
+    else the default's type; () takes anything (None or an expression as default, another annotation)."""
+    if annotation and annotation != "None":  # papermill says "None" when there is no annotation
+        names = [w for w in re.findall(r"\w+", annotation) if w not in ("Optional", "Union")]
+        if not names or any(name not in TYPE_NAMES for name in names):
+            return ()
+        return tuple(TYPE_NAMES[name] for name in names) + ((type(None),) if "Optional" in annotation else ())
+    try:
+        value = ast.literal_eval(default)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return ()
+    return () if value is None else (type(value),)
+
+
+def parameter_problem(name: str, value: Any, types: tuple[type, ...], default: str) -> tuple[Any, str | None]:
+    """(the value to pass, None) when `value` suits the parameter, else (value, what is wrong). Ints pass
+    for floats; whole floats (3.0) pass for ints, as ints."""
+    int_for_float = float in types and type(value) is int
+    if types and type(value) not in types and not int_for_float:
+        if int in types and type(value) is float and value.is_integer():
+            value = int(value)
+        else:
+            expected = " or ".join(SAID_AS.get(t, f"a {t.__name__}") for t in types)
+            given = SAID_AS.get(type(value), f"a {type(value).__name__}")
+            number_as_text = str in types and type(value) in (int, float)
+            quote = f"; to pass it as text, quote it: {name}=\"'{value}'\"" if number_as_text else ""
+            return value, f"{name}={value!r} is {given}, expected {expected} (default {default}){quote}"
+    positive = name in POSITIVE_NAMES or name.endswith(POSITIVE_SUFFIXES)
+    if positive and type(value) in (int, float) and value < 1:
+        return value, f"{name}={value!r}: must be at least 1"
+    return value, None
+
+
+def check_parameters(notebook: Path | str, params: dict[str, Any]) -> dict[str, Any]:
+    """`params` checked against the notebook's `parameters` cell, before anything runs; returns them
+    ready to inject (3.0 for an int parameter becomes 3). Raises one ValueError listing every unknown
+    name (with the closest known one), wrong type and count below 1; FileNotFoundError without a notebook."""
+    import papermill
+
+    notebook = Path(notebook).resolve()
+    if not notebook.is_file():
+        raise FileNotFoundError(f"No notebook at {notebook}; the cookbook's notebooks are in {REPO_ROOT / 'notebooks'}.")
+    declared = papermill.inspect_notebook(str(notebook))
+    checked, problems = {}, []
+    for name, value in params.items():
+        if name not in declared:
+            close = difflib.get_close_matches(name, declared, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            problems.append(f"unknown parameter {name}{hint}; known: {', '.join(declared) or 'none'}")
+            continue
+        types = accepted_types(declared[name]["default"], declared[name]["inferred_type_name"])
+        checked[name], problem = parameter_problem(name, value, types, declared[name]["default"])
+        if problem:
+            problems.append(problem)
+    if problems:
+        raise ValueError(f"Bad parameters for {notebook.name}, nothing was run:\n  " + "\n  ".join(problems))
+    return checked
+
+
+def kernel_environment() -> dict[str, str]:
+    """Keep kernel, Jupyter and Hugging Face state in the checkout, not in $HOME."""
+    state = Path(os.environ.get("PL_STATE_DIR", STATE_DIR))
+    defaults = {
+        "IPYTHONDIR": state / "ipython",
+        "JUPYTER_CONFIG_DIR": state / "jupyter" / "config",
+        "JUPYTER_DATA_DIR": state / "jupyter" / "data",
+        "JUPYTER_RUNTIME_DIR": state / "jupyter" / "runtime",
+        "HF_HOME": state / "huggingface",
+    }
+    env = {}
+    for name, path in defaults.items():
+        env[name] = os.environ.get(name) or str(path)
+        Path(env[name]).mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def scrub_text(text: str, secrets: list[str], paths: list[tuple[str, str]]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "[REDACTED]")
+    text = SECRET_SHAPES.sub("[REDACTED]", text)
+    for path, placeholder in paths:
+        text = text.replace(path, placeholder)
+    return text
+
+
+def scrub_notebook(path: Path) -> None:
+    """Redact secrets and machine paths from every string in an executed notebook, in place."""
+    secrets = [v for name in SECRET_VARIABLES if len(v := read_env(name) or "") >= 8]  # env or .env
+    paths = [(str(REPO_ROOT), "<repo>"), (str(Path.home()), "~")]
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return scrub_text(value, secrets, paths)
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        return value
+
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    write_atomic(path, json.dumps(walk(notebook), indent=1, ensure_ascii=False) + "\n")
+
+
+def output_path_for(notebook: Path, params: dict[str, Any]) -> Path:
+    """act_results/<experiment>/notebooks/<name>: the EXPERIMENT parameter, else the notebook's default,
+    else (a notebook that names its experiment itself, as the quickstart does) its name, with
+    "-dry-run" when it has a DRY_RUN parameter and will run the scripted dry run."""
+    experiment = params.get("EXPERIMENT")
+    if experiment is None:  # only then is the notebook itself read
+        import papermill
+
+        defaults = papermill.inspect_notebook(str(notebook))
+        default = defaults.get("EXPERIMENT", {}).get("default")
+        experiment = parse_value(default) if default else None
+        if experiment is None and "DRY_RUN" in defaults:
+            from helpers.app.session import is_dry_run
+
+            dry_run = params.get("DRY_RUN", parse_value(defaults["DRY_RUN"]["default"]))
+            experiment = notebook.stem + ("-dry-run" if is_dry_run(dry_run) else "")
+    experiment = experiment or notebook.stem
+    return results_root() / check_name(str(experiment)) / "notebooks" / notebook.name
+
+
+def run_notebook(notebook: Path | str, params: dict[str, Any] | None = None,
+                 output: Path | str | None = None, timeout_s: int | None = None) -> Path:
+    """Execute `notebook` with `params`; returns the scrubbed executed copy's path.
+
+    Bad parameters raise check_parameters' ValueError before any kernel starts or file is written.
+    Raises papermill's PapermillExecutionError when a cell fails (the executed copy, scrubbed, is
+    still written, showing the failing cell).
+    """
+    import papermill
+
+    notebook = Path(notebook).resolve()
+    params = check_parameters(notebook, dict(params or {}))
+    output = Path(output) if output else output_path_for(notebook, params)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    previous = {name: os.environ.get(name) for name in kernel_environment()}
+    os.environ.update(kernel_environment())
+    try:
+        papermill.execute_notebook(
+            str(notebook), str(output), parameters=params, kernel_name="python3", cwd=str(notebook.parent),
+            progress_bar=False, execution_timeout=timeout_s,
+        )
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        if output.exists():
+            scrub_notebook(output)
+    return output
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: `python -m helpers.app.notebook_runner NOTEBOOK [NAME=VALUE ...]`; 0 on success."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("notebook", type=Path)
+    parser.add_argument("params", nargs="*", help="NAME=VALUE parameters")
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+    parser.add_argument("-o", "--output", type=Path, help="where to write the executed notebook")
+    parser.add_argument("--timeout", type=int, default=None, help="seconds allowed per cell")
+    args = parser.parse_args(argv)
+    params = parse_parameters(args.params, args.parameter)
+    try:
+        params = check_parameters(args.notebook, params)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    print(f"Running {args.notebook} with {params or 'its default parameters'} ...", flush=True)
+    try:
+        output = run_notebook(args.notebook, params, args.output, args.timeout)
+    except Exception as error:  # papermill's error names the failing cell
+        print(f"\nFAILED after {time.monotonic() - started:.0f} s: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    print(f"Done in {time.monotonic() - started:.0f} s. Executed notebook: {output.relative_to(REPO_ROOT) if output.is_relative_to(REPO_ROOT) else output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+__all__ = ["run_notebook", "check_parameters", "main"]  # the public API, documented in CODE_APPENDIX.md

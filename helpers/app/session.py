@@ -1,0 +1,213 @@
+"""What one notebook run talks to: the three LLM roles and Phoenix, real or scripted.
+
+    session = open_session(dry_run=None)   # None: a dry run exactly when no key is configured
+    ...  session.agent_kwargs(), session.judge_kwargs(), session.optimizer_kwargs(), session.phoenix_url
+    ...  session.gateway                      # the model gateway every role goes through
+    session.close()
+
+Every model call goes through one loopback gateway (helpers.llm.gateway) started here: the judge and the
+optimizer get its URL and a token, agents get a token per task from the engine (run_tasks(gateway=)),
+and the provider keys stay on the gateway's far side. It meters every call, enforces `budget_usd` across
+all roles, and traces every call into Phoenix (a project per experiment) when Phoenix is on.
+
+In a dry run every role points at the scripted model server (helpers.testing.dry_run) and every number the
+run shows is labeled SCRIPTED DRY RUN.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from helpers.core import config
+
+DRY_RUN_LABEL = "SCRIPTED DRY RUN — scripted model, not real results"
+DRY_RUN_KEY = "scripted-dry-run-no-key"  # the scripted server ignores keys; agent CLIs want one
+
+
+@dataclass
+class Session:
+    dry_run: bool
+    agent_model: str
+    judge_model: str
+    optimizer_model: str
+    base_url: str | None = None  # None: each role resolves OPENAI_BASE_URL / provider defaults
+    api_key: str | None = field(default=None, repr=False)
+    phoenix_url: str | None = None
+    phoenix_api_key: str | None = field(default=None, repr=False)
+    scripted_server: Any = field(default=None, repr=False)
+    gateway: Any = field(default=None, repr=False)
+    _closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
+
+    @property
+    def label(self) -> str:
+        """Put this in every title and summary: empty for real runs."""
+        return DRY_RUN_LABEL if self.dry_run else ""
+
+    def _llm(self, model: str, role: str) -> dict[str, Any]:
+        if self.gateway is not None and role != "agent":  # agents get a token per task from the engine
+            return {"model": model, "base_url": self.gateway.url_for(role), "api_key": self.gateway.issue_token(role, role=role)}
+        return {"model": model, "base_url": self.base_url, "api_key": self.api_key}
+
+    def agent_kwargs(self) -> dict[str, Any]:
+        """The agent's model and where its provider is (the engine routes each run through the gateway)."""
+        return self._llm(self.agent_model, "agent")
+
+    def judge_kwargs(self) -> dict[str, Any]:
+        return self._llm(self.judge_model, "judge")
+
+    def optimizer_kwargs(self) -> dict[str, Any]:
+        settings = self._llm(self.optimizer_model, "optimizer")
+        return {"model_choice": settings["model"], "base_url": settings["base_url"], "openai_api_key": settings["api_key"]}
+
+    def usage(self, **filters: Any) -> dict[str, Any] | None:
+        """Calls, tokens and cost through the gateway (e.g. usage(role="judge", experiment="x")); None without one."""
+        return self.gateway.usage(**filters) if self.gateway is not None else None
+
+    def describe(self) -> str:
+        lines = [f"{'SCRIPTED DRY RUN (no key configured): every number below is scripted' if self.dry_run else 'Real models'}",
+                 f"  agent model:   {self.agent_model}", f"  judge:         {self.judge_model}",
+                 f"  optimizer:     {self.optimizer_model}",
+                 f"  base URL:      {'scripted model server on loopback' if self.dry_run else self._where()}",
+                 f"  Phoenix:       {self.phoenix_url or 'off'}"]
+        return "\n".join(lines)
+
+    def _where(self) -> str:
+        """Where the roles' requests really go (OPENAI_BASE_URL included), by the rule each role resolves."""
+        urls = {config.llm_settings(m, base_url=self.base_url).base_url or f"{config.llm_settings(m).provider} default"
+                for m in (self.agent_model, self.judge_model, self.optimizer_model)}
+        return ", ".join(sorted(urls))
+
+    def model_requests(self) -> int | None:
+        """Requests the scripted model server answered so far (None for real models)."""
+        return len(self.scripted_server.requests) if self.scripted_server is not None else None
+
+    def summary(self) -> str:
+        if self.dry_run:
+            return (f"{DRY_RUN_LABEL}. Model requests answered by the scripted server in this session: "
+                    f"{self.model_requests()}.")
+        if self.gateway is not None:
+            spent = self.gateway.usage()
+            cost = "unpriced" if spent["cost_usd"] is None else f"${spent['cost_usd']:.2f}"
+            return (f"Real models: {spent['calls']} calls through the gateway this session, {cost}; costs per loop "
+                    "are in act_results/<experiment>/loops.jsonl (cost_usd).")
+        return "Real models: costs per loop are in act_results/<experiment>/loops.jsonl (cost_usd)."
+
+    def close(self) -> None:
+        while self._closers:
+            self._closers.pop()()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def is_dry_run(dry_run: bool | None = None, base_url: str | None = None) -> bool:
+    """Whether a session opened with these arguments is the scripted dry run: `dry_run` when given,
+    else exactly when no key and no base URL (argument or OPENAI_BASE_URL) is configured."""
+    if dry_run is not None:
+        return bool(dry_run)
+    return not (config.has_credentials() or base_url or config.read_env("OPENAI_BASE_URL"))
+
+
+def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
+                 judge_model: str | None = None, optimizer_model: str | None = None,
+                 base_url: str | None = None, phoenix: bool = True, phoenix_url: str | None = None,
+                 phoenix_api_key: str | None = None, gateway: bool = True,
+                 budget_usd: float | None = None, agent: str | None = None) -> Session:
+    """Resolve models and Phoenix for a run. Fails early, with what to set, when a key is missing.
+
+    A model left None takes its default from helpers.core.config (the agent model by `agent`'s name);
+    dry_run=None means a dry run exactly when no key and no OPENAI_BASE_URL is configured.
+    """
+    agent_model = agent_model or default_agent_model(agent or config.AGENT)
+    judge_model = judge_model or config.JUDGE_MODEL
+    optimizer_model = optimizer_model or config.OPTIMIZER_MODEL
+    dry_run = is_dry_run(dry_run, base_url)
+    if dry_run:
+        from helpers.testing.dry_run import start_dry_run_server
+
+        server = start_dry_run_server()
+        model = config.SCRIPTED_MODEL
+        session = Session(True, model, model, model, server.base_url, DRY_RUN_KEY, scripted_server=server)
+        session._closers.append(server.stop)
+    else:
+        for model in (agent_model, judge_model, optimizer_model):
+            config.llm_settings(model, base_url=base_url).require_key()
+        session = Session(False, agent_model, judge_model, optimizer_model, base_url)
+    if phoenix:
+        from helpers.tracking.phoenix_server import ensure_phoenix
+
+        handle = ensure_phoenix(phoenix_url, phoenix_api_key)
+        session.phoenix_url = handle.url
+        session.phoenix_api_key = phoenix_api_key or config.read_env("PHOENIX_API_KEY")
+        if getattr(handle, "stop", None) and getattr(handle, "owned", True):
+            session._closers.insert(0, handle.stop)
+    if gateway:
+        session.gateway = start_gateway(session, budget_usd)
+        session._closers.insert(0, session.gateway.stop)
+    return session
+
+
+def default_agent_model(agent: str) -> str:
+    """The model an agent runs on unless told: its class's `default_model` (an agent whose CLI speaks one
+    provider's API only), else config.AGENT_MODEL."""
+    from helpers.core.registry import agent_class
+
+    return getattr(agent_class(agent), "default_model", None) or config.AGENT_MODEL
+
+
+def role_upstream(model: str, base_url: str | None, api_key: str | None, role: str) -> Any:
+    """Where one role's calls go beyond the gateway: a base URL as given, else the provider's own API.
+    The judge and the optimizer speak the OpenAI API (Anthropic's OpenAI-compatible endpoint for Claude);
+    an agent speaks its provider's native API."""
+    from helpers.llm.gateway import Upstream
+
+    settings = config.llm_settings(model, api_key, base_url)
+    if settings.base_url:
+        return Upstream(settings.base_url, settings.api_key, "openai-compatible")
+    if settings.provider == "anthropic":
+        if role == "agent":
+            return Upstream(None, settings.api_key, "anthropic")
+        return Upstream(config.ANTHROPIC_OPENAI_COMPAT_URL, settings.api_key, "openai-compatible")
+    return Upstream(None, settings.api_key, "openai")
+
+
+def start_gateway(session: Session, budget_usd: float | None = None) -> Any:
+    """The session's model gateway: one upstream per role, the budget across all of them, and every call
+    traced into Phoenix (a project per experiment) when the session has Phoenix."""
+    from helpers.llm.gateway import Gateway
+
+    models = {"agent": session.agent_model, "judge": session.judge_model, "optimizer": session.optimizer_model}
+    upstreams = {role: role_upstream(model, session.base_url, session.api_key, role) for role, model in models.items()}
+    trace = ExperimentTracer(session.phoenix_url, session.phoenix_api_key) if session.phoenix_url else None
+    gateway = Gateway(upstreams, budget_usd=budget_usd, trace=trace).start()
+    if trace is not None:
+        session._closers.append(trace.close)
+    return gateway
+
+
+class ExperimentTracer:
+    """A gateway `trace` that sends each call to the Phoenix project of its experiment
+    ("<experiment> model calls"), so a run in Phoenix links to its agent's whole conversation."""
+
+    def __init__(self, endpoint: str, api_key: str | None = None):
+        self.endpoint, self._api_key, self._tracers = endpoint, api_key, {}
+
+    def __call__(self, payload: dict) -> None:
+        from helpers.llm.gateway import phoenix_tracer
+
+        project = f"{payload.get('experiment') or 'prompt-learning'} model calls"
+        if project not in self._tracers:
+            self._tracers[project] = phoenix_tracer(self.endpoint, project, api_key=self._api_key)
+        self._tracers[project](payload)
+
+    def close(self) -> None:
+        for tracer in self._tracers.values():
+            tracer.flush()
+            tracer.close()
+
+__all__ = ["open_session", "is_dry_run", "Session", "start_gateway", "role_upstream", "ExperimentTracer",
+           "default_agent_model"]  # the public API, documented in CODE_APPENDIX.md

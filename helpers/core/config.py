@@ -1,0 +1,187 @@
+"""The one place for defaults, model ids, prices and paths.
+
+Nothing here reads the environment at import time: `llm_settings()` reads it (and `.env`) when called,
+so a notebook can set variables after importing helpers.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# --- where things live --------------------------------------------------------------------------
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RESULTS_DIR = REPO_ROOT / "act_results"
+RULESETS_DIR = REPO_ROOT / "act_rulesets"
+CACHE_DIR = REPO_ROOT / ".cache"
+STATE_DIR = REPO_ROOT / ".state"
+PHOENIX_DIR = REPO_ROOT / ".phoenix"
+
+
+def results_root() -> Path:
+    """act_results/, or $PL_RESULTS_DIR (tests and CI runs keep their outputs out of the checkout)."""
+    return Path(os.environ.get("PL_RESULTS_DIR") or RESULTS_DIR)
+
+
+def rulesets_root() -> Path:
+    """act_rulesets/, or $PL_RULESETS_DIR."""
+    return Path(os.environ.get("PL_RULESETS_DIR") or RULESETS_DIR)
+
+
+def cache_root() -> Path:
+    """.cache/ (LLM responses, built house-suite repos), or $PL_CACHE_DIR."""
+    return Path(os.environ.get("PL_CACHE_DIR") or CACHE_DIR)
+
+# --- the agent and model ids: change them here, not in notebooks -----------------------------------
+AGENT = "cline"  # the coding agent notebooks run by default (a name registered in helpers.core.registry)
+AGENT_MODEL = "gpt-4.1"  # the model the coding agent runs on (an agent class's `default_model` wins)
+JUDGE_MODEL = "gpt-4.1"  # explains why each patch passed or failed
+OPTIMIZER_MODEL = "gpt-5"  # rewrites the rules (the cookbook's choice)
+SCRIPTED_MODEL = "scripted-dry-run"  # the model id the scripted server answers as
+
+# --- the cookbook's loop parameters --------------------------------------------------------------
+LOOPS = 5
+TRAIN_SIZE = 150
+TEST_SIZE = 150
+WORKERS = 8
+CONTEXT_SIZE_K = 400_000  # token budget of one optimizer call
+SWEBENCH_DATASET = "SWE-bench/SWE-bench_Lite"
+SWEBENCH_SPLIT = "test"
+SEED = 0
+DEFAULT_EXPERIMENT = "default"  # the results folder of calls that name no experiment
+
+# --- run limits ----------------------------------------------------------------------------------
+AGENT_TIMEOUT_S = 900.0  # per task; enforced by each agent package (some CLIs ignore their own)
+AGENT_TRAJECTORY_CHARS = 24_000  # an agent's trajectory kept with its result (its own event stream)
+AGENT_TRAJECTORY_STEP_CHARS = 2_000  # one step's text within it
+EVAL_TIMEOUT_S = 120.0  # per task, local evaluator
+LLM_MAX_RETRIES = 5
+LLM_MAX_CONCURRENCY = 8
+LLM_REQUEST_TIMEOUT_S = 600.0
+# The longest wait a server's Retry-After may ask of us before a request gives up (providers ask for
+# minutes when a quota window is spent); longer asks fail at once as a transient error.
+LLM_MAX_RETRY_AFTER_S = 600.0
+
+# --- the model gateway (helpers.llm.gateway): every model call goes through it ------------------------
+GATEWAY_CONCURRENCY = 16  # requests in flight per upstream, all clients together
+GATEWAY_BACKOFF_S = 1.0  # first wait of the exponential backoff when the upstream names none
+GATEWAY_MAX_BACKOFF_S = 60.0
+GATEWAY_CONNECT_TIMEOUT_S = 30.0
+GATEWAY_TRACE_CHARS = 20_000  # request and response text kept per call for traces
+GATEWAY_TRACE_MESSAGE_CHARS = 4_000  # text kept per input message for traces
+
+# --- continual mode (helpers.continual.learning) ----------------------------------------------------------
+CONTINUAL_EXPIRY_DAYS = 90  # a rule unconfirmed this long is proposed for deletion
+CONTINUAL_HARMFUL_AFTER = 2  # implicated this often (and more often than confirmed): proposed for deletion
+CONTINUAL_BRANCH = "prompt-learning/rules"  # the branch apply() commits the learned rules to
+
+# --- statistics: every comparison of rulesets the product prints (helpers.core.stats) ---------------------
+STATS_ALPHA = 0.05  # significance level of a paired comparison and of the acceptance gate
+STATS_CONFIDENCE = 0.95  # level of every interval
+STATS_N_BOOT = 10_000  # bootstrap resamples (several attempts per task), and random sign flips
+
+# --- ruleset limits: what the optimizer may store (edits beyond these are refused and reported) ---
+RULES_MAX_COUNT = 60  # rules in one ruleset
+RULE_MAX_CHARS = 1_000  # characters in one rule
+
+# USD per 1M tokens (input, output), public list prices when written; override per client.
+# Unknown models cost 0 and are reported as unpriced rather than guessed.
+PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "o3": (2.00, 8.00),
+    "o4-mini": (1.10, 4.40),
+    "claude-opus-4-1": (15.00, 75.00),
+    "claude-sonnet-4-5": (3.00, 15.00),
+    "claude-sonnet-4-0": (3.00, 15.00),
+    "claude-haiku-4-5": (1.00, 5.00),
+    SCRIPTED_MODEL: (0.0, 0.0),
+}
+
+ANTHROPIC_OPENAI_COMPAT_URL = "https://api.anthropic.com/v1/"
+
+
+def price_for(model: str, prices: dict[str, tuple[float, float]] | None = None) -> tuple[float, float] | None:
+    """(input, output) USD per 1M tokens for `model`, matching dated ids by prefix; None if unknown."""
+    table = {**PRICES_PER_MTOK, **(prices or {})}
+    if model in table:
+        return table[model]
+    # "gpt-4.1-2025-04-14" -> "gpt-4.1"; longest matching prefix wins.
+    for name in sorted(table, key=len, reverse=True):
+        if model.startswith(name + "-"):
+            return table[name]
+    return None
+
+
+class MissingCredentials(RuntimeError):
+    """No API key was found and no dry run was asked for."""
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """Where one LLM role (agent, judge, optimizer) sends its requests. The key is never printed."""
+
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+    provider: str = "openai"  # "openai" | "anthropic" | "openai-compatible"
+    dry_run: bool = False  # True when this points at the scripted model server
+
+    def require_key(self) -> str:
+        if self.api_key:
+            return self.api_key
+        raise MissingCredentials(
+            f"No API key for model {self.model!r}. Set OPENAI_API_KEY (and OPENAI_BASE_URL for an "
+            "OpenAI-compatible server such as vLLM, Ollama or OpenRouter), or ANTHROPIC_API_KEY for "
+            "Claude models, in the environment or in a .env file at the repository root; or run the "
+            "scripted dry run (DRY_RUN=True), which needs no key."
+        )
+
+
+def read_env(name: str) -> str | None:
+    """A variable from the environment, else from `.env` (cwd, then repo root); never cached."""
+    value = os.environ.get(name)
+    if value:
+        return value
+    try:
+        from dotenv import dotenv_values
+    except ImportError:  # pragma: no cover - python-dotenv is a dependency
+        return None
+    for env_file in (Path.cwd() / ".env", REPO_ROOT / ".env"):
+        if env_file.is_file():
+            value = dotenv_values(env_file).get(name)
+            if value:
+                return value
+    return None
+
+
+def llm_settings(model: str, api_key: str | None = None, base_url: str | None = None) -> LLMSettings:
+    """Resolve one role's settings: explicit arguments win, then OPENAI_*/ANTHROPIC_* variables.
+
+    One OPENAI_BASE_URL sends every role (agent, judge, optimizer) to the same server.
+    Claude models without an OpenAI base URL use Anthropic's key (and, for the OpenAI SDK, its
+    OpenAI-compatible endpoint).
+    """
+    base_url = base_url or read_env("OPENAI_BASE_URL")
+    if base_url:
+        return LLMSettings(model, api_key or read_env("OPENAI_API_KEY"), base_url.rstrip("/"), "openai-compatible")
+    if model.startswith("claude"):
+        return LLMSettings(model, api_key or read_env("ANTHROPIC_API_KEY"), None, "anthropic")
+    return LLMSettings(model, api_key or read_env("OPENAI_API_KEY"), None, "openai")
+
+
+def has_credentials() -> bool:
+    """True when a real provider key is configured (used to choose the dry run by default)."""
+    return bool(read_env("OPENAI_API_KEY") or read_env("ANTHROPIC_API_KEY"))
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "llm_settings", "LLMSettings", "MissingCredentials", "read_env", "has_credentials", "price_for",
+    "results_root", "rulesets_root", "cache_root",
+]

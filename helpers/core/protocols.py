@@ -1,0 +1,196 @@
+"""The seams of the cookbook: plain data and the three protocols the loop is written against.
+
+A task is one row of a DataFrame with SWE-bench's fields (see TASK_FIELDS); every step passes plain
+data on, so a notebook cell can call one step, look at its output, and call the next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+
+# The fields every task row carries (SWE-bench's own names). FAIL_TO_PASS / PASS_TO_PASS are lists
+# of test ids once loaded (the data set stores them as JSON strings).
+TASK_FIELDS = (
+    "instance_id",
+    "repo",
+    "base_commit",
+    "problem_statement",
+    "patch",  # the gold patch
+    "test_patch",
+    "FAIL_TO_PASS",
+    "PASS_TO_PASS",
+    "created_at",
+)
+# A house-suite task also carries "suite": "house"; SWE-bench tasks carry "suite": "swebench".
+
+Task = Mapping[str, Any]
+
+
+@dataclass
+class AgentResult:
+    """What one agent run on one task produced.
+
+    status: "completed" (the agent finished its turn), "error" (provider or CLI failure, see `error`)
+    or "timeout" (stopped by the runner). `patch` is a unified diff against the task's base commit,
+    possibly empty (the engine fills it from the workspace); for plan mode it is empty and `plan`
+    holds the plan text. `trajectory`: the agent's turns as plain dicts in order ({"type": "message" |
+    "tool_call" | "tool_result", "name", "text", ...}), cut to a budget by the agent; may be empty (the
+    engine then keeps the gateway's view of the conversation; helpers.agents.trajectories reads both shapes).
+    """
+
+    instance_id: str
+    status: str
+    patch: str = ""
+    plan: str = ""
+    error: str = ""
+    iterations: int = 0
+    duration_s: float = 0.0
+    usage: dict[str, int] = field(default_factory=dict)  # input_tokens, output_tokens, ...
+    cost_usd: float = 0.0
+    final_text: str = ""
+    model: str = ""
+    trajectory: list[dict[str, Any]] = field(default_factory=list)
+    transient: bool = False  # a failed run whose provider failed transiently (the gateway's record says)
+    trajectory_summary: str = ""  # helpers.agents.trajectories.summarize(trajectory), for the judge
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class EvalResult:
+    """The tests' verdict on one patch, graded like SWE-bench.
+
+    resolved is True only when every FAIL_TO_PASS and PASS_TO_PASS test passed. `error` is set when
+    the patch could not be evaluated at all (did not apply, timed out, harness unavailable); then
+    resolved is False. `log` is the test output (or the reason), `tests` maps test id -> "PASSED" |
+    "FAILED" | "ERROR" | "MISSING".
+    """
+
+    instance_id: str
+    resolved: bool
+    log: str = ""
+    error: str = ""
+    tests: dict[str, str] = field(default_factory=dict)
+    duration_s: float = 0.0
+    log_path: str = ""
+
+    @property
+    def failed_tests(self) -> list[str]:
+        return [t for t, outcome in self.tests.items() if outcome != "PASSED"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """A coding agent. Each is one package of its own; the loop does not change.
+
+    name: a short id; it names the harness's model folder and the agent's records.
+    rules_file: where the agent reads its rules, relative to the workspace (".clinerules", "AGENTS.md",
+        "CLAUDE.md"). The engine writes the ruleset there before run() and removes it from the patch.
+    mode: "act" (the output is the patch the engine takes from the workspace) or "plan" (the output is
+        AgentResult.plan; nothing is tested).
+    model: the model id the agent runs on (recorded with each result; resume matches on it).
+    base_prompt: a description of the agent's own fixed instructions, shown read-only to the optimizer.
+
+    check() raises, before any task starts, for setup problems that would fail every task the same way
+    (no binary, no key), with a message saying how to fix them.
+    through_gateway(base_url, api_key, kind) (optional) -> a copy of the agent that sends its model calls to
+    the model gateway at `base_url` with the token `api_key` instead of the provider and its key; `kind` is
+    the upstream's API ("openai", "anthropic", "openai-compatible"). Without it, runs go to the provider.
+    run() never raises for a task-level failure (bad provider answer, crash, timeout): it returns an
+    AgentResult with status "error" or "timeout" and the reason in `error`. It leaves `workspace`
+    edited by the agent and leaves no process running. The engine, not the agent, takes the patch.
+    """
+
+    name: str
+    rules_file: str
+    mode: str
+    model: str
+    base_prompt: str
+
+    def check(self) -> None: ...
+
+    def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult: ...
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Runs a task's tests against a patch.
+
+    check(tasks) raises, before any agent starts, when the tests of `tasks` cannot run here (no Docker
+    engine, no Modal credentials, no local repository), with a message saying how to fix it.
+    evaluate() never raises for a bad patch (does not apply, breaks the build, hangs): it returns an
+    EvalResult with resolved=False and the reason in `error` and `log`.
+    An evaluator with `batched = True` also has evaluate_batch(tasks, patches, *, run_key) -> list of
+    EvalResult: the engine then grades a run's patches in one call once its agents finish; `run_key` is
+    unique per experiment, run and attempt, so no two calls share a verdict.
+    """
+
+    def check(self, tasks: Sequence[Task]) -> None: ...
+
+    def evaluate(self, task: Task, patch: str) -> EvalResult: ...
+
+
+@runtime_checkable
+class PromptFamily(Protocol):
+    """A task family whose "agent" is a prompt: rows of requests in, one answer per row, a grader that
+    explains. The coding family (run_tasks with an Agent) is the other; helpers.families.latent_rules is one.
+
+    base_prompt: the whole prompt, with the instructions the optimizer may edit between the rulesets'
+        fence lines (helpers.store.rulesets.FENCE_START / FENCE_END).
+    optimizer_prompt: the optimizer's instructions for this family (the same JSON edits as for rules).
+    feedback_columns: the columns feedback() adds and the optimizer reads.
+    split(train, test) -> (train rows, test rows), deterministic.
+    run(prompt, rows, generate, workers=...) -> rows with `output`, `status` ("completed" | "error") and
+        `error`; one row's failure never raises (a spent budget does).
+    feedback(frame, kind) -> the frame scored, with the feedback columns; kind "explanations" or "scores".
+    leaks(frame) -> {name: the one row it belongs to}: names an instruction must not mention.
+    """
+
+    base_prompt: str
+    optimizer_prompt: str
+    feedback_columns: Sequence[str]
+
+    def split(self, train: int, test: int) -> tuple[Any, Any]: ...
+
+    def run(self, prompt: str, rows: Any, generate: Any, *, workers: int = 1) -> Any: ...
+
+    def feedback(self, frame: Any, kind: str = "explanations") -> Any: ...
+
+    def leaks(self, frame: Any) -> dict[str, set[str]]: ...
+
+
+@dataclass
+class Completion:
+    """One LLM answer. `cached` is True when it came from the on-disk cache (no request was made)."""
+
+    text: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    cached: bool = False
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """The judge's and the optimizer's model.
+
+    complete() retries rate limits and server errors (honouring Retry-After) a bounded number of
+    times, then raises; it raises at once on other client errors (bad key, bad request) and when the
+    budget is spent (helpers.llm.client.BudgetExceeded). It never logs the key.
+    """
+
+    model: str
+
+    def complete(self, messages: Sequence[Mapping[str, Any]], **params: Any) -> Completion: ...
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "Agent", "Evaluator", "LLM", "PromptFamily", "AgentResult", "EvalResult", "Completion",
+]

@@ -1,0 +1,444 @@
+"""Rulesets: the text format of a rules file, and the versioned store of every loop's rules.
+
+The format is plain Markdown, usable as an agent's rules file as it stands:
+
+    <!-- prompt-learning ruleset: keep the [Rn] ids when editing by hand; next id R4 -->
+    - [R1] Add a CHANGELOG.md entry under "Unreleased" for every user-visible change.
+    - [R3] Run the project's tests before finishing.
+      A continuation line starts with two spaces.
+
+Each rule has a stable id, so a rule can be followed across versions (diff, provenance). Ids are
+never reused: the comment line remembers the next free id (without it, the next id is max + 1).
+A bullet written by hand without an id ("- Always ...") gets a fresh id when parsed. A text with no
+ids at all (a hand-written rules file) is imported as one rule per bullet or paragraph, with headings
+kept as a prefix ("Testing: ..."). Round trips are exact whatever a rule says (header lines, fence
+markers, "- [R9]" prefixes, any line breaks): `render_ruleset(parse_ruleset(render_ruleset(r)))
+== render_ruleset(r)`, and `parse_ruleset(render_ruleset(r)) == r` for rules with normalized texts.
+A continuation line (two spaces first) is always rule text, never a header or a fence line.
+
+To let the optimizer edit only part of a whole system prompt, put the rules between two lines
+FENCE_START and FENCE_END, each at the start of its line; everything outside them is kept byte for
+byte (see split_fenced).
+
+apply_edits refuses (with the reason) an edit that would make a rule longer than config.RULE_MAX_CHARS
+or add a rule beyond config.RULES_MAX_COUNT; hand-written rulesets are parsed as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from helpers.core import config
+
+FENCE_START = "<!-- prompt-learning:rules:start -->"
+FENCE_END = "<!-- prompt-learning:rules:end -->"
+
+_HEADER = "<!-- prompt-learning ruleset: keep the [Rn] ids when editing by hand; next id R{next_id} -->"
+_HEADER_RE = re.compile(r"^<!-- prompt-learning ruleset:.*next id R([0-9]+) -->$")
+_RULE_RE = re.compile(r"^- \[R([0-9]+)\](?: (.*))?$")
+_BULLET_RE = re.compile(r"^(?:[-*+]|\d+[.)])\s+(.*)$")
+_RULE_ID_RE = re.compile(r"^R[1-9]\d*$")
+
+
+# --- the format ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Rule:
+    """One rule: a stable id ("R3") and its text (trailing spaces and blank lines removed)."""
+
+    id: str
+    text: str
+
+    @property
+    def number(self) -> int:
+        return int(self.id[1:])
+
+
+@dataclass
+class Ruleset:
+    """Rules in order, and the next free id number (ids are never reused)."""
+
+    rules: list[Rule] = field(default_factory=list)
+    next_id: int = 1
+
+    @property
+    def ids(self) -> list[str]:
+        return [rule.id for rule in self.rules]
+
+    def get(self, rule_id: str) -> Rule | None:
+        return next((rule for rule in self.rules if rule.id == rule_id), None)
+
+    def render(self) -> str:
+        return render_ruleset(self)
+
+
+def normalize_rule_text(text: str) -> str:
+    """The canonical text of a rule: no trailing spaces, no blank lines, no outer whitespace."""
+    lines = [line.rstrip() for line in str(text).strip().splitlines()]
+    return "\n".join(line for line in lines if line.strip())
+
+
+def make_rule(rule_id: str, text: str) -> Rule:
+    if not _RULE_ID_RE.match(rule_id):
+        raise ValueError(f"Bad rule id {rule_id!r}: ids look like R1, R2, R17.")
+    body = normalize_rule_text(text)
+    if not body:
+        raise ValueError(f"Rule {rule_id} has no text.")
+    return Rule(rule_id, body)
+
+
+def render_ruleset(ruleset: Ruleset) -> str:
+    """The Markdown text of a ruleset ("" for a fresh, empty one).
+
+    Texts are written normalized (normalize_rule_text, which also turns every kind of line break into
+    a continuation line), so parsing the result gives the same rules back; a rule with no text left is
+    left out. The header's next id is never below the highest rule id + 1.
+    """
+    if not ruleset.rules and ruleset.next_id <= 1:
+        return ""
+    next_id = max([ruleset.next_id, *(rule.number + 1 for rule in ruleset.rules)])
+    lines = [_HEADER.format(next_id=next_id)]
+    for rule in ruleset.rules:
+        body = normalize_rule_text(rule.text)
+        if not body:
+            continue
+        first, *rest = body.split("\n")
+        lines.append(f"- [{rule.id}] {first}")
+        lines.extend(f"  {line}" for line in rest)
+    return "\n".join(lines) + "\n"
+
+
+def parse_ruleset(text: str | None) -> Ruleset:
+    """A ruleset from its text: our id'd format, or any hand-written rules file (imported).
+
+    Raises ValueError, naming the line, when an id'd ruleset holds a line that belongs to no rule
+    or repeats an id.
+    """
+    text = text or ""
+    if not text.strip():
+        return Ruleset()
+    lines = text.splitlines()
+    if any(_RULE_RE.match(line) or _HEADER_RE.match(line.strip()) for line in lines):
+        return _parse_ided(lines)
+    return _import_free_form(lines)
+
+
+def _parse_ided(lines: list[str]) -> Ruleset:
+    entries: list[list[Any]] = []  # [number or None, [text lines]]
+    declared_next = 0
+    for number, line in enumerate(lines, 1):
+        rule = _RULE_RE.match(line)
+        header = _HEADER_RE.match(line.strip())
+        bullet = _BULLET_RE.match(line)
+        if rule:
+            entries.append([int(rule.group(1)), [rule.group(2) or ""]])
+        elif line.startswith("  ") and entries:  # before the header: a rule may quote a header line
+            entries[-1][1].append(line[2:])
+        elif header:
+            declared_next = int(header.group(1))
+        elif bullet and not line.startswith(" "):
+            entries.append([None, [bullet.group(1)]])  # added by hand: gets a fresh id below
+        elif line.strip():
+            raise ValueError(
+                f"Ruleset line {number} belongs to no rule: {line.strip()[:80]!r}. Write rules as "
+                "'- [R<n>] text' (or '- text' for a new rule) and continue a rule on lines starting "
+                "with two spaces."
+            )
+    numbers = [n for n, _ in entries if n is not None]
+    duplicates = sorted({n for n in numbers if numbers.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"Rule id R{duplicates[0]} appears more than once; give each rule its own id.")
+    next_id = max([declared_next, *(n + 1 for n in numbers), 1])
+    rules = []
+    for number, body in entries:
+        if number is None:
+            number, next_id = next_id, next_id + 1
+        text = normalize_rule_text("\n".join(body))
+        if text:
+            rules.append(Rule(f"R{number}", text))
+    return Ruleset(rules, next_id)
+
+
+def _import_free_form(lines: list[str]) -> Ruleset:
+    items: list[str] = []
+    current: list[str] = []
+    heading = ""
+
+    def flush() -> None:
+        body = normalize_rule_text("\n".join(current))
+        if body:
+            items.append(f"{heading}: {body}" if heading else body)
+        current.clear()
+
+    for line in lines:
+        stripped = line.strip()
+        bullet = _BULLET_RE.match(stripped)
+        if stripped.startswith("#"):
+            flush()
+            heading = stripped.lstrip("#").strip()
+        elif not stripped:
+            flush()
+        elif bullet and not line.startswith("    "):
+            flush()
+            current.append(bullet.group(1))
+        else:
+            current.append(stripped if not current else line.rstrip())
+    flush()
+    return Ruleset([Rule(f"R{i}", text) for i, text in enumerate(items, 1)], len(items) + 1)
+
+
+def split_fenced(text: str) -> tuple[str, str, str] | None:
+    """(before, region, after) when `text` has the two fence lines, else None.
+
+    A fence line starts with its marker (trailing spaces allowed); an indented one is text, so a rule
+    quoting a marker (rendered as an indented continuation line) never ends the region. `before` ends
+    with the start line (and its newline), `after` begins with the end line, so before + region +
+    after == text. Raises ValueError for a half or repeated fence.
+    """
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.rstrip() == FENCE_START]
+    ends = [i for i, line in enumerate(lines) if line.rstrip() == FENCE_END]
+    if not starts and not ends:
+        return None
+    if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
+        raise ValueError(
+            f"The editable region must be marked by exactly one line {FENCE_START!r} followed later by "
+            f"exactly one line {FENCE_END!r} (found {len(starts)} start and {len(ends)} end lines)."
+        )
+    start, end = starts[0], ends[0]
+    return "".join(lines[:start + 1]), "".join(lines[start + 1:end]), "".join(lines[end:])
+
+
+def parse_rules_text(text: str | None) -> Ruleset:
+    """The rules of a ruleset text, or of the fenced region of a whole prompt."""
+    text = text or ""
+    fenced = split_fenced(text)
+    return parse_ruleset(fenced[1] if fenced else text)
+
+
+def render_stats(text: str | None) -> dict[str, int]:
+    """{"rules": number of rules, "tokens": tokens of the whole text}; never raises on odd text."""
+    from helpers.core.tokens import count_tokens
+
+    try:
+        rules = len(parse_rules_text(text).rules)
+    except ValueError:
+        rules = len(_import_free_form((text or "").splitlines()).rules)
+    return {"rules": rules, "tokens": count_tokens(text or "")}
+
+
+# --- edits -----------------------------------------------------------------------------------------
+EDIT_OPS = ("add", "update", "merge", "delete")
+
+
+def apply_edits(ruleset: Ruleset, edits: Sequence[Mapping[str, Any]]) -> tuple[Ruleset, list[dict], list[dict]]:
+    """Apply the optimizer's edits in order: (new ruleset, applied edits, rejected edits).
+
+    add {text}; update {id, text}; merge {ids: [two or more], text} (the merged rule takes a new id at
+    the first one's place); delete {id}. Each may carry `reason` (a string) and `sources` (a list of
+    instance ids). Never raises on what a model wrote: an edit that is malformed (not an object, an
+    unknown op, a missing field, a field of the wrong type) or cannot be applied (an unknown id, a
+    text over config.RULE_MAX_CHARS, an add beyond config.RULES_MAX_COUNT) is returned in `rejected`
+    with a `rejection` saying why; the others still apply. Applied adds and merges record the id they
+    created as `new_id`.
+    """
+    rules, next_id = list(ruleset.rules), ruleset.next_id
+    applied, rejected = [], []
+    for raw in edits:
+        if not isinstance(raw, Mapping):
+            rejected.append({"op": None, "value": raw, "rejection": "an edit must be a JSON object with an "
+                             f"`op`, not {type(raw).__name__}"})
+            continue
+        edit = dict(raw)
+        try:
+            rules, next_id = _apply_one(rules, next_id, edit)
+            applied.append(edit)
+        except ValueError as error:
+            rejected.append({**edit, "rejection": str(error)})
+    return Ruleset(rules, next_id), applied, rejected
+
+
+def _apply_one(rules: list[Rule], next_id: int, edit: dict[str, Any]) -> tuple[list[Rule], int]:
+    """The rules after one edit; ValueError saying why it cannot apply."""
+    op = edit.get("op")
+    if not isinstance(op, str) or op not in EDIT_OPS:
+        raise ValueError(f"unknown op {op!r}: use one of {', '.join(EDIT_OPS)}")
+    _check_provenance(edit)
+    ids = [r.id for r in rules]
+
+    def existing(rule_id: Any) -> int:
+        if not isinstance(rule_id, str):
+            raise ValueError(f"{op} needs `id`: a rule id such as 'R3', not {rule_id!r}")
+        if rule_id not in ids:
+            raise ValueError(f"no rule {rule_id!r} to {op} (rules: {', '.join(ids) or 'none'})")
+        return ids.index(rule_id)
+
+    if op == "add":
+        rule = make_rule(f"R{next_id}", _edit_text(edit))
+        if len(rules) >= config.RULES_MAX_COUNT:
+            raise ValueError(f"the ruleset already holds {len(rules)} rules, the most allowed "
+                             f"(RULES_MAX_COUNT={config.RULES_MAX_COUNT}): merge or delete rules first")
+        edit["new_id"] = rule.id
+        return rules + [rule], next_id + 1
+    if op == "update":
+        index = existing(edit.get("id"))
+        return rules[:index] + [make_rule(rules[index].id, _edit_text(edit))] + rules[index + 1:], next_id
+    if op == "delete":
+        index = existing(edit.get("id"))
+        return rules[:index] + rules[index + 1:], next_id
+    merged = edit.get("ids")  # op == "merge"
+    if not isinstance(merged, list) or not all(isinstance(i, str) for i in merged) or len(set(merged)) < 2:
+        raise ValueError(f"merge needs `ids`: a list of two or more rule ids such as ['R2', 'R5'], not {merged!r}")
+    first = min(existing(rule_id) for rule_id in merged)
+    rule = make_rule(f"R{next_id}", _edit_text(edit))
+    edit["new_id"] = rule.id
+    kept = [r for r in rules if r.id not in merged]
+    position = len([r for r in rules[:first] if r.id not in merged])
+    return kept[:position] + [rule] + kept[position:], next_id + 1
+
+
+def _edit_text(edit: Mapping[str, Any]) -> str:
+    """The edit's rule text, normalized; ValueError when missing, not a string, empty or too long."""
+    text = edit.get("text")
+    if not isinstance(text, str):
+        raise ValueError(f"{edit.get('op')} needs `text`: the rule as a string, not {text!r:.80}")
+    body = normalize_rule_text(text)
+    if len(body) > config.RULE_MAX_CHARS:
+        raise ValueError(f"the rule has {len(body)} characters, more than RULE_MAX_CHARS={config.RULE_MAX_CHARS}: "
+                         "write it shorter, or as several rules")
+    return body
+
+
+def _check_provenance(edit: Mapping[str, Any]) -> None:
+    """ValueError when `reason` is not a string or `sources` not a list of strings (both optional)."""
+    if "reason" in edit and not isinstance(edit["reason"], str):
+        raise ValueError(f"`reason` must be a string, not {edit['reason']!r:.80}")
+    sources = edit.get("sources", [])
+    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+        raise ValueError(f"`sources` must be a list of instance ids (strings), not {sources!r:.80}")
+
+
+# --- diff ------------------------------------------------------------------------------------------
+@dataclass
+class RulesetDiff:
+    """Rule-by-rule difference between two versions, matched by id."""
+
+    old_version: int | None
+    new_version: int | None
+    added: list[Rule] = field(default_factory=list)
+    removed: list[Rule] = field(default_factory=list)
+    changed: list[tuple[Rule, Rule]] = field(default_factory=list)  # (old, new)
+    unchanged: list[str] = field(default_factory=list)  # ids
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.changed)
+
+    def __str__(self) -> str:
+        lines = [f"Ruleset v{self.old_version} -> v{self.new_version}: {len(self.added)} added, "
+                 f"{len(self.removed)} removed, {len(self.changed)} changed, {len(self.unchanged)} unchanged"]
+        lines += [f"+ [{r.id}] {_one_line(r.text)}" for r in self.added]
+        lines += [f"- [{r.id}] {_one_line(r.text)}" for r in self.removed]
+        for old, new in self.changed:
+            lines += [f"~ [{old.id}] {_one_line(old.text)}", f"  -> {_one_line(new.text)}"]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"old_version": self.old_version, "new_version": self.new_version,
+                "added": [vars(r) for r in self.added], "removed": [vars(r) for r in self.removed],
+                "changed": [{"id": o.id, "old": o.text, "new": n.text} for o, n in self.changed],
+                "unchanged": list(self.unchanged)}
+
+
+def diff_rulesets(old: Ruleset, new: Ruleset, old_version: int | None = None,
+                  new_version: int | None = None) -> RulesetDiff:
+    """Rule-by-rule difference from `old` to `new`, rules matched by id."""
+    old_by_id = {r.id: r for r in old.rules}
+    new_by_id = {r.id: r for r in new.rules}
+    result = RulesetDiff(old_version, new_version)
+    for rule in new.rules:
+        before = old_by_id.get(rule.id)
+        if before is None:
+            result.added.append(rule)
+        elif before.text != rule.text:
+            result.changed.append((before, rule))
+        else:
+            result.unchanged.append(rule.id)
+    result.removed = [rule for rule in old.rules if rule.id not in new_by_id]
+    return result
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
+
+
+
+# --- the learned section inside a team's own rules file ------------------------------------------
+# --- the agent's rules file -------------------------------------------------------------------------
+# The learned rules go between these lines (the ruleset store's fence lines, so a team's file with a
+# learned section is also a fenced prompt the optimizer edits in place). A team's own rules file
+# (AGENTS.md, CLAUDE.md, .clinerules) keeps its text byte for byte around them, and only this section
+# is left out of the patch.
+SECTION_START = FENCE_START
+SECTION_END = FENCE_END
+LEARNED_FILE = "learned-rules.md"  # inside a rules folder (e.g. a `.clinerules/` directory)
+
+
+def insert_section(original: str, ruleset: str) -> str:
+    """`original` with the ruleset appended as a marked section; remove_section() gives `original` back."""
+    body = ruleset if ruleset.endswith("\n") else ruleset + "\n"
+    return original + ("\n" if original else "") + f"{SECTION_START}\n{body}{SECTION_END}\n"
+
+
+def remove_section(text: str) -> str:
+    """`text` without the learned section (and the line break insert_section put before it)."""
+    start = text.rfind(SECTION_START)
+    if start < 0:
+        return text
+    end = text.find(SECTION_END, start)
+    after = text[end + len(SECTION_END):] if end >= 0 else ""
+    before = text[:start]
+    before = before[:-1] if before.endswith("\n") else before
+    return before + (after[1:] if after.startswith("\n") else after)
+
+
+def rules_file_for(format: str) -> str:
+    """The rules file a format names: the rules file of a registered agent (another bare word is an
+    unknown agent), else the file or folder as given ("AGENTS.md", "rules/", "docs/AGENTS.md"), which
+    must stay inside the project (relative, no "..")."""
+    if "." not in format and "/" not in format:  # a bare word names an agent ("rules/" names a folder)
+        from helpers.core.registry import agent_class
+
+        return agent_class(format).rules_file
+    if not format or Path(format).is_absolute() or ".." in Path(format).parts:
+        raise ValueError(f"A rules file must be a path inside the project, such as 'AGENTS.md', or an agent's "
+                         f"name; not {format!r}.")
+    return format
+
+
+def import_rules_file(path: Path | str) -> str:
+    """A team's existing rules file as a starting ruleset that keeps its structure (headings, prose, code
+    blocks) byte for byte: see with_learned_section."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"No rules file at {path}: give the path of the team's rules file.")
+    return with_learned_section(path.read_bytes().decode("utf-8", errors="surrogateescape"))
+
+
+def with_learned_section(text: str) -> str:
+    """`text` with an empty fenced section after it, where the optimizer writes the learned rules; the
+    team's text is never parsed into rules or reformatted. Text that has a fenced section comes back as is."""
+    if split_fenced(text):
+        return text
+    return text + ("\n" if text and not text.endswith("\n") else "") + ("\n" if text else "") + f"{FENCE_START}\n{FENCE_END}\n"
+
+
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "Ruleset", "Rule", "RulesetDiff", "parse_ruleset", "render_ruleset", "parse_rules_text", "apply_edits",
+    "diff_rulesets", "split_fenced", "render_stats", "import_rules_file", "with_learned_section", "rules_file_for",
+    "insert_section", "remove_section", "FENCE_START", "FENCE_END", "LEARNED_FILE",
+]

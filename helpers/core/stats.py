@@ -1,0 +1,401 @@
+"""Statistics for comparing rulesets: paired comparisons, accuracy intervals and the acceptance gate.
+
+Every comparison the product prints goes through `paired_comparison`: two result frames (rows of the
+engine: `instance_id`, `pass_or_fail`, optionally `attempt` and `status`) over the same tasks, compared
+task by task. Pure numpy and the standard library (scipy is not a dependency of this project).
+
+Which rows count:
+- an outcome is "pass" or "fail"; any other value ("error", "not_evaluated", "pending", missing) or a
+  row whose `status` is "error" (a provider or CLI failure, which says nothing about the rules) is an
+  errored row. A task with no usable row on either side is left out of *both* sides, so the pairing
+  holds, and counted in `Comparison.excluded` with the reason. `errors_as_fail=True` counts errored
+  rows as fails instead. Timeouts stay fails: running out of time is the agent's (and the rules') doing.
+- tasks present in only one frame are left out and counted ("missing in <label>").
+- one row per task on both sides: one attempt per task (McNemar and Newcombe's interval); more rows
+  per task on either side (an `attempt` column, k attempts per ruleset): each task's mean outcome,
+  a task-level bootstrap interval and a sign-flip permutation test.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from statistics import NormalDist
+
+import numpy as np
+import pandas as pd
+
+from helpers.core import config
+
+
+def scored(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows as helpers.core.stats reads them: plan-mode rows are scored by the judge's correctness."""
+    if len(frame) and (frame.get("mode", pd.Series(dtype=str)) == "plan").all() and "correctness" in frame:
+        return frame.assign(pass_or_fail=frame["correctness"].map({"correct": "pass", "incorrect": "fail"})
+                            .fillna("not_evaluated"))
+    return frame
+
+
+__all__ = ["scored", "Comparison", "GateDecision", "paired_comparison", "accuracy_interval", "wilson_interval",
+           "mcnemar_exact", "gate"]
+
+# Defaults (candidates for helpers/core/config.py).
+ALPHA = config.STATS_ALPHA
+CONFIDENCE = config.STATS_CONFIDENCE
+N_BOOT = config.STATS_N_BOOT
+EXACT_FLIPS_MAX = 16  # the sign-flip test enumerates all 2**m flips up to this many non-zero task differences
+
+PASS, FAIL = "pass", "fail"
+REASON_NAMES = {"error": "errored", "not_evaluated": "not evaluated", "pending": "not evaluated yet",
+                "": "no outcome"}
+METHOD_ONE_ATTEMPT = "exact McNemar test; Newcombe hybrid score interval for paired proportions (method 10)"
+METHOD_ATTEMPTS = ("per-task mean over attempts; task-level percentile bootstrap interval; "
+                   "paired sign-flip permutation test on task means")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The paired comparison of ruleset b against ruleset a on the tasks both ran.
+
+    `n` tasks compared; `both`, `a_only`, `b_only`, `neither`: tasks passed by both, only a, only b,
+    neither (with several attempts: tasks tied with some pass, a better, b better, tied at zero).
+    `diff` is accuracy_b - accuracy_a in [-1, 1]; (`ci_low`, `ci_high`) its interval at `confidence`;
+    `p_value` two-sided; `significant` is p_value < alpha. `excluded` maps a reason ("errored",
+    "missing in b", ...) to the number of tasks left out for it; `dropped_attempts` counts errored
+    attempts of tasks that stayed in. With no task to compare, accuracies and the interval are NaN.
+    """
+
+    n: int
+    both: int
+    a_only: int
+    b_only: int
+    neither: int
+    accuracy_a: float
+    accuracy_b: float
+    diff: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    significant: bool
+    label_a: str = "a"
+    label_b: str = "b"
+    attempts: int = 1
+    method: str = METHOD_ONE_ATTEMPT
+    excluded: dict[str, int] = field(default_factory=dict)
+    dropped_attempts: int = 0
+    confidence: float = CONFIDENCE
+    alpha: float = ALPHA
+
+    @property
+    def n_excluded(self) -> int:
+        """How many tasks were left out, for every reason."""
+        return sum(self.excluded.values())
+
+    def summary(self) -> str:
+        """One sentence a person reads, e.g.
+        "v3 vs no rules on 150 tasks: +6.0 points (95% CI -1.2 to +13.1), p = 0.09: not significant"."""
+        head = f"{self.label_b} vs {self.label_a} on {_plural(self.n, 'task')}"
+        if self.attempts > 1:
+            head += f" × {self.attempts} attempts"
+        level = f"{self.confidence * 100:g}% CI"
+        if self.n == 0:
+            text = f"{head}: nothing to compare"
+        elif self.diff == 0 and self.a_only == 0 and self.b_only == 0:
+            text = (f"{head}: no difference, every task had the same outcome under both "
+                    f"({level} {_points(self.ci_low)} to {_points(self.ci_high)}), p = 1")
+        else:
+            verdict = "significant" if self.significant else "not significant"
+            text = (f"{head}: {_points(self.diff)} points ({level} {_points(self.ci_low)} to "
+                    f"{_points(self.ci_high)}), {_format_p(self.p_value)}: {verdict}")
+        if self.excluded:
+            reasons = ", ".join(f"{count} {reason}" for reason, count in self.excluded.items())
+            text += f"; {_plural(self.n_excluded, 'task')} left out: {reasons}"
+        if self.dropped_attempts:
+            text += f"; {_plural(self.dropped_attempts, 'errored attempt')} dropped"
+        return text
+
+    def to_dict(self) -> dict:
+        """Plain JSON-ready data: every field, plus `n_excluded` and `summary`."""
+        return {**asdict(self), "excluded": dict(self.excluded), "n_excluded": self.n_excluded,
+                "summary": self.summary()}
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """Whether the candidate ruleset replaces the incumbent, why (plain English), and the evidence."""
+
+    accept: bool
+    reason: str
+    comparison: Comparison
+
+
+def paired_comparison(a: pd.DataFrame, b: pd.DataFrame, on: str = "instance_id",
+                      outcome: str = "pass_or_fail", *, label_a: str = "a", label_b: str = "b",
+                      excluded: Mapping[str, str] | Iterable[str] | None = None, n_boot: int = N_BOOT,
+                      seed: int = 0, confidence: float = CONFIDENCE, alpha: float = ALPHA,
+                      errors_as_fail: bool = False) -> Comparison:
+    """Compare result frame `b` against `a`, task by task, on the tasks both have (diff = b - a).
+
+    `excluded`: tasks the caller leaves out on purpose, as {instance_id: reason} or a list of ids
+    (reason "left out by the caller"). Rows and tasks that cannot be compared are left out as the
+    module docstring says, and counted in `Comparison.excluded`. Never raises on odd outcomes.
+
+    One attempt per task: the p-value is the exact two-sided McNemar test (a binomial test with p = 0.5
+    on the discordant pairs; 1 when there are none). The interval is Newcombe's hybrid score interval
+    for paired proportions (Newcombe 1998, method 10, as recommended by Fagerland, Lydersen & Laake
+    2014): built from the two Wilson intervals and the correlation of the pairs, it stays inside
+    [-1, 1] and keeps close to its nominal coverage at the small sizes and extreme accuracies seen
+    here, where the Wald interval fails.
+
+    Several attempts per task: each task's mean outcome per side; diff is the mean of the per-task
+    differences; the interval is a percentile bootstrap that resamples tasks with replacement
+    (`n_boot` resamples, `seed`), which keeps a task's attempts together; the p-value is a paired
+    sign-flip permutation test on the per-task differences (exact over all 2**m flips up to
+    EXACT_FLIPS_MAX non-zero differences, else `n_boot` seeded random flips). With 0/1 differences
+    the exact version equals the McNemar test.
+    """
+    rows_a = _usable(a, on, outcome, errors_as_fail)
+    rows_b = _usable(b, on, outcome, errors_as_fail)
+    by_caller = _caller_exclusions(excluded)
+    reasons: Counter[str] = Counter(by_caller[task] for task in set(rows_a) | set(rows_b) if task in by_caller)
+    tasks, dropped = [], 0
+    for task in sorted(set(rows_a) | set(rows_b)):
+        if task in by_caller:
+            continue
+        if task not in rows_b:
+            reasons[f"missing in {label_b}"] += 1
+        elif task not in rows_a:
+            reasons[f"missing in {label_a}"] += 1
+        elif not rows_a[task]["passed"] or not rows_b[task]["passed"]:
+            side = rows_a[task] if not rows_a[task]["passed"] else rows_b[task]
+            reasons[side["reasons"].most_common(1)[0][0]] += 1
+        else:
+            tasks.append(task)
+            dropped += sum(rows_a[task]["reasons"].values()) + sum(rows_b[task]["reasons"].values())
+    attempts = max([len(r["passed"]) + sum(r["reasons"].values()) for r in (*rows_a.values(), *rows_b.values())],
+                   default=1)
+    common = dict(label_a=label_a, label_b=label_b, attempts=attempts, dropped_attempts=dropped,
+                  excluded=dict(reasons.most_common()), confidence=confidence, alpha=alpha)
+    mean_a = np.array([np.mean(rows_a[t]["passed"]) for t in tasks], dtype=float)
+    mean_b = np.array([np.mean(rows_b[t]["passed"]) for t in tasks], dtype=float)
+    if attempts == 1:
+        return _one_attempt(mean_a.astype(int), mean_b.astype(int), common)
+    return _several_attempts(mean_a, mean_b, n_boot, seed, common)
+
+
+def accuracy_interval(frame: pd.DataFrame, outcome: str = "pass_or_fail", confidence: float = CONFIDENCE,
+                      *, on: str = "instance_id", n_boot: int = N_BOOT, seed: int = 0,
+                      errors_as_fail: bool = False) -> tuple[float, float, float, int]:
+    """(accuracy, low, high, n) of one result frame over its `n` usable tasks.
+
+    One row per task: the Wilson score interval. Several rows per task (attempts): the mean of the
+    per-task mean outcomes and a task-level percentile bootstrap interval (`n_boot`, `seed`).
+    Errored rows are dropped as in `paired_comparison`. With no usable task: (nan, nan, nan, 0).
+    """
+    rows = _usable(frame, on, outcome, errors_as_fail)
+    means = np.array([np.mean(r["passed"]) for r in rows.values() if r["passed"]], dtype=float)
+    if len(means) == 0:
+        return math.nan, math.nan, math.nan, 0
+    several = any(len(r["passed"]) + sum(r["reasons"].values()) > 1 for r in rows.values())
+    if not several:
+        low, high = wilson_interval(int(means.sum()), len(means), confidence)
+    else:
+        low, high = _bootstrap_mean(means, n_boot, seed, confidence)
+    return float(means.mean()), low, high, len(means)
+
+
+def wilson_interval(successes: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The Wilson score interval for `successes` of `n` (8 of 10 -> (0.490, 0.943)); (nan, nan) if n = 0."""
+    if n == 0:
+        return math.nan, math.nan
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    # At 0 or n successes the bound is exactly 0 or 1; rounding would leave it a hair off.
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return low, high
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float:
+    """Two-sided exact McNemar p-value: twice the binomial(a_only + b_only, 0.5) tail at the smaller
+    count, capped at 1; 1 when there are no discordant pairs (9 vs 1 -> 0.02148)."""
+    m = a_only + b_only
+    if m == 0:
+        return 1.0
+    tail = sum(math.comb(m, i) for i in range(min(a_only, b_only) + 1)) / 2 ** m
+    return min(1.0, 2 * tail)
+
+
+def gate(incumbent_frame: pd.DataFrame, candidate_frame: pd.DataFrame, *, alpha: float = ALPHA,
+         incumbent_rules: int = 0, candidate_rules: int = 0) -> GateDecision:
+    """Decide whether a candidate ruleset replaces the incumbent, from their results on the same tasks.
+
+    The rule: the candidate is accepted when its paired gain is positive and significant at `alpha`
+    (see `paired_comparison`). Otherwise the incumbent stays, with one exception: a candidate that
+    is not worse (its observed difference is zero or positive) and has fewer rules is accepted,
+    because of two rulesets that do equally well the smaller one is easier to read and to trust.
+    A candidate that is worse is never accepted. The reason says which case applied.
+    """
+    result = paired_comparison(incumbent_frame, candidate_frame, label_a="incumbent", label_b="candidate",
+                               alpha=alpha)
+    gain = f"{_points(result.diff)} points, {_format_p(result.p_value)}" if result.n else ""
+    fewer = candidate_rules < incumbent_rules
+    if result.n == 0:
+        return GateDecision(False, "no task has a usable result under both rulesets, so the incumbent stays",
+                            result)
+    if result.diff > 0 and result.p_value < alpha:
+        return GateDecision(True, f"the candidate is better ({gain}, significant at {alpha:g})", result)
+    if result.diff >= 0 and fewer:
+        return GateDecision(True, f"the candidate is not worse ({gain}) and has fewer rules "
+                                  f"({candidate_rules} vs {incumbent_rules}), so the smaller ruleset wins", result)
+    if result.diff > 0:
+        why = f"the gain ({gain}) is not significant at {alpha:g}, so it may be noise"
+    elif result.diff == 0:
+        why = f"the candidate does no better ({gain}) and has no fewer rules"
+    else:
+        why = f"the candidate is worse ({gain})"
+    return GateDecision(False, why + "; the incumbent stays", result)
+
+
+# --- the two kinds of comparison --------------------------------------------------------------------
+
+def _one_attempt(passed_a: np.ndarray, passed_b: np.ndarray, common: dict) -> Comparison:
+    """McNemar and Newcombe's interval over 0/1 outcomes, one per task on each side."""
+    n = len(passed_a)
+    both = int(np.sum((passed_a == 1) & (passed_b == 1)))
+    a_only = int(np.sum((passed_a == 1) & (passed_b == 0)))
+    b_only = int(np.sum((passed_a == 0) & (passed_b == 1)))
+    neither = n - both - a_only - b_only
+    p_value = mcnemar_exact(a_only, b_only)
+    if n == 0:
+        acc_a = acc_b = diff = low = high = math.nan
+    else:
+        acc_a, acc_b = (both + a_only) / n, (both + b_only) / n
+        diff = acc_b - acc_a
+        low, high = _newcombe_paired(both, b_only, a_only, neither, common["confidence"])
+    return Comparison(n, both, a_only, b_only, neither, acc_a, acc_b, diff, low, high, p_value,
+                      p_value < common["alpha"], method=METHOD_ONE_ATTEMPT, **common)
+
+
+def _several_attempts(mean_a: np.ndarray, mean_b: np.ndarray, n_boot: int, seed: int,
+                      common: dict) -> Comparison:
+    """Per-task means: bootstrap interval and sign-flip test on the per-task differences."""
+    n = len(mean_a)
+    diffs = mean_b - mean_a
+    tied = np.isclose(diffs, 0)
+    both = int(np.sum(tied & (mean_a > 0)))
+    neither = int(np.sum(tied & (mean_a == 0)))
+    a_only, b_only = int(np.sum(~tied & (diffs < 0))), int(np.sum(~tied & (diffs > 0)))
+    if n == 0:
+        acc_a = acc_b = diff = low = high = math.nan
+    else:
+        acc_a, acc_b, diff = float(mean_a.mean()), float(mean_b.mean()), float(diffs.mean())
+        low, high = _bootstrap_mean(diffs, n_boot, seed, common["confidence"])
+    p_value = _sign_flip_p(diffs[~tied], n_boot, seed)
+    return Comparison(n, both, a_only, b_only, neither, acc_a, acc_b, diff, low, high, p_value,
+                      p_value < common["alpha"], method=METHOD_ATTEMPTS, **common)
+
+
+# --- intervals and tests ----------------------------------------------------------------------------
+
+def _newcombe_paired(both: int, first_only: int, second_only: int, neither: int,
+                     confidence: float) -> tuple[float, float]:
+    """Newcombe's (1998) method 10 interval for p_first - p_second from a paired 2x2 table.
+
+    Square-and-add of the two Wilson intervals, corrected by the correlation phi of the pairs
+    (phi shrunk by n/2 when positive, as Newcombe specifies, and 0 when a margin is empty).
+    Reference: table (59, 6, 16, 80) -> -0.0621 (-0.1186 to -0.0046), Fagerland et al. 2014.
+    """
+    n = both + first_only + second_only + neither
+    p1, p2 = (both + first_only) / n, (both + second_only) / n
+    l1, u1 = wilson_interval(both + first_only, n, confidence)
+    l2, u2 = wilson_interval(both + second_only, n, confidence)
+    margins = (both + first_only) * (second_only + neither) * (both + second_only) * (first_only + neither)
+    phi = 0.0
+    if margins > 0:
+        cross = both * neither - first_only * second_only
+        if cross > n / 2:
+            phi = (cross - n / 2) / math.sqrt(margins)
+        elif cross < 0:
+            phi = cross / math.sqrt(margins)
+    diff = p1 - p2
+    low = diff - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    high = diff + math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+    return max(-1.0, low), min(1.0, high)
+
+
+def _bootstrap_mean(values: np.ndarray, n_boot: int, seed: int, confidence: float) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of `values` (one value per task), seeded."""
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(values), size=(n_boot, len(values)))
+    means = values[picks].mean(axis=1)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(means, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def _sign_flip_p(diffs: np.ndarray, n_boot: int, seed: int) -> float:
+    """Two-sided p-value of the paired sign-flip test: how often flipping the signs of the non-zero
+    per-task differences at random gives a sum at least as far from zero as the observed one."""
+    m = len(diffs)
+    if m == 0:
+        return 1.0
+    observed = abs(diffs.sum()) - 1e-9  # the tolerance keeps ties with the observed sum as extreme
+    if m <= EXACT_FLIPS_MAX:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=m)))
+        return float(np.mean(np.abs(signs @ diffs) >= observed))
+    rng = np.random.default_rng(seed)
+    signs = rng.choice((1.0, -1.0), size=(n_boot, m))
+    # Counting the observed arrangement among the draws keeps the Monte Carlo p-value valid (never 0).
+    return float((1 + np.sum(np.abs(signs @ diffs) >= observed)) / (1 + n_boot))
+
+
+# --- reading result frames ---------------------------------------------------------------------------
+
+def _usable(frame: pd.DataFrame, on: str, outcome: str, errors_as_fail: bool) -> dict[str, dict]:
+    """{task: {"passed": [1/0 per usable row], "reasons": Counter of why other rows are unusable}}."""
+    tasks: dict[str, dict] = {}
+    has_status = "status" in frame.columns
+    for row in frame.to_dict("records"):
+        task = row.get(on)
+        if task is None or (isinstance(task, float) and math.isnan(task)):
+            continue
+        entry = tasks.setdefault(str(task), {"passed": [], "reasons": Counter()})
+        value = row.get(outcome)
+        value = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+        errored = value not in (PASS, FAIL) or (has_status and row.get("status") == "error")
+        if errored and not errors_as_fail:
+            entry["reasons"][REASON_NAMES.get(value if value not in (PASS, FAIL) else "error", value)] += 1
+        else:
+            entry["passed"].append(1 if value == PASS and not errored else 0)
+    return tasks
+
+
+def _caller_exclusions(excluded: Mapping[str, str] | Iterable[str] | None) -> dict[str, str]:
+    """The caller's exclusions as {instance_id: reason}."""
+    if excluded is None:
+        return {}
+    if isinstance(excluded, Mapping):
+        return {str(task): str(reason) for task, reason in excluded.items()}
+    return {str(task): "left out by the caller" for task in excluded}
+
+
+# --- wording -----------------------------------------------------------------------------------------
+
+def _points(value: float) -> str:
+    """A difference of proportions as signed percentage points: 0.06 -> "+6.0"."""
+    return f"{value * 100:+.1f}"
+
+
+def _format_p(p: float) -> str:
+    """"p = 0.09", "p = 0.021", "p < 0.001"."""
+    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

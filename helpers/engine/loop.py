@@ -1,0 +1,500 @@
+"""The Prompt Learning loop, as one short function over steps a notebook can also call one by one.
+
+Each loop i:
+  1. runs the agent on the train and test tasks with ruleset version v (v = i, or the best so far),
+     and tests every patch (helpers.engine.runs.run_tasks);
+  2. asks the LLM judge why each training result passed or failed (helpers.learn.judge.evaluate_results);
+  3. logs both splits to Phoenix;
+  4. lets the optimizer turn rules + tasks + outputs + feedback into ruleset version i + 1;
+  5. saves everything (finish_loop): results CSVs, the ruleset and its metadata, one record in loops.jsonl.
+A loop already in loops.jsonl is skipped, and the engine and the LLM cache make a half-finished loop
+cheap to redo: calling run_loop again after a crash or a kill resumes where it stopped.
+
+A failure never reads as a result: runs that errored are counted and left out of accuracy, the loop
+line says how many and why, a loop where every run errored stops (LoopStopped), and a judge or
+optimizer that failed for a transient reason (rate limit, outage, spent budget) leaves the loop
+unfinished (LoopUnfinished) so that a rerun completes it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from helpers.core import config
+from helpers.store.records import LOOP_RECORD_FIELDS, append_jsonl, loops_path, read_jsonl, split_results_path, write_csv
+
+FEEDBACK_COLUMNS = ["correctness", "explanation"]
+
+
+class LoopStopped(RuntimeError):
+    """Every agent run of a loop errored: nothing was learned, and the loop is not recorded."""
+
+
+class LoopUnfinished(RuntimeError):
+    """The judge or the optimizer failed for a transient reason; a rerun completes the loop."""
+
+
+@dataclass
+class LoopSettings:
+    """The parameters of one experiment (the notebooks' `parameters` cell feeds these)."""
+
+    experiment: str
+    loops: int = config.LOOPS
+    workers: int = config.WORKERS
+    context_size_k: int = config.CONTEXT_SIZE_K
+    start_from: str = "latest"  # "latest" (the cookbook's choice) or "best"
+    best_by: str = "train_accuracy"
+    agent_timeout_s: float = config.AGENT_TIMEOUT_S
+    optimizer_budget_usd: float | None = None
+    judge_budget_usd: float | None = None
+    mode: str = "act"  # "act" (patches) or "plan" (the agent's plan, judged on its merits)
+    agent: Any = config.AGENT  # an agent's registered name (helpers.core.registry), or an Agent object
+    attempts: int = 1  # runs of each task per ruleset: accuracy is the mean over attempts, with its interval
+
+    def __post_init__(self) -> None:
+        for name in ("loops", "workers", "context_size_k", "attempts"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number of at least 1, not {value!r}.")
+        if self.mode not in ("act", "plan"):
+            raise ValueError(f"mode must be 'act' or 'plan', not {self.mode!r}.")
+        if self.start_from not in ("latest", "best"):
+            raise ValueError(f"start_from must be 'latest' or 'best', not {self.start_from!r}.")
+
+
+# --- what a split's rows say ------------------------------------------------------------------------
+def outcome_counts(df: pd.DataFrame, plan: bool = False) -> dict[str, Any]:
+    """Runs, passes, errored runs (left out of accuracy: a provider failure is not the agent's answer),
+    the accuracy over the rest (None when nothing is left) and the most common error."""
+    errored = df[df["status"] == "error"] if len(df) else df
+    scored = df.drop(errored.index) if len(df) else df
+    passed = int((scored["correctness"] == "correct").sum()) if plan else int((scored["pass_or_fail"] == "pass").sum())
+    top = Counter(str(e)[:200] for e in errored["error"]).most_common(1) if len(errored) else []
+    return {"runs": len(df), "passed": passed, "errors": len(errored), "scored": len(scored),
+            "accuracy": passed / len(scored) if len(scored) else None,
+            "top_error": top[0][0] if top else "", "top_error_count": top[0][1] if top else 0}
+
+
+def accuracy(df: pd.DataFrame) -> float | None:
+    """Share of passing runs among those that did not error (None when every run errored)."""
+    return outcome_counts(df)["accuracy"]
+
+
+def judge_failures(df: pd.DataFrame) -> tuple[int, int]:
+    """(rows the judge could not answer, of which transient: rate limit, outage, spent budget)."""
+    failed = df["judge_error"].astype(bool) if "judge_error" in df else pd.Series(False, index=df.index)
+    transient = df["judge_transient"].astype(bool) if "judge_transient" in df else pd.Series(False, index=df.index)
+    return int(failed.sum()), int((failed & transient).sum())
+
+
+def completed_loops(experiment: str) -> dict[int, dict[str, Any]]:
+    """loop number -> its loops.jsonl record, for the loops already finished."""
+    return {r["loop"]: r for r in read_jsonl(loops_path(experiment))}
+
+
+def check_same_kind(experiment: str, done: dict[int, dict[str, Any]], dry_run: bool) -> None:
+    """Resuming must never mix scripted dry-run loops with real ones under one experiment name."""
+    kinds = {bool(r.get("dry_run")) for r in done.values()}
+    if kinds and kinds != {dry_run}:
+        held = "scripted dry-run" if True in kinds else "real"
+        raise ValueError(
+            f"Experiment {experiment!r} already holds {held} results, and this run is "
+            f"{'a scripted dry run' if dry_run else 'real'}. Choose another EXPERIMENT name, or delete "
+            f"act_results/{experiment} and act_rulesets/{experiment} to start over."
+        )
+
+
+def start_experiment(settings: LoopSettings, session: Any, initial_ruleset: str = "",
+                     tasks: tuple[pd.DataFrame, ...] = ()) -> Any:
+    """The experiment's RulesetStore, with the starting ruleset saved as version 0 on a first run.
+
+    Refuses to mix scripted dry-run loops with real ones under one name, and a dry run on tasks the
+    scripted model does not know (it plays only the bundled house suite).
+    """
+    from helpers.store.rulesets import RulesetStore
+
+    check_same_kind(settings.experiment, completed_loops(settings.experiment), session.dry_run)
+    if session.dry_run:
+        unknown = sorted({str(s) for frame in tasks for s in frame.get("suite", pd.Series(["?"] * len(frame)))} - {"house"})
+        if unknown:
+            raise ValueError(
+                "The scripted dry run plays only the bundled house suite (TASK_SOURCE='house'); these tasks "
+                f"are {unknown}. Configure a model (OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENAI_BASE_URL) to "
+                "run on other tasks."
+            )
+    store = RulesetStore(settings.experiment)
+    if not store.versions():
+        store.save(initial_ruleset, parent=None, loop=None, report=None, model=None, dry_run=session.dry_run)
+    return store
+
+
+def agent_name(settings: LoopSettings) -> str:
+    return settings.agent if isinstance(settings.agent, str) else settings.agent.name
+
+
+def make_loop_agent(settings: LoopSettings, session: Any) -> Any:
+    """The experiment's agent: settings.agent itself when it is an Agent, else the one registered under
+    that name, on the session's agent model."""
+    from helpers.core.registry import make_agent
+
+    if not isinstance(settings.agent, str):
+        return settings.agent
+    return make_agent(settings.agent, timeout_s=settings.agent_timeout_s, mode=settings.mode, **session.agent_kwargs())
+
+
+# --- one loop, step by step ------------------------------------------------------------------------
+def run_one_loop(loop: int, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings,
+                 session: Any, store: Any, datasets: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One full loop; returns its loops.jsonl record (also appended there)."""
+    from helpers.learn.judge import evaluate_results
+
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    version, _ = choose_start_version(store, settings, loop)
+    ruleset = store.load(version)
+    agent = make_loop_agent(settings, session)
+    runs = {split: run_attempts(agent, frame, f"{split}_{loop}", ruleset, settings, session)
+            for split, frame in (("train", train_df), ("test", test_df))}
+    check_runs(loop, runs)
+    judge = dict(workers=settings.workers, budget_usd=settings.judge_budget_usd, **session.judge_kwargs())
+    train = evaluate_results(runs["train"], **judge)
+    test = evaluate_results(runs["test"], include_gold=False, **judge) if settings.mode == "plan" else runs["test"]
+    log_loop_to_phoenix(loop, version, ruleset, train, test, settings, session, datasets)
+    optimizer = make_optimizer(agent, settings, session)
+    new_ruleset = optimizer.optimize(dataset=train, output_column="output", feedback_columns=FEEDBACK_COLUMNS,
+                                     ruleset=ruleset, context_size_k=settings.context_size_k)
+    return finish_loop(loop, version, ruleset, train, test, new_ruleset, optimizer.last_report, settings, session,
+                       store, started=started)
+
+
+def choose_start_version(store: Any, settings: LoopSettings, loop: int) -> tuple[int, str]:
+    """(the version loop `loop` runs with, why): "latest", or "best" as the store's paired gate decides (a
+    gain inside the noise never replaces the incumbent; a version not measured yet is tried once).
+    Versions written by loop `loop` or later are ignored: a loop re-run after a crash starts where it did."""
+    from helpers.store.loops import gated_best
+
+    version = store.choose_start(settings.start_from, by=settings.best_by, loop=loop)
+    if settings.start_from == "latest":
+        return version, f"v{version}, the latest version"
+    split = "test" if "test" in settings.best_by else "train"
+    best, reasons = gated_best(settings.experiment, before_loop=loop, split=split)
+    if best is None:
+        return version, f"v{version}: no loop has finished yet"
+    if version != best:
+        return version, f"v{version}, written from v{best} (the gate's choice) and not measured yet"
+    return version, f"v{version}, the gate's choice: {reasons[-1]}"
+
+
+def run_attempts(agent: Any, tasks: pd.DataFrame, run_id: str, ruleset: str, settings: LoopSettings,
+                 session: Any = None) -> pd.DataFrame:
+    """Every task `settings.attempts` times (run ids `<run_id>`, or `<run_id>_a<k>` with several attempts),
+    through the session's model gateway when it has one."""
+    from helpers.engine.runs import run_tasks
+
+    gateway = getattr(session, "gateway", None)
+    frames = [run_tasks(tasks, agent, run_id=run_id if settings.attempts == 1 else f"{run_id}_a{attempt}",
+                        experiment=settings.experiment, ruleset=ruleset, workers=settings.workers, attempt=attempt,
+                        gateway=gateway)
+              for attempt in range(settings.attempts)]
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+
+def check_runs(loop: int, runs: dict[str, pd.DataFrame]) -> None:
+    """Stop the loop, saying what to check, when every agent run errored (nothing to learn from); leave it
+    unfinished when the budget stopped runs (a rerun with budget left completes them)."""
+    frames = [f for f in runs.values() if len(f)]
+    stopped = sum(int((f["status"] == "budget").sum()) for f in frames)
+    if stopped:
+        raise LoopUnfinished(f"Loop {loop} is unfinished: the experiment's budget is spent and {stopped} agent runs "
+                             "were stopped. Their finished tasks are kept; raise the budget and run again.")
+    counts = outcome_counts(pd.concat(frames, ignore_index=True)) if frames else None
+    if counts and counts["errors"] == counts["runs"]:
+        raise LoopStopped(
+            f"Loop {loop} stopped: all {counts['runs']} agent runs errored; the most common error "
+            f"({counts['top_error_count']}x): {counts['top_error']!r}. Check the agent's model, key and base URL "
+            "(an OpenAI-compatible server must stream with tools), then run again: errored runs are retried."
+        )
+
+
+def make_optimizer(agent: Any, settings: LoopSettings, session: Any) -> Any:
+    from helpers.learn.optimizer import PromptLearningOptimizer
+
+    return PromptLearningOptimizer(prompt=agent.base_prompt, budget_usd=settings.optimizer_budget_usd,
+                                   **session.optimizer_kwargs())
+
+
+def meta_prompt(optimizer: Any, judged: pd.DataFrame, ruleset: str, examples: int = 3) -> str:
+    """The optimizer's request (system and user messages) for `ruleset` and the first `examples` rows."""
+    from helpers.learn.optimizer import render_example
+    from helpers.core.rules import parse_ruleset
+
+    rows = [render_example(row, "output", FEEDBACK_COLUMNS) for row in judged.head(examples).to_dict("records")]
+    messages = optimizer.messages(parse_ruleset(ruleset), rows)
+    return "\n\n".join(f"===== {m['role']} =====\n{m['content']}" for m in messages)
+
+
+def log_loop_to_phoenix(loop: int, version: int, ruleset: str, train: pd.DataFrame, test: pd.DataFrame,
+                        settings: LoopSettings, session: Any, datasets: dict[str, Any] | None) -> None:
+    """Both splits as Phoenix experiments ("Train <loop>", "Test <loop>") and the ruleset as a prompt version."""
+    if not (session.phoenix_url and datasets):
+        return
+    from helpers.tracking.phoenix_experiments import log_experiment_to_phoenix, log_ruleset_version
+
+    metadata = {"loop": loop, "ruleset_version": version, "agent": agent_name(settings), "agent_model": session.agent_model,
+                "judge_model": session.judge_model, "dry_run": session.dry_run}
+    for split, frame in (("Train", train), ("Test", test)):
+        log_experiment_to_phoenix(hostname=session.phoenix_url, api_key=session.phoenix_api_key,
+                                  dataset_obj=datasets[split.lower()], experiment_name=f"{split} {loop}",
+                                  experiment_df=frame, metadata={**metadata, "split": split.lower()},
+                                  experiment=settings.experiment)
+    log_ruleset_version(session.phoenix_url, session.phoenix_api_key, settings.experiment, version, ruleset,
+                        loop=loop, dry_run=session.dry_run)
+
+
+def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test: pd.DataFrame, new_ruleset: str,
+                report: Any, settings: LoopSettings, session: Any, store: Any, started: str = "") -> dict[str, Any]:
+    """Save a loop: its rows as CSVs, the new ruleset version, and its record in loops.jsonl (returned).
+
+    Raises LoopUnfinished, saving nothing final, when the judge or the optimizer failed transiently.
+    """
+    from helpers.core.rules import render_stats
+
+    report = report.to_dict() if hasattr(report, "to_dict") else dict(report or {})
+    judge_failed, judge_transient = judge_failures(train)
+    if judge_transient or report.get("transient_error"):
+        why = (f"the judge could not answer {judge_transient} training rows (rate limit, outage or spent budget)"
+               if judge_transient else f"the optimizer's request failed: {report['transient_error']}")
+        raise LoopUnfinished(f"Loop {loop} is unfinished: {why}. Nothing of it was recorded as final; run again "
+                             "to complete it (finished agent runs and cached answers are reused).")
+    plan = settings.mode == "plan"
+    counts = {split: outcome_counts(frame, plan) for split, frame in (("train", train), ("test", test))}
+    for split, frame in (("train", train), ("test", test)):
+        write_csv(frame.assign(loop=loop, split=split, ruleset_version=version),
+                  split_results_path(settings.experiment, split, loop))
+    new_version = store.save(new_ruleset, parent=version, loop=loop, report=report, model=session.optimizer_model,
+                             dry_run=session.dry_run)
+    costs = {"agent": float(train["cost_usd"].sum() + test["cost_usd"].sum()),
+             "judge": float(sum(f.get("judge_cost_usd", pd.Series(dtype=float)).sum() for f in (train, test))),
+             "optimizer": float(report.get("cost_usd") or 0.0)}
+    models = {"agent": session.agent_model, "judge": session.judge_model, "optimizer": session.optimizer_model}
+    stats = render_stats(ruleset)
+    evidence = loop_evidence(loop, version, stats["rules"], train, test, settings.experiment)
+    record = {
+        "experiment": settings.experiment, "loop": loop, "ruleset_version": version,
+        **{f"{split}_{key}": value for split, c in counts.items() for key, value in c.items()},
+        "train_size": len(train), "test_size": len(test), "ruleset_rules": stats["rules"],
+        "ruleset_tokens": stats["tokens"], "judge_errors": judge_failed,
+        "optimizer_changed": bool(report.get("changed", new_ruleset != ruleset)), "optimizer_edits": len(report.get("edits_applied") or []),
+        "optimizer_rejected": len(report.get("edits_rejected") or []), "optimizer_errors": report.get("errors") or [],
+        **{f"{role}_cost_usd": cost for role, cost in costs.items()}, "cost_usd": sum(costs.values()),
+        "unpriced": sorted({role for role, model in models.items() if config.price_for(model) is None}),
+        "agent": agent_name(settings), "agent_model": session.agent_model, "judge_model": session.judge_model,
+        "optimizer_model": session.optimizer_model, "dry_run": session.dry_run, "next_ruleset_version": new_version,
+        "started_at": started, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **evidence,
+    }
+    assert set(LOOP_RECORD_FIELDS) <= set(record), set(LOOP_RECORD_FIELDS) - set(record)
+    append_jsonl(loops_path(settings.experiment), record)
+    return record
+
+
+def loop_evidence(loop: int, version: int, rules: int, train: pd.DataFrame, test: pd.DataFrame,
+                  experiment: str) -> dict[str, Any]:
+    """Each split's accuracy interval, and the test rows against the start and the loop before (paired)."""
+    from helpers.analysis.evidence import loop_comparisons
+    from helpers.core.stats import scored
+    from helpers.core.stats import accuracy_interval
+
+    fields: dict[str, Any] = {}
+    for split, frame in (("train", train), ("test", test)):
+        _, low, high, _ = accuracy_interval(scored(frame))
+        fields[f"{split}_ci_low"], fields[f"{split}_ci_high"] = (None if pd.isna(low) else low), (None if pd.isna(high) else high)
+    comparisons = loop_comparisons(experiment, loop, "test", test, version, rules)
+    fields["test_vs_start"], fields["test_vs_previous"] = comparisons.get("vs_start"), comparisons.get("vs_previous")
+    return fields
+
+
+def describe_loop(record: dict[str, Any], label: str = "") -> str:
+    """The loop in one line, failures included: errored runs, judge failures, an optimizer that changed nothing;
+    then the test rows against the start and the loop before."""
+    record = {k: (None if isinstance(v, float) and v != v else v) for k, v in record.items()}  # NaN from a frame
+
+    def split(name: str) -> str:
+        acc = record.get(f"{name}_accuracy")
+        scored = record.get(f"{name}_scored", record.get(f"{name}_size"))
+        text = f"{name} " + ("n/a" if acc is None else f"{acc:.2f} ({record.get(f'{name}_passed', '?')}/{scored})")
+        low, high = record.get(f"{name}_ci_low"), record.get(f"{name}_ci_high")
+        if acc is not None and low is not None and high is not None:
+            text += f" [95% CI {low:.2f}-{high:.2f}]"
+        errors = record.get(f"{name}_errors") or 0
+        return text + (f", {errors} errored runs left out" if errors else "")
+
+    parts = [split("train"), split("test")]
+    errors = (record.get("train_errors") or 0) + (record.get("test_errors") or 0)
+    if errors:
+        top = record.get("train_top_error") or record.get("test_top_error")
+        parts.append(f"most common error: {top!r}")
+    if record.get("judge_errors"):
+        parts.append(f"judge failed on {record['judge_errors']} rows")
+    if "optimizer_changed" in record:
+        change = (f"rules changed ({record.get('optimizer_edits', 0)} edits)" if record["optimizer_changed"]
+                  else "optimizer changed nothing")
+        if record.get("optimizer_errors"):
+            change += f" ({len(record['optimizer_errors'])} optimizer errors: {record['optimizer_errors'][0]})"
+        parts.append(change)
+    unpriced = record.get("unpriced") or []
+    parts.append(f"cost ${record.get('cost_usd', 0.0):.2f}" + (f" ({', '.join(unpriced)} unpriced)" if unpriced else ""))
+    parts.append(f"rules {record.get('ruleset_rules')} -> version {record.get('next_ruleset_version')}")
+    lines = [f"Loop {record['loop']}: " + "; ".join(parts) + (f" [{label}]" if label else "")]
+    for key in ("test_vs_start", "test_vs_previous"):
+        if isinstance(record.get(key), dict):
+            lines.append(f"  test, {'against the start' if key == 'test_vs_start' else 'against the loop before'}: "
+                         f"{record[key]['summary']}")
+    return "\n".join(lines)
+
+
+def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,
+             initial_ruleset: str = "", datasets: dict[str, Any] | None = None, verbose: bool = True) -> pd.DataFrame:
+    """All loops of an experiment, resuming after the last finished one; returns the loop records."""
+    store = start_experiment(settings, session, initial_ruleset, tasks=(train_df, test_df))
+    done = completed_loops(settings.experiment)
+    for loop in range(settings.loops):
+        record = done.get(loop) or run_one_loop(loop, train_df, test_df, settings, session, store, datasets)
+        if verbose:
+            print(describe_loop(record, session.label) + (" (already finished)" if loop in done else ""))
+    records = sorted(completed_loops(settings.experiment).values(), key=lambda r: r["loop"])
+    return pd.DataFrame(records)
+
+
+# --- a prompt task family (helpers.core.protocols.PromptFamily): the same loop, a prompt in the agent's place ---
+def run_prompt_loop(family: Any, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,
+                    datasets: dict[str, Any] | None = None, feedback_kind: str = "explanations",
+                    verbose: bool = True) -> pd.DataFrame:
+    """All loops of a prompt family's experiment: the prompt (version i) answers every request on both
+    splits through the session's agent model, the family's grader scores and explains the answers
+    (`feedback_kind` "explanations" or "scores"), the optimizer edits the prompt's fenced instructions,
+    and each loop is saved, compared and logged like a coding loop. Resumes after the last finished loop."""
+    from helpers.llm.client import LLMClient, llm_generator
+
+    store = start_experiment(settings, session, family.base_prompt)
+    done = completed_loops(settings.experiment)
+    client = LLMClient(session.agent_model, base_url=session.base_url, api_key=session.api_key,
+                       max_concurrency=settings.workers)
+    generate = llm_generator(client)
+    for loop in range(settings.loops):
+        record = done.get(loop)
+        if record is None:
+            version, _ = choose_start_version(store, settings, loop)
+            prompt = store.load(version)
+            rows = {}
+            for split, frame in (("train", train_df), ("test", test_df)):
+                spent = client.total_cost_usd
+                answers = family.run(prompt, frame, generate, workers=settings.workers)
+                # the generator's cost, from the client's meter, spread over the split's rows
+                rows[split] = _graded(family, answers.assign(cost_usd=(client.total_cost_usd - spent) / max(1, len(frame))),
+                                      feedback_kind)
+            check_runs(loop, rows)
+            log_loop_to_phoenix(loop, version, prompt, rows["train"], rows["test"], settings, session, datasets)
+            from helpers.learn.optimizer import PromptLearningOptimizer
+
+            optimizer = PromptLearningOptimizer(prompt="", system_prompt=family.optimizer_prompt, leaks=family.leaks,
+                                                budget_usd=settings.optimizer_budget_usd, **session.optimizer_kwargs())
+            new_prompt = optimizer.optimize(dataset=rows["train"], output_column="output",
+                                            feedback_columns=list(family.feedback_columns), ruleset=prompt,
+                                            context_size_k=settings.context_size_k)
+            record = finish_loop(loop, version, prompt, rows["train"], rows["test"], new_prompt, optimizer.last_report,
+                                 settings, session, store)
+        if verbose:
+            print(describe_loop(record, session.label) + (" (already finished)" if loop in done else ""))
+    return pd.DataFrame(sorted(completed_loops(settings.experiment).values(), key=lambda r: r["loop"]))
+
+
+def _graded(family: Any, frame: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """A family's answers as loop rows: its feedback, and `pass_or_fail` from the grader's verdict."""
+    graded = family.feedback(frame, kind)
+    verdict = graded["correctness"].map({"correct": "pass", "incorrect": "fail"}).fillna("fail")
+    return graded.assign(pass_or_fail=verdict.where(graded["status"] != "error", "fail"), mode="act")
+
+
+def save_split(experiment: str, train_df: pd.DataFrame, test_df: pd.DataFrame, **how: Any) -> None:
+    """Record which tasks are on which side, so later notebooks and reruns use the same split."""
+    from helpers.store.records import experiment_dir, write_json
+
+    write_json(experiment_dir(experiment) / "split.json",
+               {"train": list(train_df["instance_id"]), "test": list(test_df["instance_id"]), **how})
+
+
+def load_or_make_split(experiment: str, source: str, train_size: int, test_size: int,
+                       strategy: str = "random", seed: int = config.SEED,
+                       mirrors_dir: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The experiment's saved split if it has one (sizes must match), else a new one, saved.
+    `mirrors_dir` locates SWE-bench repositories for the agent's workspaces (None: mirrors cloned on first use)."""
+    import json
+
+    from helpers.store.records import experiment_dir
+    from helpers.families.coding.tasks import load_tasks, split_dataset
+
+    tasks = load_tasks(source, mirrors_dir=mirrors_dir)
+    saved = experiment_dir(experiment) / "split.json"
+    if saved.exists():
+        split = json.loads(saved.read_text())
+        if (len(split["train"]), len(split["test"])) != (train_size, test_size):
+            raise ValueError(
+                f"Experiment {experiment!r} was split {len(split['train'])}/{len(split['test'])}, not "
+                f"{train_size}/{test_size}. Use the saved sizes, or another EXPERIMENT name for a new split."
+            )
+        by_id = tasks.set_index("instance_id", drop=False)
+        missing = [i for i in split["train"] + split["test"] if i not in by_id.index]
+        if missing:
+            raise ValueError(f"The saved split of {experiment!r} names tasks {source!r} does not have: {missing[:5]}")
+        return (by_id.loc[split["train"]].reset_index(drop=True), by_id.loc[split["test"]].reset_index(drop=True))
+    train_df, test_df = split_dataset(tasks, train_size, test_size, strategy=strategy, seed=seed)
+    save_split(experiment, train_df, test_df, source=source, strategy=strategy, seed=seed)
+    return train_df, test_df
+
+
+def split_summary(train_df: pd.DataFrame, test_df: pd.DataFrame) -> pd.DataFrame:
+    """One row per side: how many tasks and repositories, and the span of creation dates."""
+    rows = []
+    for side, frame in (("train", train_df), ("test", test_df)):
+        dates = pd.to_datetime(frame.get("created_at"), errors="coerce", utc=True) if "created_at" in frame else None
+        rows.append({"split": side, "tasks": len(frame), "repositories": frame["repo"].nunique(),
+                     "oldest": dates.min() if dates is not None else None,
+                     "newest": dates.max() if dates is not None else None})
+    return pd.DataFrame(rows).set_index("split")
+
+
+def upload_split(session: Any, experiment: str, train_df: pd.DataFrame, test_df: pd.DataFrame,
+                 agent: str = config.AGENT) -> dict[str, Any] | None:
+    """Both sides as Phoenix datasets ("<agent>: <experiment> train|test"); None without Phoenix."""
+    if not session.phoenix_url:
+        return None
+    from helpers.tracking.phoenix_experiments import upload_dataset
+
+    return {side: upload_dataset(session.phoenix_url, f"{agent}: {experiment} {side}", frame,
+                                 api_key=session.phoenix_api_key)
+            for side, frame in (("train", train_df), ("test", test_df))}
+
+
+def load_results(experiment: str, split: str, loop: int) -> pd.DataFrame:
+    """A loop's saved rows (train_results_<loop>.csv / test_results_<loop>.csv), list cells decoded."""
+    import json
+
+    path = split_results_path(experiment, split, loop)
+    if not path.exists():
+        raise FileNotFoundError(f"No {split} results for loop {loop} of {experiment!r} at {path}.")
+    frame = pd.read_csv(path, keep_default_na=False)
+    for column in ("failed_tests", "FAIL_TO_PASS", "PASS_TO_PASS"):
+        if column in frame:
+            frame[column] = frame[column].map(lambda v: json.loads(v) if isinstance(v, str) and v.startswith("[") else v)
+    return frame
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "LoopSettings", "run_loop", "run_one_loop", "start_experiment", "completed_loops", "load_or_make_split",
+    "split_summary", "upload_split", "load_results", "finish_loop", "describe_loop", "meta_prompt", "check_runs",
+    "make_loop_agent", "make_optimizer", "log_loop_to_phoenix", "outcome_counts", "LoopStopped", "LoopUnfinished",
+    "run_attempts", "loop_evidence", "choose_start_version", "run_prompt_loop",
+]

@@ -1,0 +1,330 @@
+"""The run engine: any agent on many tasks, each patch tested, each result recorded the moment it is final.
+
+    df = run_tasks(tasks, agent, run_id="train_0", experiment="house-demo", ruleset=rules, workers=4)
+
+For each task: a workspace at the base commit, the ruleset written to `agent.rules_file` in it,
+`agent.run(task, workspace, ruleset)`, the patch taken by the engine from the workspace (the learned
+rules, checkpoint refs and build debris left out), the evaluator's verdict, and one record appended to
+act_results/<experiment>/runs/<run_id>.jsonl. Calling again with the same run id, ruleset, agent and
+model runs only what is missing: a killed run resumes, and records of transient errors (rate limits,
+outages, a spent budget) are run again. Agents are any object with the Agent protocol (helpers.core.protocols).
+
+With a model gateway (helpers.llm.gateway, the session's), each task's agent gets the gateway's URL and a
+token of its own (agent.through_gateway(url, token, kind)): the provider key never reaches the agent or
+the commands it runs, the row's cost and tokens come from the gateway's meter, and the gateway's own
+record of the last call's status (not the wording of an error) decides whether a failed run is transient.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import pandas as pd
+
+from helpers.core import config
+from helpers.core.processes import kill_processes_in, remove_scratch, scratch_dir, sweep_stale
+from helpers.core.protocols import Agent, AgentResult, EvalResult, Evaluator
+from helpers.store.records import append_jsonl, read_jsonl, ruleset_sha, run_records_path
+from helpers.core.tokens import truncate_chars
+from helpers.families.coding.workspaces import prepare_workspace, remove_workspace, workspace_patch, write_rules
+
+TEST_LOG_CHARS = 6_000
+MODES = ("act", "plan")
+COLUMNS = ("instance_id", "repo", "problem_statement", "ground_truth_patch", "test_patch", "output", "mode",
+           "pass_or_fail", "status", "error", "iterations", "input_tokens", "output_tokens", "cost_usd",
+           "duration_s", "run_id", "attempt", "ruleset_sha", "agent", "model", "eval_error", "failed_tests",
+           "test_log", "log_path", "FAIL_TO_PASS", "PASS_TO_PASS", "suite", "transient", "trajectory_summary")
+PENDING = "pending"  # pass_or_fail of a finished agent run whose batched evaluation has not run yet
+# Errors worth running again on the next call: the provider was busy or gone, not the task wrong.
+TRANSIENT_ERROR = re.compile(r"\b(429|500|502|503|504|529)\b|rate.?limit|overloaded|timed? ?out|ECONNRESET|"
+                             r"socket hang up|connection (?:refused|reset)|budget", re.IGNORECASE)
+
+
+class RunInProgress(RuntimeError):
+    """Another process is running the same experiment and run id right now."""
+
+
+def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str | None = None, ruleset: str = "",
+              workers: int = config.WORKERS, evaluator: Evaluator | None = None, evaluate: bool = True,
+              attempt: int = 0, results_root: Path | str | None = None, progress: bool = True,
+              gateway: Any = None) -> pd.DataFrame:
+    """Run `agent` on every task (`workers` at a time), test each patch, return one row per task (COLUMNS).
+
+    `evaluator` defaults to the one the tasks need (helpers.families.coding.evaluation.evaluator_for); evaluate=False
+    skips testing, and plan mode never tests. Setup problems (no binary, no key, no Docker for
+    SWE-bench tasks, bad arguments) raise before any task starts; a task that fails (its workspace,
+    its agent run, its tests) is one row with the reason, never an exception.
+    """
+    frame = _check_tasks(tasks)
+    workers = _positive_int(workers, "workers")
+    experiment = experiment or config.DEFAULT_EXPERIMENT
+    mode = getattr(agent, "mode", "act")
+    if mode not in MODES:
+        raise ValueError(f"The agent's mode must be 'act' or 'plan', not {mode!r}.")
+    agent.check()
+    if mode == "act" and evaluate:
+        if evaluator is None:
+            from helpers.families.coding.evaluation import evaluator_for
+
+            evaluator = evaluator_for(frame, model_name=agent.name)
+        evaluator.check(frame.to_dict("records"))
+    else:
+        evaluator = None
+    sha = ruleset_sha(ruleset)
+    path = run_records_path(experiment, run_id, results_root)
+    sweep_stale()
+    with _run_lock(path, experiment, run_id):
+        done = {r["instance_id"]: _upgrade(r) for r in read_jsonl(path) if _matches(r, agent, sha, attempt) and _is_done(r)}
+        todo = [row for row in frame.to_dict("records") if row["instance_id"] not in done]
+        run = _Run(agent, evaluator, ruleset, dict(run_id=run_id, ruleset_sha=sha, attempt=attempt), path, done)
+        run.gateway, run.experiment = gateway, experiment
+        if todo:
+            run.all(todo, workers, progress)
+        if evaluator is not None and getattr(evaluator, "batched", False):
+            run.evaluate_pending(frame, f"{experiment}.{run_id}.a{attempt}.{sha[:8]}")
+    rows = [done[i] for i in frame["instance_id"] if i in done]
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+class _Run:
+    """One run_tasks call's state: what it runs with, where it writes, what is done."""
+
+    def __init__(self, agent: Agent, evaluator: Evaluator | None, ruleset: str, ids: dict[str, Any], path: Path,
+                 done: dict[str, dict[str, Any]]):
+        self.agent, self.evaluator, self.ruleset, self.ids, self.path, self.done = agent, evaluator, ruleset, ids, path, done
+        self.scratch: Path | None = None
+        self.gateway: Any = None
+        self.experiment = ""
+        self._lock = threading.Lock()
+
+    def all(self, todo: list[dict[str, Any]], workers: int, progress: bool) -> None:
+        from tqdm import tqdm
+
+        self.scratch = scratch_dir("run")
+        bar = tqdm(total=len(todo), desc=self.ids["run_id"], disable=not progress, unit="task")
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="run-tasks")
+        try:
+            with _terminate_as_interrupt():
+                futures = {pool.submit(self.one, task): task for task in todo}
+                for future in as_completed(futures):
+                    self.keep(future.result())
+                    bar.update(1)
+        except BaseException:  # an interrupt or a kill: stop every agent now, keep what is finished
+            pool.shutdown(wait=False, cancel_futures=True)
+            _stop_agent(self.agent)
+            kill_processes_in(self.scratch)
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            bar.close()
+            remove_scratch(self.scratch)
+
+    def keep(self, record: dict[str, Any]) -> None:
+        append_jsonl(self.path, record)  # written the moment it is known: a kill loses nothing finished
+        with self._lock:
+            self.done[record["instance_id"]] = record
+
+    def one(self, task: dict[str, Any]) -> dict[str, Any]:
+        """One task from workspace to record; any failure becomes an error record, never an exception."""
+        workspace = None
+        output = ""
+        try:
+            workspace = prepare_workspace(task, self.scratch)
+            take_rules_out = write_rules(workspace, self.agent.rules_file, self.ruleset)
+            runner, token = self.through_gateway(task)
+            result = runner.run(task, workspace, self.ruleset)
+            if token is not None:
+                result = self.metered(result, token)
+            kill_processes_in(workspace)  # whatever its commands left running, in any process group
+            take_rules_out()
+            output = workspace_patch(workspace, str(task["base_commit"])) if self.agent.mode == "act" else result.plan
+        except Exception as error:  # a broken workspace or agent fails this task only
+            result = AgentResult(str(task["instance_id"]), "error", error=f"{type(error).__name__}: {error}",
+                                 model=self.agent.model)
+        finally:
+            if workspace is not None:
+                kill_processes_in(workspace)
+                remove_workspace(workspace)
+        if result.trajectory:
+            from helpers.agents.trajectories import save_trajectory, summarize
+
+            save_trajectory(self.experiment, self.ids["run_id"], str(task["instance_id"]), result.trajectory,
+                            self.path.parent.parent.parent)  # runs/<id>.jsonl under <root>/<experiment>
+            result.trajectory_summary = summarize(result.trajectory)
+        verdict = None
+        if self.evaluator is not None and result.status == "completed":
+            if getattr(self.evaluator, "batched", False):
+                return record(task, result, output, None, self.agent, self.ids, pending=True)
+            verdict = _evaluate(self.evaluator, task, output)
+        return record(task, result, output, verdict, self.agent, self.ids)
+
+    def through_gateway(self, task: dict[str, Any]) -> tuple[Any, str | None]:
+        """(the agent for this task, its gateway token): a copy pointed at the gateway with a token of its own,
+        when there is a gateway and the agent can use one; else the agent as it is."""
+        if self.gateway is None or not hasattr(self.agent, "through_gateway"):
+            return self.agent, None
+        token = self.gateway.issue_token("agent", experiment=self.experiment, run_id=self.ids["run_id"],
+                                         attempt=self.ids["attempt"], task=str(task["instance_id"]), role="agent")
+        kind = self.gateway.upstreams["agent"].kind
+        return self.agent.through_gateway(self.gateway.url_for("agent"), token, kind), token
+
+    def metered(self, result: AgentResult, token: str) -> AgentResult:
+        """The gateway's account of a run: its tokens and cost (None: unpriced), and for a failed run whether
+        the provider failed transiently or the budget was spent."""
+        from helpers.llm.gateway import is_transient
+
+        usage, status = self.gateway.usage(token), self.gateway.last_status(token)
+        self.gateway.revoke_token(token)
+        result.usage = {**result.usage, "input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]}
+        result.cost_usd = usage["cost_usd"]
+        result.trajectory = result.trajectory or self.gateway.conversation(token)
+        self.gateway.forget(token)
+        if result.status != "completed" and status == "budget":
+            result.status, result.error = "budget", f"the experiment's budget is spent ({result.error})"
+        elif result.status == "error":
+            result.transient = is_transient(status)
+        return result
+
+    def evaluate_pending(self, frame: pd.DataFrame, run_key: str) -> None:
+        """Grade every record still waiting for a batched evaluator, in one call."""
+        waiting = [r for r in self.done.values() if r["pass_or_fail"] == PENDING]
+        if not waiting:
+            return
+        by_id = frame.set_index("instance_id", drop=False)
+        tasks = [dict(by_id.loc[r["instance_id"]]) for r in waiting]
+        try:
+            verdicts = self.evaluator.evaluate_batch(tasks, [r["output"] for r in waiting], run_key=run_key)
+        except Exception as error:  # the harness itself broke: the records stay pending for a rerun
+            raise RuntimeError(f"Evaluating {len(waiting)} patches failed ({type(error).__name__}: {error}); "
+                               "the agents' results are kept, and calling again evaluates them.") from error
+        for previous, verdict in zip(waiting, verdicts):
+            self.keep({**previous, **_verdict_fields(verdict)})
+
+
+def record(task: dict[str, Any], result: AgentResult, output: str, verdict: EvalResult | None, agent: Agent,
+           ids: dict[str, Any], pending: bool = False) -> dict[str, Any]:
+    """The row of one task (COLUMNS): the task, what the agent did, and the tests' verdict."""
+    if pending:
+        outcome = {"pass_or_fail": PENDING}
+    elif verdict is not None:
+        outcome = _verdict_fields(verdict)
+    else:
+        outcome = {"pass_or_fail": "not_evaluated" if result.status == "completed" else "fail"}
+    return {
+        "instance_id": result.instance_id, "repo": task.get("repo", ""),
+        "problem_statement": task.get("problem_statement", ""), "ground_truth_patch": task.get("patch", ""),
+        "test_patch": task.get("test_patch", ""), "output": output, "mode": agent.mode,
+        "status": result.status, "error": result.error, "iterations": result.iterations,
+        "input_tokens": result.usage.get("input_tokens", 0), "output_tokens": result.usage.get("output_tokens", 0),
+        "cost_usd": result.cost_usd, "duration_s": result.duration_s, **ids, "agent": agent.name,
+        "model": result.model or agent.model, "eval_error": "", "failed_tests": [], "test_log": "", "log_path": "",
+        "FAIL_TO_PASS": list(task.get("FAIL_TO_PASS") or []), "PASS_TO_PASS": list(task.get("PASS_TO_PASS") or []),
+        "suite": task.get("suite", ""), "transient": bool(getattr(result, "transient", False)),
+        "trajectory_summary": getattr(result, "trajectory_summary", ""), **outcome,
+    }
+
+
+def _verdict_fields(verdict: EvalResult) -> dict[str, Any]:
+    return {"pass_or_fail": "pass" if verdict.resolved else "fail", "eval_error": verdict.error,
+            "failed_tests": verdict.failed_tests, "test_log": truncate_chars(verdict.log, TEST_LOG_CHARS),
+            "log_path": verdict.log_path}
+
+
+def _evaluate(evaluator: Evaluator, task: dict[str, Any], patch: str) -> EvalResult:
+    try:
+        return evaluator.evaluate(task, patch)
+    except Exception as error:  # the contract says it never raises for a bad patch; hold it to that
+        return EvalResult(str(task["instance_id"]), False, log=str(error), error=f"{type(error).__name__}: {error}")
+
+
+def _matches(record: dict[str, Any], agent: Agent, sha: str, attempt: int) -> bool:
+    return (record.get("ruleset_sha") == sha and record.get("mode") == agent.mode and record.get("model") == agent.model
+            and record.get("agent", agent.name) == agent.name and int(record.get("attempt") or 0) == attempt)
+
+
+def _upgrade(record: dict[str, Any]) -> dict[str, Any]:
+    """A record written before the engine named its output column `output` (it was cline_patch / plan)."""
+    if "output" not in record:
+        record = {**record, "output": record.get("plan") if record.get("mode") == "plan" else record.get("cline_patch", "")}
+    return record
+
+
+def _is_done(record: dict[str, Any]) -> bool:
+    """False for records a rerun must redo: runs the budget stopped, and transient provider errors (by the
+    gateway's record when the run went through one, else by the error's wording)."""
+    if record.get("status") == "budget":
+        return False
+    return not (record.get("status") == "error"
+                and (record.get("transient") or TRANSIENT_ERROR.search(record.get("error") or "")))
+
+
+def _check_tasks(tasks: Any) -> pd.DataFrame:
+    if not isinstance(tasks, pd.DataFrame):
+        raise TypeError(f"tasks must be a DataFrame of task rows (helpers.families.coding.tasks.load_tasks), not {type(tasks).__name__}.")
+    missing = [c for c in ("instance_id", "base_commit", "problem_statement") if c not in tasks.columns]
+    if missing:
+        raise ValueError(f"The tasks lack the column(s) {missing}; load them with helpers.families.coding.tasks.load_tasks().")
+    duplicated = sorted(set(tasks.loc[tasks["instance_id"].duplicated(), "instance_id"]))
+    if duplicated:
+        raise ValueError(f"Duplicate instance ids in the tasks: {duplicated[:5]}.")
+    return tasks.reset_index(drop=True)
+
+
+def _positive_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a whole number of at least 1, not {value!r}.")
+    return value
+
+
+def _stop_agent(agent: Agent) -> None:
+    stop = getattr(agent, "stop_all", None)
+    if callable(stop):
+        stop()
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends the run like Ctrl-C (every agent stopped, scratch removed) instead of dying in place."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _run_lock(path: Path, experiment: str, run_id: str) -> Iterator[None]:
+    """One process at a time per experiment and run id (two would pay twice and write duplicates)."""
+    lock_path = path.with_suffix(".lock")
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+            raise RunInProgress(f"Run {run_id!r} of experiment {experiment!r} is already running ({holder}). "
+                                "Wait for it to finish, or stop it; its finished tasks are kept.") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+__all__ = ["run_tasks", "record", "RunInProgress", "COLUMNS"]  # the public API, documented in CODE_APPENDIX.md

@@ -1,0 +1,1 @@
+"""The coding family: tasks, the house suite, SWE-bench, workspaces and evaluation."""

@@ -1,0 +1,27 @@
+"""git, run quietly with a fixed identity and no user or system configuration."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "prompt-learning", "GIT_AUTHOR_EMAIL": "prompt-learning@localhost",
+    "GIT_COMMITTER_NAME": "prompt-learning", "GIT_COMMITTER_EMAIL": "prompt-learning@localhost",
+}
+
+
+class WorkspaceError(RuntimeError):
+    """The task's repository could not be made ready (missing mirror, unknown commit)."""
+
+
+def git(*args: str, cwd: Path | str, check: bool = True, input: str | None = None,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run git quietly with a fixed identity and no user or system config (plus `env`)."""
+    env = {**os.environ, **GIT_IDENTITY, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
+           "GIT_CONFIG_GLOBAL": os.devnull, **(env or {})}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=check, input=input,
+                          capture_output=True, text=True)
+
+__all__ = ["GIT_IDENTITY", "WorkspaceError", "git"]

@@ -1,0 +1,348 @@
+"""SWE-bench evaluation through the swebench harness, kept thin over its own API.
+
+    evaluator = SWEbenchEvaluator(workers=4)               # Docker, else Modal (or `command=` a stand-in)
+    evaluator.check(tasks)                                 # before any agent runs: raises HarnessUnavailable
+    evaluator.evaluate_batch(tasks, patches, run_key="exp.train_3.a0")   # one harness call, many tasks
+    grade_log(task_row, log_text)                          # grade a test log offline with swebench's grading
+    read_report(report_path, instance_id)                  # a harness report.json as an EvalResult
+    testbed_workspace(task_row, dest)                      # the repository as the instance image has it
+
+The harness runs each task's tests in a Docker image (`run_evaluation`), locally or on Modal. Neither
+is available everywhere: `check` says so before any paid agent run, and how to get one. Grading a
+recorded log needs neither. swebench 5.x builds a TestSpec from rows that carry `image`, `eval_script`,
+`log_parser` and `eval_type` (the SWE-bench/SWE-bench_Lite rows on the hub); older rows without them
+can still be graded, with the log parser of their repository.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+from helpers.core import config
+from helpers.core.protocols import EvalResult, Task
+
+DEFAULT_MODEL_NAME = "prompt-learning"  # the harness files runs under logs/run_evaluation/<run_id>/<model>/<id>/
+HARNESS_COMMAND = [sys.executable, "-m", "swebench.harness.run_evaluation"]
+HARNESS_TIMEOUT_S = 1_800  # per instance, the harness's own default
+HARNESS_TAIL_LINES = 20  # of the harness's output, quoted when an instance got no report
+TESTBED = "/testbed"  # where the instance images hold the repository (swebench's CONTAINER_WORKDIR)
+LOG_EXCERPT_CHARS = 20_000
+LOG_PARSER_BY_REPO = {
+    "astropy/astropy": "parse_log_astropy", "django/django": "parse_log_django",
+    "matplotlib/matplotlib": "parse_log_matplotlib", "mwaskom/seaborn": "parse_log_seaborn",
+    "pallets/flask": "parse_log_flask", "psf/requests": "parse_log_requests", "pydata/xarray": "parse_log_xarray",
+    "pylint-dev/pylint": "parse_log_pylint", "pytest-dev/pytest": "parse_log_pytest",
+    "scikit-learn/scikit-learn": "parse_log_scikit", "sphinx-doc/sphinx": "parse_log_sphinx",
+    "sympy/sympy": "parse_log_sympy",
+}
+
+
+class HarnessUnavailable(RuntimeError):
+    """Neither a Docker engine nor Modal credentials: SWE-bench tests cannot run on this machine."""
+
+
+def docker_available(timeout_s: float = 2.0) -> bool:
+    """True when a Docker engine answers a ping (bounded by `timeout_s`)."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=timeout_s)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:  # no SDK, no socket, no daemon: all mean "not here"
+        return False
+
+
+def modal_available() -> bool:
+    """True when the modal package is installed and credentials are configured."""
+    if importlib.util.find_spec("modal") is None:
+        return False
+    has_env = bool(os.environ.get("MODAL_TOKEN_ID") and os.environ.get("MODAL_TOKEN_SECRET"))
+    return has_env or (Path.home() / ".modal.toml").exists()
+
+
+def require_backend(backend: str | None = None) -> str:
+    """The backend to use ("docker" or "modal"), or HarnessUnavailable saying how to get one."""
+    if backend not in (None, "docker", "modal"):
+        raise ValueError(f"backend must be 'docker' or 'modal', not {backend!r}.")
+    if backend in (None, "docker") and docker_available():
+        return "docker"
+    if backend in (None, "modal") and modal_available():
+        return "modal"
+    wanted = backend or "Docker or Modal"
+    raise HarnessUnavailable(
+        f"SWE-bench tests need {wanted} and this machine has {'neither' if backend is None else 'none'}: start a "
+        "Docker engine (docker info should answer), or `pip install modal && modal token new` to run them on "
+        "Modal. The bundled house suite (TASK_SOURCE='house') runs without either."
+    )
+
+
+def swebench_test_spec(task: Task) -> Any:
+    """swebench's TestSpec for a task row (built by swebench when the row has its 5.x fields)."""
+    from swebench.types import TestSpec
+
+    if all(task.get(k) for k in ("image", "eval_script", "log_parser", "eval_type")):
+        from swebench.harness.utils import make_test_spec
+
+        return make_test_spec(dict(task))
+    parser = task.get("log_parser") or LOG_PARSER_BY_REPO.get(str(task.get("repo")))
+    if not parser:
+        raise ValueError(f"{task.get('instance_id')}: no log parser known for repository {task.get('repo')!r}; "
+                         "give the row a `log_parser` (a name in swebench's PARSER_REGISTRY).")
+    return TestSpec(instance_id=str(task["instance_id"]), image=str(task.get("image") or ""), eval_script_list=[],
+                    repo=str(task["repo"]), version=str(task.get("version") or ""),
+                    FAIL_TO_PASS=list(task["FAIL_TO_PASS"]), PASS_TO_PASS=list(task["PASS_TO_PASS"]),
+                    log_parser=parser, eval_type=str(task.get("eval_type") or "pass_and_fail"))
+
+
+def _result(instance_id: str, entry: dict[str, Any], log_path: str = "") -> EvalResult:
+    """An EvalResult from one instance's entry of a harness report."""
+    tests: dict[str, str] = {}
+    for kind, outcomes in (entry.get("tests_status") or {}).items():
+        for test in outcomes.get("success", []):
+            tests[test] = "PASSED"
+        for test in outcomes.get("failure", []):
+            tests[test] = "FAILED"
+    log = Path(log_path).read_text(errors="replace")[-LOG_EXCERPT_CHARS:] if log_path and Path(log_path).exists() else ""
+    error = ""
+    if not entry.get("patch_successfully_applied", True):
+        error = "the patch did not apply, or the tests produced no parseable output"
+        if entry.get("infra_failure_reason"):
+            error += f" ({entry['infra_failure_reason']})"
+    return EvalResult(instance_id, bool(entry.get("resolved")), log=log, error=error, tests=tests, log_path=log_path)
+
+
+def read_report(report_path: Path | str, instance_id: str, log_path: Path | str | None = None) -> EvalResult:
+    """An EvalResult from a harness report.json (and its test_output.txt beside it, if there)."""
+    report_path = Path(report_path)
+    report = json.loads(report_path.read_text())
+    if instance_id not in report:
+        raise KeyError(f"{report_path} has no entry for {instance_id!r} (it has {sorted(report)[:5]}).")
+    log = Path(log_path) if log_path else report_path.with_name("test_output.txt")
+    return _result(instance_id, report[instance_id], str(log) if log.exists() else "")
+
+
+def grade_log(task: Task, log: str | Path, patch: str = "(patch)") -> EvalResult:
+    """Grade a harness test log (its text or path) with swebench's own grading, offline."""
+    from swebench.harness.grading import get_eval_report
+
+    path = Path(log) if isinstance(log, Path) else None
+    with tempfile.TemporaryDirectory(prefix="swebench-log-") as tmp:
+        if path is None:
+            path = Path(tmp) / "test_output.txt"
+            path.write_text(str(log))
+        prediction = {"instance_id": str(task["instance_id"]), "model_name_or_path": DEFAULT_MODEL_NAME,
+                      "model_patch": patch}
+        report = get_eval_report(swebench_test_spec(task), prediction, str(path), include_tests_status=True)
+        result = _result(str(task["instance_id"]), report[str(task["instance_id"])], str(path))
+    if isinstance(log, Path):
+        return result
+    result.log_path = ""
+    return result
+
+
+class SWEbenchEvaluator:
+    """The Evaluator for SWE-bench tasks: swebench's `run_evaluation`, one call for a batch of patches.
+
+    SWEbenchEvaluator(*, backend=None, workers=4, timeout_s=1800, dataset=config.SWEBENCH_DATASET,
+                      split=config.SWEBENCH_SPLIT, work_dir=None, model_name="prompt-learning", command=None)
+
+    backend: "docker", "modal" or None (Docker if it answers, else Modal). workers and timeout_s are the
+    harness's --max_workers and per-instance --timeout. dataset/split are what the harness loads the
+    instances from (a hub id or a local .json/.jsonl file). work_dir is the harness's working directory
+    (default config.cache_root()/"swebench"): its logs land in <work_dir>/logs/run_evaluation/.
+    model_name is the predictions' `model_name_or_path`. command replaces HARNESS_COMMAND (argv words;
+    tests pass a stand-in), and then no Docker or Modal is needed.
+
+    tasks are rows (mappings with SWE-bench's fields) or a DataFrame of them.
+    check(tasks) -> None: raises HarnessUnavailable, saying how to fix it, when no backend is there
+    (call it before any agent runs); ValueError when `dataset` is a local file that lacks some task.
+
+    evaluate_batch(tasks, patches, *, run_key) -> list[EvalResult], one per task, in order: ONE harness
+    call for all non-empty patches. Its run id is `run_key` sanitized (the engine makes it unique per
+    experiment, split, loop and attempt, e.g. "exp.train_3.a0") plus a digest of the predictions, and
+    its predictions file (<work_dir>/predictions-<run id>.jsonl) is its own. The same key with the same
+    patches re-reads the harness's reports (it skips instances it has graded); the same key with other
+    patches gets a fresh run, never stale verdicts. Never raises for a bad patch: an empty patch, or an
+    instance the harness wrote no report.json for (patch did not apply, tests timed out, harness
+    crashed), is resolved=False with the reason in `error` (quoting the harness's last output lines).
+    Raises HarnessUnavailable (from check) when no backend is there, ValueError for mismatched input.
+
+    evaluate(task, patch, *, run_key="single") -> EvalResult: a batch of one.
+    batched = True: the engine evaluates a split's patches in one call after its agents finish.
+    """
+
+    batched = True
+
+    def __init__(self, *, backend: str | None = None, workers: int = 4, timeout_s: float = HARNESS_TIMEOUT_S,
+                 dataset: str = config.SWEBENCH_DATASET, split: str = config.SWEBENCH_SPLIT,
+                 work_dir: Path | str | None = None, model_name: str = DEFAULT_MODEL_NAME,
+                 command: Sequence[str] | None = None):
+        if backend not in (None, "docker", "modal"):
+            raise ValueError(f"backend must be 'docker' or 'modal', not {backend!r}.")
+        self.backend = backend
+        self.workers = workers
+        self.timeout_s = timeout_s
+        # the harness runs in work_dir: a local data set must be named by its absolute path
+        self.dataset = str(Path(dataset).resolve()) if Path(dataset).exists() else str(dataset)
+        self.split = split
+        self.work_dir = Path(work_dir) if work_dir else config.cache_root() / "swebench"
+        self.model_name = model_name
+        self.command = list(command) if command else None
+        self._chosen: str | None = None  # the backend check() found
+
+    def check(self, tasks: Sequence[Task] = ()) -> None:
+        """Raise HarnessUnavailable (how to fix it) or ValueError now, rather than after the agents ran."""
+        _check_local_dataset(self.dataset, [str(t["instance_id"]) for t in _rows(tasks)])
+        self._chosen = (self.backend or "docker") if self.command else require_backend(self.backend)
+
+    def evaluate(self, task: Task, patch: str, *, run_key: str = "single") -> EvalResult:
+        """One task through the harness: a batch of one."""
+        return self.evaluate_batch([task], [patch], run_key=run_key)[0]
+
+    def evaluate_batch(self, tasks: Sequence[Task], patches: Sequence[str], *, run_key: str) -> list[EvalResult]:
+        """One harness call for every non-empty patch; an EvalResult per task (see the class docstring)."""
+        tasks = _rows(tasks)
+        ids = [str(t["instance_id"]) for t in tasks]
+        patches = [p or "" for p in patches]
+        if len(ids) != len(patches):
+            raise ValueError(f"{len(ids)} tasks but {len(patches)} patches.")
+        if len(set(ids)) != len(ids):
+            raise ValueError("each instance may appear once in a batch (the harness keys predictions by id).")
+        if self._chosen is None:
+            self.check(tasks)
+        run_id = harness_run_id(run_key, ids, patches, self.model_name)
+        graded = [(i, p) for i, p in zip(ids, patches) if p.strip()]
+        output = self._run_harness(run_id, graded) if graded else ""
+        return [self._result(run_id, i, p, output) for i, p in zip(ids, patches)]
+
+    def _run_harness(self, run_id: str, predictions: list[tuple[str, str]]) -> str:
+        """Run the harness once in work_dir; returns its output (also kept in harness-<run id>.log)."""
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        path = self.work_dir / f"predictions-{run_id}.jsonl"
+        path.write_text("".join(json.dumps({"instance_id": i, "model_name_or_path": self.model_name,
+                                            "model_patch": p}) + "\n" for i, p in predictions))
+        command = [*(self.command or HARNESS_COMMAND), "--dataset_name", self.dataset, "--split", self.split,
+                   "--predictions_path", str(path.resolve()), "--max_workers", str(self.workers),
+                   "--run_id", run_id, "--timeout", str(int(self.timeout_s)),
+                   "--modal", str(self._chosen == "modal").lower(), "--instance_ids", *[i for i, _ in predictions]]
+        # No overall timeout: the harness bounds each instance by --timeout itself (image pulls can take long).
+        # It inherits our environment (Docker, Modal, Hugging Face settings); patches run only in containers.
+        done = subprocess.run(command, cwd=self.work_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        output = f"{done.stdout}\n[harness exit code {done.returncode}]\n"
+        with (self.work_dir / f"harness-{run_id}.log").open("a") as log:
+            log.write(output)
+        return output
+
+    def _result(self, run_id: str, instance_id: str, patch: str, output: str) -> EvalResult:
+        """The instance's report.json as an EvalResult, or a failure saying why there is none."""
+        if not patch.strip():
+            why = "the patch is empty: nothing to test"
+            return EvalResult(instance_id, False, log=why, error=why)
+        folder = self.work_dir / "logs" / "run_evaluation" / run_id / self.model_name.replace("/", "__")
+        report = folder / instance_id / "report.json"
+        if report.exists():
+            try:
+                return read_report(report, instance_id)
+            except (ValueError, KeyError) as error:
+                output = f"{output}\nunreadable {report}: {error}"
+        tail = "\n".join(output.strip().splitlines()[-HARNESS_TAIL_LINES:])
+        return EvalResult(instance_id, False, log=output[-LOG_EXCERPT_CHARS:],
+                          error=f"the harness wrote no report for {instance_id} (run {run_id}); "
+                                f"its last output lines:\n{tail}")
+
+
+def _rows(tasks: Any) -> list[Task]:
+    """Task rows from a DataFrame or any sequence of mappings."""
+    return tasks.to_dict("records") if hasattr(tasks, "to_dict") else list(tasks)
+
+
+def harness_run_id(run_key: str, instance_ids: Sequence[str], patches: Sequence[str], model_name: str) -> str:
+    """`run_key` made safe for the harness (container and folder names) plus a digest of the predictions."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", run_key).strip(".-_")
+    if not safe:
+        raise ValueError(f"run_key {run_key!r} has no letters or digits.")
+    content = json.dumps([model_name, sorted(zip(instance_ids, patches))])
+    return f"{safe}.{hashlib.sha256(content.encode()).hexdigest()[:8]}"
+
+
+def _check_local_dataset(dataset: str, instance_ids: Sequence[str]) -> None:
+    """ValueError when `dataset` is a local .json/.jsonl file that lacks some of `instance_ids`.
+
+    The harness refuses a whole batch with one unknown id; this finds it before the agents run.
+    """
+    if not dataset.endswith((".json", ".jsonl")):
+        return  # a hub id: the harness loads it itself
+    path = Path(dataset)
+    if not path.exists():
+        raise ValueError(f"the SWE-bench data set file {path} does not exist.")
+    text = path.read_text()
+    rows = (json.loads(text) if dataset.endswith(".json")
+            else [json.loads(line) for line in text.splitlines() if line.strip()])
+    missing = sorted(set(instance_ids) - {str(row["instance_id"]) for row in rows})
+    if missing:
+        raise ValueError(f"{path} has no rows for {missing[:5]} ({len(missing)} tasks): the harness would refuse "
+                         "the whole batch. Pass the data set the tasks came from as `dataset`.")
+
+
+def testbed_workspace(task: Task, dest: Path | str) -> Path:
+    """The task's repository as its instance image holds it (/testbed), copied to `dest` (which must not
+    exist); returns `dest`. Needs a Docker engine, else raises HarnessUnavailable saying what to use.
+
+    The image is the row's `image`, else swebench's name for the instance (pulled when missing). The
+    copy is the tree the harness tests against, environment set-up included: the caller should check
+    `git status` before taking diffs from it.
+    """
+    # Not exercised on the test machines (no Docker engine): the tests cover only the HarnessUnavailable.
+    if not docker_available():
+        raise HarnessUnavailable(
+            "Copying /testbed out of the instance image needs a Docker engine (docker info should answer). "
+            "Without one, build the workspace from a git mirror instead (helpers.families.coding.mirrors.ensure_mirror).")
+    import docker
+    from swebench.task.checks import expected_image
+
+    dest = Path(dest)
+    if dest.exists():
+        raise FileExistsError(f"{dest} exists; testbed_workspace copies into a new folder.")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    image = str(task.get("image") or expected_image(str(task["instance_id"])))
+    client = docker.from_env()
+    try:
+        try:
+            client.images.get(image)
+        except docker.errors.ImageNotFound:
+            client.images.pull(image)
+        container = client.containers.create(image, command="true")
+        try:
+            stream, _ = container.get_archive(TESTBED)
+            with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".testbed-") as scratch:
+                archive = Path(scratch) / "testbed.tar"
+                with archive.open("wb") as out:
+                    for chunk in stream:
+                        out.write(chunk)
+                with tarfile.open(archive) as tar:
+                    tar.extractall(scratch, filter="tar")  # keeps modes and in-tree symlinks
+                shutil.move(str(Path(scratch) / Path(TESTBED).name), dest)
+        finally:
+            container.remove(force=True)
+    finally:
+        client.close()
+    return dest
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "SWEbenchEvaluator", "harness_run_id", "testbed_workspace", "grade_log", "read_report",
+    "swebench_test_spec", "require_backend", "docker_available", "modal_available", "HarnessUnavailable",
+]

@@ -1,0 +1,119 @@
+"""The LLM judge: why each patch passed or failed, in English, and what habit would have avoided a failure.
+
+    judged = evaluate_results(train_df)             # the cookbook's call; adds the columns below
+
+Adds `correctness` ("correct" | "incorrect"), `explanation`, `judge_raw` (the model's answer),
+`judge_error` ("" when fine), `judge_transient` (True when that error was a rate limit, an outage or a
+spent budget, so a rerun may succeed) and `judge_cost_usd` to every row. The judge sees the problem statement,
+the agent's output (the patch, or the plan in plan mode), the tests' outcome (failing tests and a log
+excerpt) and, for training rows, the gold patch. Long texts are cut with a visible marker. A row whose
+answer cannot be parsed, or whose request fails, gets a judge error; no row ever raises, and a spent
+budget stops the remaining rows cleanly.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pandas as pd
+
+from helpers.core import config
+from helpers.llm.client import BudgetExceeded, LLMClient, LLMError, parse_json_object
+from helpers.core.tokens import truncate_tokens
+
+JUDGE_SYSTEM_PROMPT = """\
+You review a coding agent's work on one software task and explain the outcome in plain English.
+You get the issue the agent was asked to resolve, the agent's output (a patch, or a plan), the result of
+the repository's hidden tests when they were run, and sometimes the reference fix the maintainers wrote.
+Explain WHY the output passed or failed: what it got right, what it missed, and which expectation of the
+codebase (its conventions, its tests, its style) it did or did not meet. When it failed, name the general
+habit that would have avoided the failure, phrased so that it would help on other tasks in this codebase,
+not only on this one. Judge the output, not the agent's intentions.
+Answer with one JSON object and nothing else:
+{"correctness": "correct" or "incorrect", "explanation": "<3-8 sentences>"}"""
+
+MAX_PATCH_TOKENS = 6_000
+MAX_LOG_TOKENS = 2_500
+MAX_STATEMENT_TOKENS = 3_000
+JUDGE_COLUMNS = ("correctness", "explanation", "judge_raw", "judge_error", "judge_transient", "judge_cost_usd")
+
+
+def judge_messages(row: dict[str, Any], output_column: str = "output", include_gold: bool = True) -> list[dict[str, str]]:
+    """The judge's request for one row: system instructions, then the task and its evidence."""
+    output = str(row.get(output_column) or "")
+    kind = "plan" if output_column == "plan" or row.get("mode") == "plan" else "patch"
+    parts = [f"Task: {row.get('instance_id', '')} ({row.get('repo', '')})",
+             "## Issue\n" + truncate_tokens(str(row.get("problem_statement") or ""), MAX_STATEMENT_TOKENS),
+             f"## The agent's {kind}\n" + (truncate_tokens(output, MAX_PATCH_TOKENS) if output.strip()
+                                            else f"(empty: the agent produced no {kind})")]
+    if str(row.get("trajectory_summary") or "").strip():
+        parts.append("## How the agent worked\n" + truncate_tokens(str(row["trajectory_summary"]), MAX_LOG_TOKENS))
+    verdict = row.get("pass_or_fail")
+    if verdict in ("pass", "fail"):
+        failed = row.get("failed_tests")
+        failed = ", ".join(failed) if isinstance(failed, list) else str(failed or "")
+        lines = [f"outcome: {verdict}"]
+        if row.get("status") not in (None, "", "completed"):
+            lines.append(f"agent status: {row.get('status')} ({row.get('error') or 'no details'})")
+        if failed and failed != "[]":
+            lines.append(f"failing tests: {failed}")
+        if row.get("eval_error"):
+            lines.append(f"evaluation error: {row.get('eval_error')}")
+        log = str(row.get("test_log") or "")
+        if log.strip():
+            lines.append("test log excerpt:\n" + truncate_tokens(log, MAX_LOG_TOKENS))
+        parts.append("## Hidden tests\n" + "\n".join(lines))
+    else:
+        parts.append("## Hidden tests\noutcome: not run (judge the output on its merits)")
+    gold = str(row.get("ground_truth_patch") or row.get("patch") or "") if include_gold else ""
+    if gold.strip():
+        parts.append("## Reference fix by the maintainers\n" + truncate_tokens(gold, MAX_PATCH_TOKENS))
+    return [{"role": "system", "content": JUDGE_SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def _judge_row(client: LLMClient, row: dict[str, Any], output_column: str, include_gold: bool) -> dict[str, Any]:
+    try:
+        answer = client.complete(judge_messages(row, output_column, include_gold))
+    except BudgetExceeded as error:
+        return {"judge_error": f"budget exhausted: {error}", "judge_transient": True}
+    except LLMError as error:
+        return {"judge_error": str(error), "judge_transient": error.transient}
+    result: dict[str, Any] = {"judge_raw": answer.text, "judge_cost_usd": answer.cost_usd}
+    try:
+        parsed = parse_json_object(answer.text)
+        correctness = str(parsed.get("correctness", "")).strip().lower()
+        if correctness not in ("correct", "incorrect"):
+            raise ValueError(f"correctness is {parsed.get('correctness')!r}, not 'correct' or 'incorrect'")
+        result.update(correctness=correctness, explanation=str(parsed.get("explanation") or "").strip())
+        client.remember(answer)  # cached only once it proved usable: a malformed answer is asked for again
+    except ValueError as error:
+        result["judge_error"] = f"unparseable judge answer: {error}"
+    return result
+
+
+def evaluate_results(df: pd.DataFrame, model: str | None = None, *, base_url: str | None = None,
+                     api_key: str | None = None, workers: int = config.LLM_MAX_CONCURRENCY,
+                     budget_usd: float | None = None, include_gold: bool = True, output_column: str | None = None,
+                     client: LLMClient | None = None) -> pd.DataFrame:
+    """A copy of `df` (run_act's rows) with the judge's verdict on every row (see the module docstring)."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a whole number of at least 1, not {workers!r}.")
+    if df.empty:
+        return df.assign(**{c: pd.Series(dtype=object) for c in JUDGE_COLUMNS})
+    output_column = output_column or "output"
+    if output_column not in df.columns:
+        raise ValueError(f"The rows lack the output column {output_column!r}: pass run_tasks' (or run_act's) rows.")
+    client = client or LLMClient(model or config.JUDGE_MODEL, api_key=api_key, base_url=base_url,
+                                 budget_usd=budget_usd, max_concurrency=workers)
+    rows = df.to_dict("records")
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        verdicts = list(pool.map(lambda r: _judge_row(client, r, output_column, include_gold), rows))
+    judged = df.copy()
+    defaults = {"correctness": "", "explanation": "", "judge_raw": "", "judge_error": "", "judge_transient": False,
+                "judge_cost_usd": 0.0}
+    for column, default in defaults.items():
+        judged[column] = [v.get(column, default) for v in verdicts]
+    return judged
+
+__all__ = ["evaluate_results", "judge_messages"]  # the public API, documented in CODE_APPENDIX.md

@@ -1,0 +1,333 @@
+"""The Prompt Learning optimizer: turns feedback in English into edits of the agent's rules.
+
+    optimizer = PromptLearningOptimizer(prompt=CLINE_PROMPT, model_choice="gpt-5")
+    ruleset = optimizer.optimize(dataset=judged_train_df, output_column="cline_patch",
+                                 feedback_columns=["correctness", "explanation"], ruleset=ruleset,
+                                 context_size_k=400_000)
+    optimizer.last_report.to_dict()     # batches, edits applied / rejected / flagged, errors, cost
+
+- The meta-prompt shows the agent's base prompt (read-only), the current rules with their ids, and per
+  example the task, the agent's output and every feedback column. The model answers with edits (add,
+  update, merge, delete, each with a reason and the instance ids behind it), which code applies.
+- `context_size_k` is the token budget of one call (the cookbook passes 400000: tokens, despite the
+  name), counted with the real tokenizer over everything sent. Examples are packed greedily into
+  batches under it; batches run in order, each refining the rules the previous one produced; an
+  example too large for a call alone is cut with a visible marker.
+- An answer that cannot be parsed (or of which no edit applies) gets one repair request; after that
+  the batch leaves the rules as they were and the error is recorded. A request that failed gets no
+  repair: a permanent failure (bad request, bad key) is recorded and the batch changes nothing; a
+  transient one (rate limit, outage, timeout, spent budget) stops optimize(), which then returns its
+  input unchanged with `last_report.transient_error` set (see OptimizerReport).
+- Every edit is validated field by field (apply_edits): a malformed edit, or one past the caps
+  config.RULES_MAX_COUNT and config.RULE_MAX_CHARS, is rejected with the reason in the report.
+- When the rules end as they started (no edit applied), optimize() returns its input byte for byte.
+- Only answers that were used are cached (LLMClient.remember): a malformed one is asked for again.
+- The leakage guard flags rules that name something only one training task has (its instance id, a
+  file, test or identifier found in only its patches) and, by default, rejects them.
+- With rules fenced by FENCE_START/FENCE_END inside a whole system prompt, only the fenced part is
+  edited; the rest comes back byte for byte.
+- Not only for coding agents: rows need only the output and feedback columns (an `instance_id` names
+  the examples when there is one), and a task family gives its own meta-prompt instructions
+  (`system_prompt`) and its own notion of task-specific names (`leaks`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+import sys
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from helpers.core import config
+from helpers.llm.client import LLMClient, LLMError, parse_json_object
+from helpers.core.rules import Ruleset, apply_edits, parse_ruleset, render_ruleset, split_fenced
+from helpers.core.tokens import count_message_tokens, count_tokens, truncate_tokens
+
+OPTIMIZER_SYSTEM_PROMPT = """\
+You maintain the rules file of an AI coding agent and improve it from feedback on the agent's work.
+The rules are appended to the agent's system prompt. You see the agent's fixed base prompt (you cannot
+change it), the current rules with their ids, and examples: a task, what the agent produced, and feedback
+on it (whether it passed the hidden tests, and a reviewer's explanation of why).
+
+Find the habits behind the failures and the successes, and write them down as rules that will help on
+FUTURE tasks in the same codebase: general, specific about the codebase's conventions, short, and
+actionable ("Do X when Y"), never about one particular task. Do not name a task's id, or files, tests
+or identifiers that only one task involves. Keep rules that work; fix rules that misled the agent;
+merge duplicates; delete rules that are wrong. Change nothing when the feedback teaches nothing new.
+
+Answer with one JSON object and nothing else:
+{"edits": [
+  {"op": "add", "text": "<the new rule>", "reason": "<one line>", "sources": ["<instance id>", ...]},
+  {"op": "update", "id": "R3", "text": "<the rule's new text>", "reason": "...", "sources": [...]},
+  {"op": "merge", "ids": ["R2", "R5"], "text": "<one rule replacing them>", "reason": "...", "sources": [...]},
+  {"op": "delete", "id": "R4", "reason": "...", "sources": [...]}
+]}"""
+
+REPAIR_PROMPT = ("Your answer could not be used: {problem}. Answer again with only the JSON object "
+                 '{{"edits": [...]}} in the format given, using the rule ids shown under "## Current rules".')
+NO_RULES = "(none yet: write the first rules from scratch)"
+LEAKAGE_MODES = ("reject", "flag", "off")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_COMMON = set(keyword.kwlist) | set(dir(builtins)) | {"self", "cls", "None", "True", "False"}
+
+
+@dataclass
+class OptimizerReport:
+    """What one optimize() call did; RulesetStore.save keeps it with the version it produced.
+
+    `changed`: whether optimize() returned a text different from its input. `transient_error`: ""
+    when none, else why a request of the optimizer failed for a reason a rerun may get past (rate
+    limit, outage, timeout, spent budget); optimize() then returned its input unchanged and
+    `edits_applied`/`edits_flagged` are empty. Contract for a loop: when `transient_error` is set, the
+    loop must stay unfinished (record nothing final) so that a rerun completes it; answers already
+    used are cached, so the rerun pays only for the rest.
+    """
+
+    model: str
+    dry_run: bool
+    budget_tokens: int
+    batches: list[dict[str, Any]] = field(default_factory=list)
+    edits_applied: list[dict[str, Any]] = field(default_factory=list)
+    edits_rejected: list[dict[str, Any]] = field(default_factory=list)
+    edits_flagged: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    cost_usd: float = 0.0
+    calls: int = 0
+    changed: bool = False
+    transient_error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class PromptLearningOptimizer:
+    """Prompt Learning over a rules file (see the module docstring)."""
+
+    def __init__(self, prompt: str = "", model_choice: str | None = None, openai_api_key: str | None = None, *,
+                 base_url: str | None = None, budget_usd: float | None = None, leakage: str = "reject",
+                 client: LLMClient | None = None, system_prompt: str = OPTIMIZER_SYSTEM_PROMPT,
+                 leaks: Callable[[pd.DataFrame], dict[str, set[str]]] | None = None):
+        """`system_prompt`: the meta-prompt's instructions (the coding-agent ones by default; a task family
+        passes its own, asking for the same JSON edits). `leaks`: rows -> {name: the one task it belongs
+        to}, the names a rule must not mention (default: leaky_identifiers, for coding tasks)."""
+        if leakage not in LEAKAGE_MODES:
+            raise ValueError(f"leakage must be one of {LEAKAGE_MODES}, not {leakage!r}.")
+        self.prompt = prompt
+        self.system_prompt = system_prompt
+        self.leaks = leaks or leaky_identifiers
+        self.model = model_choice or config.OPTIMIZER_MODEL
+        self.leakage = leakage
+        self.client = client or LLMClient(self.model, api_key=openai_api_key, base_url=base_url, budget_usd=budget_usd)
+        self.last_report: OptimizerReport | None = None
+
+    def __repr__(self) -> str:
+        return f"PromptLearningOptimizer(model={self.model!r}, leakage={self.leakage!r})"
+
+    def optimize(self, dataset: pd.DataFrame, output_column: str, feedback_columns: Sequence[str],
+                 ruleset: str = "", context_size_k: int = config.CONTEXT_SIZE_K) -> str:
+        """The new ruleset text (or the whole prompt, when `ruleset` holds fenced rules).
+
+        Returns `ruleset` byte for byte when no edit applied, or when a request failed transiently
+        (then `last_report.transient_error` says why). Raises ValueError for missing columns or a
+        `context_size_k` too small for any example; never for what the model answered.
+        """
+        missing = [c for c in (output_column, *feedback_columns) if c not in dataset.columns]
+        if missing:
+            raise ValueError(f"The dataset lacks the column(s) {missing}: pass the rows with their output and "
+                             "feedback columns (for coding agents: run_tasks' rows judged by evaluate_results).")
+        if "instance_id" not in dataset.columns:  # any rows will do: name the examples by position
+            dataset = dataset.assign(instance_id=[f"row-{i}" for i in range(len(dataset))])
+        budget = int(context_size_k)
+        text = ruleset or ""
+        fenced = split_fenced(text)
+        rules = start = parse_ruleset(fenced[1] if fenced else text)
+        report = OptimizerReport(self.model, self.client.dry_run, budget)
+        self.last_report = report
+        cost_before = self.client.total_cost_usd
+        leaks = self.leaks(dataset) if self.leakage != "off" else {}
+        examples = [(str(row["instance_id"]), render_example(row, output_column, feedback_columns))
+                    for row in dataset.to_dict("records")]
+        try:
+            while examples:  # each batch is packed against the rules as the previous batch left them
+                rules = self._run_batch(self._next_batch(examples, rules, budget), rules, leaks, report)
+        except LLMError as error:  # only transient failures get here (see _request)
+            report.transient_error = str(error)
+            report.edits_applied, report.edits_flagged = [], []  # none of them is in what we return
+            rules = start
+        finally:
+            report.cost_usd = round(self.client.total_cost_usd - cost_before, 6)
+        if rules == start:  # nothing applied: no reformatting or renumbering of the input either
+            return text
+        rendered = render_ruleset(rules)
+        result = f"{fenced[0]}{rendered}{fenced[2]}" if fenced else rendered
+        report.changed = result != text
+        return result
+
+    # --- batching under the budget ---
+    def messages(self, rules: Ruleset, examples: Sequence[str]) -> list[dict[str, str]]:
+        """The optimizer's request for these rules and rendered examples."""
+        current = "\n".join(f"[{r.id}] {r.text}" for r in rules.rules) or NO_RULES
+        user = (f"## The agent's base prompt (read-only)\n{self.prompt.strip() or '(not given)'}\n\n"
+                f"## Current rules\n{current}\n\n## Examples\n" + "\n\n".join(examples))
+        return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
+
+    def _next_batch(self, queue: list[tuple[str, str]], rules: Ruleset, budget: int) -> list[tuple[str, str]]:
+        """Take from `queue` the examples that fit one request of at most `budget` tokens with `rules`."""
+        overhead = count_message_tokens(self.messages(rules, []))
+        room = budget - overhead
+        if room < 64:
+            raise ValueError(f"context_size_k={budget} tokens leaves no room for examples: the instructions, "
+                             f"base prompt and rules already take {overhead}. Raise context_size_k.")
+        batch, used = [], 0
+        while queue:
+            instance_id, example = queue[0]
+            size = count_tokens(example) + 2  # the blank line joining examples
+            if used + size > room:
+                if batch:
+                    break
+                example = truncate_tokens(example, room - 4)  # one example larger than a whole call
+                size = count_tokens(example) + 2
+            batch.append((instance_id, example))
+            used += size
+            queue.pop(0)
+        return batch
+
+    def _run_batch(self, batch: list[tuple[str, str]], rules: Ruleset, leaks: dict[str, set[str]],
+                   report: OptimizerReport) -> Ruleset:
+        messages = self.messages(rules, [text for _, text in batch])
+        tokens = count_message_tokens(messages)
+        assert tokens <= report.budget_tokens, f"batch of {tokens} tokens over the budget"  # packing guarantees it
+        report.batches.append({"index": len(report.batches), "instance_ids": [i for i, _ in batch],
+                               "prompt_tokens": tokens, "budget_tokens": report.budget_tokens})
+        batch_index = len(report.batches) - 1
+        for attempt in range(2):  # the answer, then at most one repair of an unusable answer
+            if attempt:
+                messages = messages + [{"role": "assistant", "content": answer.text},
+                                       {"role": "user", "content": REPAIR_PROMPT.format(problem=problem)}]
+            answer = self._request(messages, batch_index, report)
+            if answer is None:
+                return rules  # the request failed for good; recorded, and never "repaired"
+            new_rules, problem = self._use(answer.text, rules, leaks, report)
+            if problem is None:
+                self.client.remember(answer)  # only used answers are replayed by a rerun
+                return new_rules
+        report.errors.append(f"batch {batch_index}: answer unusable after one repair ({problem}); rules left unchanged")
+        return rules
+
+    def _request(self, messages: list[dict[str, str]], batch_index: int, report: OptimizerReport) -> Any:
+        """The model's answer (a Completion), or None after recording a permanent failure.
+
+        Raises LLMError when the failure is transient (optimize() then returns its input).
+        """
+        try:
+            answer = self.client.complete(messages)
+        except LLMError as error:
+            if error.transient:
+                raise
+            report.errors.append(f"batch {batch_index}: the request failed ({error}); rules left unchanged")
+            return None
+        report.calls += 1
+        return answer
+
+    def _use(self, text: str, rules: Ruleset, leaks: dict[str, set[str]],
+             report: OptimizerReport) -> tuple[Ruleset, str | None]:
+        """(rules after the answer's edits, None), or (rules unchanged, why the answer is unusable):
+        unparseable, or edits of which none applies (and none was held back by the leakage guard)."""
+        try:
+            edits = parse_json_object(text).get("edits")
+            if not isinstance(edits, list):
+                raise ValueError('the object has no "edits" list')
+        except ValueError as error:
+            return rules, str(error)
+        allowed, leaked = self._guard(edits, leaks)
+        new_rules, applied, rejected = apply_edits(rules, allowed)
+        if edits and not applied and not leaked:
+            return rules, "no edit could be applied: " + "; ".join(r["rejection"] for r in rejected)
+        report.edits_applied += applied
+        report.edits_rejected += rejected + [e for e in leaked if self.leakage == "reject"]
+        report.edits_flagged += leaked
+        return new_rules, None
+
+    def _guard(self, edits: list[Any], leaks: dict[str, set[str]]) -> tuple[list[Any], list[dict]]:
+        """(edits to apply, edits that name training-task specifics, with the reason)."""
+        if self.leakage == "off":
+            return edits, []
+        allowed, leaked = [], []
+        for edit in edits:
+            found = leaks_in(str(edit.get("text") or "") if isinstance(edit, dict) else "", leaks)
+            if not found:
+                allowed.append(edit)
+                continue
+            why = "; ".join(f"`{name}` occurs only in task {', '.join(sorted(tasks))}" for name, tasks in found.items())
+            leaked.append({**edit, "rejection" if self.leakage == "reject" else "flag": f"leakage: {why}"})
+            if self.leakage == "flag":
+                allowed.append(edit)
+        return allowed, leaked
+
+
+def render_example(row: dict[str, Any], output_column: str, feedback_columns: Sequence[str]) -> str:
+    """One example as the optimizer reads it: task, the agent's output, then every feedback column."""
+    output = str(row.get(output_column) or "").strip() or "(empty: the agent produced nothing)"
+    feedback = [f"- {column}: {row.get(column, '')}" for column in feedback_columns]
+    if "pass_or_fail" in row and "pass_or_fail" not in feedback_columns:
+        feedback.insert(0, f"- hidden tests: {row['pass_or_fail']}")
+    task = str(row.get("problem_statement") or row.get("input") or "").strip()
+    return (f"### Example {row.get('instance_id', '')}\n" + (f"Task:\n{task}\n\n" if task else "")
+            + f"Output ({output_column}):\n{output}\n\nFeedback:\n" + "\n".join(feedback))
+
+
+def _patch_identifiers(patch: str) -> set[str]:
+    names = set()
+    for line in (patch or "").splitlines():
+        if line.startswith("diff --git "):
+            for path in line.split()[2:]:
+                path = path[2:] if path[:2] in ("a/", "b/") else path
+                names.update({path, path.rsplit("/", 1)[-1]})
+        elif line[:1] in "+-" and not line.startswith(("+++", "---")):
+            names.update(_IDENTIFIER.findall(line[1:]))
+    return names
+
+
+def _specific(name: str) -> bool:
+    """Identifier-shaped enough to be a task's own (not an English word or a Python builtin)."""
+    if len(name) < 4 or name in _COMMON or name.startswith("__"):
+        return False
+    if "." in name and name.split(".")[0] in sys.stdlib_module_names:  # logging.getLogger: common API
+        return False
+    return "_" in name or "." in name or "/" in name or any(c.isupper() for c in name[1:])
+
+
+def leaky_identifiers(dataset: pd.DataFrame) -> dict[str, set[str]]:
+    """name -> the one training task it belongs to, for names found in only one task: instance ids,
+    files, test names and identifiers of its gold and test patches."""
+    owners: dict[str, set[str]] = defaultdict(set)
+    for row in dataset.to_dict("records"):
+        task = str(row["instance_id"])
+        names = {task}
+        for column in ("ground_truth_patch", "patch", "test_patch"):
+            names |= {n for n in _patch_identifiers(str(row.get(column) or "")) if _specific(n)}
+        for column in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+            tests = row.get(column)
+            for test in tests if isinstance(tests, list) else []:
+                names.update({test, test.split("::")[-1].split("[")[0], test.split(" ")[0]})
+        for name in names:
+            owners[name].add(task)
+    return {name: tasks for name, tasks in owners.items() if len(tasks) == 1}
+
+
+def leaks_in(text: str, leaks: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The task-specific names `text` mentions (whole words only)."""
+    found = {}
+    for name, tasks in leaks.items():
+        if name in text and re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", text):
+            found[name] = tasks
+    return found
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "PromptLearningOptimizer", "OptimizerReport", "render_example", "leaky_identifiers", "leaks_in",
+]

@@ -1,0 +1,329 @@
+"""One LLM client for the judge and the optimizer, over the official OpenAI SDK.
+
+- Settings: model, key and base URL from arguments, else OPENAI_API_KEY / OPENAI_BASE_URL (or
+  ANTHROPIC_API_KEY for Claude models) from the environment or `.env`, read when the first request is
+  made, never stored on disk or printed.
+- Retries: 408, 409, 429, 5xx, timeouts and dropped connections are retried up to `max_retries` times
+  with exponential backoff (at most `max_backoff_s` a wait), waiting what the server's Retry-After asks
+  for when it says, up to config.LLM_MAX_RETRY_AFTER_S; a longer ask fails at once, saying what the
+  server asked. Other 4xx answers raise LLMError at once (retrying a bad key or a bad request only
+  burns quota).
+- Every LLMError says whether it is `transient` (rate limit, overload, outage, timeout, dropped
+  connection, spent budget: a later rerun may succeed), decided by the SDK's exception type and HTTP
+  status code, never by the message's wording.
+- A concurrency cap, token usage and cost per call and in total, and a budget in dollars: once spent,
+  complete() raises BudgetExceeded before sending anything (calls already in flight may finish).
+- An on-disk response cache keyed by the canonical request (model, messages, parameters), on by
+  default: re-running a notebook with the same inputs makes no new requests. Only answers the caller
+  could use are cached: after parsing an answer, the caller calls `remember(completion)`; an answer
+  nobody remembered (malformed, unusable) is asked for again on the next run, never replayed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import email.utils
+import hashlib
+import json
+import random
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from helpers.core import config
+from helpers.core.protocols import Completion
+from helpers.store.records import write_json
+
+
+class LLMError(RuntimeError):
+    """A request failed for good (bad key, bad request, or retries exhausted).
+
+    `transient` is True when a later rerun may succeed (429, 5xx, timeouts, dropped connections, a
+    spent budget); `status_code` is the HTTP status of the last answer (None when there was none).
+    """
+
+    def __init__(self, message: str, *, transient: bool = False, status_code: int | None = None):
+        super().__init__(message)
+        self.transient = transient
+        self.status_code = status_code
+
+
+class BudgetExceeded(LLMError):
+    """The client's dollar budget is spent; no further requests are sent (transient: raise the
+    budget and rerun)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, transient=True)
+
+
+RETRYABLE_STATUS = {408, 409, 429}  # plus every 5xx (see _transient_status)
+
+
+def _transient_status(status: int | None) -> bool:
+    """True for an HTTP status a later attempt may get past: 408, 409, 429 and every 5xx."""
+    return status is not None and (status in RETRYABLE_STATUS or 500 <= status <= 599)
+
+
+class LLMClient:
+    """Thread-safe chat-completion client with retries, a budget, cost accounting and a cache."""
+
+    def __init__(self, model: str = config.JUDGE_MODEL, *, api_key: str | None = None,
+                 base_url: str | None = None, max_concurrency: int = config.LLM_MAX_CONCURRENCY,
+                 max_retries: int = config.LLM_MAX_RETRIES, budget_usd: float | None = None,
+                 cache: bool = True, cache_dir: Path | str | None = None,
+                 prices: dict[str, tuple[float, float]] | None = None,
+                 timeout_s: float = config.LLM_REQUEST_TIMEOUT_S, backoff_s: float = 1.0,
+                 max_backoff_s: float = 60.0):
+        self.model = model
+        self._api_key, self._base_url = api_key, base_url
+        self.max_retries = max_retries
+        self.budget_usd = budget_usd
+        self.cache_dir = Path(cache_dir) if cache_dir else config.cache_root() / "llm"
+        self.use_cache = cache
+        self.prices = prices
+        self.timeout_s = timeout_s
+        self.backoff_s, self.max_backoff_s = backoff_s, max_backoff_s
+        self._slots = threading.BoundedSemaphore(max_concurrency)
+        self._lock = threading.Lock()
+        self._sdk: Any = None
+        self.calls = 0  # requests answered by the provider
+        self.cached_calls = 0  # answers taken from the cache
+        self.retries = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.total_cost_usd = 0.0
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"LLMClient(model={self.model!r}, calls={self.calls}, cost=${self.total_cost_usd:.4f})"
+
+    @property
+    def dry_run(self) -> bool:
+        """True when this client talks to the scripted model server."""
+        return self.model == config.SCRIPTED_MODEL
+
+    @property
+    def unpriced(self) -> bool:
+        return config.price_for(self.model, self.prices) is None
+
+    # --- the public calls ---
+    def complete(self, messages: Sequence[Mapping[str, Any]], **params: Any) -> Completion:
+        """Answer `messages` (OpenAI chat format); params go to the API (temperature, max_tokens...).
+
+        A remembered answer to the same request comes from the cache (`cached` True, cost 0). The
+        answer's cache key is in `completion.raw["cache_key"]`, for remember(). Raises LLMError
+        (see its `transient`), BudgetExceeded before sending when the budget is spent.
+        """
+        request = {"model": self.model, "messages": [dict(m) for m in messages], **params}
+        key = cache_key(request)
+        if self.use_cache:
+            hit = self._cache_get(key)
+            if hit is not None:
+                with self._lock:
+                    self.cached_calls += 1
+                return hit
+        self._check_budget()
+        with self._slots:
+            self._check_budget()
+            response = self._send_with_retries(request)
+        completion = self._to_completion(response, key)
+        with self._lock:
+            self.calls += 1
+            self.input_tokens += completion.input_tokens
+            self.output_tokens += completion.output_tokens
+            self.total_cost_usd += completion.cost_usd
+        return completion
+
+    def remember(self, completion: Completion) -> None:
+        """Cache an answer of complete() that the caller could use, so a rerun replays it.
+
+        Call it after parsing succeeded, never for an answer that was malformed or unusable (that
+        one is asked for again next time). No-op with the cache off or for an answer from the cache.
+        """
+        key = completion.raw.get("cache_key")
+        if self.use_cache and key and not completion.cached:
+            self._cache_put(key, completion)
+
+    def usage_summary(self) -> dict[str, Any]:
+        return {
+            "model": self.model, "calls": self.calls, "cached_calls": self.cached_calls,
+            "retries": self.retries, "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens, "cost_usd": round(self.total_cost_usd, 6),
+            "unpriced": self.unpriced, "budget_usd": self.budget_usd, "dry_run": self.dry_run,
+        }
+
+    # --- internals ---
+    def _check_budget(self) -> None:
+        if self.budget_usd is not None and self.total_cost_usd >= self.budget_usd:
+            raise BudgetExceeded(
+                f"The budget of ${self.budget_usd:.2f} for {self.model} is spent "
+                f"(${self.total_cost_usd:.4f} over {self.calls} calls). Raise budget_usd to go on; "
+                "results so far are kept."
+            )
+
+    def _sdk_client(self) -> Any:
+        if self._sdk is None:
+            from openai import OpenAI
+
+            settings = config.llm_settings(self.model, self._api_key, self._base_url)
+            base_url = settings.base_url
+            if settings.provider == "anthropic":
+                base_url = config.ANTHROPIC_OPENAI_COMPAT_URL
+            # Retries are ours (Retry-After, counting); the SDK's own are off.
+            self._sdk = OpenAI(api_key=settings.require_key(), base_url=base_url, max_retries=0,
+                               timeout=self.timeout_s)
+        return self._sdk
+
+    def _send_with_retries(self, request: dict[str, Any]) -> Any:
+        import openai
+
+        client = self._sdk_client()
+        for attempt in range(self.max_retries + 1):
+            try:
+                return client.chat.completions.create(**request)
+            except openai.APIStatusError as error:
+                status = error.status_code
+                if error.response is not None and error.response.headers.get("x-gateway-budget") == "spent":
+                    raise BudgetExceeded(f"The model gateway's budget is spent: {error.message}") from None
+                transient = _transient_status(status)
+                if not transient or attempt == self.max_retries:
+                    raise LLMError(_describe(error, self.model, attempt), transient=transient,
+                                   status_code=status) from None
+                asked = _retry_after(error)
+                limit = config.LLM_MAX_RETRY_AFTER_S
+                if asked is not None and asked > limit:
+                    raise LLMError(f"{_describe(error, self.model, attempt)} The server asked to wait "
+                                   f"(Retry-After: {asked:g} s), longer than LLM_MAX_RETRY_AFTER_S={limit:g} s; "
+                                   "run again later.", transient=True, status_code=status) from None
+                # The server's ask is honoured in full; only our own backoff is capped.
+                wait = asked if asked is not None else min(self._backoff(attempt), self.max_backoff_s)
+            except (openai.APIConnectionError, openai.APITimeoutError) as error:  # timeouts included
+                if attempt == self.max_retries:
+                    raise LLMError(_describe(error, self.model, attempt), transient=True) from None
+                wait = min(self._backoff(attempt), self.max_backoff_s)
+            with self._lock:
+                self.retries += 1
+            time.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def _backoff(self, attempt: int) -> float:
+        return self.backoff_s * (2 ** attempt) * (0.5 + random.random() / 2)
+
+    def _to_completion(self, response: Any, key: str) -> Completion:
+        choice = response.choices[0]
+        usage = getattr(response, "usage", None)
+        input_tokens = getattr(usage, "prompt_tokens", 0) or 0
+        output_tokens = getattr(usage, "completion_tokens", 0) or 0
+        return Completion(
+            text=choice.message.content or "",
+            model=getattr(response, "model", None) or self.model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=cost_usd(self.model, input_tokens, output_tokens, self.prices),
+            raw={"finish_reason": choice.finish_reason, "cache_key": key},
+        )
+
+    def _cache_path(self, key: str) -> Path:
+        return self.cache_dir / key[:2] / f"{key}.json"
+
+    def _cache_get(self, key: str) -> Completion | None:
+        path = self._cache_path(key)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return None
+        # Entries written before answers had to be remembered may hold malformed answers: skip them.
+        if not isinstance(data, dict) or data.pop("remembered", False) is not True:
+            return None
+        return Completion(**{**data, "cached": True, "cost_usd": 0.0})
+
+    def _cache_put(self, key: str, completion: Completion) -> None:
+        data = {k: v for k, v in vars(completion).items() if k != "cached"}
+        write_json(self._cache_path(key), {**data, "remembered": True})
+
+
+def cache_key(request: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of a request (sorted keys, no whitespace)."""
+    canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def cost_usd(model: str, input_tokens: int, output_tokens: int,
+             prices: dict[str, tuple[float, float]] | None = None) -> float:
+    """USD for the tokens at the price table's rate; 0.0 for an unpriced model."""
+    price = config.price_for(model, prices)
+    if price is None:
+        return 0.0
+    return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
+
+
+def _retry_after(error: Any) -> float | None:
+    """Seconds the server's Retry-After header asks for (a number or an HTTP date), else None."""
+    headers = getattr(getattr(error, "response", None), "headers", None) or {}
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None  # unreadable: fall back to our own backoff
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
+
+
+def _describe(error: Any, model: str, attempt: int) -> str:
+    status = getattr(error, "status_code", None)
+    message = getattr(error, "message", None) or str(error)
+    tries = f" after {attempt + 1} attempts" if attempt else ""
+    hint = {
+        401: " Check the API key (OPENAI_API_KEY or ANTHROPIC_API_KEY).",
+        403: " The key has no access to this model.",
+        404: " Check the model id and the base URL (OPENAI_BASE_URL).",
+        429: " Rate limited: lower the workers or wait.",
+    }.get(status or 0, "")
+    where = f"HTTP {status}" if status else type(error).__name__
+    return f"LLM request to {model} failed{tries}: {where}: {message}.{hint}"
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+
+
+def llm_generator(client: Any, **params: Any) -> Callable[[str, str], str]:
+    """A generate(prompt, request) that asks `client` (an LLMClient): the prompt as the system message, the
+    request as the user message; `params` go to the API. Raises what the client raises. A prompt task
+    family runs its rows with it (helpers.engine.loop.run_prompt_loop)."""
+    def generate(prompt: str, request: str) -> str:
+        messages = [{"role": "system", "content": prompt}, {"role": "user", "content": request}]
+        return client.complete(messages, **params).text
+    return generate
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """The JSON object in a model's answer (bare, or in a ```json fence, or the outermost {...}).
+
+    Raises ValueError saying what was wrong.
+    """
+    stripped = text.strip()
+    fenced = _FENCE.match(stripped)
+    candidates = [fenced.group(1)] if fenced else [stripped]
+    start, end = stripped.find("{"), stripped.rfind("}")
+    if start != -1 and end > start:
+        candidates.append(stripped[start:end + 1])
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise ValueError(f"the answer is not a JSON object: {stripped[:200]!r}")
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "LLMClient", "LLMError", "BudgetExceeded", "cost_usd", "cache_key", "parse_json_object", "llm_generator",
+]

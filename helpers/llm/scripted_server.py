@@ -1,0 +1,554 @@
+"""A scripted model server: the stand-in for every LLM in tests and the dry run.
+
+It speaks three APIs from one Script, streaming (SSE) and not:
+- OpenAI chat completions, POST /v1/chat/completions;
+- Anthropic Messages, POST /v1/messages: text and tool_use blocks, input_json_delta, usage;
+- the OpenAI Responses API, POST /v1/responses: message and function_call items, usage.
+
+    script = Script([
+        Rule(system_contains="Always add a changelog entry", reply=[edit_step, Reply("Done.")]),
+        Rule(reply=[naive_step, Reply("Done.")]),           # no condition: matches everything
+    ])
+    with ScriptedModelServer(script) as server:
+        client = OpenAI(base_url=server.base_url, api_key="test")
+        ...
+        server.requests   # every request received, in order (its path, raw body and `api`)
+
+Rules see every request in one chat-shaped form (`normalize_request`): {"api", "model", "stream",
+"tools", "messages"} where messages are {"role": "system" | "user" | "assistant" | "tool", "content": str}
+(assistant turns also carry "tool_calls"). Anthropic's top-level `system` and the Responses API's
+`instructions` and developer messages become system messages, tool results become "tool" messages. So
+system_contains / user_contains and the turn count work the same for every API.
+
+The first rule whose conditions all hold answers. A rule's reply is a Reply, a list of Replies indexed
+by the number of assistant turns already in the request (so the server keeps no per-conversation
+state and parallel conversations never mix), or a function of the (normalised) request. `times=N` lets
+a rule fire N times only (e.g. one 429 then normal answers).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Sequence, Union
+
+from helpers.core.config import SCRIPTED_MODEL
+
+TEXT_CHUNK = 64  # characters per streamed text delta, as real servers send several
+ANTHROPIC_STOP = {"tool_calls": "tool_use", "stop": "end_turn", "length": "max_tokens"}
+
+
+@dataclass
+class Reply:
+    """One answer. status != 200 answers with the API's error body instead."""
+
+    content: str = ""
+    tool_calls: Sequence[dict[str, Any]] = ()  # {"name": str, "arguments": dict | str}
+    status: int = 200
+    error_message: str = ""
+    retry_after: float | None = None  # seconds, sent as the Retry-After header
+    delay_s: float = 0.0  # wait before answering; a long delay is a hang
+    finish_reason: str | None = None  # default: "tool_calls" with tool calls, else "stop"
+    usage: dict[str, int] | None = None  # prompt_tokens, completion_tokens; default: estimated from lengths
+
+
+def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
+    """A tool call for Reply.tool_calls, e.g. tool_call("editor", path="a.py", old_text=..., new_text=...)."""
+    return {"name": name, "arguments": arguments}
+
+
+Responder = Union[Reply, Sequence[Reply], Callable[[dict], Reply]]
+
+
+@dataclass
+class Rule:
+    """Answers with `reply` when every condition given holds for the (normalised) request."""
+
+    reply: Responder
+    contains: str | None = None  # anywhere in the messages' text
+    system_contains: str | None = None  # in the system message(s)
+    system_lacks: str | None = None  # not in the system message(s)
+    user_contains: str | None = None  # in the user message(s)
+    model: str | None = None
+    match: Callable[[dict], bool] | None = None
+    times: int | None = None  # fire at most this many times
+    fired: int = field(default=0, init=False)
+
+    def matches(self, request: dict) -> bool:
+        if self.times is not None and self.fired >= self.times:
+            return False
+        if self.model is not None and request.get("model") != self.model:
+            return False
+        system, user = message_text(request, "system"), message_text(request, "user")
+        checks = [
+            self.contains is None or self.contains in message_text(request),
+            self.system_contains is None or self.system_contains in system,
+            self.system_lacks is None or self.system_lacks not in system,
+            self.user_contains is None or self.user_contains in user,
+            self.match is None or self.match(request),
+        ]
+        return all(checks)
+
+    def answer(self, request: dict) -> Reply:
+        if isinstance(self.reply, Reply):
+            return self.reply
+        if callable(self.reply):
+            return self.reply(request)
+        steps = list(self.reply)
+        return steps[min(assistant_turns(request), len(steps) - 1)]
+
+
+class Script:
+    """Ordered rules; the first that matches answers, else `default`."""
+
+    def __init__(self, rules: Sequence[Rule] = (), default: Reply | None = None):
+        self.rules = list(rules)
+        self.default = default or Reply("OK")
+        self._lock = threading.Lock()
+
+    def reply_for(self, request: dict) -> Reply:
+        with self._lock:  # `times` counting must be exact under concurrency
+            for rule in self.rules:
+                if rule.matches(request):
+                    rule.fired += 1
+                    break
+            else:
+                return self.default
+        return rule.answer(request)
+
+
+# --- one request shape for every API ------------------------------------------------------------------
+def message_text(request: dict, role: str | None = None) -> str:
+    """All text of the request's messages (of one role, if given), content parts joined."""
+    parts = []
+    for message in request.get("messages") or []:
+        if role is not None and message.get("role") != role:
+            continue
+        parts.append(_text_of(message.get("content")))
+    return "\n".join(parts)
+
+
+def assistant_turns(request: dict) -> int:
+    return sum(1 for m in request.get("messages") or [] if m.get("role") == "assistant")
+
+
+def tool_names(request: dict) -> list[str]:
+    """The names of the tools a request offers, whatever the API's tool shape."""
+    names = []
+    for tool in request.get("tools") or []:
+        if isinstance(tool, dict):
+            name = tool.get("name") or (tool.get("function") or {}).get("name") or tool.get("type")
+            if name:
+                names.append(str(name))
+    return names
+
+
+def normalize_request(api: str, body: dict) -> dict:
+    """`body` of an "anthropic" / "responses" / "chat" request in the chat shape rules read (module doc)."""
+    if api == "anthropic":
+        messages = _anthropic_messages(body)
+    elif api == "responses":
+        messages = _responses_messages(body)
+    else:
+        messages = list(body.get("messages") or [])
+    return {**body, "api": api, "messages": messages}
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_text_of(p.get("text", p.get("content", ""))) for p in content if isinstance(p, dict))
+    return ""
+
+
+def _anthropic_messages(body: dict) -> list[dict]:
+    system = _text_of(body.get("system"))
+    messages = [{"role": "system", "content": system}] if system else []
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
+        if message.get("role") == "assistant":
+            calls = [{"id": b.get("id"), "type": "function",
+                      "function": {"name": b.get("name"), "arguments": json.dumps(b.get("input") or {})}}
+                     for b in blocks if b.get("type") == "tool_use"]
+            messages.append({"role": "assistant", "content": "\n".join(texts), **({"tool_calls": calls} if calls else {})})
+            continue
+        for block in blocks:
+            if block.get("type") == "tool_result":
+                messages.append({"role": "tool", "tool_call_id": block.get("tool_use_id"),
+                                 "content": _text_of(block.get("content"))})
+        if texts:
+            messages.append({"role": "user", "content": "\n".join(texts)})
+    return messages
+
+
+def _responses_messages(body: dict) -> list[dict]:
+    messages = [{"role": "system", "content": body["instructions"]}] if body.get("instructions") else []
+    items = body.get("input")
+    items = [{"type": "message", "role": "user", "content": items}] if isinstance(items, str) else list(items or [])
+    for item in items:
+        kind = item.get("type", "message")
+        previous = messages[-1] if messages else {}
+        if kind == "message":
+            role = {"developer": "system"}.get(item.get("role"), item.get("role"))
+            messages.append({"role": role, "content": _text_of(item.get("content"))})
+        elif kind in ("function_call", "custom_tool_call"):
+            call = {"id": item.get("call_id"), "type": "function",
+                    "function": {"name": item.get("name"), "arguments": item.get("arguments") or item.get("input") or ""}}
+            if previous.get("role") == "assistant":  # one turn: its text and every call it made
+                previous.setdefault("tool_calls", []).append(call)
+            else:
+                messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            messages.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": _text_of(item.get("output"))})
+    return messages
+
+
+def _api_of(path: str) -> str | None:
+    path = path.split("?")[0].rstrip("/")
+    for suffix, api in (("/chat/completions", "chat"), ("/messages/count_tokens", "count_tokens"),
+                        ("/messages", "anthropic"), ("/responses", "responses")):
+        if path.endswith(suffix):
+            return api
+    return None
+
+
+# --- the server ---------------------------------------------------------------------------------------
+def _estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # the default backlog of 5 drops concurrent connections
+    allow_reuse_address = True
+
+
+class ScriptedModelServer:
+    """Serves a Script on a free loopback port; use as a context manager or call start()/stop()."""
+
+    def __init__(self, script: Script | None = None, host: str = "127.0.0.1", port: int = 0,
+                 model: str = SCRIPTED_MODEL):
+        self.script = script or Script()
+        self.model = model
+        self.requests: list[dict[str, Any]] = []
+        self._requests_lock = threading.Lock()
+        self._host, self._port = host, port
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ---
+    def start(self) -> "ScriptedModelServer":
+        self._httpd = _Server((self._host, self._port), _handler_for(self))
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-model-server",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> "ScriptedModelServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-style base URL, ending in /v1 (an Anthropic client takes `origin`)."""
+        return f"{self.origin}/v1"
+
+    @property
+    def origin(self) -> str:
+        """http://127.0.0.1:<port>: Anthropic's base URL has no /v1 (ANTHROPIC_BASE_URL)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    # --- records ---
+    def record(self, entry: dict[str, Any]) -> None:
+        with self._requests_lock:
+            self.requests.append(entry)
+
+    def chat_requests(self) -> list[dict[str, Any]]:
+        """The bodies of the chat completion requests received so far."""
+        with self._requests_lock:
+            return [r["body"] for r in self.requests if r.get("api") == "chat"]
+
+    def model_requests(self, api: str | None = None) -> list[dict[str, Any]]:
+        """Every model request so far (of one API: "chat", "anthropic", "responses"), normalised as rules see them."""
+        with self._requests_lock:
+            return [normalize_request(r["api"], r["body"]) for r in self.requests
+                    if r.get("api") in ("chat", "anthropic", "responses") and api in (None, r["api"])]
+
+    def clear(self) -> None:
+        with self._requests_lock:
+            self.requests.clear()
+
+
+def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:  # keep test output quiet
+            pass
+
+        def do_HEAD(self) -> None:  # some clients probe the base URL before their first request
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_GET(self) -> None:
+            if self.path.split("?")[0].rstrip("/").endswith("/models"):
+                self._json(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
+            elif self.path.rstrip("/") in ("/health", "/healthz", ""):
+                self._json(200, {"status": "ok"})
+            else:
+                self._json(404, _error_body(f"no route {self.path}", "not_found"))
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            api = _api_of(self.path)
+            try:
+                body = json.loads(raw or b"{}")
+            except json.JSONDecodeError:
+                self._json(400, _error_body("request body is not JSON", "invalid_request_error", api))
+                return
+            server.record({"path": self.path, "api": api, "body": body, "time": time.time(),
+                           "authorization": self.headers.get("Authorization") or self.headers.get("x-api-key") or ""})
+            if api is None:
+                self._json(404, _error_body(f"no route {self.path}", "not_found"))
+                return
+            if api == "count_tokens":
+                self._json(200, {"input_tokens": _estimate_tokens(json.dumps(body))})
+                return
+            reply = server.script.reply_for(normalize_request(api, body))
+            if reply.delay_s:
+                time.sleep(reply.delay_s)
+            try:
+                if reply.status != 200:
+                    headers = {"Retry-After": f"{reply.retry_after:g}"} if reply.retry_after is not None else {}
+                    kind = "rate_limit_error" if reply.status == 429 else "scripted_error"
+                    message = reply.error_message or f"scripted error {reply.status}"
+                    self._json(reply.status, _error_body(message, kind, api), headers)
+                elif body.get("stream"):
+                    self._stream(api, body, reply)
+                else:
+                    answer = {"chat": _completion, "anthropic": _anthropic_message, "responses": _response}[api]
+                    self._json(200, answer(body, reply, server.model))
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeouts, killed runs): nothing to answer
+
+        def _json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _stream(self, api: str, request: dict, reply: Reply) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            if api == "chat":
+                for chunk in _stream_chunks(request, reply, server.model):
+                    self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                self.wfile.write(b"data: [DONE]\n\n")
+            else:
+                events = _anthropic_events if api == "anthropic" else _responses_events
+                for event in events(request, reply, server.model):
+                    self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
+            self.wfile.flush()
+
+    return Handler
+
+
+def _error_body(message: str, kind: str, api: str | None = None) -> dict:
+    if api in ("anthropic", "count_tokens"):
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"message": message, "type": kind, "code": kind}}
+
+
+def _calls(reply: Reply) -> list[dict[str, Any]]:
+    """The reply's tool calls as {"id", "name", "arguments" (JSON text), "input" (dict)}."""
+    calls = []
+    for call in reply.tool_calls:
+        arguments = call["arguments"]
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        calls.append({"id": call.get("id") or f"call_{uuid.uuid4().hex[:12]}", "name": call["name"],
+                      "arguments": text, "input": json.loads(text) if isinstance(arguments, str) else dict(arguments)})
+    return calls
+
+
+def _usage(request: dict, reply: Reply, calls: list[dict]) -> dict[str, int]:
+    """Chat-style usage (prompt_tokens, completion_tokens, total_tokens)."""
+    if reply.usage:
+        usage = dict(reply.usage)
+        usage.setdefault("total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
+        return usage
+    sent = request.get("messages") or request.get("input") or []
+    prompt = _estimate_tokens(json.dumps(sent) + _text_of(request.get("system")) + str(request.get("instructions") or ""))
+    completion = _estimate_tokens(reply.content + "".join(c["arguments"] for c in calls))
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _finish_reason(reply: Reply) -> str:
+    return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+
+
+def _pieces(text: str) -> list[str]:
+    return [text[start:start + TEXT_CHUNK] for start in range(0, len(text), TEXT_CHUNK)]
+
+
+# --- chat completions ---
+def _tool_call_entries(calls: list[dict]) -> list[dict]:
+    return [{"index": i, "id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for i, c in enumerate(calls)]
+
+
+def _completion(request: dict, reply: Reply, model: str) -> dict:
+    calls = _calls(reply)
+    entries = _tool_call_entries(calls)
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content or (None if entries else "")}
+    if entries:
+        message["tool_calls"] = [{k: v for k, v in e.items() if k != "index"} for e in entries]
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model") or model,
+        "choices": [{"index": 0, "message": message, "finish_reason": _finish_reason(reply)}],
+        "usage": _usage(request, reply, calls),
+    }
+
+
+def _stream_chunks(request: dict, reply: Reply, model: str) -> list[dict]:
+    base = {"id": f"chatcmpl-{uuid.uuid4().hex[:16]}", "object": "chat.completion.chunk",
+            "created": int(time.time()), "model": request.get("model") or model}
+
+    def chunk(delta: dict, finish: str | None = None) -> dict:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    calls = _calls(reply)
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    chunks += [chunk({"content": piece}) for piece in _pieces(reply.content)]
+    if calls:
+        chunks.append(chunk({"tool_calls": _tool_call_entries(calls)}))
+    chunks.append(chunk({}, _finish_reason(reply)))
+    if (request.get("stream_options") or {}).get("include_usage", True):
+        chunks.append({**base, "choices": [], "usage": _usage(request, reply, calls)})
+    return chunks
+
+
+# --- Anthropic Messages ---
+def _anthropic_blocks(reply: Reply, calls: list[dict]) -> list[dict]:
+    blocks = [{"type": "text", "text": reply.content}] if reply.content or not calls else []
+    return blocks + [{"type": "tool_use", "id": "toolu_" + c["id"].removeprefix("call_"), "name": c["name"],
+                      "input": c["input"]} for c in calls]
+
+
+def _anthropic_usage(request: dict, reply: Reply, calls: list[dict]) -> dict[str, int]:
+    usage = _usage(request, reply, calls)
+    return {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0),
+            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+
+
+def _anthropic_message(request: dict, reply: Reply, model: str) -> dict:
+    calls = _calls(reply)
+    return {"id": f"msg_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant",
+            "model": request.get("model") or model, "content": _anthropic_blocks(reply, calls),
+            "stop_reason": ANTHROPIC_STOP.get(_finish_reason(reply), "end_turn"), "stop_sequence": None,
+            "usage": _anthropic_usage(request, reply, calls)}
+
+
+def _anthropic_events(request: dict, reply: Reply, model: str) -> list[dict]:
+    """message_start, per block start / deltas / stop, message_delta (stop_reason, usage), message_stop."""
+    message = _anthropic_message(request, reply, model)
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    events: list[dict] = [{"type": "message_start", "message": start}]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            events.append({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
+            events += [{"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}
+                       for piece in _pieces(block["text"])]
+        else:
+            events.append({"type": "content_block_start", "index": index, "content_block": {**block, "input": {}}})
+            events += [{"type": "content_block_delta", "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": piece}}
+                       for piece in _pieces(json.dumps(block["input"]))]
+        events.append({"type": "content_block_stop", "index": index})
+    events.append({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                   "usage": {"output_tokens": usage["output_tokens"]}})
+    events.append({"type": "message_stop"})
+    return events
+
+
+# --- OpenAI Responses ---
+def _response_items(reply: Reply, calls: list[dict]) -> list[dict]:
+    items = []
+    if reply.content or not calls:
+        items.append({"type": "message", "id": f"msg_{uuid.uuid4().hex[:16]}", "status": "completed", "role": "assistant",
+                      "content": [{"type": "output_text", "text": reply.content, "annotations": []}]})
+    items += [{"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:16]}", "status": "completed",
+               "call_id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in calls]
+    return items
+
+
+def _response(request: dict, reply: Reply, model: str) -> dict:
+    calls = _calls(reply)
+    usage = _usage(request, reply, calls)
+    return {"id": f"resp_{uuid.uuid4().hex[:16]}", "object": "response", "created_at": int(time.time()),
+            "status": "completed", "model": request.get("model") or model, "output": _response_items(reply, calls),
+            "usage": {"input_tokens": usage.get("prompt_tokens", 0), "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens": usage.get("completion_tokens", 0),
+                      "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": usage.get("total_tokens", 0)}}
+
+
+def _responses_events(request: dict, reply: Reply, model: str) -> list[dict]:
+    """response.created, per item output_item.added / deltas / output_item.done, response.completed."""
+    response = _response(request, reply, model)
+    events: list[dict] = [{"type": "response.created", "response": {**response, "status": "in_progress", "output": []}}]
+    for index, item in enumerate(response["output"]):
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            events.append({"type": "response.output_item.added", "output_index": index,
+                           "item": {**item, "status": "in_progress", "content": []}})
+            events += [{"type": "response.output_text.delta", "item_id": item["id"], "output_index": index,
+                        "content_index": 0, "delta": piece} for piece in _pieces(text)]
+            events.append({"type": "response.output_text.done", "item_id": item["id"], "output_index": index,
+                           "content_index": 0, "text": text})
+        else:
+            events.append({"type": "response.output_item.added", "output_index": index,
+                           "item": {**item, "status": "in_progress", "arguments": ""}})
+            events += [{"type": "response.function_call_arguments.delta", "item_id": item["id"], "output_index": index,
+                        "delta": piece} for piece in _pieces(item["arguments"])]
+            events.append({"type": "response.function_call_arguments.done", "item_id": item["id"],
+                           "output_index": index, "arguments": item["arguments"]})
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    events.append({"type": "response.completed", "response": response})
+    return [{**event, "sequence_number": n} for n, event in enumerate(events)]
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "ScriptedModelServer", "Script", "Rule", "Reply", "tool_call", "message_text", "tool_names", "normalize_request",
+]

@@ -1,0 +1,1 @@
+"""The scripted dry run: every model role played by the scripted server."""

@@ -1,0 +1,1 @@
+"""Phoenix: its server and the experiments, datasets and prompt versions logged to it."""

@@ -1,0 +1,116 @@
+"""Evidence from saved results: the gate keeps a version only on a real gain, and leaving one rule out
+finds the rule a convention's tasks depend on."""
+
+import pandas as pd
+import pytest
+
+from helpers.engine.ablation import ablate, ablation_rulesets
+from helpers.analysis.evidence import evidence_summary
+from helpers.store.loops import gated_best
+from helpers.families.coding.house_suite import CONVENTIONS
+from helpers.core.protocols import AgentResult
+from helpers.store.records import append_jsonl, loops_path, split_results_path, write_csv
+from helpers.store.rulesets import RulesetStore
+from helpers.families.coding.tasks import load_house_suite
+from helpers.families.coding.git import git
+
+
+@pytest.fixture
+def isolated(tmp_path, monkeypatch):
+    for name, sub in (("PL_RESULTS_DIR", "results"), ("PL_RULESETS_DIR", "rulesets"), ("PL_CACHE_DIR", "cache")):
+        monkeypatch.setenv(name, str(tmp_path / sub))
+    return tmp_path
+
+
+def finished_loop(experiment, loop, version, passes, n=30, rules=0, dry_run=False):
+    """A loop's record and its train/test rows: the first `passes` tasks pass."""
+    rows = pd.DataFrame({"instance_id": [f"t-{i}" for i in range(n)], "status": "completed",
+                         "pass_or_fail": ["pass" if i < passes else "fail" for i in range(n)], "mode": "act"})
+    for split in ("train", "test"):
+        write_csv(rows, split_results_path(experiment, split, loop))
+    append_jsonl(loops_path(experiment), {"loop": loop, "ruleset_version": version, "ruleset_rules": rules,
+                                          "train_accuracy": passes / n, "test_accuracy": passes / n, "dry_run": dry_run})
+
+
+def test_the_gate_refuses_a_gain_inside_the_noise_and_takes_a_real_one(isolated):
+    finished_loop("gate", 0, 0, passes=5)
+    finished_loop("gate", 1, 1, passes=7, rules=3)  # +2 of 30: noise
+    assert gated_best("gate")[0] == 0
+    finished_loop("gate", 2, 2, passes=20, rules=4)  # +15 of 30: real
+    best, reasons = gated_best("gate")
+    assert best == 2 and "refused" in reasons[1] and "accepted" in reasons[2]
+    finished_loop("gate", 3, 3, passes=20, rules=2)  # as good, with fewer rules: the smaller ruleset wins
+    assert gated_best("gate")[0] == 3
+    summary = evidence_summary("gate")
+    assert "v3 vs no rules on 30 tasks: +50.0 points" in summary and "beat the start beyond the noise" in summary
+
+
+def test_a_gain_inside_the_noise_is_called_noise(isolated):
+    finished_loop("noise", 0, 0, passes=5)
+    finished_loop("noise", 1, 1, passes=7, rules=2)
+    summary = evidence_summary("noise")
+    assert "not significant" in summary and "inside the noise" in summary
+
+
+class ConventionAgent:
+    """Writes the task's convention-following fix only when the rules state each of its conventions."""
+
+    name, rules_file, mode, model, base_prompt = "convention-agent", "AGENTS.md", "act", "m", "A test agent."
+
+    def check(self):
+        pass
+
+    def run(self, task, workspace, ruleset):
+        knows = all(CONVENTIONS[c]["rule"] in ruleset for c in task["conventions"])
+        git("apply", "-", cwd=workspace, input=task["patch" if knows else "naive_patch"])
+        return AgentResult(task["instance_id"], "completed", model=self.model)
+
+
+def test_leaving_one_rule_out_finds_the_rule_its_conventions_tasks_depend_on(isolated, capsys):
+    tasks = load_house_suite()
+    errors_tasks = tasks[tasks.conventions.map(lambda c: set(c) == {"errors"})].head(2)
+    assert len(errors_tasks) >= 1
+    ruleset = f"- [R1] {CONVENTIONS['errors']['rule']}\n- [R2] Be kind in code review.\n"
+    version = RulesetStore("ablation").save(ruleset)
+    effects = ablate("ablation", version, "test", tasks=errors_tasks, agent=ConventionAgent(), workers=2)
+    assert "agent runs" in capsys.readouterr().out  # the cost is stated before anything runs
+    by_rule = effects.set_index("rule")
+    assert by_rule.loc["R1", "effect_of_removal"] == -1.0 and not by_rule.loc["R1", "harmful"]
+    assert by_rule.loc["R2", "effect_of_removal"] == 0.0
+    assert "no rules" in effects.attrs["reference"]
+
+
+def test_ablation_variants_name_each_rule_and_refuse_unknown_ones():
+    variants = ablation_rulesets("- [R1] One.\n- [R2] Two.\n")
+    assert set(variants) == {"all", "none", "without R1", "without R2"}
+    assert "Two." in variants["without R1"] and "One." not in variants["without R1"]
+    with pytest.raises(ValueError, match="R7"):
+        ablation_rulesets("- [R1] One.\n", rules=["R7"])
+
+
+def test_rules_learned_with_one_agent_are_tried_on_another_paired_and_shown_side_by_side(isolated):
+
+    from helpers.analysis.evidence import side_by_side
+    from helpers.engine.ablation import transfer
+    from helpers.store.records import experiment_dir, write_json
+
+    tasks = load_house_suite()
+    errors_tasks = tasks[tasks.conventions.map(lambda c: set(c) == {"errors"})].head(2)
+    write_json(experiment_dir("agent-a") / "split.json",
+               {"train": [], "test": list(errors_tasks.instance_id), "source": "house"})
+    store = RulesetStore("agent-a")
+    store.save("")
+    store.save(f"- [R1] {CONVENTIONS['errors']['rule']}\n", parent=0, loop=0)
+    finished_loop("agent-a", 0, 0, passes=1, n=2)
+    comparison = transfer("agent-a", ConventionAgent(), version="latest", workers=2)
+    assert comparison.accuracy_a == 0.0 and comparison.accuracy_b == 1.0 and comparison.n == len(errors_tasks)
+    assert "convention-agent with agent-a's v1" in comparison.summary()
+    finished_loop("agent-b", 0, 0, passes=2, n=2)
+    table = side_by_side(["agent-a", "agent-b"])
+    assert list(table.columns) == ["agent-a", "agent-b"] and table.loc[0, "agent-b"] == "1.00"
+
+
+def test_a_scripted_experiments_summary_says_so_before_any_number(isolated):
+    finished_loop("scripted", 0, 0, passes=5, dry_run=True)
+    finished_loop("scripted", 1, 1, passes=25, rules=2, dry_run=True)
+    assert evidence_summary("scripted").startswith("SCRIPTED DRY RUN")

@@ -1,0 +1,174 @@
+"""Headless runs: parameters from the command line, executed copies that are safe to share."""
+
+import json
+
+import nbformat
+import pytest
+
+from helpers.core.config import REPO_ROOT
+from helpers.app.notebook_runner import (check_parameters, main, output_path_for, parse_parameters, parse_value, run_notebook,
+                                     scrub_notebook)
+
+NOTEBOOKS = REPO_ROOT / "notebooks"
+
+
+@pytest.mark.parametrize("text, value", [("3", 3), ("0.5", 0.5), ("True", True), ("None", None),
+                                         ("['a', 'b']", ["a", "b"]), ("house-demo", "house-demo"),
+                                         ("false", False), ("true", True), ("none", None)])
+def test_parameter_values_are_read_as_python_literals_or_kept_as_text(text, value):
+    assert parse_value(text) == value
+
+
+def test_parameters_come_as_NAME_VALUE_pairs_or_p_flags():
+    assert parse_parameters(["LOOPS=2", "EXPERIMENT=demo"], [["WORKERS", "4"]]) == {
+        "LOOPS": 2, "EXPERIMENT": "demo", "WORKERS": 4}
+
+
+def test_a_parameter_without_a_value_is_a_clear_error():
+    with pytest.raises(SystemExit, match="NAME=VALUE"):
+        parse_parameters(["LOOPS"], [])
+
+
+def test_executed_notebooks_lose_keys_and_machine_paths(tmp_path, monkeypatch):
+    shaped = "sk-" + "proj-" + "abcdefghijklmnopqrstuv"  # built here so no key-shaped literal is committed
+    monkeypatch.setenv("OPENAI_API_KEY", "my-very-private-key-123")
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print(1)")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=(
+        f"key my-very-private-key-123 at {REPO_ROOT}/act_results/x and {shaped}\n"))]
+    nb.cells.append(cell)
+    path = tmp_path / "out.ipynb"
+    nbformat.write(nb, path)
+    scrub_notebook(path)
+    text = path.read_text()
+    assert "my-very-private-key-123" not in text and shaped not in text
+    assert str(REPO_ROOT) not in text
+    assert "<repo>/act_results/x" in "".join(json.loads(text)["cells"][0]["outputs"][0]["text"])
+
+
+def test_the_executed_copy_goes_to_the_experiment_the_notebook_will_write_to(monkeypatch, tmp_path):
+    monkeypatch.setenv("PL_RESULTS_DIR", str(tmp_path))
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    quickstart, optimize = REPO_ROOT / "notebooks/quickstart.ipynb", REPO_ROOT / "notebooks/02_optimize_cline_act.ipynb"
+
+    def folder(notebook, **params):
+        path = output_path_for(notebook, params)
+        assert path.parent.name == "notebooks" and path.name == notebook.name
+        return path.parent.parent.relative_to(tmp_path).as_posix()
+
+    assert folder(quickstart, EXPERIMENT="demo") == "demo"
+    assert folder(optimize) == "swebench-lite"  # the notebook's own default
+    assert folder(quickstart, DRY_RUN=True) == "quickstart-dry-run"  # as the quickstart names it
+    assert folder(quickstart, DRY_RUN=False) == "quickstart"
+    monkeypatch.setenv("OPENAI_API_KEY", "a-key")
+    assert folder(quickstart) == "quickstart"  # a key: a real run
+    monkeypatch.delenv("OPENAI_API_KEY")
+    from helpers.core import config
+
+    if not config.has_credentials():  # a key in this checkout's .env would make it a real run
+        assert folder(quickstart) == "quickstart-dry-run"
+
+
+# Parameters are checked against the notebook's parameters cell before any kernel starts.
+
+PARAMETERS_CELL = """from typing import Optional
+LOOPS = 3
+WORKERS = 2
+TRAIN_SIZE = 6
+CONTEXT_SIZE_K = 400_000
+TEMPERATURE = 0.5
+EXPERIMENT = "demo"
+DRY_RUN = None  # None: decided by the keys
+BUDGET_USD: Optional[float] = None
+"""
+
+
+def write_notebook(folder, parameters=PARAMETERS_CELL):
+    """A notebook whose one cell after the parameters leaves a file behind: proof that it ran."""
+    book = nbformat.v4.new_notebook()
+    book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    cell = nbformat.v4.new_code_cell(parameters)
+    cell.metadata["tags"] = ["parameters"]
+    book.cells = [cell, nbformat.v4.new_code_cell("from pathlib import Path\nPath('ran.txt').write_text(str(LOOPS))")]
+    path = folder / "demo.ipynb"
+    nbformat.write(book, path)
+    return path
+
+
+def test_good_parameters_pass_whole_floats_become_ints_and_ints_pass_for_floats(tmp_path):
+    notebook = write_notebook(tmp_path)
+    params = {"LOOPS": 3.0, "TEMPERATURE": 1, "EXPERIMENT": "x", "DRY_RUN": True, "BUDGET_USD": 2, "WORKERS": 1}
+    checked = check_parameters(notebook, params)
+    assert checked == params and type(checked["LOOPS"]) is int
+    assert check_parameters(notebook, {"BUDGET_USD": None, "DRY_RUN": "anything: a None default says no type"})
+
+
+@pytest.mark.parametrize("params, says", [
+    ({"LOOP": 1}, "unknown parameter LOOP (did you mean LOOPS?); known: LOOPS, WORKERS, TRAIN_SIZE"),
+    ({"LOOPS": "abc"}, "LOOPS='abc' is a str, expected an int (default 3)"),
+    ({"LOOPS": 2.5}, "LOOPS=2.5 is a float, expected an int (default 3)"),
+    ({"LOOPS": True}, "LOOPS=True is a bool, expected an int (default 3)"),
+    ({"TEMPERATURE": "hot"}, "TEMPERATURE='hot' is a str, expected a float (default 0.5)"),
+    ({"EXPERIMENT": 2024}, "EXPERIMENT=2024 is an int, expected a str (default \"demo\"); to pass it as text, quote it"),
+    ({"BUDGET_USD": "ten"}, "BUDGET_USD='ten' is a str, expected a float or None (default None)"),
+    ({"WORKERS": 0}, "WORKERS=0: must be at least 1"),
+    ({"LOOPS": -1}, "LOOPS=-1: must be at least 1"),
+    ({"TRAIN_SIZE": 0}, "TRAIN_SIZE=0: must be at least 1"),
+    ({"CONTEXT_SIZE_K": 0}, "CONTEXT_SIZE_K=0: must be at least 1"),
+])
+def test_a_bad_parameter_is_one_error_saying_what_was_wrong(tmp_path, params, says):
+    with pytest.raises(ValueError) as caught:
+        check_parameters(write_notebook(tmp_path), params)
+    assert says in str(caught.value) and "nothing was run" in str(caught.value)
+
+
+def test_every_problem_is_listed_in_the_one_error(tmp_path):
+    with pytest.raises(ValueError) as caught:
+        check_parameters(write_notebook(tmp_path), {"LOOPS": "abc", "WORKERS": 0, "SEEDS": 1})
+    assert str(caught.value).count("\n  ") == 3
+
+
+def test_a_notebook_without_a_parameters_cell_takes_none(tmp_path):
+    notebook = write_notebook(tmp_path, parameters="LOOPS = 3")
+    book = nbformat.read(notebook, as_version=4)
+    book.cells[0].metadata["tags"] = []
+    nbformat.write(book, notebook)
+    with pytest.raises(ValueError, match="unknown parameter LOOPS; known: none"):
+        check_parameters(notebook, {"LOOPS": 3})
+
+
+def test_bad_parameters_stop_the_run_before_a_kernel_starts_or_a_file_is_written(tmp_path):
+    notebook, output = write_notebook(tmp_path), tmp_path / "out" / "executed.ipynb"
+    for params in ({"LOOP": 1}, {"LOOPS": "abc"}, {"WORKERS": 0}):
+        with pytest.raises(ValueError, match="nothing was run"):
+            run_notebook(notebook, params, output)
+        assert not (tmp_path / "ran.txt").exists() and not output.parent.exists()
+
+
+def test_good_parameters_run_the_notebook(tmp_path):  # the control for the test above: a kernel starts
+    notebook, output = write_notebook(tmp_path), tmp_path / "out" / "executed.ipynb"
+    assert run_notebook(notebook, {"LOOPS": 2.0}, output) == output
+    assert (tmp_path / "ran.txt").read_text() == "2"
+
+
+def test_the_command_line_refuses_bad_parameters_with_one_message_and_no_traceback(tmp_path, capsys):
+    notebook = write_notebook(tmp_path)
+    assert main([str(notebook), "LOOPS=abc", "-p", "LOOP", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: Bad parameters for demo.ipynb") and "Traceback" not in err
+    assert "LOOPS='abc' is a str" in err and "did you mean LOOPS?" in err
+    assert not (tmp_path / "ran.txt").exists()
+    assert main([str(tmp_path / "missing.ipynb")]) == 2 and "No notebook at" in capsys.readouterr().err
+
+
+def test_the_cookbook_notebooks_take_what_their_tests_and_the_readme_pass():
+    tiny = {"TRAIN_SIZE": 3, "TEST_SIZE": 3, "LOOPS": 2, "WORKERS": 2, "DRY_RUN": True}
+    check_parameters(NOTEBOOKS / "quickstart.ipynb", {**tiny, "EXPERIMENT": "ci", "PHOENIX_URL": "http://127.0.0.1:1"})
+    check_parameters(NOTEBOOKS / "02_optimize_cline_act.ipynb", {**tiny, "TASK_SOURCE": "house", "EXPERIMENT": "x"})
+    check_parameters(NOTEBOOKS / "04_cline_plan_mode.ipynb", {**tiny, "EXPERIMENT": "ci-plan"})
+    check_parameters(NOTEBOOKS / "01_dataset_split.ipynb", {"TASK_SOURCE": "x.jsonl", "SPLIT_STRATEGY": "by_repo"})
+    check_parameters(NOTEBOOKS / "00_setup.ipynb", {"PHOENIX_URL": "http://127.0.0.1:1"})
+    check_parameters(NOTEBOOKS / "03_results.ipynb", {"EXPERIMENT": "lite-small"})
+    with pytest.raises(ValueError, match="did you mean LOOPS"):
+        check_parameters(NOTEBOOKS / "quickstart.ipynb", {"LOOP": 1})

@@ -1,0 +1,137 @@
+"""The loop never lets a failure read as a result: errored runs are counted apart, a loop where every run
+errored stops, and a judge or optimizer that failed transiently leaves the loop unfinished for a rerun."""
+
+
+import pandas as pd
+import pytest
+
+from helpers.testing.dry_run import DryRunScript
+from helpers.engine.loop import (LoopSettings, LoopStopped, LoopUnfinished, completed_loops, describe_loop, outcome_counts,
+                          run_loop)
+from helpers.core.protocols import AgentResult
+from helpers.store.records import loops_path
+from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer
+from helpers.app.session import Session
+from helpers.families.coding.tasks import load_house_suite
+from helpers.families.coding.git import git
+
+
+class HouseAgent:
+    """Writes each task's naive fix, or fails every run with `error` (a provider that is down)."""
+
+    name, rules_file, mode, model, base_prompt = "house-agent", "AGENTS.md", "act", "gpt-4.1", "A test agent."
+
+    def __init__(self, error=""):
+        self.error, self.calls = error, []
+
+    def check(self):
+        pass
+
+    def run(self, task, workspace, ruleset):
+        self.calls.append(task["instance_id"])
+        if self.error:
+            return AgentResult(task["instance_id"], "error", error=self.error, model=self.model)
+        git("apply", "-", cwd=workspace, input=task["naive_patch"])
+        return AgentResult(task["instance_id"], "completed", model=self.model)
+
+
+@pytest.fixture
+def isolated(tmp_path, monkeypatch):
+    for name, sub in (("PL_RESULTS_DIR", "results"), ("PL_RULESETS_DIR", "rulesets"), ("PL_CACHE_DIR", "cache")):
+        monkeypatch.setenv(name, str(tmp_path / sub))
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def house():
+    tasks = load_house_suite()
+    return tasks.head(2), tasks.iloc[2:4].reset_index(drop=True)
+
+
+def session_on(server, model="gpt-4.1"):
+    return Session(False, model, model, model, base_url=server.base_url, api_key="test-key-0")
+
+
+def script_with(first_rule=None):
+    """The dry run's judge and optimizer, with `first_rule` matched before them."""
+    base = DryRunScript().script()
+    return Script(([first_rule] if first_rule else []) + list(base.rules), default=base.default)
+
+
+def test_a_loop_where_every_run_errored_stops_saying_why_and_records_nothing(isolated, house):
+    train, test = house
+    agent = HouseAgent(error="Response stream ended without a finish reason")
+    with ScriptedModelServer(script_with()) as server:
+        with pytest.raises(LoopStopped, match=r"all 4 agent runs errored.*\(4x\).*Response stream ended"):
+            run_loop(train, test, LoopSettings("stopped", loops=1, workers=2, agent=agent), session_on(server),
+                     verbose=False)
+    assert completed_loops("stopped") == {}
+
+
+def test_a_judge_out_of_budget_leaves_the_loop_unfinished_and_a_rerun_completes_it(isolated, house):
+    train, test = house
+    agent = HouseAgent()
+    with ScriptedModelServer(script_with()) as server:
+        settings = LoopSettings("judge-budget", loops=1, workers=1, agent=agent, judge_budget_usd=1e-9)
+        with pytest.raises(LoopUnfinished, match="judge could not answer 1 training rows.*run again"):
+            run_loop(train, test, settings, session_on(server), verbose=False)
+        assert completed_loops("judge-budget") == {} and not loops_path("judge-budget").exists()
+        runs_before = len(agent.calls)
+        settings.judge_budget_usd = None
+        loops = run_loop(train, test, settings, session_on(server), verbose=False)
+    assert loops.loop.tolist() == [0] and loops.judge_errors[0] == 0
+    assert len(agent.calls) == runs_before, "the rerun ran no agent again"
+
+
+def test_a_failed_optimizer_request_leaves_the_loop_unfinished(isolated, house):
+    from helpers.learn.optimizer import OPTIMIZER_SYSTEM_PROMPT
+
+    train, test = house
+    overloaded = Rule(system_contains=OPTIMIZER_SYSTEM_PROMPT.splitlines()[0],
+                      reply=Reply(status=503, error_message="overloaded", retry_after=0))
+    with ScriptedModelServer(script_with(overloaded)) as server:
+        with pytest.raises(LoopUnfinished, match="optimizer's request failed"):
+            run_loop(train, test, LoopSettings("optimizer-down", loops=1, workers=2, agent=HouseAgent()),
+                     session_on(server), verbose=False)
+    assert completed_loops("optimizer-down") == {}
+
+
+def test_errored_runs_are_left_out_of_accuracy_and_named(isolated):
+    rows = pd.DataFrame({"status": ["completed", "completed", "error", "error", "timeout"],
+                         "pass_or_fail": ["pass", "fail", "fail", "fail", "fail"],
+                         "error": ["", "", "429 Too Many Requests", "429 Too Many Requests", "stopped after 900 s"]})
+    counts = outcome_counts(rows)
+    assert counts["accuracy"] == pytest.approx(1 / 3) and counts["errors"] == 2 and counts["scored"] == 3
+    assert counts["top_error"] == "429 Too Many Requests" and counts["top_error_count"] == 2
+    assert outcome_counts(rows[rows.status == "error"])["accuracy"] is None  # never "accuracy 0.00"
+
+
+def test_the_loop_line_says_what_failed_as_plainly_as_what_passed():
+    record = {"loop": 2, "train_accuracy": 0.5, "train_passed": 2, "train_scored": 4, "train_errors": 2,
+              "train_top_error": "Response stream ended", "test_accuracy": None, "test_scored": 0, "test_errors": 6,
+              "judge_errors": 3, "optimizer_changed": False, "optimizer_edits": 0, "optimizer_errors": [],
+              "cost_usd": 0.0, "unpriced": ["agent", "judge"], "ruleset_rules": 4, "next_ruleset_version": 3}
+    line = describe_loop(record)
+    for part in ("train 0.50 (2/4), 2 errored runs left out", "test n/a, 6 errored runs left out",
+                 "'Response stream ended'", "judge failed on 3 rows", "optimizer changed nothing",
+                 "(agent, judge unpriced)"):
+        assert part in line, line
+
+
+def test_a_prompt_family_runs_through_the_same_loop_and_its_dry_run_learns_every_rule(isolated):
+    from helpers.families.latent_rules import LatentRulesFamily, enable_dry_run
+    from helpers.engine.loop import run_prompt_loop
+    from helpers.store.rulesets import RulesetStore
+    from helpers.core.rules import split_fenced
+    from helpers.app.session import open_session
+
+    family = LatentRulesFamily(n_rules=10)
+    train, test = family.split(6, 6)
+    with open_session(dry_run=True, phoenix=False) as session:
+        enable_dry_run(session)
+        loops = run_prompt_loop(family, train, test, LoopSettings("latent", loops=5, workers=2, agent="latent-rules"),
+                                session, verbose=False)
+    assert loops.test_accuracy.tolist()[0] == 0.0 and loops.test_accuracy.tolist()[-1] == 1.0
+    prompt = RulesetStore("latent").load("latest")
+    assert prompt.startswith(family.base_prompt.split("<!--")[0])  # only the fenced instructions were edited
+    assert "alt text" in split_fenced(prompt)[1]

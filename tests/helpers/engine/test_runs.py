@@ -1,0 +1,336 @@
+"""The run engine with an agent written here (not Cline): rules in its file, its edit in the patch,
+failures kept to their task, resume, a team's own rules file, batched evaluators, locks and leftovers."""
+
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from helpers.core.processes import owner_tag, processes_in, scratch_root, sweep_stale
+from helpers.core.protocols import AgentResult, EvalResult
+from helpers.engine.runs import RunInProgress, _run_lock, run_tasks
+from helpers.store.records import run_records_path
+from helpers.families.coding.tasks import load_house_suite
+from helpers.core.rules import SECTION_END, SECTION_START
+from helpers.families.coding.git import git
+
+RULES = "- [R1] Every error is the package's own exception.\n"
+
+
+class PatchingAgent:
+    """Applies the task's gold (or naive) patch with git; remembers what its rules file said."""
+
+    name = "test-agent"
+    mode = "act"
+    model = "test-model"
+    base_prompt = "You are a test agent."
+
+    def __init__(self, rules_file="AGENTS.md", variant="patch", fail_on=(), also=None):
+        self.rules_file, self.variant, self.fail_on, self.also = rules_file, variant, set(fail_on), also
+        self.calls, self.rules_seen = [], {}
+        self.lock = threading.Lock()
+
+    def check(self):
+        pass
+
+    def run(self, task, workspace, ruleset):
+        with self.lock:
+            self.calls.append(task["instance_id"])
+        rules = Path(workspace, self.rules_file)
+        self.rules_seen[task["instance_id"]] = rules.read_bytes().decode() if rules.is_file() else None
+        if task["instance_id"] in self.fail_on:
+            raise RuntimeError(f"the agent crashed on {task['instance_id']}")
+        git("apply", "-", cwd=workspace, input=task[self.variant])
+        if self.also:
+            self.also(task, Path(workspace))
+        return AgentResult(task["instance_id"], "completed", model=self.model, cost_usd=0.01)
+
+
+@pytest.fixture(scope="module")
+def house():
+    return load_house_suite()
+
+
+@pytest.fixture
+def results(tmp_path):
+    return tmp_path / "results"
+
+
+def run(tasks, agent, results, **kw):
+    return run_tasks(tasks, agent, run_id=kw.pop("run_id", "train_0"), experiment="engine", results_root=results,
+                     workers=kw.pop("workers", 2), progress=False, **kw)
+
+
+def test_the_agents_rules_file_holds_the_ruleset_and_its_edit_is_the_tested_patch(house, results):
+    tasks = house.head(2)
+    agent = PatchingAgent()
+    df = run(tasks, agent, results, ruleset=RULES)
+    assert list(df.instance_id) == list(tasks.instance_id)
+    assert set(df.pass_or_fail) == {"pass"} and set(df.status) == {"completed"}
+    for iid in tasks.instance_id:
+        assert RULES in agent.rules_seen[iid]
+    for row, task in zip(df.itertuples(), tasks.itertuples()):
+        assert "AGENTS.md" not in row.output  # the learned rules are not part of the agent's work
+        changed = {line.split(" b/")[-1] for line in row.output.splitlines() if line.startswith("diff --git")}
+        gold = {line.split(" b/")[-1] for line in task.patch.splitlines() if line.startswith("diff --git")}
+        assert changed == gold
+    assert set(df.agent) == {"test-agent"} and set(df.model) == {"test-model"}
+
+
+def test_a_naive_patch_fails_its_tests_and_the_row_says_which(house, results):
+    df = run(house.head(1), PatchingAgent(variant="naive_patch"), results)
+    assert df.pass_or_fail.tolist() == ["fail"] and df.failed_tests[0]
+
+
+def test_an_agent_that_raises_fails_its_task_only(house, results):
+    tasks = house.head(3)
+    broken = tasks.instance_id[1]
+    df = run(tasks, PatchingAgent(fail_on={broken}), results)
+    row = df.set_index("instance_id").loc[broken]
+    assert row.status == "error" and row.pass_or_fail == "fail" and f"the agent crashed on {broken}" in row.error
+    assert (df.set_index("instance_id").drop(broken).pass_or_fail == "pass").all()
+
+
+def test_a_rerun_runs_nothing_that_finished(house, results):
+    tasks = house.head(3)
+    run(tasks, PatchingAgent(), results, ruleset=RULES)
+    again = PatchingAgent()
+    df = run(tasks, again, results, ruleset=RULES)
+    assert again.calls == [] and (df.pass_or_fail == "pass").all()
+    other = PatchingAgent()
+    run(tasks, other, results, ruleset=RULES + "- [R2] More.\n")  # another ruleset is another run
+    assert sorted(other.calls) == sorted(tasks.instance_id)
+
+
+def test_a_transient_agent_error_is_run_again_on_the_next_call(house, results):
+    class BusyOnce(PatchingAgent):
+        def run(self, task, workspace, ruleset):
+            if not self.calls:
+                self.calls.append(task["instance_id"])
+                return AgentResult(task["instance_id"], "error", error="429 Too Many Requests", model=self.model)
+            return super().run(task, workspace, ruleset)
+
+    agent = BusyOnce()
+    first = run(house.head(1), agent, results, workers=1)
+    assert first.status.tolist() == ["error"]
+    second = run(house.head(1), agent, results, workers=1)
+    assert second.pass_or_fail.tolist() == ["pass"] and len(agent.calls) == 2
+
+
+def small_repo(root, files):
+    repo = root / "team"
+    repo.mkdir(parents=True)
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_bytes(text.encode())
+    git("init", "-q", "-b", "main", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "team", cwd=repo)
+    base = git("rev-parse", "HEAD", cwd=repo).stdout.strip()
+    patch = "--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    return pd.DataFrame([{"instance_id": "team-1", "repo": "me/team", "base_commit": base, "repo_path": str(repo),
+                          "problem_statement": "Make x two.", "patch": patch, "test_patch": "",
+                          "FAIL_TO_PASS": [], "PASS_TO_PASS": [], "suite": "local"}])
+
+
+def test_a_teams_own_rules_file_is_kept_byte_for_byte_and_only_the_learned_section_leaves_the_patch(tmp_path, results):
+    team_text = "# Team rules\r\nUse tabs.\n\n\nNo trailing newline here"
+    tasks = small_repo(tmp_path, {"AGENTS.md": team_text, "app.py": "x = 1\n"})
+    agent = PatchingAgent()
+    df = run(tasks, agent, results, ruleset=RULES, evaluate=False)
+    seen = agent.rules_seen["team-1"]
+    assert seen.startswith(team_text) and SECTION_START in seen and RULES in seen and SECTION_END in seen
+    assert df.output[0].startswith("diff --git a/app.py b/app.py") and "AGENTS.md" not in df.output[0]
+
+    def edit_team_text(task, workspace):  # the agent's own change to the team's text is its work: kept
+        path = workspace / "AGENTS.md"
+        path.write_text(path.read_text().replace("Use tabs.", "Use spaces."))
+
+    df = run(tasks, PatchingAgent(also=edit_team_text), results, ruleset=RULES, evaluate=False, run_id="edit")
+    assert "-Use tabs." in df.output[0] and "+Use spaces." in df.output[0]
+    assert SECTION_START not in df.output[0] and RULES not in df.output[0]
+
+
+def test_a_rules_folder_gets_a_file_of_its_own(tmp_path, results):
+    tasks = small_repo(tmp_path, {".clinerules/team.md": "Team rule.\n", "app.py": "x = 1\n"})
+    agent = PatchingAgent(rules_file=".clinerules")
+    df = run(tasks, agent, results, ruleset=RULES, evaluate=False)
+    assert df.output[0].count("diff --git") == 1 and ".clinerules" not in df.output[0]
+
+
+class CountingBatchEvaluator:
+    """Grades every patch that changes a file as resolved, in batches; counts its calls."""
+
+    batched = True
+
+    def __init__(self):
+        self.calls = []
+
+    def check(self, tasks):
+        pass
+
+    def evaluate(self, task, patch):
+        raise AssertionError("a batched evaluator is called in batches")
+
+    def evaluate_batch(self, tasks, patches, *, run_key):
+        self.calls.append((run_key, [t["instance_id"] for t in tasks]))
+        return [EvalResult(t["instance_id"], bool(p.strip())) for t, p in zip(tasks, patches)]
+
+
+def test_a_batched_evaluator_grades_a_whole_run_in_one_call_with_a_key_of_its_own(house, results):
+    evaluator = CountingBatchEvaluator()
+    df = run(house.head(3), PatchingAgent(), results, evaluator=evaluator)
+    assert (df.pass_or_fail == "pass").all() and len(evaluator.calls) == 1 and len(evaluator.calls[0][1]) == 3
+    run(house.head(3), PatchingAgent(), results, evaluator=evaluator, run_id="train_1")
+    assert len({key for key, _ in evaluator.calls}) == 2  # two loops never share a verdict
+
+
+def test_patches_waiting_for_a_batch_are_graded_on_resume_without_running_the_agent_again(house, results):
+    class Broken(CountingBatchEvaluator):
+        def evaluate_batch(self, tasks, patches, *, run_key):
+            raise OSError("harness crashed")
+
+    with pytest.raises(RuntimeError, match="harness crashed"):
+        run(house.head(2), PatchingAgent(), results, evaluator=Broken())
+    agent, evaluator = PatchingAgent(), CountingBatchEvaluator()
+    df = run(house.head(2), agent, results, evaluator=evaluator)
+    assert agent.calls == [] and (df.pass_or_fail == "pass").all() and len(evaluator.calls) == 1
+
+
+def test_an_evaluator_that_cannot_run_here_stops_before_any_agent_starts(house, results):
+    class NoDocker(CountingBatchEvaluator):
+        def check(self, tasks):
+            raise RuntimeError("no Docker engine: start one")
+
+    agent = PatchingAgent()
+    with pytest.raises(RuntimeError, match="no Docker"):
+        run(house.head(2), agent, results, evaluator=NoDocker())
+    assert agent.calls == []
+
+
+@pytest.mark.parametrize("workers", [0, -1, 2.5, "4", True])
+def test_bad_worker_counts_are_refused_before_anything_runs(house, results, workers):
+    agent = PatchingAgent()
+    with pytest.raises(ValueError, match="workers"):
+        run(house.head(1), agent, results, workers=workers)
+    assert agent.calls == []
+
+
+def test_two_runs_of_one_experiment_and_run_id_at_once_are_refused_naming_the_holder(house, results):
+    path = run_records_path("engine", "train_0", results)
+    with _run_lock(path, "engine", "train_0"):
+        with pytest.raises(RunInProgress, match=f"pid {os.getpid()}"):
+            run(house.head(1), PatchingAgent(), results)
+    assert run(house.head(1), PatchingAgent(), results).pass_or_fail.tolist() == ["pass"]
+
+
+def test_commands_the_agent_left_running_in_their_own_session_are_ended(tmp_path, results):
+    started = []
+
+    def leave_a_daemon(task, workspace):
+        process = subprocess.Popen(["sleep", "300"], cwd=workspace, start_new_session=True)
+        started.append(process)
+
+    tasks = small_repo(tmp_path, {"app.py": "x = 1\n"})
+    run(tasks, PatchingAgent(also=leave_a_daemon), results, evaluate=False)
+    assert started[0].wait(timeout=5) == -signal.SIGKILL
+
+
+def test_scratch_folders_of_a_killed_run_are_swept_with_what_still_runs_in_them(tmp_path):
+    stale = scratch_root() / "1-0"  # pid 1 never has start time 0: its owner is gone
+    workspace = stale / "run-x" / "task"
+    workspace.mkdir(parents=True)
+    orphan = subprocess.Popen(["sleep", "300"], cwd=workspace, start_new_session=True)
+    mine = scratch_root() / owner_tag()
+    mine.mkdir(parents=True, exist_ok=True)
+    swept = sweep_stale()
+    assert stale in swept and not stale.exists() and mine.exists()
+    assert orphan.wait(timeout=5) == -signal.SIGKILL
+    assert processes_in(stale) == []
+
+
+class WritingAgent(PatchingAgent):
+    """Writes `text` into app.py: what the stand-in harness grades."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.text = text
+
+    def run(self, task, workspace, ruleset):
+        self.calls.append(task["instance_id"])
+        Path(workspace, "app.py").write_text(self.text + "\n")
+        return AgentResult(task["instance_id"], "completed", model=self.model)
+
+
+def test_swebench_rows_get_a_mirror_and_each_loop_its_own_verdicts_from_one_harness_call(tmp_path, monkeypatch,
+                                                                                        results):
+    import json
+    import sys
+
+    from helpers.core.config import REPO_ROOT
+    from helpers.families.coding.swebench_harness import SWEbenchEvaluator
+    from helpers.families.coding.tasks import load_tasks
+
+    upstream = tmp_path / "remote" / "psf" / "requests.git"
+    upstream.mkdir(parents=True)
+    (upstream / "app.py").write_text("BROKEN\n")
+    git("init", "-q", "-b", "main", cwd=upstream)
+    git("add", "-A", cwd=upstream)
+    git("commit", "-q", "-m", "upstream", cwd=upstream)
+    base = git("rev-parse", "HEAD", cwd=upstream).stdout.strip()
+    monkeypatch.setattr("helpers.families.coding.mirrors.REMOTE_BASE", f"file://{tmp_path / 'remote'}")
+    monkeypatch.setenv("PL_CACHE_DIR", str(tmp_path / "cache"))
+    dataset = tmp_path / "lite.jsonl"
+    dataset.write_text("".join(json.dumps({
+        "instance_id": f"psf__requests-{n}", "repo": "psf/requests", "base_commit": base, "patch": "",
+        "problem_statement": f"Issue {n}.", "test_patch": "", "FAIL_TO_PASS": json.dumps(["test_app"]),
+        "PASS_TO_PASS": "[]", "created_at": "2024-01-01", "version": "1.0"}) + "\n" for n in (1, 2)))
+    tasks = load_tasks(str(dataset))
+    evaluator = SWEbenchEvaluator(command=[sys.executable, str(REPO_ROOT / "tests/fixtures/swebench/stand_in_run_evaluation.py")],
+                                  dataset=str(dataset), work_dir=tmp_path / "harness")
+
+    fixed = run(tasks, WritingAgent("FIXED"), results, evaluator=evaluator, run_id="train_0")
+    broken = run(tasks, WritingAgent("STILL BROKEN"), results, evaluator=evaluator, run_id="train_1")
+    assert (fixed.pass_or_fail == "pass").all() and (broken.pass_or_fail == "fail").all()
+    assert (tmp_path / "cache" / "mirrors" / "psf__requests.git").is_dir()  # cloned once, for both tasks
+    calls = (tmp_path / "harness" / "stand-in-calls.jsonl").read_text().splitlines()
+    assert len(calls) == 2  # one harness call per run, each with its own run id
+
+
+class GatewayAgent(PatchingAgent):
+    """Calls the model once through whatever endpoint it is given, then applies the gold patch."""
+
+    def __init__(self, base_url=None, api_key=None):
+        super().__init__()
+        self.base_url, self.api_key = base_url, api_key
+
+    def through_gateway(self, base_url, api_key, kind):
+        return GatewayAgent(base_url, api_key)
+
+    def run(self, task, workspace, ruleset):
+        import httpx
+
+        answer = httpx.post(f"{self.base_url}/chat/completions", headers={"Authorization": f"Bearer {self.api_key}"},
+                            json={"model": "gpt-4.1", "messages": [{"role": "user", "content": "fix it"}]}, timeout=30)
+        if answer.status_code != 200:
+            return AgentResult(task["instance_id"], "error", error=answer.text[:200], model=self.model)
+        return super().run(task, workspace, ruleset)
+
+
+def test_runs_the_budget_stopped_are_marked_so_and_run_again_with_budget_left(house, results):
+    from helpers.llm.gateway import Gateway, Upstream
+    from helpers.llm.scripted_server import Reply, Script, ScriptedModelServer
+
+    tasks = house.head(3)
+    with ScriptedModelServer(Script(default=Reply("ok"))) as server:
+        with Gateway({"agent": Upstream(server.base_url, "real-key", "openai-compatible")}, budget_usd=1e-9) as gateway:
+            first = run(tasks, GatewayAgent(), results, workers=1, gateway=gateway)
+        assert first.status.tolist()[0] == "completed" and set(first.status.tolist()[1:]) == {"budget"}
+        assert first.cost_usd[0] > 0  # metered by the gateway
+        with Gateway({"agent": Upstream(server.base_url, "real-key", "openai-compatible")}) as gateway:
+            again = run(tasks, GatewayAgent(), results, workers=1, gateway=gateway)
+    assert (again.pass_or_fail == "pass").all()  # the stopped runs were not final

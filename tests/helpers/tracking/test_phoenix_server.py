@@ -1,0 +1,73 @@
+"""The embedded Phoenix: started from its own environment, healthy, stopped with nothing left behind; clear errors
+when it can't be; and the notebooks' environment carries only the light client."""
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers.tracking.phoenix_server import SERVER_ENV, PhoenixError, PhoenixServer, ensure_phoenix, is_healthy, server_command
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_started_server_answers_and_stopping_it_leaves_no_process(tmp_path):
+    server = PhoenixServer(working_dir=tmp_path, start_timeout_s=180).start()
+    pid, url = server.process.pid, server.url
+    assert is_healthy(url) and (tmp_path / "phoenix.db").exists()
+    command = Path(f"/proc/{pid}/cmdline").read_bytes().decode()
+    assert str(SERVER_ENV) in command and "serve" in command  # the server's own environment, not the notebooks'
+    server.stop()
+    assert not is_healthy(url, timeout_s=1)
+    assert subprocess.run(["ps", "-o", "pid=", "-g", str(pid)], capture_output=True, text=True).stdout.strip() == ""
+
+
+def test_a_busy_port_is_a_clear_error_at_once(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = time.monotonic()
+        with pytest.raises(PhoenixError, match=f"{port} .*already in use"):
+            PhoenixServer(working_dir=tmp_path, port=port).start()
+    assert time.monotonic() - started < 2
+
+
+def test_a_server_that_does_not_come_up_fails_within_the_time_given(tmp_path):
+    started = time.monotonic()
+    with pytest.raises(PhoenixError, match="did not answer|exited"):
+        PhoenixServer(working_dir=tmp_path, start_timeout_s=2).start()
+    assert time.monotonic() - started < 2 + 12  # the wait, then the stop
+
+
+def test_an_existing_phoenix_is_reached_by_url_and_a_dead_url_is_named(phoenix_url):
+    connected = PhoenixServer.connect(phoenix_url)
+    assert connected.url == phoenix_url and not connected.owned
+    connected.stop()  # a no-op for a server we did not start
+    assert is_healthy(phoenix_url)
+    with pytest.raises(PhoenixError, match="127.0.0.1:9"):
+        PhoenixServer.connect("http://127.0.0.1:9")
+    assert ensure_phoenix(phoenix_url).url == phoenix_url
+
+
+def test_without_a_server_install_the_error_says_how_to_get_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `phoenix` on PATH either
+    with pytest.raises(PhoenixError, match="make setup"):
+        server_command(tmp_path / "no-env")
+    assert server_command(SERVER_ENV) == [str(SERVER_ENV / "bin" / "phoenix"), "serve"]
+
+
+def test_importing_the_helpers_does_not_import_phoenix():
+    code = "import sys, helpers.tracking.phoenix_server, helpers.tracking.phoenix_experiments; print('phoenix' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_the_notebooks_environment_has_the_client_without_the_server_so_it_imports_in_a_second():
+    code = ("import importlib.util, time; t = time.perf_counter(); import phoenix.client; "
+            "print(time.perf_counter() - t, importlib.util.find_spec('phoenix.server') is None)")
+    seconds, no_server = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split()
+    assert no_server == "True", "arize-phoenix is in the notebooks' environment: run `make setup` (it moves it to .venv-phoenix)"
+    assert float(seconds) < 5  # ~0.3-0.5 s; with the server package installed here it is ~15 s
