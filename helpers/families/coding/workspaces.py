@@ -2,7 +2,9 @@
 
 A task row names its source repository in `repo_path` (a local git repository or mirror: the house
 suite sets it; for SWE-bench, a folder of mirrors, see `swebench_repo_path`). `prepare_workspace`
-clones it cheaply (objects shared, nothing fetched) and checks out `base_commit`.
+clones it (nothing fetched) and checks out `base_commit`. The clone is self-contained: no
+`objects/info/alternates` pointing back into the cache (whose tasks.json holds hidden tests and gold
+patches) and no hardlinks through which an agent could rewrite the cached objects.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Callable, Sequence
 
+from helpers.core.names import check_inside, check_name
 from helpers.core.protocols import Task
 from helpers.core.rules import LEARNED_FILE, insert_section, remove_section, split_fenced
 from helpers.families.coding.git import WorkspaceError, git
@@ -25,9 +28,10 @@ def prepare_workspace(task: Task, root: Path | str) -> Path:
 
     The repository is the task's `repo_path` (the house suite's, or a mirror in MIRRORS_DIR); a
     SWE-bench task without one gets a mirror cloned once into the cache (helpers.families.coding.mirrors).
-    Raises WorkspaceError with what to do when the repository or commit is not available.
+    Raises WorkspaceError with what to do when the repository or commit is not available, and
+    ValueError, touching nothing, when the instance id is not a safe folder name.
     """
-    instance_id = task["instance_id"]
+    instance_id = check_name(task["instance_id"], "instance_id")
     source = task.get("repo_path")
     if not _is_repository(source):
         if task.get("suite") != "swebench" or not task.get("repo"):
@@ -41,9 +45,10 @@ def prepare_workspace(task: Task, root: Path | str) -> Path:
         source = ensure_mirror(str(task["repo"]), str(task["base_commit"]))
     dest = Path(root) / instance_id
     if dest.exists():
-        shutil.rmtree(dest)
+        shutil.rmtree(check_inside(dest, root))
     dest.parent.mkdir(parents=True, exist_ok=True)
-    clone = git("clone", "--quiet", "--shared", "--no-checkout", str(source), str(dest), cwd=dest.parent, check=False)
+    clone = git("clone", "--quiet", "--no-hardlinks", "--no-checkout", str(source), str(dest), cwd=dest.parent,
+                check=False)
     if clone.returncode != 0:
         raise WorkspaceError(f"{instance_id}: cannot clone {source}: {clone.stderr.strip()}")
     checkout = git("checkout", "--quiet", "--detach", task["base_commit"], cwd=dest, check=False)
@@ -58,9 +63,11 @@ def _is_repository(path: object) -> bool:
     return bool(path) and (Path(str(path), ".git").exists() or Path(str(path), "HEAD").exists())
 
 
-def remove_workspace(path: Path | str) -> None:
-    """Delete a workspace folder (missing is fine)."""
-    shutil.rmtree(path, ignore_errors=True)
+def remove_workspace(path: Path | str, root: Path | str | None = None) -> None:
+    """Delete a workspace folder (missing is fine); never `root` itself or anything outside it
+    (default root: the workspace's parent folder, where prepare_workspace put it)."""
+    target = check_inside(path, Path(path).parent if root is None else root)
+    shutil.rmtree(target, ignore_errors=True)
 
 
 # Never part of a patch: what running code leaves behind.
