@@ -22,11 +22,18 @@ NB     ?= notebooks/quickstart.ipynb
 PARAMS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup phoenix-server quickstart notebook test bench phoenix clean
+.PHONY: setup sandbox phoenix-server quickstart notebook test bench phoenix clean
 
 AGENT_CLIS := cline/node_modules/.installed claude_code/node_modules/.installed codex/node_modules/.installed
 
-setup: $(VENV)/.installed $(PHOENIX_MARK) $(AGENT_CLIS)
+setup: $(VENV)/.installed $(PHOENIX_MARK) $(AGENT_CLIS) sandbox
+
+# Agents run in a bubblewrap sandbox (README, Security model). As root on Debian/Ubuntu setup installs it;
+# elsewhere it says how: without it only the scripted dry run runs agents (unsandboxed, on our own script).
+sandbox:
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		{ apt-get update -qq && apt-get install -y -qq bubblewrap; } >/dev/null 2>&1; } || \
+		echo "Note: bubblewrap not found, so agents with a real model will refuse to run: sudo apt-get install bubblewrap (Debian/Ubuntu) or sudo dnf install bubblewrap (Fedora)."
 
 $(VENV)/.installed: pyproject.toml
 	@mkdir -p .state
