@@ -84,8 +84,11 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
                     read_only: Sequence[Path | str] = ()) -> list[str]:
     """`args` wrapped to run in the sandbox: `workspace` and `home` read-write, `read_only` folders (the
     agent's CLI, a virtualenv) visible read-only at their own paths, the working directory `workspace`."""
+    # No --new-session: the caller runs bwrap without a terminal, in a process group of its own (TIOCSTI
+    # has nothing to inject into), and signals to that group reach the CLI too. bwrap does not forward
+    # signals: an interrupt ends bwrap, and --die-with-parent then kills what runs inside.
     command = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-               "--unshare-cgroup-try", "--new-session"]
+               "--unshare-cgroup-try"]
     for folder in SYSTEM_FOLDERS:
         command += ["--ro-bind-try", folder, folder]
     for link in ROOT_LINKS:  # merged-/usr systems link these; others have real folders

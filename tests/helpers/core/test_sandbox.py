@@ -66,3 +66,37 @@ def test_without_a_sandbox_a_run_refuses_to_start_unless_the_unsafe_opt_out_is_s
     monkeypatch.setenv(sandbox.UNSAFE_OPT_OUT, "1")
     assert require_sandbox() is False
     assert "unsandboxed" in capsys.readouterr().err
+
+
+def _wait_for(path: Path, deadline_s: float = 60.0) -> None:
+    import time
+
+    stop = time.monotonic() + deadline_s
+    while not path.exists():
+        assert time.monotonic() < stop, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def _start(script: str, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    workspace, home = tmp_path / "ws", tmp_path / "home"
+    workspace.mkdir(), home.mkdir()
+    process = subprocess.Popen(sandbox_command(["sh", "-c", script], workspace, home), start_new_session=True,
+                               env={"PATH": "/usr/bin:/bin", "HOME": str(home)})
+    return process, workspace
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGKILL"])  # a timeout interrupts, then kills
+def test_stopping_the_sandbox_ends_every_process_it_started(tmp_path, how):
+    import signal
+
+    marker = f"sleep {8000 + os.getpid() % 1000}"
+    process, workspace = _start(f"(setsid {marker} &); touch ready; {marker}", tmp_path)
+    _wait_for(workspace / "ready")
+    os.killpg(process.pid, getattr(signal, how))
+    process.wait(timeout=60)
+    import time
+
+    stop = time.monotonic() + 60  # the kernel tears the namespace down asynchronously
+    while subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0:
+        assert time.monotonic() < stop, "a process of the killed sandbox survived"
+        time.sleep(0.05)
