@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from helpers.core import config
 
@@ -97,6 +96,17 @@ def check_git() -> Check:
     return Check("git", bool(git), git or "not found", "" if git else "Install git.")
 
 
+def check_sandbox() -> Check:
+    from helpers.core.sandbox import UNSAFE_OPT_OUT, opted_out, unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is None:
+        return Check("agent sandbox", True, "bubblewrap: agents run in their own namespaces")
+    detail = f"{reason} ({UNSAFE_OPT_OUT} is set: agents run unsandboxed)" if opted_out() else reason
+    return Check("agent sandbox", False, detail, "Install bubblewrap (sudo apt-get install bubblewrap); until then "
+                 "only the scripted dry run runs agents. README, Security model.")
+
+
 def check_swebench_runtime() -> Check:
     try:
         from helpers.families.coding.swebench_harness import docker_available, modal_available
@@ -129,15 +139,9 @@ def check_environment(phoenix_url: str | None = None):
     """All checks as a DataFrame (component, ok, detail, fix)."""
     import pandas as pd
 
-    checks = [check_python(), check_packages(), check_node(), *check_agents(), check_git(), check_llm(),
+    checks = [check_python(), check_packages(), check_node(), *check_agents(), check_git(), check_sandbox(), check_llm(),
               check_phoenix(phoenix_url), check_swebench_runtime()]
     return pd.DataFrame([asdict(c) for c in checks])
 
-
-def repo_relative(path: Path) -> str:
-    try:
-        return str(Path(path).relative_to(config.REPO_ROOT))
-    except ValueError:
-        return str(path)
 
 __all__ = ["check_environment", "Check"]  # the public API, documented in CODE_APPENDIX.md

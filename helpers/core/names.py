@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-# Letters, digits, and . _ - (SWE-bench ids look like "django__django-11099"), not starting with a dot.
-NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
-MAX_NAME_LENGTH = 200
+# Letters, digits, and . _ - (SWE-bench ids look like "django__django-11099"), starting with a letter or digit.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+MAX_NAME_LENGTH = 128
 
 
 def check_name(value: object, what: str = "name") -> str:
@@ -24,7 +24,8 @@ def check_name(value: object, what: str = "name") -> str:
     shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
     raise ValueError(
         f"Invalid {what} {shown}: it becomes a folder name, so it must be 1-{MAX_NAME_LENGTH} characters of "
-        "letters, digits, '.', '_' or '-', not starting with '.' (no '/', no '..', no spaces)."
+        "letters, digits, '.', '_' or '-', starting with a letter or digit (e.g. 'house-demo' or "
+        "'django__django-11099'; no '/', no '..', no spaces)."
     )
 
 

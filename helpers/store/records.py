@@ -21,12 +21,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from helpers.core import config
+from helpers.core.names import check_name  # re-exported: store paths are built from checked names
 
 # One record per finished loop in loops.jsonl. Loop i runs with ruleset version i (version 0 is the
 # starting ruleset, empty by default) and its optimizer writes version i + 1.
@@ -43,26 +43,15 @@ def ruleset_sha(text: str | None) -> str:
     return hashlib.sha256((text or "").encode("utf-8")).hexdigest()[:16]
 
 
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-
-def check_name(name: str, what: str = "experiment name") -> str:
-    """Experiment and run names become folder and file names: letters, digits, '.', '_' and '-'."""
-    if not _SAFE_NAME.match(name or ""):
-        raise ValueError(
-            f"Bad {what} {name!r}: use 1-128 letters, digits, '.', '_' or '-', starting with a letter "
-            "or digit (e.g. 'house-demo' or 'swebench_lite_5loops')."
-        )
-    return name
 
 
 def experiment_dir(experiment: str, root: Path | str | None = None) -> Path:
     """act_results/<experiment>/ (or under `root`)."""
-    return Path(root or config.results_root()) / check_name(experiment)
+    return Path(root or config.results_root()) / check_name(experiment, "experiment name")
 
 
 def rulesets_dir(experiment: str, root: Path | str | None = None) -> Path:
-    return Path(root or config.rulesets_root()) / check_name(experiment)
+    return Path(root or config.rulesets_root()) / check_name(experiment, "experiment name")
 
 
 def run_records_path(experiment: str, run_id: str, root: Path | str | None = None) -> Path:
@@ -142,10 +131,6 @@ def write_csv(df: Any, path: Path | str) -> Path:
             frame[column] = frame[column].map(lambda v: json.dumps(v) if isinstance(v, (list, dict)) else v)
     return write_atomic(path, frame.to_csv(index=False))
 
-
-def last_by_key(records: Iterable[dict[str, Any]], key: str) -> dict[Any, dict[str, Any]]:
-    """The last record for each value of `key` (later records supersede earlier ones)."""
-    return {record[key]: record for record in records if key in record}
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "experiment_dir", "run_records_path", "split_results_path", "loops_path", "append_jsonl", "read_jsonl",

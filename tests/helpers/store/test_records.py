@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from helpers.core import config
-from helpers.store.records import (append_jsonl, check_name, experiment_dir, last_by_key, read_jsonl, write_atomic,
+from helpers.store.records import (append_jsonl, check_name, experiment_dir, read_jsonl, write_atomic,
                              write_csv)
 
 
@@ -42,11 +42,6 @@ def test_csv_cells_holding_lists_are_stored_as_json(tmp_path):
     frame = pd.DataFrame({"instance_id": ["x"], "failed_tests": [["t::a", "t::b"]]})
     path = write_csv(frame, tmp_path / "out.csv")
     assert json.loads(pd.read_csv(path)["failed_tests"][0]) == ["t::a", "t::b"]
-
-
-def test_later_records_supersede_earlier_ones():
-    records = [{"id": 1, "v": "old"}, {"id": 2, "v": "x"}, {"id": 1, "v": "new"}]
-    assert last_by_key(records, "id")[1]["v"] == "new"
 
 
 @pytest.mark.parametrize("bad", ["", "../up", "a/b", "with space", ".hidden"])
