@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.core import config
-from helpers.llm.client import cost_usd
+from helpers.llm.pricing import cost_usd, is_priced
 from helpers.core.processes import json_lines, last_lines, remove_scratch, run_cli, safe_environment, scratch_dir, stop_processes
 from helpers.core.protocols import AgentResult, Task
 from helpers.agents.trajectories import cut_trajectory
@@ -165,7 +165,7 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
               "cache_read_tokens": int(usage.get("cache_read_input_tokens") or 0),
               "cache_write_tokens": int(usage.get("cache_creation_input_tokens") or 0)}
     cost = cost_usd(model, tokens["input_tokens"], tokens["output_tokens"])
-    if config.price_for(model) is None and final.get("total_cost_usd"):
+    if not is_priced(model) and final.get("total_cost_usd"):
         cost = float(final["total_cost_usd"])  # a model our price table does not know: Claude Code's own figure
     text = str(final.get("result") or "")
     plan = plan_of(events) or text if mode == "plan" else ""

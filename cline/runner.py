@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.core import config
-from helpers.llm.client import cost_usd
+from helpers.llm.pricing import cost_usd
 from helpers.core.processes import die_with_parent, safe_environment, scratch_dir, signal_group, stop_processes
 from helpers.core.protocols import AgentResult, Task
 from helpers.families.coding.git import git

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.core import config
-from helpers.llm.client import cost_usd
+from helpers.llm.pricing import cost_usd
 from helpers.core.processes import json_lines, last_lines, remove_scratch, run_cli, safe_environment, scratch_dir, stop_processes
 from helpers.core.protocols import AgentResult, Task
 from helpers.agents.trajectories import cut_trajectory

@@ -85,39 +85,13 @@ STATS_N_BOOT = 10_000  # bootstrap resamples (several attempts per task), and ra
 RULES_MAX_COUNT = 60  # rules in one ruleset
 RULE_MAX_CHARS = 1_000  # characters in one rule
 
-# USD per 1M tokens (input, output), public list prices when written; override per client.
-# Unknown models cost 0 and are reported as unpriced rather than guessed.
-PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
-    "gpt-5": (1.25, 10.00),
-    "gpt-5-mini": (0.25, 2.00),
-    "gpt-5-nano": (0.05, 0.40),
-    "gpt-4.1": (2.00, 8.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1-nano": (0.10, 0.40),
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4o-mini": (0.15, 0.60),
-    "o3": (2.00, 8.00),
-    "o4-mini": (1.10, 4.40),
-    "claude-opus-4-1": (15.00, 75.00),
-    "claude-sonnet-4-5": (3.00, 15.00),
-    "claude-sonnet-4-0": (3.00, 15.00),
-    "claude-haiku-4-5": (1.00, 5.00),
+# Prices come from genai-prices' maintained table (helpers/llm/pricing.py); these override it (USD per 1M
+# tokens: input, output), for models it lacks or a contract price. Add yours here or pass `prices=`.
+PRICE_OVERRIDES: dict[str, tuple[float, float]] = {
     SCRIPTED_MODEL: (0.0, 0.0),
 }
 
 ANTHROPIC_OPENAI_COMPAT_URL = "https://api.anthropic.com/v1/"
-
-
-def price_for(model: str, prices: dict[str, tuple[float, float]] | None = None) -> tuple[float, float] | None:
-    """(input, output) USD per 1M tokens for `model`, matching dated ids by prefix; None if unknown."""
-    table = {**PRICES_PER_MTOK, **(prices or {})}
-    if model in table:
-        return table[model]
-    # "gpt-4.1-2025-04-14" -> "gpt-4.1"; longest matching prefix wins.
-    for name in sorted(table, key=len, reverse=True):
-        if model.startswith(name + "-"):
-            return table[name]
-    return None
 
 
 class MissingCredentials(RuntimeError):
@@ -182,6 +156,6 @@ def has_credentials() -> bool:
     return bool(read_env("OPENAI_API_KEY") or read_env("ANTHROPIC_API_KEY"))
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "llm_settings", "LLMSettings", "MissingCredentials", "read_env", "has_credentials", "price_for",
+    "llm_settings", "LLMSettings", "MissingCredentials", "read_env", "has_credentials",
     "results_root", "rulesets_root", "cache_root",
 ]

@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from helpers.core import config
+from helpers.llm.pricing import is_priced
 from helpers.store.records import LOOP_RECORD_FIELDS, append_jsonl, loops_path, read_jsonl, split_results_path, write_csv
 
 FEEDBACK_COLUMNS = ["correctness", "explanation"]
@@ -291,7 +292,7 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
         "optimizer_changed": bool(report.get("changed", new_ruleset != ruleset)), "optimizer_edits": len(report.get("edits_applied") or []),
         "optimizer_rejected": len(report.get("edits_rejected") or []), "optimizer_errors": report.get("errors") or [],
         **{f"{role}_cost_usd": cost for role, cost in costs.items()}, "cost_usd": sum(costs.values()),
-        "unpriced": sorted({role for role, model in models.items() if config.price_for(model) is None}),
+        "unpriced": sorted({role for role, model in models.items() if not is_priced(model)}),
         "agent": agent_name(settings), "agent_model": session.agent_model, "judge_model": session.judge_model,
         "optimizer_model": session.optimizer_model, "dry_run": session.dry_run, "next_ruleset_version": new_version,
         "started_at": started, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **evidence,

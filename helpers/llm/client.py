@@ -3,10 +3,11 @@
 - Settings: model, key and base URL from arguments, else OPENAI_API_KEY / OPENAI_BASE_URL (or
   ANTHROPIC_API_KEY for Claude models) from the environment or `.env`, read when the first request is
   made, never stored on disk or printed.
-- Retries: 408, 409, 429, 5xx, timeouts and dropped connections are retried up to `max_retries` times
-  with exponential backoff (at most `max_backoff_s` a wait), waiting what the server's Retry-After asks
-  for when it says, up to config.LLM_MAX_RETRY_AFTER_S; a longer ask fails at once, saying what the
-  server asked. Other 4xx answers raise LLMError at once (retrying a bad key or a bad request only
+- Retries (helpers.llm.retries, the one policy): 408, 409, 429, 5xx, timeouts and dropped connections
+  are retried up to `max_retries` times with exponential backoff (at most `max_backoff_s` a wait),
+  waiting what the server's Retry-After asks for when it says, up to config.LLM_MAX_RETRY_AFTER_S; a
+  longer ask fails at once, saying what the server asked. An answer the gateway already retried is not
+  retried again. Other 4xx answers raise LLMError at once (retrying a bad key or a bad request only
   burns quota).
 - Every LLMError says whether it is `transient` (rate limit, overload, outage, timeout, dropped
   connection, spent budget: a later rerun may succeed), decided by the SDK's exception type and HTTP
@@ -21,11 +22,8 @@
 
 from __future__ import annotations
 
-import datetime
-import email.utils
 import hashlib
 import json
-import random
 import re
 import threading
 import time
@@ -34,6 +32,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from helpers.core import config
 from helpers.core.protocols import Completion
+from helpers.llm.pricing import cost_usd, is_priced
+from helpers.llm.retries import GATEWAY_RETRIES_HEADER, TryAgain, is_retryable, policy, retry_after_s
 from helpers.store.records import write_json
 
 
@@ -58,14 +58,6 @@ class BudgetExceeded(LLMError):
         super().__init__(message, transient=True)
 
 
-RETRYABLE_STATUS = {408, 409, 429}  # plus every 5xx (see _transient_status)
-
-
-def _transient_status(status: int | None) -> bool:
-    """True for an HTTP status a later attempt may get past: 408, 409, 429 and every 5xx."""
-    return status is not None and (status in RETRYABLE_STATUS or 500 <= status <= 599)
-
-
 class LLMClient:
     """Thread-safe chat-completion client with retries, a budget, cost accounting and a cache."""
 
@@ -85,6 +77,7 @@ class LLMClient:
         self.prices = prices
         self.timeout_s = timeout_s
         self.backoff_s, self.max_backoff_s = backoff_s, max_backoff_s
+        self._sleep = time.sleep  # how retries wait (a test may record the waits instead)
         self._slots = threading.BoundedSemaphore(max_concurrency)
         self._lock = threading.Lock()
         self._sdk: Any = None
@@ -105,7 +98,7 @@ class LLMClient:
 
     @property
     def unpriced(self) -> bool:
-        return config.price_for(self.model, self.prices) is None
+        return not is_priced(self.model, self.prices)
 
     # --- the public calls ---
     def complete(self, messages: Sequence[Mapping[str, Any]], **params: Any) -> Completion:
@@ -176,39 +169,44 @@ class LLMClient:
         return self._sdk
 
     def _send_with_retries(self, request: dict[str, Any]) -> Any:
+        """The SDK's answer, retried by the one policy (helpers.llm.retries) unless the gateway already
+        retried it: one failing call reaches the provider at most 1 + max_retries times end to end."""
+        from tenacity import Retrying
+
+        attempts = Retrying(**policy(self.max_retries, self.backoff_s, self.max_backoff_s, sleep=self._sleep))
+        try:
+            for attempt in attempts:
+                with attempt:
+                    if attempt.retry_state.attempt_number > 1:
+                        with self._lock:
+                            self.retries += 1
+                    return self._send_once(request, attempt.retry_state.attempt_number - 1)
+        except TryAgain as exhausted:
+            raise exhausted.cause from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _send_once(self, request: dict[str, Any], attempt: int) -> Any:
+        """One request; TryAgain (carrying the LLMError to raise if no retry is left) for a transient failure."""
         import openai
 
-        client = self._sdk_client()
-        for attempt in range(self.max_retries + 1):
-            try:
-                return client.chat.completions.create(**request)
-            except openai.APIStatusError as error:
-                status = error.status_code
-                if error.response is not None and error.response.headers.get("x-gateway-budget") == "spent":
-                    raise BudgetExceeded(f"The model gateway's budget is spent: {error.message}") from None
-                transient = _transient_status(status)
-                if not transient or attempt == self.max_retries:
-                    raise LLMError(_describe(error, self.model, attempt), transient=transient,
-                                   status_code=status) from None
-                asked = _retry_after(error)
-                limit = config.LLM_MAX_RETRY_AFTER_S
-                if asked is not None and asked > limit:
-                    raise LLMError(f"{_describe(error, self.model, attempt)} The server asked to wait "
-                                   f"(Retry-After: {asked:g} s), longer than LLM_MAX_RETRY_AFTER_S={limit:g} s; "
-                                   "run again later.", transient=True, status_code=status) from None
-                # The server's ask is honoured in full; only our own backoff is capped.
-                wait = asked if asked is not None else min(self._backoff(attempt), self.max_backoff_s)
-            except (openai.APIConnectionError, openai.APITimeoutError) as error:  # timeouts included
-                if attempt == self.max_retries:
-                    raise LLMError(_describe(error, self.model, attempt), transient=True) from None
-                wait = min(self._backoff(attempt), self.max_backoff_s)
-            with self._lock:
-                self.retries += 1
-            time.sleep(wait)
-        raise AssertionError("unreachable")
-
-    def _backoff(self, attempt: int) -> float:
-        return self.backoff_s * (2 ** attempt) * (0.5 + random.random() / 2)
+        try:
+            return self._sdk_client().chat.completions.create(**request)
+        except openai.APIStatusError as error:
+            status, headers = error.status_code, (error.response.headers if error.response is not None else {})
+            if headers.get("x-gateway-budget") == "spent":
+                raise BudgetExceeded(f"The model gateway's budget is spent: {error.message}") from None
+            transient = is_retryable(status)
+            failure = LLMError(_describe(error, self.model, attempt), transient=transient, status_code=status)
+            if not transient or headers.get(GATEWAY_RETRIES_HEADER) is not None:
+                raise failure from None  # a request error, or the gateway already retried it
+            asked, limit = retry_after_s(headers), config.LLM_MAX_RETRY_AFTER_S
+            if asked is not None and asked > limit:
+                raise LLMError(f"{_describe(error, self.model, attempt)} The server asked to wait "
+                               f"(Retry-After: {asked:g} s), longer than LLM_MAX_RETRY_AFTER_S={limit:g} s; "
+                               "run again later.", transient=True, status_code=status) from None
+            raise TryAgain(asked, failure) from None
+        except (openai.APIConnectionError, openai.APITimeoutError) as error:  # timeouts included
+            raise TryAgain(None, LLMError(_describe(error, self.model, attempt), transient=True)) from None
 
     def _to_completion(self, response: Any, key: str) -> Completion:
         choice = response.choices[0]
@@ -247,34 +245,6 @@ def cache_key(request: Mapping[str, Any]) -> str:
     """sha256 of the canonical JSON of a request (sorted keys, no whitespace)."""
     canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def cost_usd(model: str, input_tokens: int, output_tokens: int,
-             prices: dict[str, tuple[float, float]] | None = None) -> float:
-    """USD for the tokens at the price table's rate; 0.0 for an unpriced model."""
-    price = config.price_for(model, prices)
-    if price is None:
-        return 0.0
-    return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
-
-
-def _retry_after(error: Any) -> float | None:
-    """Seconds the server's Retry-After header asks for (a number or an HTTP date), else None."""
-    headers = getattr(getattr(error, "response", None), "headers", None) or {}
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None  # unreadable: fall back to our own backoff
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.timezone.utc)
-    return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
 
 
 def _describe(error: Any, model: str, attempt: int) -> str:

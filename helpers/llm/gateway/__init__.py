@@ -1,0 +1,50 @@
+"""The model gateway: one loopback proxy in front of every model, so no client ever holds a provider key.
+
+    upstreams = {"openai": Upstream("https://api.openai.com/v1", key, "openai")}
+    with Gateway(upstreams, budget_usd=20) as gateway:
+        token = gateway.issue_token("openai", experiment="lite", split="train", loop=0, task="t1", role="agent")
+        client = OpenAI(base_url=gateway.url_for("openai"), api_key=token)   # http://127.0.0.1:P/u/openai/v1
+        ...
+        gateway.usage(experiment="lite", role="agent")     # {"calls", "input_tokens", "output_tokens", "cost_usd"}
+        gateway.last_status(token)                          # 200, 429, 502, "budget", ... or None
+
+- URLs: `url_for(name)` is the upstream's base URL with its origin swapped for
+  `http://127.0.0.1:<port>/u/<name>`, and `/u/<name><path>` is forwarded to `<origin><path>`: any path,
+  any method. So an OpenAI-style client takes `url_for` as its base URL (".../v1"), an Anthropic client
+  takes it as ANTHROPIC_BASE_URL (Anthropic's base URL has no /v1) and a client of Anthropic's API that
+  posts `{baseUrl}/messages`, takes `url_for(name) + "/v1"`.
+- Keys: a client sends its token as `Authorization: Bearer <token>` or `x-api-key: <token>`; the gateway
+  drops every credential header the client sent and adds the real key the way the upstream expects it
+  (Bearer for "openai" and "openai-compatible", x-api-key for "anthropic"). Unknown tokens get 401. The
+  key is in no repr, log, record or error, and is scrubbed from non-streaming answers.
+- Streaming: an SSE answer is written to the client chunk by chunk as it arrives; any other answer is
+  passed on whole. Status codes and end-to-end headers are kept (the upstream is asked for
+  `Accept-Encoding: identity` so the gateway can read usage).
+- Rate limits: at most `concurrency` requests in flight per upstream, for all clients together. A 429 or
+  5xx (or a dropped connection) is retried by the one policy (helpers.llm.retries, tenacity) up to
+  `max_retries` times, but only before any byte went to the client, waiting what Retry-After asks (an ask
+  above `max_retry_after_s` is passed on at once) or a jittered exponential backoff. A 429/503/529 or any
+  Retry-After pauses the whole upstream pool (a shared "not before" time), so a storm slows everyone
+  instead of every client hammering on its own. After the last retry the last error is passed on as it
+  came, marked `x-gateway-retries: <n>` so that no client retries it again: one failing call reaches the
+  upstream at most 1 + max_retries times end to end.
+- Metering: one record per call (`calls()`), with the token's attributes, tokens from the upstream's usage
+  (JSON body, the final SSE usage chunk, Anthropic message_start/message_delta, Responses
+  response.completed), cost from helpers.llm.pricing (None: unpriced or no usage reported), latency and
+  retries. Cached input tokens count at the full input price (an upper bound).
+- Budget: once the priced calls' cost reaches `budget_usd`, new calls get 429 with a JSON error saying the
+  budget is spent and the header `x-gateway-budget: spent`; their record says status "budget". Calls in
+  flight finish, so the spend can overshoot by what they cost.
+- Traces: `trace(payload)` is called (in a worker thread) for every finished call, with the record plus
+  the request and response cut to `trace_chars`; `phoenix_tracer(endpoint, project)` makes one that sends
+  OpenInference LLM spans to Phoenix.
+"""
+
+from helpers.llm.gateway.metering import input_messages
+from helpers.llm.gateway.proxy import BUDGET_HEADER, Gateway, Upstream, is_transient
+from helpers.llm.gateway.tracing import PhoenixTracer, phoenix_tracer, span_attributes
+
+__all__ = [  # the public API, documented in CODE_APPENDIX.md
+    "Gateway", "Upstream", "is_transient", "phoenix_tracer", "PhoenixTracer", "span_attributes", "input_messages",
+    "BUDGET_HEADER",
+]

@@ -1,0 +1,433 @@
+"""The gateway's proxy: a loopback aiohttp server that swaps a run's token for the provider's key, keeps to
+each upstream's concurrency and Retry-After pauses, retries with the one policy (helpers.llm.retries),
+meters every call and enforces the budget. See the package docstring for the contract."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import secrets
+import threading
+import time
+import warnings
+import zlib
+from typing import Any, Callable, Mapping
+from urllib.parse import urlsplit
+
+import aiohttp
+from aiohttp import web
+from yarl import URL
+
+from helpers.core import config
+from helpers.llm.gateway.metering import Meter, json_or_none, input_messages
+from helpers.llm.gateway.pool import POOL_PAUSE_STATUS, Pool
+from helpers.llm.gateway.upstreams import Upstream, client_headers, scrub, scrub_bytes, token_of, upstream_headers
+from helpers.llm.gateway.tracing import RECORD_FIELDS
+from helpers.llm.pricing import call_cost_usd
+from helpers.llm.retries import GATEWAY_RETRIES_HEADER, TryAgain, is_retryable, policy, retry_after_s
+
+GATEWAY_CONCURRENCY = config.GATEWAY_CONCURRENCY
+BACKOFF_S = config.GATEWAY_BACKOFF_S
+MAX_BACKOFF_S = config.GATEWAY_MAX_BACKOFF_S
+CONNECT_TIMEOUT_S = config.GATEWAY_CONNECT_TIMEOUT_S
+TRACE_CHARS = config.GATEWAY_TRACE_CHARS
+TRACE_MESSAGE_CHARS = config.GATEWAY_TRACE_MESSAGE_CHARS
+MAX_REQUEST_BYTES = 256 * 2**20  # long agent conversations exceed aiohttp's 1 MiB default
+
+BUDGET_HEADER = "x-gateway-budget"
+
+
+def is_transient(status: int | str | None) -> bool:
+    """True for a call that failed for a reason a later retry may not meet: rate limit, outage, timeout,
+    unreachable upstream (502 from the gateway). A spent budget ("budget") is not transient by itself."""
+    return is_retryable(status if isinstance(status, int) else None)
+
+
+class Gateway:
+    """A loopback HTTP proxy in a background thread; start()/stop() or use it as a context manager.
+
+    Thread-safe: tokens, records and usage may be read and issued from any thread while it serves.
+    """
+
+    def __init__(self, upstreams: Mapping[str, Upstream | tuple], *,
+                 max_retry_after_s: float = config.LLM_MAX_RETRY_AFTER_S,
+                 concurrency: int = GATEWAY_CONCURRENCY, budget_usd: float | None = None,
+                 trace: Callable[[dict], Any] | None = None, max_retries: int = config.LLM_MAX_RETRIES,
+                 backoff_s: float = BACKOFF_S, request_timeout_s: float = config.LLM_REQUEST_TIMEOUT_S,
+                 trace_chars: int = TRACE_CHARS):
+        self.upstreams = {name: u if isinstance(u, Upstream) else Upstream(*u) for name, u in upstreams.items()}
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.max_retry_after_s, self.concurrency, self.budget_usd = max_retry_after_s, concurrency, budget_usd
+        self.trace, self.max_retries, self.backoff_s = trace, max_retries, backoff_s
+        self.request_timeout_s, self.trace_chars = request_timeout_s, trace_chars
+        self._lock = threading.Lock()
+        self._tokens: dict[str, dict[str, Any]] = {}  # token -> {"upstream", "client", attributes...}
+        self._records: list[dict[str, Any]] = []
+        self._last_status: dict[str, int | str] = {}
+        self._last_exchange: dict[str, tuple[Any, str, list]] = {}
+        self._spent_usd = 0.0
+        self._trace_failed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._port: int | None = None
+
+    def __repr__(self) -> str:  # names and URL only, never a key or a token
+        where = f"http://127.0.0.1:{self._port}" if self._port else "not started"
+        return f"Gateway({where}, upstreams={sorted(self.upstreams)}, calls={len(self._records)})"
+
+    # --- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> "Gateway":
+        """Serve on a free loopback port; returns once it accepts connections."""
+        if self._thread is not None:
+            return self
+        started = threading.Event()
+        failure: list[BaseException] = []
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            self._loop = loop
+            try:
+                loop.run_until_complete(self._open())
+            except BaseException as error:  # noqa: BLE001 - reported to start()'s caller
+                failure.append(error)
+                started.set()
+                return
+            started.set()
+            loop.run_forever()
+            loop.run_until_complete(self._close())
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name="model-gateway", daemon=True)
+        self._thread.start()
+        started.wait()
+        if failure:
+            self._thread = None
+            raise RuntimeError(f"The model gateway could not start: {failure[0]}") from None
+        return self
+
+    def stop(self) -> None:
+        """Stop serving (calls in flight are cut); records stay readable."""
+        if self._thread is None or self._loop is None:
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+        self._thread, self._loop, self._port = None, None, None
+
+    def __enter__(self) -> "Gateway":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """http://127.0.0.1:<port>"""
+        if self._port is None:
+            raise RuntimeError("The gateway is not started.")
+        return f"http://127.0.0.1:{self._port}"
+
+    # --- clients ---------------------------------------------------------------------------------
+    def url_for(self, upstream: str) -> str:
+        """The URL a client uses in place of `upstream`'s base URL (same path, gateway origin)."""
+        path = urlsplit(self._upstream(upstream).url).path.rstrip("/")
+        return f"{self.url}/u/{upstream}{path}"
+
+    def issue_token(self, upstream: str, **attributes: Any) -> str:
+        """A new token for one client of `upstream`; `attributes` (experiment, split, loop, task, role,
+        ...) are copied into every record of its calls."""
+        self._upstream(upstream)
+        clash = sorted(set(attributes) & set(RECORD_FIELDS + ("token",)))
+        if clash:
+            raise ValueError(f"Token attributes may not be named {', '.join(clash)} (call record fields).")
+        token = "gw-" + secrets.token_urlsafe(24)
+        with self._lock:
+            self._tokens[token] = {**attributes, "upstream": upstream, "client": secrets.token_hex(6)}
+        return token
+
+    def revoke_token(self, token: str) -> None:
+        """Refuse `token` from now on (its records stay)."""
+        with self._lock:
+            info = self._tokens.get(token)
+            if info is not None:
+                info["revoked"] = True
+
+    def last_status(self, token: str) -> int | str | None:
+        """The status of `token`'s latest finished call: the HTTP status its client got, "budget", or None
+        (no call yet). With `is_transient` it tells a provider failure from the agent's own."""
+        with self._lock:
+            return self._last_status.get(token)
+
+    def conversation(self, token: str, limit: int = TRACE_MESSAGE_CHARS) -> list[dict[str, Any]]:
+        """The conversation of `token`'s client as of its last call: every message it sent (input_messages,
+        each cut to `limit`) and the last answer; [] before any call. For an agent: its trajectory."""
+        with self._lock:
+            exchange = self._last_exchange.get(token)
+        if exchange is None:
+            return []
+        request, text, tool_calls = exchange
+        return input_messages(request, limit) + [{"role": "assistant", "content": text[:limit], "tool_calls": tool_calls}]
+
+    def forget(self, token: str) -> None:
+        """Drop what is kept of `token`'s conversation (its call records stay)."""
+        with self._lock:
+            self._last_exchange.pop(token, None)
+
+    # --- records ---------------------------------------------------------------------------------
+    def calls(self, token: str | None = None, **filters: Any) -> list[dict[str, Any]]:
+        """Copies of the finished call records whose fields equal every filter (e.g. task="t1");
+        `token` keeps one client's calls."""
+        client = None
+        if token is not None:
+            with self._lock:
+                client = (self._tokens.get(token) or {}).get("client", "no such client")
+        with self._lock:
+            records = list(self._records)
+        return [dict(r) for r in records
+                if (client is None or r["client"] == client) and all(r.get(k) == v for k, v in filters.items())]
+
+    def usage(self, token: str | None = None, **filters: Any) -> dict[str, Any]:
+        """Sums over `calls(token, **filters)`: calls, input_tokens, output_tokens and cost_usd (None when any
+        of those calls is unpriced)."""
+        records = self.calls(token, **filters)
+        costs = [r["cost_usd"] for r in records]
+        return {"calls": len(records),
+                "input_tokens": sum(r["input_tokens"] or 0 for r in records),
+                "output_tokens": sum(r["output_tokens"] or 0 for r in records),
+                "cost_usd": None if any(c is None for c in costs) else sum(costs)}
+
+    @property
+    def spent_usd(self) -> float:
+        """The cost of every priced call so far."""
+        with self._lock:
+            return self._spent_usd
+
+    def _upstream(self, name: str) -> Upstream:
+        if name not in self.upstreams:
+            raise KeyError(f"No upstream named {name!r}; the gateway has {', '.join(sorted(self.upstreams))}.")
+        return self.upstreams[name]
+
+    # --- the server (runs on the gateway's own event loop) --------------------------------------
+    async def _open(self) -> None:
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0), auto_decompress=False,
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_S,
+                                          sock_read=self.request_timeout_s))
+        self._pools = {name: Pool(self.concurrency) for name in self.upstreams}
+        app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+        app.router.add_get("/healthz", _healthz)
+        app.router.add_route("*", "/u/{name}/{tail:.*}", self._handle)
+        app.router.add_route("*", "/u/{name}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)  # stop() cuts calls in flight
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, backlog=1024)
+        await site.start()
+        self._port = self._runner.addresses[0][1]
+
+    async def _close(self) -> None:
+        await self._runner.cleanup()
+        await self._session.close()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        started, started_at = time.monotonic(), time.time()
+        name = request.match_info["name"]
+        upstream = self.upstreams.get(name)
+        if upstream is None:
+            return _error(404, f"gateway: no upstream named {name!r}", "unknown_upstream")
+        token = token_of(request.headers)
+        with self._lock:
+            client = self._tokens.get(token or "")
+        if client is None or client["upstream"] != name or client.get("revoked"):
+            return _error(401, f"gateway: unknown or revoked token for upstream {name!r}", "invalid_token")
+        body = await request.read()
+        asked = json_or_none(body) or {}
+        record = {**{k: v for k, v in client.items() if k not in ("upstream", "revoked")},
+                  "id": secrets.token_hex(8), "upstream": name, "method": request.method,
+                  "path": request.raw_path[len(f"/u/{name}"):] or "/", "model": asked.get("model"),
+                  "stream": bool(asked.get("stream")), "status": None, "input_tokens": None,
+                  "output_tokens": None, "cost_usd": None, "latency_s": None, "retries": 0, "waited_s": 0.0,
+                  "started_at": started_at, "error": None}
+        if self._budget_spent():
+            record.update(status="budget", input_tokens=0, output_tokens=0, cost_usd=0.0,
+                          error=f"budget of ${self.budget_usd:.2f} spent")
+            self._finish(token, record, started, body, asked, b"", Meter())
+            return _error(429, f"gateway: the budget of ${self.budget_usd:.2f} for model calls is spent "
+                          f"(${self.spent_usd:.2f} used); no new model calls are made.", "budget_exceeded",
+                          {BUDGET_HEADER: "spent"})
+        meter, kept = Meter(output=self.trace is not None), [b""]
+        try:
+            response = await self._send(request, upstream, body, record)
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as error:
+            record.update(status=502, input_tokens=0, output_tokens=0, cost_usd=0.0,
+                          error=scrub(f"upstream unreachable: {type(error).__name__}: {error}", upstream.api_key))
+            self._finish(token, record, started, body, asked, b"", meter)
+            return _error(502, f"gateway: {record['error']}", "upstream_unreachable",
+                          {GATEWAY_RETRIES_HEADER: str(record["retries"])})
+        record["status"] = response.status
+        finished = False
+
+        def finish() -> None:  # once, and before the client can see the end of its answer
+            nonlocal finished
+            if not finished:
+                finished = True
+                response.release()
+                self._pools[name].slots.release()
+                self._meter_record(record, meter)
+                self._finish(token, record, started, body, asked, kept[0], meter)
+
+        try:
+            headers = client_headers(response.headers)
+            if is_retryable(response.status):  # we retried it as far as the policy allows: clients must not
+                headers[GATEWAY_RETRIES_HEADER] = str(record["retries"])
+            if response.headers.get("Content-Type", "").startswith("text/event-stream"):
+                out = await self._relay_stream(request, response, headers, meter, kept)
+                finish()
+                await out.write_eof()
+                return out
+            kept[0] = answer = scrub_bytes(await response.read(), upstream.api_key)
+            meter.feed_json(_decoded(answer, response.headers.get("Content-Encoding")))
+            return web.Response(status=response.status, headers=headers, body=answer)
+        except (aiohttp.ClientError, asyncio.TimeoutError) as error:
+            # The upstream broke off mid-answer: cut the client's connection too, so a truncated stream
+            # never looks complete.
+            record["error"] = scrub(f"upstream broke off: {type(error).__name__}: {error}", upstream.api_key)
+            raise
+        except _ClientGone:
+            record["error"] = "client disconnected"
+            return web.Response(status=499)  # nobody reads it; the client is gone
+        finally:
+            finish()
+
+    async def _relay_stream(self, request: web.Request, response: aiohttp.ClientResponse,
+                            headers: dict[str, str], meter: "Meter", kept: list[bytes]) -> web.StreamResponse:
+        """Write each chunk to the client as it arrives (the caller ends the stream); the first
+        `trace_chars` bytes go to kept[0]."""
+        out = web.StreamResponse(status=response.status, headers=headers)
+        await out.prepare(request)
+        async for chunk in response.content.iter_any():
+            try:
+                await out.write(chunk)  # first, so metering never delays a chunk
+            except ConnectionError:
+                raise _ClientGone from None
+            meter.feed_sse(chunk)
+            if len(kept[0]) < self.trace_chars:
+                kept[0] += chunk[: self.trace_chars - len(kept[0])]
+        return out
+
+    async def _send(self, request: web.Request, upstream: Upstream, body: bytes,
+                    record: dict) -> aiohttp.ClientResponse:
+        """The upstream's answer to be relayed, holding one of the pool's slots (released by the caller).
+        Retries (the one policy, helpers.llm.retries) 429/5xx and dropped connections while nothing has been
+        sent to the client; an answer passed on after that carries GATEWAY_RETRIES_HEADER, so that clients do
+        not retry it again: one failing call reaches the upstream at most 1 + max_retries times."""
+        from tenacity import AsyncRetrying
+
+        pool = self._pools[record["upstream"]]
+        target = urlsplit(upstream.url)
+        url = URL(f"{target.scheme}://{target.netloc}{record['path']}", encoded=True)
+        headers = upstream_headers(request.headers, upstream)
+        last = self.max_retries
+
+        async def sleep(seconds: float) -> None:
+            record["waited_s"] += seconds
+            await asyncio.sleep(seconds)
+
+        try:
+            async for attempt in AsyncRetrying(**policy(self.max_retries, self.backoff_s, MAX_BACKOFF_S, sleep=sleep)):
+                with attempt:
+                    tried = attempt.retry_state.attempt_number - 1
+                    record["retries"] = tried
+                    await pool.slots.acquire()
+                    record["waited_s"] += await pool.wait_turn()
+                    try:
+                        response = await self._session.request(request.method, url, headers=headers, data=body,
+                                                                allow_redirects=False)
+                    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as error:
+                        pool.slots.release()
+                        raise TryAgain(None, error) from None
+                    if not is_retryable(response.status):
+                        return response
+                    asked = retry_after_s(response.headers)
+                    if tried == last or (asked is not None and asked > self.max_retry_after_s):
+                        return response  # retries used up, or the upstream wants longer than we may wait: pass it on
+                    await response.read()
+                    response.release()
+                    pool.slots.release()
+                    if asked is not None or response.status in POOL_PAUSE_STATUS:
+                        pool.pause((asked if asked is not None else self.backoff_s) * random.uniform(1.0, 1.2))
+                        raise TryAgain(0.0)  # everyone waits on the pool's pause, not only this request
+                    raise TryAgain(None)
+        except TryAgain as exhausted:
+            raise exhausted.cause
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # --- bookkeeping -----------------------------------------------------------------------------
+    def _budget_spent(self) -> bool:
+        with self._lock:
+            return self.budget_usd is not None and self._spent_usd >= self.budget_usd
+
+    def _meter_record(self, record: dict, meter: "Meter") -> None:
+        if record["status"] is None or record["status"] >= 400:
+            record.update(input_tokens=0, output_tokens=0, cost_usd=0.0)  # failed calls are not billed
+            return
+        record["model"] = meter.model or record["model"]
+        record.update(input_tokens=meter.input_tokens, output_tokens=meter.output_tokens)
+        if meter.input_tokens is not None and meter.output_tokens is not None:
+            record["cost_usd"] = call_cost_usd(record["model"], meter.input_tokens, meter.output_tokens)
+
+    def _finish(self, token: str | None, record: dict, started: float, request_body: bytes,
+                request_json: Any, response_body: bytes, meter: "Meter") -> None:
+        record["latency_s"] = time.monotonic() - started
+        with self._lock:
+            self._records.append(record)
+            self._last_status[token or ""] = record["status"]
+            self._spent_usd += record["cost_usd"] or 0.0
+            if token and isinstance(request_json, dict):
+                # an agent's last request carries its whole conversation: its trajectory so far
+                self._last_exchange[token] = (request_json, meter.text(), meter.tool_calls())
+        if self.trace is not None and self._loop is not None:
+            payload = {**record, "request_body": _text(request_body, self.trace_chars),
+                       "response_body": _text(response_body, self.trace_chars),
+                       "output_text": meter.text()[: self.trace_chars], "output_tool_calls": meter.tool_calls()}
+            self._loop.run_in_executor(None, self._call_trace, payload, request_json)
+
+    def _call_trace(self, payload: dict, request_json: Any) -> None:
+        try:
+            payload["input_messages"] = input_messages(request_json, TRACE_MESSAGE_CHARS)
+            self.trace(payload)
+        except Exception as error:  # noqa: BLE001 - a broken trace must not break model calls
+            if not self._trace_failed:
+                self._trace_failed = True
+                warnings.warn(f"gateway trace failed, calls are served anyway: {type(error).__name__}: {error}",
+                              RuntimeWarning, stacklevel=1)
+
+
+class _ClientGone(Exception):
+    """The client closed its connection while its answer was streaming."""
+
+
+async def _healthz(_: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+def _error(status: int, message: str, kind: str, headers: Mapping[str, str] | None = None) -> web.Response:
+    """An error in the OpenAI/Anthropic shape both SDKs read ({"error": {"message", "type"}})."""
+    body = {"type": "error", "error": {"message": message, "type": kind, "code": kind}}
+    return web.json_response(body, status=status, headers=dict(headers or {}))
+
+
+def _decoded(body: bytes, encoding: str | None) -> bytes:
+    """`body` without its gzip/deflate coding, for metering only (the client gets it as it came)."""
+    if encoding in ("gzip", "deflate"):
+        try:
+            return zlib.decompress(body, 47)  # 32 + 15: gzip or zlib header
+        except zlib.error:
+            return b""
+    return body
+
+
+def _text(data: bytes, limit: int) -> str:
+    return data[:limit].decode("utf-8", errors="replace")
+
+

@@ -1,0 +1,65 @@
+"""Upstreams and the key swap: where each provider is, its real key (never shown), and the headers that go
+each way (the client's credentials dropped, the real key added the way the provider wants it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+KINDS = ("openai", "anthropic", "openai-compatible")
+DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+_HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+               "trailers", "transfer-encoding", "upgrade", "host", "content-length"}
+_CREDENTIAL_HEADERS = {"authorization", "x-api-key", "api-key"}
+
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """One model provider: where it is, its real key (never shown) and how it wants the key."""
+
+    base_url: str | None = None  # None: the kind's public URL (OpenAI .../v1, Anthropic without /v1)
+    api_key: str | None = field(default=None, repr=False)  # None: send no key (e.g. the scripted server)
+    kind: str = "openai"  # "openai" | "anthropic" | "openai-compatible"
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"Upstream kind {self.kind!r} is not one of {', '.join(KINDS)}.")
+        if not (self.base_url or DEFAULT_BASE_URLS.get(self.kind)):
+            raise ValueError(f"An {self.kind!r} upstream needs a base_url.")
+
+    @property
+    def url(self) -> str:
+        return (self.base_url or DEFAULT_BASE_URLS[self.kind]).rstrip("/")
+
+
+def token_of(headers: Mapping[str, str]) -> str | None:
+    authorization = headers.get("Authorization", "")
+    if authorization.lower().startswith("bearer "):
+        return authorization[7:].strip()
+    return headers.get("x-api-key") or None
+
+
+def upstream_headers(client_headers: Mapping[str, str], upstream: Upstream) -> dict[str, str]:
+    """The client's headers without hop-by-hop or credential headers, plus the real key and identity coding."""
+    headers = {k: v for k, v in client_headers.items()
+               if k.lower() not in _HOP_BY_HOP | _CREDENTIAL_HEADERS | {"accept-encoding"}}
+    headers["Accept-Encoding"] = "identity"
+    if upstream.api_key:
+        if upstream.kind == "anthropic":
+            headers["x-api-key"] = upstream.api_key
+        else:
+            headers["Authorization"] = f"Bearer {upstream.api_key}"
+    return headers
+
+
+def client_headers(upstream_headers: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in upstream_headers.items() if k.lower() not in _HOP_BY_HOP}
+
+
+def scrub(text: str, key: str | None) -> str:
+    return text.replace(key, "[key]") if key else text
+
+
+def scrub_bytes(body: bytes, key: str | None) -> bytes:
+    return body.replace(key.encode(), b"[key]") if key else body
