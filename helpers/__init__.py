@@ -33,6 +33,8 @@ _EXPORTS = {
     "make_agent": "helpers.core.registry",
     # store
     "RulesetStore": "helpers.store.rulesets",
+    "completed_loops": "helpers.store.loops",
+    "load_results": "helpers.store.loops",
     # llm
     "LLMClient": "helpers.llm.client",
     "BudgetExceeded": "helpers.llm.client",
@@ -59,6 +61,19 @@ _EXPORTS = {
     "LoopSettings": "helpers.engine.loop",
     "run_loop": "helpers.engine.loop",
     "run_prompt_loop": "helpers.engine.loop",
+    "run_one_loop": "helpers.engine.loop",
+    "start_experiment": "helpers.engine.loop",
+    "choose_start_version": "helpers.engine.loop",
+    "check_runs": "helpers.engine.loop",
+    "log_loop_to_phoenix": "helpers.engine.loop",
+    "finish_loop": "helpers.engine.loop",
+    "describe_loop": "helpers.engine.loop",
+    "meta_prompt": "helpers.engine.loop",
+    "CodingLoopFamily": "helpers.engine.families",
+    "PromptLoopFamily": "helpers.engine.families",
+    "load_or_make_split": "helpers.engine.splits",
+    "split_summary": "helpers.engine.splits",
+    "upload_split": "helpers.engine.splits",
     "ablate": "helpers.engine.ablation",
     # continual
     "Inbox": "helpers.continual.learning",

@@ -17,8 +17,7 @@ import pandas as pd
 
 from helpers.core import config
 from helpers.core.stats import scored
-from helpers.store.loops import gated_best, loop_rows
-from helpers.store.records import loops_path, read_jsonl
+from helpers.store.loops import completed_loops, gated_best, loop_records, loop_rows
 
 
 def _label(record: dict[str, Any] | None, version: int, rules: int | None = None) -> str:
@@ -37,7 +36,7 @@ def loop_comparisons(experiment: str, loop: int, split: str, frame: pd.DataFrame
                      rules: int) -> dict[str, Any]:
     """`frame` (loop `loop`'s rows of `split`, run with `version`) against loop 0's rows (the start) and
     against the loop before, as plain dicts with a `summary` sentence; empty for loop 0."""
-    done = {r["loop"]: r for r in read_jsonl(loops_path(experiment))}
+    done = completed_loops(experiment)
     result: dict[str, Any] = {}
     for key, other in (("vs_start", 0), ("vs_previous", loop - 1)):
         if loop == 0 or other < 0 or (key == "vs_previous" and other == 0):
@@ -54,7 +53,7 @@ def loop_comparisons(experiment: str, loop: int, split: str, frame: pd.DataFrame
 def evidence_summary(experiment: str, split: str = "test") -> str:
     """The last finished loop against the start, on `split`, and the version the gate would keep; labeled
     SCRIPTED DRY RUN first when the loops were scripted."""
-    done = sorted(read_jsonl(loops_path(experiment)), key=lambda r: r["loop"])
+    done = loop_records(experiment)
     if len(done) < 2:
         return "Fewer than two finished loops: nothing to compare with the starting rules yet."
     first, last = done[0], done[-1]
@@ -79,7 +78,7 @@ def side_by_side(experiments: list[str], split: str = "test") -> pd.DataFrame:
     """Accuracy per loop of several experiments (e.g. one per agent on the same tasks), with intervals."""
     columns = {}
     for experiment in experiments:
-        done = {r["loop"]: r for r in read_jsonl(loops_path(experiment))}
+        done = completed_loops(experiment)
         columns[experiment] = {
             loop: (f"{r[f'{split}_accuracy']:.2f} ({r[f'{split}_ci_low']:.2f}-{r[f'{split}_ci_high']:.2f})"
                    if r.get(f"{split}_ci_low") is not None else

@@ -18,14 +18,15 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from helpers.store.records import experiment_dir, loops_path, read_jsonl, split_results_path
+from helpers.store.loops import loop_records, loop_rows
+from helpers.store.records import experiment_dir
 
 DRY_RUN_TITLE = "SCRIPTED DRY RUN (not real results)"
 
 
 def load_loops(experiment: str, results_root: Path | str | None = None) -> pd.DataFrame:
     """loops.jsonl as a DataFrame sorted by loop; a clear error when the experiment has none."""
-    records = read_jsonl(loops_path(experiment, results_root))
+    records = loop_records(experiment, results_root)
     if not records:
         raise FileNotFoundError(f"No finished loop for experiment {experiment!r} in "
                                 f"{experiment_dir(experiment, results_root)}: run the quickstart or 02 first.")
@@ -36,9 +37,9 @@ def load_split_rows(experiment: str, split: str, results_root: Path | str | None
     """Every loop's rows of one split (train or test), with a `loop` column."""
     frames = []
     for loop in load_loops(experiment, results_root)["loop"]:
-        path = split_results_path(experiment, split, int(loop), results_root)
-        if path.exists():
-            frames.append(pd.read_csv(path, keep_default_na=False).assign(loop=int(loop)))
+        rows = loop_rows(experiment, split, int(loop), results_root)
+        if rows is not None:
+            frames.append(rows.assign(loop=int(loop)))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["instance_id", "repo", "loop", "pass_or_fail"])
 
 

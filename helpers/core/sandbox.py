@@ -20,6 +20,7 @@ root or unprivileged user namespaces (both hold on these machines and most Linux
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -71,6 +72,30 @@ def require_sandbox() -> bool:
     return True
 
 
+_noted: set[str] = set()
+
+
+def use_sandbox(required: bool) -> bool:
+    """Whether to run an agent in the sandbox: yes when one can start here. Otherwise: under the unsafe
+    opt-out, no (said once); for a run that does not require it (the scripted dry run: every command the
+    agent runs comes from our own script), no (said once); else SandboxUnavailable with the fix."""
+    reason = _reason()
+    if reason is None:
+        return True
+    if required and not opted_out():
+        return require_sandbox()  # raises, saying how to get one
+    note = (f"{UNSAFE_OPT_OUT} is set" if opted_out() else "this run does not require one (the scripted dry run)")
+    if note not in _noted:
+        _noted.add(note)
+        print(f"Note: agents run unsandboxed: {reason}; {note}.", file=sys.stderr)
+    return False
+
+
+@functools.lru_cache(maxsize=1)
+def _reason() -> str | None:
+    return unavailable_reason()
+
+
 def _install_prefix(executable: str | None) -> Path | None:
     """The folder an interpreter (Node, Python) is installed in, when it is outside the system folders."""
     if not executable:
@@ -107,5 +132,5 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     return command + [str(a) for a in args]
 
 
-__all__ = ["sandbox_command", "require_sandbox", "unavailable_reason", "opted_out", "SandboxUnavailable",
+__all__ = ["sandbox_command", "use_sandbox", "require_sandbox", "unavailable_reason", "opted_out", "SandboxUnavailable",
            "UNSAFE_OPT_OUT"]  # documented in CODE_APPENDIX.md

@@ -12,20 +12,16 @@ import pandas as pd
 
 from helpers.analysis.evidence import compare
 from helpers.core import config
-from helpers.store.records import loops_path, read_jsonl
+from helpers.store.loops import load_split, loop_records
 
 
 def split_tasks(experiment: str, split: str) -> pd.DataFrame:
     """The experiment's saved `split` tasks (split.json names them and their source)."""
-    import json
-
-    from helpers.store.records import experiment_dir
     from helpers.families.coding.tasks import load_tasks, select_tasks
 
-    saved = experiment_dir(experiment) / "split.json"
-    if not saved.exists():
-        raise FileNotFoundError(f"Experiment {experiment!r} has no saved split ({saved}): pass tasks= instead.")
-    split_ids = json.loads(saved.read_text())
+    split_ids = load_split(experiment)
+    if split_ids is None:
+        raise FileNotFoundError(f"Experiment {experiment!r} has no saved split: pass tasks= instead.")
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', not {split!r}.")
     return select_tasks(load_tasks(split_ids.get("source", "house")), split_ids[split])
@@ -50,7 +46,7 @@ def ablation_rulesets(ruleset: str, rules: list[str] | None = None) -> dict[str,
 
 def ablation_cost(experiment: str, runs: int) -> tuple[float | None, str]:
     """(estimated USD, the sentence saying so) for `runs` agent runs, at the experiment's observed cost per run."""
-    done = read_jsonl(loops_path(experiment))
+    done = loop_records(experiment)
     cost = sum(float(r.get("agent_cost_usd") or 0) for r in done)
     count = sum(int(r.get("train_size") or 0) + int(r.get("test_size") or 0) for r in done)
     unpriced = any("agent" in (r.get("unpriced") or []) for r in done)

@@ -1,12 +1,14 @@
-"""The Prompt Learning loop, as one short function over steps a notebook can also call one by one.
+"""The Prompt Learning loop: one function over a task family (helpers.engine.families), readable in one
+screen, that every notebook calls, and whose steps a notebook can also call one by one.
 
 Each loop i:
-  1. runs the agent on the train and test tasks with ruleset version v (v = i, or the best so far),
-     and tests every patch (helpers.engine.runs.run_tasks);
-  2. asks the LLM judge why each training result passed or failed (helpers.learn.judge.evaluate_results);
+  1. answers the train and test tasks with ruleset version v (v = i, or the best so far): the agent runs
+     and every patch is tested (or a prompt answers and a grader scores);
+  2. asks for feedback in English on each result (the LLM judge, or the family's grader);
   3. logs both splits to Phoenix;
-  4. lets the optimizer turn rules + tasks + outputs + feedback into ruleset version i + 1;
-  5. saves everything (finish_loop): results CSVs, the ruleset and its metadata, one record in loops.jsonl.
+  4. lets the optimizer turn rules + tasks + outputs + feedback into the next ruleset version;
+  5. saves everything (finish_loop): results CSVs, the ruleset (a new version only when it changed), one
+     record in loops.jsonl.
 A loop already in loops.jsonl is skipped, and the engine and the LLM cache make a half-finished loop
 cheap to redo: calling run_loop again after a crash or a kill resumes where it stopped.
 
@@ -26,11 +28,10 @@ from typing import Any
 import pandas as pd
 
 from helpers.core import config
+from helpers.engine.families import FEEDBACK_COLUMNS, CodingLoopFamily, LoopFamily, PromptLoopFamily
 from helpers.llm.pricing import is_priced
-from helpers.store.records import LOOP_RECORD_FIELDS, append_jsonl, loops_path, read_jsonl, split_results_path, write_csv
-
-FEEDBACK_COLUMNS = ["correctness", "explanation"]
-
+from helpers.store.loops import completed_loops, save_loop
+from helpers.store.records import LOOP_RECORD_FIELDS
 
 class LoopStopped(RuntimeError):
     """Every agent run of a loop errored: nothing was learned, and the loop is not recorded."""
@@ -93,11 +94,6 @@ def judge_failures(df: pd.DataFrame) -> tuple[int, int]:
     return int(failed.sum()), int((failed & transient).sum())
 
 
-def completed_loops(experiment: str) -> dict[int, dict[str, Any]]:
-    """loop number -> its loops.jsonl record, for the loops already finished."""
-    return {r["loop"]: r for r in read_jsonl(loops_path(experiment))}
-
-
 def check_same_kind(experiment: str, done: dict[int, dict[str, Any]], dry_run: bool) -> None:
     """Resuming must never mix scripted dry-run loops with real ones under one experiment name."""
     kinds = {bool(r.get("dry_run")) for r in done.values()}
@@ -138,40 +134,55 @@ def agent_name(settings: LoopSettings) -> str:
     return settings.agent if isinstance(settings.agent, str) else settings.agent.name
 
 
-def make_loop_agent(settings: LoopSettings, session: Any) -> Any:
-    """The experiment's agent: settings.agent itself when it is an Agent, else the one registered under
-    that name, on the session's agent model."""
-    from helpers.core.registry import make_agent
-
-    if not isinstance(settings.agent, str):
-        return settings.agent
-    return make_agent(settings.agent, timeout_s=settings.agent_timeout_s, mode=settings.mode, **session.agent_kwargs())
-
-
-# --- one loop, step by step ------------------------------------------------------------------------
-def run_one_loop(loop: int, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings,
-                 session: Any, store: Any, datasets: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One full loop; returns its loops.jsonl record (also appended there)."""
-    from helpers.learn.judge import evaluate_results
-
+# --- the loop --------------------------------------------------------------------------------------
+def run_one_loop(loop: int, family: LoopFamily, settings: LoopSettings, session: Any, store: Any,
+                 datasets: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One full loop; returns its loops.jsonl record (also saved there)."""
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     version, _ = choose_start_version(store, settings, loop)
     ruleset = store.load(version)
-    agent = make_loop_agent(settings, session)
-    runs = {split: run_attempts(agent, frame, f"{split}_{loop}", ruleset, settings, session)
-            for split, frame in (("train", train_df), ("test", test_df))}
+    runs = family.answer(ruleset, loop)                                               # 1. answer, tested
     check_runs(loop, runs)
-    judge = dict(workers=settings.workers, budget_usd=settings.judge_budget_usd, **session.judge_kwargs())
-    train = evaluate_results(runs["train"], **judge)
-    test = evaluate_results(runs["test"], include_gold=False, **judge) if settings.mode == "plan" else runs["test"]
-    log_loop_to_phoenix(loop, version, ruleset, train, test, settings, session, datasets)
-    optimizer = make_optimizer(agent, settings, session)
-    new_ruleset = optimizer.optimize(dataset=train, output_column="output", feedback_columns=FEEDBACK_COLUMNS,
+    train, test = family.feedback(runs)                                               # 2. feedback in English
+    log_loop_to_phoenix(loop, version, ruleset, train, test, settings, session, datasets)  # 3. Phoenix
+    optimizer = family.optimizer()                                                    # 4. the next rules
+    new_ruleset = optimizer.optimize(dataset=train, output_column="output", feedback_columns=list(family.feedback_columns),
                                      ruleset=ruleset, context_size_k=settings.context_size_k)
-    return finish_loop(loop, version, ruleset, train, test, new_ruleset, optimizer.last_report, settings, session,
-                       store, started=started)
+    return finish_loop(loop, version, ruleset, train, test, new_ruleset, optimizer.last_report, settings,  # 5. saved
+                       session, store, started=started)
 
 
+def loop_over(family: LoopFamily, settings: LoopSettings, session: Any, initial_ruleset: str = "",
+              tasks: tuple[pd.DataFrame, ...] = (), datasets: dict[str, Any] | None = None,
+              verbose: bool = True) -> pd.DataFrame:
+    """All loops of an experiment over `family`, resuming after the last finished one; the loop records."""
+    store = start_experiment(settings, session, initial_ruleset, tasks=tasks)
+    done = completed_loops(settings.experiment)
+    for loop in range(settings.loops):
+        record = done.get(loop) or run_one_loop(loop, family, settings, session, store, datasets)
+        if verbose:
+            print(describe_loop(record, session.label) + (" (already finished)" if loop in done else ""))
+    return pd.DataFrame(sorted(completed_loops(settings.experiment).values(), key=lambda r: r["loop"]))
+
+
+def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,
+             initial_ruleset: str = "", datasets: dict[str, Any] | None = None, verbose: bool = True) -> pd.DataFrame:
+    """All loops of a coding experiment (settings.agent on train_df and test_df); returns the loop records."""
+    family = CodingLoopFamily(train_df, test_df, settings, session)
+    return loop_over(family, settings, session, initial_ruleset, (train_df, test_df), datasets, verbose)
+
+
+def run_prompt_loop(family: Any, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,
+                    datasets: dict[str, Any] | None = None, feedback_kind: str = "explanations",
+                    verbose: bool = True) -> pd.DataFrame:
+    """All loops of a prompt family's experiment (helpers.core.protocols.PromptFamily): the same loop, the
+    family's prompt in the agent's place and its grader in the judge's (`feedback_kind` "explanations" or
+    "scores")."""
+    loop_family = PromptLoopFamily(family, train_df, test_df, settings, session, feedback_kind)
+    return loop_over(loop_family, settings, session, family.base_prompt, (), datasets, verbose)
+
+
+# --- the steps -------------------------------------------------------------------------------------
 def choose_start_version(store: Any, settings: LoopSettings, loop: int) -> tuple[int, str]:
     """(the version loop `loop` runs with, why): "latest", or "best" as the store's paired gate decides (a
     gain inside the noise never replaces the incumbent; a version not measured yet is tried once).
@@ -190,20 +201,6 @@ def choose_start_version(store: Any, settings: LoopSettings, loop: int) -> tuple
     return version, f"v{version}, the gate's choice: {reasons[-1]}"
 
 
-def run_attempts(agent: Any, tasks: pd.DataFrame, run_id: str, ruleset: str, settings: LoopSettings,
-                 session: Any = None) -> pd.DataFrame:
-    """Every task `settings.attempts` times (run ids `<run_id>`, or `<run_id>_a<k>` with several attempts),
-    through the session's model gateway when it has one."""
-    from helpers.engine.runs import run_tasks
-
-    gateway = getattr(session, "gateway", None)
-    frames = [run_tasks(tasks, agent, run_id=run_id if settings.attempts == 1 else f"{run_id}_a{attempt}",
-                        experiment=settings.experiment, ruleset=ruleset, workers=settings.workers, attempt=attempt,
-                        gateway=gateway)
-              for attempt in range(settings.attempts)]
-    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-
-
 def check_runs(loop: int, runs: dict[str, pd.DataFrame]) -> None:
     """Stop the loop, saying what to check, when every agent run errored (nothing to learn from); leave it
     unfinished when the budget stopped runs (a rerun with budget left completes them)."""
@@ -219,13 +216,6 @@ def check_runs(loop: int, runs: dict[str, pd.DataFrame]) -> None:
             f"({counts['top_error_count']}x): {counts['top_error']!r}. Check the agent's model, key and base URL "
             "(an OpenAI-compatible server must stream with tools), then run again: errored runs are retried."
         )
-
-
-def make_optimizer(agent: Any, settings: LoopSettings, session: Any) -> Any:
-    from helpers.learn.optimizer import PromptLearningOptimizer
-
-    return PromptLearningOptimizer(prompt=agent.base_prompt, budget_usd=settings.optimizer_budget_usd,
-                                   **session.optimizer_kwargs())
 
 
 def meta_prompt(optimizer: Any, judged: pd.DataFrame, ruleset: str, examples: int = 3) -> str:
@@ -258,7 +248,8 @@ def log_loop_to_phoenix(loop: int, version: int, ruleset: str, train: pd.DataFra
 
 def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test: pd.DataFrame, new_ruleset: str,
                 report: Any, settings: LoopSettings, session: Any, store: Any, started: str = "") -> dict[str, Any]:
-    """Save a loop: its rows as CSVs, the new ruleset version, and its record in loops.jsonl (returned).
+    """Save a loop: its rows as CSVs, the new ruleset version (none when the optimizer changed nothing: the
+    next loop runs the same version), and its record in loops.jsonl (returned).
 
     Raises LoopUnfinished, saving nothing final, when the judge or the optimizer failed transiently.
     """
@@ -273,11 +264,9 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
                              "to complete it (finished agent runs and cached answers are reused).")
     plan = settings.mode == "plan"
     counts = {split: outcome_counts(frame, plan) for split, frame in (("train", train), ("test", test))}
-    for split, frame in (("train", train), ("test", test)):
-        write_csv(frame.assign(loop=loop, split=split, ruleset_version=version),
-                  split_results_path(settings.experiment, split, loop))
-    new_version = store.save(new_ruleset, parent=version, loop=loop, report=report, model=session.optimizer_model,
-                             dry_run=session.dry_run)
+    changed = new_ruleset != ruleset
+    new_version = (store.save(new_ruleset, parent=version, loop=loop, report=report, model=session.optimizer_model,
+                              dry_run=session.dry_run) if changed else version)
     costs = {"agent": float(train["cost_usd"].sum() + test["cost_usd"].sum()),
              "judge": float(sum(f.get("judge_cost_usd", pd.Series(dtype=float)).sum() for f in (train, test))),
              "optimizer": float(report.get("cost_usd") or 0.0)}
@@ -289,7 +278,7 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
         **{f"{split}_{key}": value for split, c in counts.items() for key, value in c.items()},
         "train_size": len(train), "test_size": len(test), "ruleset_rules": stats["rules"],
         "ruleset_tokens": stats["tokens"], "judge_errors": judge_failed,
-        "optimizer_changed": bool(report.get("changed", new_ruleset != ruleset)), "optimizer_edits": len(report.get("edits_applied") or []),
+        "optimizer_changed": changed, "optimizer_edits": len(report.get("edits_applied") or []),
         "optimizer_rejected": len(report.get("edits_rejected") or []), "optimizer_errors": report.get("errors") or [],
         **{f"{role}_cost_usd": cost for role, cost in costs.items()}, "cost_usd": sum(costs.values()),
         "unpriced": sorted({role for role, model in models.items() if not is_priced(model)}),
@@ -298,7 +287,8 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
         "started_at": started, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **evidence,
     }
     assert set(LOOP_RECORD_FIELDS) <= set(record), set(LOOP_RECORD_FIELDS) - set(record)
-    append_jsonl(loops_path(settings.experiment), record)
+    save_loop(settings.experiment, record, {split: frame.assign(loop=loop, split=split, ruleset_version=version)
+                                            for split, frame in (("train", train), ("test", test))})
     return record
 
 
@@ -348,7 +338,10 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
         parts.append(change)
     unpriced = record.get("unpriced") or []
     parts.append(f"cost ${record.get('cost_usd', 0.0):.2f}" + (f" ({', '.join(unpriced)} unpriced)" if unpriced else ""))
-    parts.append(f"rules {record.get('ruleset_rules')} -> version {record.get('next_ruleset_version')}")
+    if record.get("next_ruleset_version") == record.get("ruleset_version"):
+        parts.append(f"rules {record.get('ruleset_rules')}, unchanged (version {record.get('ruleset_version')} again)")
+    else:
+        parts.append(f"rules {record.get('ruleset_rules')} -> version {record.get('next_ruleset_version')}")
     lines = [f"Loop {record['loop']}: " + "; ".join(parts) + (f" [{label}]" if label else "")]
     for key in ("test_vs_start", "test_vs_previous"):
         if isinstance(record.get(key), dict):
@@ -357,145 +350,8 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
     return "\n".join(lines)
 
 
-def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,
-             initial_ruleset: str = "", datasets: dict[str, Any] | None = None, verbose: bool = True) -> pd.DataFrame:
-    """All loops of an experiment, resuming after the last finished one; returns the loop records."""
-    store = start_experiment(settings, session, initial_ruleset, tasks=(train_df, test_df))
-    done = completed_loops(settings.experiment)
-    for loop in range(settings.loops):
-        record = done.get(loop) or run_one_loop(loop, train_df, test_df, settings, session, store, datasets)
-        if verbose:
-            print(describe_loop(record, session.label) + (" (already finished)" if loop in done else ""))
-    records = sorted(completed_loops(settings.experiment).values(), key=lambda r: r["loop"])
-    return pd.DataFrame(records)
-
-
-# --- a prompt task family (helpers.core.protocols.PromptFamily): the same loop, a prompt in the agent's place ---
-def run_prompt_loop(family: Any, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,
-                    datasets: dict[str, Any] | None = None, feedback_kind: str = "explanations",
-                    verbose: bool = True) -> pd.DataFrame:
-    """All loops of a prompt family's experiment: the prompt (version i) answers every request on both
-    splits through the session's agent model, the family's grader scores and explains the answers
-    (`feedback_kind` "explanations" or "scores"), the optimizer edits the prompt's fenced instructions,
-    and each loop is saved, compared and logged like a coding loop. Resumes after the last finished loop."""
-    from helpers.llm.client import LLMClient, llm_generator
-
-    store = start_experiment(settings, session, family.base_prompt)
-    done = completed_loops(settings.experiment)
-    client = LLMClient(session.agent_model, base_url=session.base_url, api_key=session.api_key,
-                       max_concurrency=settings.workers)
-    generate = llm_generator(client)
-    for loop in range(settings.loops):
-        record = done.get(loop)
-        if record is None:
-            version, _ = choose_start_version(store, settings, loop)
-            prompt = store.load(version)
-            rows = {}
-            for split, frame in (("train", train_df), ("test", test_df)):
-                spent = client.total_cost_usd
-                answers = family.run(prompt, frame, generate, workers=settings.workers)
-                # the generator's cost, from the client's meter, spread over the split's rows
-                rows[split] = _graded(family, answers.assign(cost_usd=(client.total_cost_usd - spent) / max(1, len(frame))),
-                                      feedback_kind)
-            check_runs(loop, rows)
-            log_loop_to_phoenix(loop, version, prompt, rows["train"], rows["test"], settings, session, datasets)
-            from helpers.learn.optimizer import PromptLearningOptimizer
-
-            optimizer = PromptLearningOptimizer(prompt="", system_prompt=family.optimizer_prompt, leaks=family.leaks,
-                                                budget_usd=settings.optimizer_budget_usd, **session.optimizer_kwargs())
-            new_prompt = optimizer.optimize(dataset=rows["train"], output_column="output",
-                                            feedback_columns=list(family.feedback_columns), ruleset=prompt,
-                                            context_size_k=settings.context_size_k)
-            record = finish_loop(loop, version, prompt, rows["train"], rows["test"], new_prompt, optimizer.last_report,
-                                 settings, session, store)
-        if verbose:
-            print(describe_loop(record, session.label) + (" (already finished)" if loop in done else ""))
-    return pd.DataFrame(sorted(completed_loops(settings.experiment).values(), key=lambda r: r["loop"]))
-
-
-def _graded(family: Any, frame: pd.DataFrame, kind: str) -> pd.DataFrame:
-    """A family's answers as loop rows: its feedback, and `pass_or_fail` from the grader's verdict."""
-    graded = family.feedback(frame, kind)
-    verdict = graded["correctness"].map({"correct": "pass", "incorrect": "fail"}).fillna("fail")
-    return graded.assign(pass_or_fail=verdict.where(graded["status"] != "error", "fail"), mode="act")
-
-
-def save_split(experiment: str, train_df: pd.DataFrame, test_df: pd.DataFrame, **how: Any) -> None:
-    """Record which tasks are on which side, so later notebooks and reruns use the same split."""
-    from helpers.store.records import experiment_dir, write_json
-
-    write_json(experiment_dir(experiment) / "split.json",
-               {"train": list(train_df["instance_id"]), "test": list(test_df["instance_id"]), **how})
-
-
-def load_or_make_split(experiment: str, source: str, train_size: int, test_size: int,
-                       strategy: str = "random", seed: int = config.SEED,
-                       mirrors_dir: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The experiment's saved split if it has one (sizes must match), else a new one, saved.
-    `mirrors_dir` locates SWE-bench repositories for the agent's workspaces (None: mirrors cloned on first use)."""
-    import json
-
-    from helpers.store.records import experiment_dir
-    from helpers.families.coding.tasks import load_tasks, split_dataset
-
-    tasks = load_tasks(source, mirrors_dir=mirrors_dir)
-    saved = experiment_dir(experiment) / "split.json"
-    if saved.exists():
-        split = json.loads(saved.read_text())
-        if (len(split["train"]), len(split["test"])) != (train_size, test_size):
-            raise ValueError(
-                f"Experiment {experiment!r} was split {len(split['train'])}/{len(split['test'])}, not "
-                f"{train_size}/{test_size}. Use the saved sizes, or another EXPERIMENT name for a new split."
-            )
-        by_id = tasks.set_index("instance_id", drop=False)
-        missing = [i for i in split["train"] + split["test"] if i not in by_id.index]
-        if missing:
-            raise ValueError(f"The saved split of {experiment!r} names tasks {source!r} does not have: {missing[:5]}")
-        return (by_id.loc[split["train"]].reset_index(drop=True), by_id.loc[split["test"]].reset_index(drop=True))
-    train_df, test_df = split_dataset(tasks, train_size, test_size, strategy=strategy, seed=seed)
-    save_split(experiment, train_df, test_df, source=source, strategy=strategy, seed=seed)
-    return train_df, test_df
-
-
-def split_summary(train_df: pd.DataFrame, test_df: pd.DataFrame) -> pd.DataFrame:
-    """One row per side: how many tasks and repositories, and the span of creation dates."""
-    rows = []
-    for side, frame in (("train", train_df), ("test", test_df)):
-        dates = pd.to_datetime(frame.get("created_at"), errors="coerce", utc=True) if "created_at" in frame else None
-        rows.append({"split": side, "tasks": len(frame), "repositories": frame["repo"].nunique(),
-                     "oldest": dates.min() if dates is not None else None,
-                     "newest": dates.max() if dates is not None else None})
-    return pd.DataFrame(rows).set_index("split")
-
-
-def upload_split(session: Any, experiment: str, train_df: pd.DataFrame, test_df: pd.DataFrame,
-                 agent: str = config.AGENT) -> dict[str, Any] | None:
-    """Both sides as Phoenix datasets ("<agent>: <experiment> train|test"); None without Phoenix."""
-    if not session.phoenix_url:
-        return None
-    from helpers.tracking.phoenix_experiments import upload_dataset
-
-    return {side: upload_dataset(session.phoenix_url, f"{agent}: {experiment} {side}", frame,
-                                 api_key=session.phoenix_api_key)
-            for side, frame in (("train", train_df), ("test", test_df))}
-
-
-def load_results(experiment: str, split: str, loop: int) -> pd.DataFrame:
-    """A loop's saved rows (train_results_<loop>.csv / test_results_<loop>.csv), list cells decoded."""
-    import json
-
-    path = split_results_path(experiment, split, loop)
-    if not path.exists():
-        raise FileNotFoundError(f"No {split} results for loop {loop} of {experiment!r} at {path}.")
-    frame = pd.read_csv(path, keep_default_na=False)
-    for column in ("failed_tests", "FAIL_TO_PASS", "PASS_TO_PASS"):
-        if column in frame:
-            frame[column] = frame[column].map(lambda v: json.loads(v) if isinstance(v, str) and v.startswith("[") else v)
-    return frame
-
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "LoopSettings", "run_loop", "run_one_loop", "start_experiment", "completed_loops", "load_or_make_split",
-    "split_summary", "upload_split", "load_results", "finish_loop", "describe_loop", "meta_prompt", "check_runs",
-    "make_loop_agent", "make_optimizer", "log_loop_to_phoenix", "outcome_counts", "LoopStopped", "LoopUnfinished",
-    "run_attempts", "loop_evidence", "choose_start_version", "run_prompt_loop",
+    "LoopSettings", "run_loop", "run_prompt_loop", "loop_over", "run_one_loop", "start_experiment", "finish_loop",
+    "describe_loop", "meta_prompt", "check_runs", "log_loop_to_phoenix", "outcome_counts", "LoopStopped",
+    "LoopUnfinished", "loop_evidence", "choose_start_version", "FEEDBACK_COLUMNS",
 ]

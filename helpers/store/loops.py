@@ -1,6 +1,7 @@
-"""The loops of an experiment as saved: loops.jsonl records and each loop's result rows per split.
+"""The loops of an experiment as saved: loops.jsonl records, each loop's result rows per split, and the
+experiment's split (split.json).
 
-The store is the one reader of these files; analysis and the loop ask it.
+The store is the one reader and writer of these files; the engine, analysis and the task families ask it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,55 @@ import pandas as pd
 
 from helpers.core import config
 from helpers.core.stats import gate, scored
-from helpers.store.records import loops_path, read_jsonl, split_results_path
+from helpers.store.records import (append_jsonl, experiment_dir, loops_path, read_jsonl, split_results_path,
+                                  write_csv, write_json)
+
+LIST_COLUMNS = ("failed_tests", "FAIL_TO_PASS", "PASS_TO_PASS")  # cells saved as JSON lists
+
+
+def loop_records(experiment: str, results_root: Any = None) -> list[dict[str, Any]]:
+    """The finished loops' records (loops.jsonl), in loop order."""
+    return sorted(read_jsonl(loops_path(experiment, results_root)), key=lambda r: r["loop"])
+
+
+def completed_loops(experiment: str, results_root: Any = None) -> dict[int, dict[str, Any]]:
+    """loop number -> its record, for the loops already finished."""
+    return {r["loop"]: r for r in loop_records(experiment, results_root)}
+
+
+def save_loop(experiment: str, record: dict[str, Any], rows: dict[str, pd.DataFrame], results_root: Any = None) -> None:
+    """A finished loop: each split's rows (train_results_<loop>.csv, ...), then its record (loops.jsonl),
+    last, so that a loop counts as finished only once everything of it is on disk."""
+    for split, frame in rows.items():
+        write_csv(frame, split_results_path(experiment, split, record["loop"], results_root))
+    append_jsonl(loops_path(experiment, results_root), record)
+
+
+def load_results(experiment: str, split: str, loop: int, results_root: Any = None) -> pd.DataFrame:
+    """A loop's saved rows of one split, list cells decoded; FileNotFoundError naming the file when missing."""
+    import json
+
+    path = split_results_path(experiment, split, loop, results_root)
+    if not path.exists():
+        raise FileNotFoundError(f"No {split} results for loop {loop} of {experiment!r} at {path}.")
+    frame = pd.read_csv(path, keep_default_na=False)
+    for column in LIST_COLUMNS:
+        if column in frame:
+            frame[column] = frame[column].map(lambda v: json.loads(v) if isinstance(v, str) and v.startswith("[") else v)
+    return frame
+
+
+def save_split(experiment: str, train_ids: list[str], test_ids: list[str], results_root: Any = None, **how: Any) -> None:
+    """Which tasks are on which side (split.json), so later notebooks and reruns use the same split."""
+    write_json(experiment_dir(experiment, results_root) / "split.json", {"train": train_ids, "test": test_ids, **how})
+
+
+def load_split(experiment: str, results_root: Any = None) -> dict[str, Any] | None:
+    """The experiment's saved split ({"train": ids, "test": ids, "source", ...}), or None."""
+    import json
+
+    path = experiment_dir(experiment, results_root) / "split.json"
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def loop_rows(experiment: str, split: str, loop: int, results_root: Any = None) -> pd.DataFrame | None:
@@ -25,8 +74,7 @@ def gated_best(experiment: str, before_loop: int | None = None, split: str = "tr
     """The version noise lets us call best, and why: finished loops are taken in order; a version replaces
     the incumbent only when its paired gain on `split` is significant at `alpha`, or when it is not worse
     and has fewer rules (helpers.core.stats.gate). None when no loop has finished."""
-    done = sorted((r for r in read_jsonl(loops_path(experiment, results_root))
-                   if before_loop is None or r["loop"] < before_loop), key=lambda r: r["loop"])
+    done = [r for r in loop_records(experiment, results_root) if before_loop is None or r["loop"] < before_loop]
     incumbent, reasons = None, []
     for record in done:
         rows = loop_rows(experiment, split, record["loop"], results_root)
@@ -46,5 +94,5 @@ def gated_best(experiment: str, before_loop: int | None = None, split: str = "tr
     return (incumbent[0]["ruleset_version"] if incumbent else None), reasons
 
 
-
-__all__ = ["loop_rows", "gated_best"]
+__all__ = ["loop_records", "completed_loops", "save_loop", "load_results", "save_split", "load_split", "loop_rows",
+           "gated_best"]  # documented in CODE_APPENDIX.md

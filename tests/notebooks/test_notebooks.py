@@ -113,6 +113,31 @@ def test_the_act_notebook_runs_the_cookbook_loop(isolated):
     assert (isolated["root"] / "act_rulesets/ci-act/ruleset_1.txt").exists()
 
 
+@pytest.mark.parametrize("agent", ["codex", "claude-code"])
+def test_the_act_notebook_honours_AGENT_and_logs_the_library_loops_phoenix_experiments(isolated, agent):
+    """Loop 0 step by step in the notebook, loop 1 by run_loop: both the chosen agent's runs, one Phoenix
+    experiment per split and loop, named and tagged alike (a rerun from the library makes no duplicates)."""
+    from phoenix.client import Client
+
+    from helpers.store.loops import loop_records
+
+    experiment = f"ci-act-{agent}"
+    params = {**TINY, "TRAIN_SIZE": 2, "TEST_SIZE": 1, "EXPERIMENT": experiment, "TASK_SOURCE": "house", "LOOPS": 2,
+              "AGENT": agent, "PHOENIX_URL": isolated["phoenix"]}
+    shown = outputs(run_notebook(NOTEBOOKS / "02_optimize_cline_act.ipynb", params))
+    assert "Loop 0: train " in shown and "Loop 1: train " in shown and "SCRIPTED DRY RUN" in shown
+    records = loop_records(experiment)
+    assert [r["agent"] for r in records] == [agent, agent]
+    client = Client(base_url=isolated["phoenix"])
+    for split in ("train", "test"):
+        dataset = client.datasets.get_dataset(dataset=f"{agent}: {experiment} {split}")
+        logged = {e["name"]: e.get("metadata") or {} for e in client.experiments.list(dataset_id=dataset.id)}
+        names = [f"{split.title()} {loop} (scripted dry run)" for loop in (0, 1)]  # the dry run says so in the name
+        assert sorted(logged) == names
+        step, library = logged[names[0]], logged[names[1]]
+        assert set(step) == set(library) and step["agent"] == library["agent"] == agent
+
+
 def test_the_plan_mode_notebook_judges_plans(isolated):
     params = {**TINY, "EXPERIMENT": "ci-plan", "LOOPS": 1, "PHOENIX_URL": isolated["phoenix"]}
     shown = outputs(run_notebook(NOTEBOOKS / "04_cline_plan_mode.ipynb", params))

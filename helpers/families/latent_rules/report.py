@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from helpers.store.records import loops_path, read_jsonl, split_results_path
+from helpers.store.loops import completed_loops, loop_rows
 
 # The method's published figures (all rules followed; rules followed on average), after 1 and 5 loops.
 PUBLISHED = {
@@ -28,11 +28,11 @@ def experiment_name(prefix: str, rules: int, feedback: str = "explanations") -> 
 
 
 def _after(experiment: str, loop: int) -> dict[str, Any]:
-    records = {r["loop"]: r for r in read_jsonl(loops_path(experiment))}
+    records = completed_loops(experiment)
     if loop not in records:
         return {}
-    record, path = records[loop], split_results_path(experiment, "test", loop)
-    share = pd.read_csv(path)["share_followed"].mean() if path.exists() else None
+    record, rows = records[loop], loop_rows(experiment, "test", loop)
+    share = pd.to_numeric(rows["share_followed"], errors="coerce").mean() if rows is not None else None
     return {"all": record.get("test_accuracy"), "low": record.get("test_ci_low"), "high": record.get("test_ci_high"),
             "share": share}
 

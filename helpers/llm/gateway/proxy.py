@@ -283,7 +283,10 @@ class Gateway:
             if response.headers.get("Content-Type", "").startswith("text/event-stream"):
                 out = await self._relay_stream(request, response, headers, meter, kept)
                 finish()
-                await out.write_eof()
+                try:
+                    await out.write_eof()
+                except ConnectionError:  # the client hung up once it had its last event: nothing is lost
+                    pass
                 return out
             kept[0] = answer = scrub_bytes(await response.read(), upstream.api_key)
             meter.feed_json(_decoded(answer, response.headers.get("Content-Encoding")))

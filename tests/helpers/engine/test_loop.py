@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from helpers.testing.dry_run import DryRunScript
-from helpers.engine.loop import (LoopSettings, LoopStopped, LoopUnfinished, completed_loops, describe_loop, outcome_counts,
+from helpers.store.loops import completed_loops
+from helpers.engine.loop import (LoopSettings, LoopStopped, LoopUnfinished, describe_loop, outcome_counts,
                           run_loop)
 from helpers.core.protocols import AgentResult
 from helpers.store.records import loops_path
@@ -135,3 +136,52 @@ def test_a_prompt_family_runs_through_the_same_loop_and_its_dry_run_learns_every
     prompt = RulesetStore("latent").load("latest")
     assert prompt.startswith(family.base_prompt.split("<!--")[0])  # only the fenced instructions were edited
     assert "alt text" in split_fenced(prompt)[1]
+
+
+def test_an_optimizer_that_changes_nothing_keeps_the_version_and_the_line_says_so(isolated, house):
+    from helpers.learn.optimizer import OPTIMIZER_SYSTEM_PROMPT
+    from helpers.store.rulesets import RulesetStore
+
+    train, test = house
+    no_edits = Rule(system_contains=OPTIMIZER_SYSTEM_PROMPT.splitlines()[0], reply=Reply('{"edits": []}'))
+    with ScriptedModelServer(script_with(no_edits)) as server:
+        loops = run_loop(train, test, LoopSettings("unchanged", loops=2, workers=2, agent=HouseAgent()),
+                         session_on(server), initial_ruleset="- [R1] Keep functions short.", verbose=False)
+    assert RulesetStore("unchanged").versions() == [0]
+    assert loops.ruleset_version.tolist() == [0, 0] and loops.next_ruleset_version.tolist() == [0, 0]
+    assert not loops.optimizer_changed.any()
+    line = describe_loop(loops.iloc[1].to_dict())
+    assert "rules 1, unchanged" in line and "optimizer changed nothing" in line and "-> version" not in line
+
+
+def test_the_notebook_steps_and_the_library_loop_are_one_loop_with_one_phoenix_scheme(isolated, house, monkeypatch):
+    """Loop 0 run step by step (as notebook 02 shows it), loop 1 by run_loop: the same record fields, the same
+    output column, and the Phoenix experiments named and tagged by one function."""
+    from helpers.engine import loop as engine_loop
+    from helpers.engine.families import CodingLoopFamily
+    from helpers.engine.loop import (check_runs, choose_start_version, finish_loop, log_loop_to_phoenix,
+                                     start_experiment)
+
+    logged = []
+    monkeypatch.setattr(engine_loop, "log_loop_to_phoenix",
+                        lambda loop, version, *a, **k: logged.append(("library", loop, version)))
+    train_df, test_df = house
+    with ScriptedModelServer(script_with()) as server:
+        session = session_on(server)
+        settings = LoopSettings("steps", loops=2, workers=2, agent=HouseAgent())
+        store = start_experiment(settings, session, tasks=(train_df, test_df))
+        family = CodingLoopFamily(train_df, test_df, settings, session)
+        version, _ = choose_start_version(store, settings, 0)
+        runs = family.answer(store.load(version), loop=0)
+        check_runs(0, runs)
+        train, test = family.feedback(runs)
+        log_loop_to_phoenix(0, version, store.load(version), train, test, settings, session, datasets=None)
+        optimizer = family.optimizer()
+        new = optimizer.optimize(dataset=train, output_column="output", feedback_columns=list(family.feedback_columns),
+                                 ruleset=store.load(version), context_size_k=settings.context_size_k)
+        first = finish_loop(0, version, store.load(version), train, test, new, optimizer.last_report, settings,
+                            session, store)
+        loops = run_loop(train_df, test_df, settings, session, verbose=False)
+    assert loops.loop.tolist() == [0, 1] and logged == [("library", 1, first["next_ruleset_version"])]
+    assert set(loops.columns) == set(first)  # both loops wrote the same record
+    assert "output" in train and "cline_patch" not in train
