@@ -8,7 +8,6 @@ from typing import Any
 
 _EXPORTS = {
     "ClaudeCodeAgent": "claude_code.agent",
-    "run_claude_code": "claude_code.agent",
     "claude_binary": "claude_code.agent",
 }
 

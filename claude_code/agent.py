@@ -27,15 +27,16 @@ import os
 import platform
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
-from helpers.core import config
-from helpers.llm.pricing import cost_usd, is_priced
-from helpers.core.processes import json_lines, last_lines, remove_scratch, run_cli, safe_environment, scratch_dir, stop_processes
-from helpers.core.protocols import AgentResult, Task
+from helpers.agents.base import CLIAgent, Invocation, task_text
 from helpers.agents.trajectories import cut_trajectory
+from helpers.core import config
+from helpers.core.processes import json_lines, last_lines, safe_environment
+from helpers.core.protocols import AgentResult, Task
+from helpers.llm.pricing import cost_usd, is_priced
+from helpers.testing.edit_tools import ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "CLAUDE.md"
@@ -58,27 +59,12 @@ QUIET_ENV = {  # no telemetry, error reports, auto-update or other calls home
 # engine on the next call.
 MAX_RETRIES = 5
 
-_live: set[subprocess.Popen] = set()  # running Claude Code processes, so an interrupt can stop them all
-_live_lock = threading.Lock()
 
-
-def claude_binary() -> Path:
-    """The pinned Claude Code executable installed by `make setup` into claude_code/node_modules."""
+def _binary_path() -> str:
+    """Where the platform package puts Claude Code's native binary, under claude_code/."""
     arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower(), platform.machine())
     system = {"linux": "linux", "darwin": "darwin", "win32": "win32"}.get(sys.platform, sys.platform)
-    binary = PACKAGE_DIR / "node_modules" / "@anthropic-ai" / f"claude-code-{system}-{arch}" / "claude"
-    if not binary.exists():
-        raise FileNotFoundError(
-            f"The Claude Code CLI is not installed at {binary}. Run `make setup` (it installs the version pinned "
-            "in claude_code/package.json into claude_code/node_modules; needs Node.js 20+)."
-        )
-    return binary
-
-
-def task_text(task: Task) -> str:
-    """What the agent is asked: the issue, named by its instance id."""
-    return (f"Task {task['instance_id']} in the repository {task.get('repo', '')} (the current directory):\n\n"
-            f"{task['problem_statement'].strip()}\n\nChange the repository's files to resolve this issue.")
+    return f"node_modules/@anthropic-ai/claude-code-{system}-{arch}/claude"
 
 
 def provider_settings(model: str, base_url: str | None, api_key: str | None) -> tuple[str | None, str]:
@@ -181,76 +167,46 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
                        cost_usd=cost, final_text=text, model=model, trajectory=trajectory_of(events))
 
 
-def run_claude_code(task: Task, workspace: Path | str, *, model: str = DEFAULT_MODEL, base_url: str | None = None,
-                    api_key: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S,
-                    mode: str = "act") -> AgentResult:
-    """Run Claude Code once on `task` in `workspace` (a clean git tree at the task's base commit, its rules
-    already in CLAUDE.md). The result carries no patch: the caller takes it from the workspace."""
-    workspace = Path(workspace)
-    url, key = provider_settings(model, base_url, api_key)
-    permissions = ["--permission-mode", "plan"] if mode == "plan" else ["--dangerously-skip-permissions"]
-    args = [str(claude_binary()), "-p", PROMPT, "--output-format", "stream-json", "--verbose", *permissions,
-            "--model", model]
-    state = scratch_dir("claude-code-state")
-    key_fd = key_pipe(key)
-    try:
-        env = state_environment(state, url, key_fd)
-        out, err, timed_out, duration = run_cli(args, workspace, env, task_text(task), timeout_s, _live, _live_lock,
-                                                pass_fds=(key_fd,))
-    finally:
-        os.close(key_fd)
-        remove_scratch(state)
-    return result_of(json_lines(out), err, timed_out, timeout_s, model, str(task["instance_id"]), mode, duration)
-
-
-def stop_all() -> None:
-    """Kill every Claude Code run still going (used when a run_tasks is interrupted)."""
-    stop_processes(_live, _live_lock)
-
-
-class ClaudeCodeAgent:
-    """Claude Code as an Agent (helpers.core.protocols): rules in CLAUDE.md, headless act or plan mode."""
+class ClaudeCodeAgent(CLIAgent):
+    """Claude Code as an Agent (helpers.agents.base.CLIAgent): rules in CLAUDE.md, headless act or plan mode.
+    Through the gateway (the base's copy) ANTHROPIC_BASE_URL is the gateway's URL, without /v1."""
 
     name = "claude-code"
     default_model = DEFAULT_MODEL  # sessions with AGENT="claude-code" take it (helpers.app.session)
     rules_file = RULES_FILE
     base_prompt = BASE_PROMPT
-
-    def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
-                 timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act"):
-        if mode not in ("act", "plan"):
-            raise ValueError(f"mode must be 'act' (patches) or 'plan' (plans), not {mode!r}.")
-        if not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or timeout_s <= 0:
-            raise ValueError(f"timeout_s must be a positive number of seconds, not {timeout_s!r}.")
-        self.model, self.base_url, self._api_key = model or DEFAULT_MODEL, base_url, api_key
-        self.timeout_s, self.mode = float(timeout_s), mode
-
-    def __repr__(self) -> str:
-        return f"ClaudeCodeAgent(model={self.model!r}, mode={self.mode!r})"
+    package_dir, binary_path = PACKAGE_DIR, _binary_path()
+    dry_run_tools = (ShellTool("Bash", "command"),)  # it edits through Bash in the scripted dry run
 
     @staticmethod
     def installed() -> str:
         """The pinned CLI's version and place (raises saying how to install it when it is missing)."""
-        binary = claude_binary()
+        binary = ClaudeCodeAgent.binary()
         version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
                                  env=safe_environment(QUIET_ENV), stdin=subprocess.DEVNULL)
         lines = (version.stdout or version.stderr).strip().splitlines()
         return f"Claude Code {lines[-1] if lines else '?'} at {binary.relative_to(PACKAGE_DIR.parent)}"
 
-    def check(self) -> None:
-        """The pinned binary is installed and the model has a key and a server (raises saying what to do)."""
-        claude_binary()
+    def check_provider(self) -> None:
         provider_settings(self.model, self.base_url, self._api_key)
 
-    def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult:
-        return run_claude_code(task, workspace, model=self.model, base_url=self.base_url, api_key=self._api_key,
-                               timeout_s=self.timeout_s, mode=self.mode)
+    def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
+        url, key = provider_settings(self.model, self.base_url, self._api_key)
+        permissions = ["--permission-mode", "plan"] if self.mode == "plan" else ["--dangerously-skip-permissions"]
+        args = [str(self.binary()), "-p", PROMPT, "--output-format", "stream-json", "--verbose", *permissions,
+                "--model", self.model]
+        key_fd = key_pipe(key)
+        return Invocation(args, state_environment(state, url, key_fd), task_text(task), pass_fds=(key_fd,),
+                          close=[lambda: os.close(key_fd)])
 
-    def through_gateway(self, base_url: str, api_key: str, kind: str) -> "ClaudeCodeAgent":
-        """This agent, calling the model gateway with a token instead of the provider (an Anthropic upstream: ANTHROPIC_BASE_URL is the gateway's URL, no /v1)."""
-        return ClaudeCodeAgent(self.model, base_url=base_url, api_key=api_key, timeout_s=self.timeout_s, mode=self.mode)
+    def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
+        return result_of(json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]),
+                         self.mode, duration)
 
-    def stop_all(self) -> None:
-        stop_all()
 
-__all__ = ["ClaudeCodeAgent", "run_claude_code", "claude_binary"]  # the public API, documented in CODE_APPENDIX.md
+def claude_binary() -> Path:
+    """The pinned Claude Code executable installed by `make setup` into claude_code/node_modules."""
+    return ClaudeCodeAgent.binary()
+
+
+__all__ = ["ClaudeCodeAgent", "claude_binary"]  # the public API, documented in CODE_APPENDIX.md

@@ -38,9 +38,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from helpers.agents.base import CLIAgent, task_text
 from helpers.core import config
 from helpers.llm.pricing import cost_usd
-from helpers.core.processes import die_with_parent, safe_environment, scratch_dir, signal_group, stop_processes
+from helpers.core.processes import die_with_parent, safe_environment, sandboxed, scratch_dir, signal_group, stop_processes
+from helpers.testing.edit_tools import WholeFileEditor
 from helpers.core.protocols import AgentResult, Task
 from helpers.families.coding.git import git
 from helpers.families.coding.workspaces import workspace_patch, write_rules
@@ -74,23 +76,16 @@ _live: set[subprocess.Popen] = set()  # running Cline processes, so an interrupt
 _live_lock = threading.Lock()
 
 
-def cline_binary() -> Path:
-    """The pinned Cline executable installed by `make setup` into cline/node_modules."""
+def _binary_path() -> str:
+    """Where the platform package puts Cline's executable, under cline/."""
     arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower(), platform.machine())
     system = {"linux": "linux", "darwin": "darwin", "win32": "win32"}.get(sys.platform, sys.platform)
-    binary = PACKAGE_DIR / "node_modules" / "@cline" / f"cli-{system}-{arch}" / "bin" / "cline"
-    if not binary.exists():
-        raise FileNotFoundError(
-            f"The Cline CLI is not installed at {binary}. Run `make setup` (it installs the version pinned in "
-            "cline/package.json into cline/node_modules; needs Node.js 20+)."
-        )
-    return binary
+    return f"node_modules/@cline/cli-{system}-{arch}/bin/cline"
 
 
-def task_text(task: Task) -> str:
-    """What Cline is asked: the issue, named by its instance id."""
-    return (f"Task {task['instance_id']} in the repository {task.get('repo', '')} (the current directory):\n\n"
-            f"{task['problem_statement'].strip()}\n\nChange the repository's files to resolve this issue.")
+def cline_binary() -> Path:
+    """The pinned Cline executable installed by `make setup` into cline/node_modules."""
+    return ClineAgent.binary()
 
 
 def provider_settings(model: str, base_url: str | None, api_key: str | None,
@@ -216,13 +211,14 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 def _run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str,
-             timeout_s: float) -> tuple[str, str, bool, float]:
+             timeout_s: float, home: Path | None = None, sandbox: str | None = None) -> tuple[str, str, bool, float]:
     """(stdout, stderr, timed_out, seconds it ran) of one CLI run, stopped as a process group on timeout.
 
     Runs in this process start up a few at a time (STARTUP_SLOTS): a pool of workers that
     all start together otherwise stays in lockstep, every run burning CPU at once, then every run idle
     on the model at once.
     """
+    args = sandboxed(args, workspace, home, [PACKAGE_DIR], sandbox)
     slots = _startup_slots(max(1, STARTUP_SLOTS or os.cpu_count() or 1))
     slots.acquire()
     holding = True
@@ -265,7 +261,7 @@ def _run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: 
 
 def run_cline(task: Task, workspace: Path | str, *, model: str = config.AGENT_MODEL, base_url: str | None = None,
               api_key: str | None = None, provider: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S,
-              mode: str = "act", state_root: Path | str | None = None) -> AgentResult:
+              mode: str = "act", state_root: Path | str | None = None, sandbox: str | None = "required") -> AgentResult:
     """Run Cline once on `task` in `workspace` (a clean git tree at the task's base commit, its rules
     already in .clinerules). The result carries no patch: the caller takes it from the workspace."""
     if mode not in ("act", "plan"):
@@ -278,7 +274,7 @@ def run_cline(task: Task, workspace: Path | str, *, model: str = config.AGENT_MO
     state = Path(tempfile.mkdtemp(prefix="cline-state-", dir=state_root)) if state_root else scratch_dir("cline-state")
     try:
         env = child_environment(write_cline_state(state, provider_id, entry), key_env)
-        out, err, timed_out, duration = _run_cli(args, workspace, env, task_text(task), timeout_s)
+        out, err, timed_out, duration = _run_cli(args, workspace, env, task_text(task), timeout_s, state, sandbox)
     finally:
         shutil.rmtree(state, ignore_errors=True)
         remove_checkpoint_refs(workspace)
@@ -323,52 +319,48 @@ def _last_lines(text: str, lines: int = 5) -> str:
     return "\n".join(kept[-lines:])
 
 
-class ClineAgent:
-    """Cline as an Agent (helpers.core.protocols): rules in .clinerules, headless act or plan mode."""
+class ClineAgent(CLIAgent):
+    """Cline as an Agent (helpers.agents.base.CLIAgent): rules in .clinerules, headless act or plan mode. Its
+    runs start up a few at a time (run_cline), so it runs them itself rather than through the base's run."""
 
     name = "cline"
     rules_file = RULES_FILE
     base_prompt = BASE_PROMPT
+    package_dir, binary_path = PACKAGE_DIR, _binary_path()
+    dry_run_tools = (WholeFileEditor("editor", delete_tool="run_commands"),)  # its file editor, in the dry run
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
-                 provider: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act"):
-        if mode not in ("act", "plan"):
-            raise ValueError(f"mode must be 'act' (patches) or 'plan' (plans), not {mode!r}.")
-        if not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or timeout_s <= 0:
-            raise ValueError(f"timeout_s must be a positive number of seconds, not {timeout_s!r}.")
-        self.model, self.base_url, self._api_key = model or config.AGENT_MODEL, base_url, api_key
-        self.provider, self.timeout_s, self.mode = provider, float(timeout_s), mode
-
-    def __repr__(self) -> str:
-        return f"ClineAgent(model={self.model!r}, mode={self.mode!r})"
+                 provider: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act",
+                 sandbox: str | None = "required"):
+        super().__init__(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s, mode=mode, sandbox=sandbox)
+        self.provider = provider
 
     @staticmethod
     def installed() -> str:
         """The pinned CLI's version and place (raises saying how to install it when it is missing)."""
-        binary = cline_binary()
+        binary = ClineAgent.binary()
         version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
                                  env={**os.environ, "CLINE_NO_AUTO_UPDATE": "1"}, stdin=subprocess.DEVNULL)
         lines = (version.stdout or version.stderr).strip().splitlines()
         return f"Cline CLI {lines[-1] if lines else '?'} at {binary.relative_to(PACKAGE_DIR.parent)}"
 
-    def check(self) -> None:
-        """The pinned binary is installed and the model has a key (raises saying what to do otherwise)."""
-        cline_binary()
+    def check_provider(self) -> None:
         provider_settings(self.model, self.base_url, self._api_key, self.provider)
 
     def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult:
         return run_cline(task, workspace, model=self.model, base_url=self.base_url, api_key=self._api_key,
-                         provider=self.provider, timeout_s=self.timeout_s, mode=self.mode)
+                         provider=self.provider, timeout_s=self.timeout_s, mode=self.mode, sandbox=self.sandbox)
 
     def through_gateway(self, base_url: str, api_key: str, kind: str) -> "ClineAgent":
         """This agent, calling the model gateway with a token: Cline's anthropic provider for an Anthropic
         upstream (it posts {baseUrl}/messages, hence /v1), its openai-compatible provider otherwise."""
-        if kind == "anthropic":
-            return ClineAgent(self.model, base_url=base_url + "/v1", api_key=api_key, provider="anthropic",
-                              timeout_s=self.timeout_s, mode=self.mode)
-        return ClineAgent(self.model, base_url=base_url, api_key=api_key, timeout_s=self.timeout_s, mode=self.mode)
+        anthropic = kind == "anthropic"
+        return ClineAgent(self.model, base_url=base_url + "/v1" if anthropic else base_url, api_key=api_key,
+                          provider="anthropic" if anthropic else None, timeout_s=self.timeout_s, mode=self.mode,
+                          sandbox=self.sandbox)
 
     def stop_all(self) -> None:
         stop_all()
+
 
 __all__ = ["run_task", "run_cline", "ClineAgent", "cline_binary", "stop_all"]  # the public API, documented in CODE_APPENDIX.md

@@ -8,7 +8,6 @@ from typing import Any
 
 _EXPORTS = {
     "CodexAgent": "codex.agent",
-    "run_codex": "codex.agent",
     "codex_binary": "codex.agent",
 }
 

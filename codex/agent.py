@@ -25,15 +25,16 @@ import json
 import platform
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
-from helpers.core import config
-from helpers.llm.pricing import cost_usd
-from helpers.core.processes import json_lines, last_lines, remove_scratch, run_cli, safe_environment, scratch_dir, stop_processes
-from helpers.core.protocols import AgentResult, Task
+from helpers.agents.base import CLIAgent, Invocation, task_text
 from helpers.agents.trajectories import cut_trajectory
+from helpers.core import config
+from helpers.core.processes import json_lines, last_lines, safe_environment
+from helpers.core.protocols import AgentResult, Task
+from helpers.llm.pricing import cost_usd
+from helpers.testing.edit_tools import PatchTool, ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "AGENTS.md"
@@ -48,29 +49,14 @@ BASE_PROMPT = (
 )
 PROMPT = "Resolve the task given below."
 
-_live: set[subprocess.Popen] = set()  # running Codex processes, so an interrupt can stop them all
-_live_lock = threading.Lock()
 
-
-def codex_binary() -> Path:
-    """The pinned Codex executable (the platform package's native binary) installed by `make setup`."""
+def _binary_path() -> str:
+    """Where the platform package puts Codex's native binary, under codex/."""
     arch = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine())
     triple = {"linux": f"{arch}-unknown-linux-musl", "darwin": f"{arch}-apple-darwin"}.get(sys.platform, sys.platform)
     package = {"x86_64": "x64", "aarch64": "arm64"}.get(arch, arch)
     system = {"linux": "linux", "darwin": "darwin"}.get(sys.platform, sys.platform)
-    binary = PACKAGE_DIR / "node_modules" / "@openai" / f"codex-{system}-{package}" / "vendor" / triple / "bin" / "codex"
-    if not binary.exists():
-        raise FileNotFoundError(
-            f"The Codex CLI is not installed at {binary}. Run `make setup` (it installs the version pinned in "
-            "codex/package.json into codex/node_modules; needs Node.js 20+)."
-        )
-    return binary
-
-
-def task_text(task: Task) -> str:
-    """What the agent is asked: the issue, named by its instance id."""
-    return (f"Task {task['instance_id']} in the repository {task.get('repo', '')} (the current directory):\n\n"
-            f"{task['problem_statement'].strip()}\n\nChange the repository's files to resolve this issue.")
+    return f"node_modules/@openai/codex-{system}-{package}/vendor/{triple}/bin/codex"
 
 
 def provider_settings(model: str, base_url: str | None, api_key: str | None) -> tuple[str, str]:
@@ -172,73 +158,42 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
                        model=model, trajectory=trajectory_of(events))
 
 
-def run_codex(task: Task, workspace: Path | str, *, model: str = config.AGENT_MODEL, base_url: str | None = None,
-              api_key: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S) -> AgentResult:
-    """Run Codex once on `task` in `workspace` (a clean git tree at the task's base commit, its rules already
-    in AGENTS.md). The result carries no patch: the caller takes it from the workspace."""
-    workspace = Path(workspace)
-    url, key = provider_settings(model, base_url, api_key)
-    args = [str(codex_binary()), "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-            "-m", model, PROMPT]
-    state = scratch_dir("codex-state")
-    try:
-        env = state_environment(state, model, url, key)
-        out, err, timed_out, duration = run_cli(args, workspace, env, task_text(task), timeout_s, _live, _live_lock)
-    finally:
-        remove_scratch(state)
-    return result_of(json_lines(out), err, timed_out, timeout_s, model, str(task["instance_id"]), duration)
-
-
-def stop_all() -> None:
-    """Kill every Codex run still going (used when a run_tasks is interrupted)."""
-    stop_processes(_live, _live_lock)
-
-
-class CodexAgent:
-    """The Codex CLI as an Agent (helpers.core.protocols): rules in AGENTS.md, headless act mode only."""
+class CodexAgent(CLIAgent):
+    """The Codex CLI as an Agent (helpers.agents.base.CLIAgent): rules in AGENTS.md, headless act mode only.
+    Through the gateway (the base's copy) it calls the Responses API under the gateway's .../v1."""
 
     name = "codex"
     rules_file = RULES_FILE
     base_prompt = BASE_PROMPT
-
-    def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
-                 timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act"):
-        if mode == "plan":
-            raise ValueError("Codex has no headless plan mode (`codex exec` always acts): use mode='act', or run "
-                             "plan-mode experiments with AGENT='cline' or 'claude-code'.")
-        if mode != "act":
-            raise ValueError(f"mode must be 'act' (patches), not {mode!r}.")
-        if not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or timeout_s <= 0:
-            raise ValueError(f"timeout_s must be a positive number of seconds, not {timeout_s!r}.")
-        self.model, self.base_url, self._api_key = model or config.AGENT_MODEL, base_url, api_key
-        self.timeout_s, self.mode = float(timeout_s), mode
-
-    def __repr__(self) -> str:
-        return f"CodexAgent(model={self.model!r}, mode={self.mode!r})"
+    package_dir, binary_path, plan_mode = PACKAGE_DIR, _binary_path(), False  # `codex exec` always acts
+    # it edits with apply_patch, else through its shell, in the scripted dry run
+    dry_run_tools = (PatchTool("apply_patch", "input"), ShellTool("exec_command", "cmd"))
 
     @staticmethod
     def installed() -> str:
         """The pinned CLI's version and place (raises saying how to install it when it is missing)."""
-        binary = codex_binary()
+        binary = CodexAgent.binary()
         version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
                                  env=safe_environment(), stdin=subprocess.DEVNULL)
         lines = (version.stdout or version.stderr).strip().splitlines()
         return f"Codex CLI {lines[-1].removeprefix('codex-cli ') if lines else '?'} at {binary.relative_to(PACKAGE_DIR.parent)}"
 
-    def check(self) -> None:
-        """The pinned binary is installed and the model has a key and a Responses API (raises saying what to do)."""
-        codex_binary()
+    def check_provider(self) -> None:
         provider_settings(self.model, self.base_url, self._api_key)
 
-    def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult:
-        return run_codex(task, workspace, model=self.model, base_url=self.base_url, api_key=self._api_key,
-                         timeout_s=self.timeout_s)
+    def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
+        url, key = provider_settings(self.model, self.base_url, self._api_key)
+        args = [str(self.binary()), "exec", "--json", "--skip-git-repo-check",
+                "--dangerously-bypass-approvals-and-sandbox", "-m", self.model, PROMPT]
+        return Invocation(args, state_environment(state, self.model, url, key), task_text(task))
 
-    def through_gateway(self, base_url: str, api_key: str, kind: str) -> "CodexAgent":
-        """This agent, calling the model gateway with a token instead of the provider (an OpenAI upstream: the Responses API under the gateway's .../v1)."""
-        return CodexAgent(self.model, base_url=base_url, api_key=api_key, timeout_s=self.timeout_s, mode=self.mode)
+    def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
+        return result_of(json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration)
 
-    def stop_all(self) -> None:
-        stop_all()
 
-__all__ = ["CodexAgent", "run_codex", "codex_binary"]  # the public API, documented in CODE_APPENDIX.md
+def codex_binary() -> Path:
+    """The pinned Codex executable (the platform package's native binary) installed by `make setup`."""
+    return CodexAgent.binary()
+
+
+__all__ = ["CodexAgent", "codex_binary"]  # the public API, documented in CODE_APPENDIX.md

@@ -50,8 +50,10 @@ class Session:
         return {"model": model, "base_url": self.base_url, "api_key": self.api_key}
 
     def agent_kwargs(self) -> dict[str, Any]:
-        """The agent's model and where its provider is (the engine routes each run through the gateway)."""
-        return self._llm(self.agent_model, "agent")
+        """The agent's model, where its provider is (the engine routes each run through the gateway), and its
+        sandbox: required with a real model; the scripted dry run (our own script chooses every command) runs
+        unsandboxed where no sandbox can start."""
+        return {**self._llm(self.agent_model, "agent"), "sandbox": "if-available" if self.dry_run else "required"}
 
     def judge_kwargs(self) -> dict[str, Any]:
         return self._llm(self.judge_model, "judge")

@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 SCRATCH_PARENT = "pl-runs"
 CLI_STOP_GRACE_S = 3.0  # after SIGINT to a CLI's process group, before SIGKILL
@@ -164,13 +164,30 @@ def _feed(stream, text: str) -> None:
         pass  # it exited before reading its task; its output says why
 
 
+def sandboxed(args: list[str], workspace: Path, home: Path | None, read_only: Sequence[Path | str] = (),
+              sandbox: str | None = "required") -> list[str]:
+    """`args` as they run: in the sandbox (helpers.core.sandbox: its own PID namespace, the workspace and
+    `home` writable, `read_only` and this Python's environment visible) unless `sandbox` is None; "required"
+    refuses to run without one (unless the user opted out), "if-available" (the scripted dry run) runs on the
+    host when no sandbox can start here."""
+    from helpers.core.sandbox import sandbox_command, use_sandbox
+
+    if sandbox is None or not use_sandbox(required=sandbox == "required"):
+        return list(args)
+    return sandbox_command(args, workspace, home or workspace, read_only=[*read_only, sys.prefix])
+
+
 def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
-            live: set[subprocess.Popen], lock: threading.Lock, pass_fds: tuple[int, ...] = ()) -> tuple[str, str, bool, float]:
-    """(stdout, stderr, timed_out, seconds) of one CLI run in its own process group.
+            live: set[subprocess.Popen], lock: threading.Lock, pass_fds: tuple[int, ...] = (), *,
+            home: Path | None = None, read_only: Sequence[Path | str] = (),
+            sandbox: str | None = None) -> tuple[str, str, bool, float]:
+    """(stdout, stderr, timed_out, seconds) of one CLI run in its own process group (in the sandbox with
+    `home` and `read_only` unless `sandbox` is None: see `sandboxed`).
 
     On timeout the group gets SIGINT, then SIGKILL after CLI_STOP_GRACE_S; whatever is left in the group is
     killed when the CLI ends. The child dies with the thread that started it (die_with_parent).
     """
+    args = sandboxed(args, workspace, home, read_only, sandbox)
     out: list[str] = []
     err: list[str] = []
     started = time.monotonic()
@@ -221,4 +238,4 @@ def last_lines(text: str, lines: int = 5) -> str:
     kept = [line for line in text.strip().splitlines() if line.strip()]
     return "\n".join(kept[-lines:])
 
-__all__ = ["run_cli", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag"]  # public API, documented in CODE_APPENDIX.md
+__all__ = ["run_cli", "sandboxed", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag"]  # public API, documented in CODE_APPENDIX.md

@@ -99,9 +99,12 @@ class Agent(Protocol):
 
     check() raises, before any task starts, for setup problems that would fail every task the same way
     (no binary, no key), with a message saying how to fix them.
-    through_gateway(base_url, api_key, kind) (optional) -> a copy of the agent that sends its model calls to
-    the model gateway at `base_url` with the token `api_key` instead of the provider and its key; `kind` is
-    the upstream's API ("openai", "anthropic", "openai-compatible"). Without it, runs go to the provider.
+    through_gateway(base_url, api_key, kind) -> a copy of the agent that sends its model calls to the model
+    gateway at `base_url` with the token `api_key` instead of the provider and its key; `kind` is the
+    upstream's API ("openai", "anthropic", "openai-compatible"); None when the agent makes no model calls.
+    stop_all() stops every run of this agent still going (an interrupted run_tasks calls it).
+    dry_run_tools: how the scripted dry run edits with this agent's own tools (helpers.testing.edit_tools).
+    helpers.agents.base.AgentBase gives the defaults; CLIAgent the shared parts of an agent that is a CLI.
     run() never raises for a task-level failure (bad provider answer, crash, timeout): it returns an
     AgentResult with status "error" or "timeout" and the reason in `error`. It leaves `workspace`
     edited by the agent and leaves no process running. The engine, not the agent, takes the patch.
@@ -113,9 +116,15 @@ class Agent(Protocol):
     model: str
     base_prompt: str
 
+    dry_run_tools: Sequence[Any]
+
     def check(self) -> None: ...
 
     def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult: ...
+
+    def through_gateway(self, base_url: str, api_key: str, kind: str) -> "Agent | None": ...
+
+    def stop_all(self) -> None: ...
 
 
 @runtime_checkable
@@ -126,10 +135,12 @@ class Evaluator(Protocol):
     engine, no Modal credentials, no local repository), with a message saying how to fix it.
     evaluate() never raises for a bad patch (does not apply, breaks the build, hangs): it returns an
     EvalResult with resolved=False and the reason in `error` and `log`.
-    An evaluator with `batched = True` also has evaluate_batch(tasks, patches, *, run_key) -> list of
+    batched: False for an evaluator that grades one patch at a time; one with `batched = True` also has evaluate_batch(tasks, patches, *, run_key) -> list of
     EvalResult: the engine then grades a run's patches in one call once its agents finish; `run_key` is
     unique per experiment, run and attempt, so no two calls share a verdict.
     """
+
+    batched: bool
 
     def check(self, tasks: Sequence[Task]) -> None: ...
 

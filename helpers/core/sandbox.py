@@ -121,13 +121,13 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
             command += ["--symlink", os.readlink(link), link]
         elif os.path.isdir(link):
             command += ["--ro-bind", link, link]
+    command += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # before the binds: they may lie in /tmp
     extra = [_install_prefix(shutil.which("node")), _install_prefix(sys.executable),
              Path(sys.base_prefix), *map(Path, read_only)]
     for folder in dict.fromkeys(str(p) for p in extra if p):
         if Path(folder).exists() and not any(folder.startswith(s + "/") or folder == s for s in SYSTEM_FOLDERS):
             command += ["--ro-bind", folder, folder]
-    command += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-                "--bind", str(home), str(home), "--bind", str(workspace), str(workspace),
+    command += ["--bind", str(home), str(home), "--bind", str(workspace), str(workspace),
                 "--chdir", str(workspace), "--"]
     return command + [str(a) for a in args]
 

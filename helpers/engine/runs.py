@@ -67,7 +67,7 @@ def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str
     frame = _check_tasks(tasks)
     workers = _positive_int(workers, "workers")
     experiment = experiment or config.DEFAULT_EXPERIMENT
-    mode = getattr(agent, "mode", "act")
+    mode = agent.mode
     if mode not in MODES:
         raise ValueError(f"The agent's mode must be 'act' or 'plan', not {mode!r}.")
     agent.check()
@@ -89,7 +89,7 @@ def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str
         run.gateway, run.experiment = gateway, experiment
         if todo:
             run.all(todo, workers, progress)
-        if evaluator is not None and getattr(evaluator, "batched", False):
+        if evaluator is not None and evaluator.batched:
             run.evaluate_pending(frame, f"{experiment}.{run_id}.a{attempt}.{sha[:8]}")
     rows = [done[i] for i in frame["instance_id"] if i in done]
     return pd.DataFrame(rows, columns=list(COLUMNS))
@@ -162,7 +162,7 @@ class _Run:
             result.trajectory_summary = summarize(result.trajectory)
         verdict = None
         if self.evaluator is not None and result.status == "completed":
-            if getattr(self.evaluator, "batched", False):
+            if self.evaluator.batched:
                 return record(task, result, output, None, self.agent, self.ids, pending=True)
             verdict = _evaluate(self.evaluator, task, output)
         return record(task, result, output, verdict, self.agent, self.ids)
@@ -170,12 +170,15 @@ class _Run:
     def through_gateway(self, task: dict[str, Any]) -> tuple[Any, str | None]:
         """(the agent for this task, its gateway token): a copy pointed at the gateway with a token of its own,
         when there is a gateway and the agent can use one; else the agent as it is."""
-        if self.gateway is None or not hasattr(self.agent, "through_gateway"):
+        if self.gateway is None:
             return self.agent, None
         token = self.gateway.issue_token("agent", experiment=self.experiment, run_id=self.ids["run_id"],
                                          attempt=self.ids["attempt"], task=str(task["instance_id"]), role="agent")
-        kind = self.gateway.upstreams["agent"].kind
-        return self.agent.through_gateway(self.gateway.url_for("agent"), token, kind), token
+        routed = self.agent.through_gateway(self.gateway.url_for("agent"), token, self.gateway.upstreams["agent"].kind)
+        if routed is None:  # an agent that makes no model calls the gateway could carry
+            self.gateway.revoke_token(token)
+            return self.agent, None
+        return routed, token
 
     def metered(self, result: AgentResult, token: str) -> AgentResult:
         """The gateway's account of a run: its tokens and cost (None: unpriced), and for a failed run whether
@@ -228,8 +231,8 @@ def record(task: dict[str, Any], result: AgentResult, output: str, verdict: Eval
         "cost_usd": result.cost_usd, "duration_s": result.duration_s, **ids, "agent": agent.name,
         "model": result.model or agent.model, "eval_error": "", "failed_tests": [], "test_log": "", "log_path": "",
         "FAIL_TO_PASS": list(task.get("FAIL_TO_PASS") or []), "PASS_TO_PASS": list(task.get("PASS_TO_PASS") or []),
-        "suite": task.get("suite", ""), "transient": bool(getattr(result, "transient", False)),
-        "trajectory_summary": getattr(result, "trajectory_summary", ""), **outcome,
+        "suite": task.get("suite", ""), "transient": bool(result.transient),
+        "trajectory_summary": result.trajectory_summary, **outcome,
     }
 
 
@@ -286,9 +289,7 @@ def _positive_int(value: Any, name: str) -> int:
 
 
 def _stop_agent(agent: Agent) -> None:
-    stop = getattr(agent, "stop_all", None)
-    if callable(stop):
-        stop()
+    agent.stop_all()
 
 
 @contextmanager

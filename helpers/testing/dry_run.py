@@ -16,35 +16,32 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 import threading
 from collections import Counter
-from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call, tool_names
-from helpers.families.coding.git import git
-from helpers.families.coding.workspaces import prepare_workspace
+from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_names
+from helpers.testing.edit_tools import edit_tools_of_registered_agents
 
 MAX_NEW_RULES = 3
 PLAN_MODE_MARKER = "you are in plan mode"  # agents' plan-mode system prompts say so (matched without case)
 PLAN_MODE_ACTIVE = "plan mode is active"  # ... or the plan-mode reminder some agents put in the user message
-# Tools that run a shell command, and the argument that takes it.
-SHELL_TOOLS = {"Bash": "command", "exec_command": "cmd"}
-PATCH_END = "PL_DRY_RUN_PATCH_END"  # the heredoc delimiter of a `git apply` command
 
 
 class DryRunScript:
     """Builds the replies of all three roles from the house suite's tasks and conventions."""
 
-    def __init__(self, tasks: Any = None, conventions: dict[str, dict] | None = None):
+    def __init__(self, tasks: Any = None, conventions: dict[str, dict] | None = None,
+                 edit_tools: Sequence[Any] | None = None):
         from helpers.families.coding.house_suite import CONVENTIONS
         from helpers.families.coding.tasks import load_house_suite
 
         frame = tasks if tasks is not None else load_house_suite()
         self.tasks = {row["instance_id"]: dict(row) for _, row in frame.iterrows()}
         self.conventions = conventions or CONVENTIONS
-        self._edits: dict[tuple[str, str], list[dict]] = {}
+        # how to edit with each agent's tools (None: every registered agent's dry_run_tools)
+        self.edit_tools = list(edit_tools) if edit_tools is not None else edit_tools_of_registered_agents()
+        self._edits: dict[tuple[str, str, str], list[dict]] = {}
         self._lock = threading.Lock()
 
     # --- which task, which rules ---
@@ -81,21 +78,18 @@ class DryRunScript:
                   for n, c in enumerate(sorted(known & set(task["conventions"])), 2)]
         return "\n".join(steps)
 
-    def edits_for(self, task: dict, variant: str, tools: list[str] | tuple[str, ...] = ("editor",)) -> list[dict]:
-        """Tool calls, with tools from `tools`, that turn the base commit into the base commit + the task's
-        patch: `editor` (whole files) or `apply_patch` calls, else a shell tool running `git apply`."""
-        if "editor" in tools or "apply_patch" in tools:
-            kind = "editor" if "editor" in tools else "apply_patch"
-            key = (task["instance_id"], variant, kind)
-            with self._lock:
-                if key not in self._edits:
-                    self._edits[key] = _patch_as_edits(task, task[variant], kind)
-                return self._edits[key]
-        shell = next((tool for tool in SHELL_TOOLS if tool in tools), None)
-        if shell is None:
-            raise ValueError(f"The request offers no tool the dry run can edit with (offered: {sorted(tools)}).")
-        command = f"git apply --whitespace=nowarn <<'{PATCH_END}'\n{task[variant].rstrip()}\n{PATCH_END}"
-        return [tool_call(shell, **{SHELL_TOOLS[shell]: command})]
+    def edits_for(self, task: dict, variant: str, tools: Sequence[str]) -> list[dict]:
+        """Tool calls, with the first declared edit tool the request offers, that turn the base commit into
+        the base commit + the task's `variant` patch."""
+        adapter = next((a for a in self.edit_tools if a.tool in tools), None)
+        if adapter is None:
+            raise ValueError(f"The request offers no tool the dry run can edit with (offered: {sorted(tools)}; "
+                             f"known: {[a.tool for a in self.edit_tools]}): declare the agent's dry_run_tools.")
+        key = (task["instance_id"], variant, adapter.tool)
+        with self._lock:
+            if key not in self._edits:
+                self._edits[key] = adapter.calls(task, task[variant])
+            return self._edits[key]
 
     # --- the judge ---
     def judge_reply(self, request: dict) -> Reply:
@@ -171,36 +165,5 @@ def _chunks_by_instance(text: str, tasks: dict[str, dict]) -> list[tuple[str, st
     return [(iid, text[pos:(positions[i + 1][0] if i + 1 < len(positions) else len(text))])
             for i, (pos, iid) in enumerate(positions)]
 
-
-def _patch_as_edits(task: dict, patch: str, kind: str = "editor") -> list[dict]:
-    """Apply `patch` in a scratch clone and express the result as tool calls: whole-file `editor`
-    calls, or one `apply_patch` call (its `*** Begin Patch` grammar, every old line out, every new in)."""
-    with tempfile.TemporaryDirectory(prefix="dry-run-") as scratch:
-        workspace = prepare_workspace(task, scratch)
-        applied = git("apply", "--whitespace=nowarn", "-", cwd=workspace, input=patch, check=False)
-        if applied.returncode != 0:
-            raise ValueError(f"{task['instance_id']}: the scripted patch does not apply: {applied.stderr}")
-        git("add", "-A", cwd=workspace)
-        changes = git("diff", "--cached", "--name-status", "HEAD", cwd=workspace).stdout.splitlines()
-        calls, sections = [], []
-        for line in changes:
-            status, path = line.split("\t")[0], line.split("\t")[-1]
-            old = git("show", f"HEAD:{path}", cwd=workspace, check=False)
-            old_text = old.stdout if old.returncode == 0 and not status.startswith("A") else ""
-            new_text = "" if status.startswith("D") else (Path(workspace) / path).read_text()
-            if status.startswith("D"):
-                calls.append(tool_call("run_commands", commands=[f"rm -f {path}"]))
-                sections.append(f"*** Delete File: {path}")
-            elif not old_text:
-                calls.append(tool_call("editor", path=path, new_text=new_text))
-                sections.append(f"*** Add File: {path}\n" + "".join(f"+{l}\n" for l in new_text.splitlines()))
-            else:
-                calls.append(tool_call("editor", path=path, old_text=old_text, new_text=new_text))
-                sections.append(f"*** Update File: {path}\n@@\n" + "".join(f"-{l}\n" for l in old_text.splitlines())
-                                + "".join(f"+{l}\n" for l in new_text.splitlines()))
-        if kind == "apply_patch":
-            body = "".join(s if s.endswith("\n") else s + "\n" for s in sections)
-            return [tool_call("apply_patch", input=f"*** Begin Patch\n{body}*** End Patch")]
-        return calls
 
 __all__ = ["DryRunScript", "start_dry_run_server"]  # the public API, documented in CODE_APPENDIX.md

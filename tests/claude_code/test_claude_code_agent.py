@@ -3,9 +3,10 @@ through the run engine: rules via CLAUDE.md, the edit in the patch, isolation, t
 
 import threading
 import time
-from pathlib import Path
 
 import pytest
+
+from worker_processes import command_lines
 
 from claude_code import ClaudeCodeAgent
 from claude_code.agent import claude_binary
@@ -38,16 +39,9 @@ def run(tasks, agent, tmp_path, **kw):
 
 
 def processes_with(text: str) -> list[str]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if text in line:
-                found.append(line)
-    return found
+    """Command lines holding `text` of the processes this test worker started."""
+    lines = [b" ".join(cmd).decode(errors="replace") for _, cmd in command_lines()]
+    return [line for line in lines if text in line]
 
 
 def test_the_rules_reach_the_model_through_claude_md_and_the_fix_is_the_tested_patch(house, tmp_path):

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from helpers.families.coding.git import git
+from worker_processes import command_lines
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
@@ -49,17 +50,8 @@ def calc(tmp_path):
 
 
 def cline_processes() -> list[int]:
-    """Pids of running Cline CLI processes started from this checkout."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmd = (proc / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if cmd and cmd[0].endswith(b"/bin/cline") and b"node_modules" in cmd[0]:
-                found.append(int(proc.name))
-    return found
+    """Pids of running Cline CLI processes this test worker started from this checkout."""
+    return [pid for pid, cmd in command_lines() if cmd and cmd[0].endswith(b"/bin/cline") and b"node_modules" in cmd[0]]
 
 
 def all_command_lines() -> str:

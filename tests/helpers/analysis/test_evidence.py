@@ -4,6 +4,8 @@ finds the rule a convention's tasks depend on."""
 import pandas as pd
 import pytest
 
+from helpers.agents.base import AgentBase
+
 from helpers.engine.ablation import ablate, ablation_rulesets
 from helpers.analysis.evidence import evidence_summary
 from helpers.store.loops import gated_best
@@ -52,7 +54,7 @@ def test_a_gain_inside_the_noise_is_called_noise(isolated):
     assert "not significant" in summary and "inside the noise" in summary
 
 
-class ConventionAgent:
+class ConventionAgent(AgentBase):
     """Writes the task's convention-following fix only when the rules state each of its conventions."""
 
     name, rules_file, mode, model, base_prompt = "convention-agent", "AGENTS.md", "act", "m", "A test agent."

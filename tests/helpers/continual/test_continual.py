@@ -8,6 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from helpers.agents.base import AgentBase
+
 from helpers.continual.learning import (Inbox, ProposalUnfinished, commit_rules, example_feedback,
                                junit_failures, phoenix_annotations, rules_file_for)
 from helpers.families.coding.house_suite import CONVENTIONS
@@ -301,7 +303,7 @@ def test_a_rule_shown_harmful_is_proposed_for_deletion(inbox, tmp_path):
 
 
 # --- the replay gate ------------------------------------------------------------------------------------------
-class RuleFollowingAgent:
+class RuleFollowingAgent(AgentBase):
     """Writes the task's gold patch when its rules file states every convention the task checks, else the
     naive one (fixes the bug, breaks the conventions)."""
 

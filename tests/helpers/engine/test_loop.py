@@ -5,6 +5,8 @@ errored stops, and a judge or optimizer that failed transiently leaves the loop 
 import pandas as pd
 import pytest
 
+from helpers.agents.base import AgentBase
+
 from helpers.testing.dry_run import DryRunScript
 from helpers.store.loops import completed_loops
 from helpers.engine.loop import (LoopSettings, LoopStopped, LoopUnfinished, describe_loop, outcome_counts,
@@ -17,7 +19,7 @@ from helpers.families.coding.tasks import load_house_suite
 from helpers.families.coding.git import git
 
 
-class HouseAgent:
+class HouseAgent(AgentBase):
     """Writes each task's naive fix, or fails every run with `error` (a provider that is down)."""
 
     name, rules_file, mode, model, base_prompt = "house-agent", "AGENTS.md", "act", "gpt-4.1", "A test agent."

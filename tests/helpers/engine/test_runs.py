@@ -10,6 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from helpers.agents.base import AgentBase
+
 from helpers.core.processes import owner_tag, processes_in, scratch_root, sweep_stale
 from helpers.core.protocols import AgentResult, EvalResult
 from helpers.engine.runs import RunInProgress, _run_lock, run_tasks
@@ -21,7 +23,7 @@ from helpers.families.coding.git import git
 RULES = "- [R1] Every error is the package's own exception.\n"
 
 
-class PatchingAgent:
+class PatchingAgent(AgentBase):
     """Applies the task's gold (or naive) patch with git; remembers what its rules file said."""
 
     name = "test-agent"

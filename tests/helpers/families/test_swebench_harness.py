@@ -4,7 +4,6 @@ Modal, and batches through a stand-in for `swebench.harness.run_evaluation` (tes
 import json
 import os
 import sys
-import time
 
 import pytest
 
@@ -59,13 +58,11 @@ def test_rows_without_a_known_log_parser_say_what_to_add(lite):
 
 
 @pytest.mark.skipif(docker_available() or modal_available(), reason="this machine can run the harness")
-def test_without_docker_or_modal_evaluation_fails_at_once_saying_how_to_fix_it(lite):
-    started = time.monotonic()
+def test_without_docker_or_modal_evaluation_fails_before_any_work_saying_how_to_fix_it(lite):
     with pytest.raises(HarnessUnavailable, match="Docker engine.*modal token new.*house"):
         require_backend()
     with pytest.raises(HarnessUnavailable, match="modal"):
         evaluate_patch(lite.loc["psf__requests-2317"].to_dict(), "diff --git a/x b/x\n")
-    assert time.monotonic() - started < 10
 
 
 def a_patch(line):

@@ -1,0 +1,155 @@
+"""What every coding agent shares, once: the Agent protocol's defaults, and a base for agents that are a CLI.
+
+    class MyAgent(CLIAgent):                      # one package per agent; see tests/helpers/agents for a toy one
+        name, rules_file, base_prompt = "my-agent", "AGENTS.md", "You are My Agent..."
+        default_model, package_dir, binary_path = "gpt-4.1", Path(__file__).parent, "node_modules/.bin/my-agent"
+        def invoke(self, task, workspace, state): ...   # -> Invocation: its arguments, environment, stdin
+        def result(self, task, out, err, timed_out, duration): ...   # -> AgentResult from its output
+
+CLIAgent gives each agent: settings checked once (model, base_url, api_key, timeout_s, mode), the task
+text, the binary lookup with the fix when it is missing, a per-run state folder (its HOME) removed
+afterwards, the run as one process group in the sandbox (helpers.core.sandbox) with a timeout we enforce,
+`through_gateway` (a copy calling the model gateway with a run token), and `stop_all`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Sequence
+
+from helpers.core import config
+from helpers.core.processes import remove_scratch, run_cli, scratch_dir, stop_processes
+from helpers.core.protocols import AgentResult, Task
+
+MODES = ("act", "plan")
+
+
+def task_text(task: Task) -> str:
+    """What an agent is asked: the issue, named by its instance id."""
+    return (f"Task {task['instance_id']} in the repository {task.get('repo', '')} (the current directory):\n\n"
+            f"{task['problem_statement'].strip()}\n\nChange the repository's files to resolve this issue.")
+
+
+class AgentBase:
+    """The Agent protocol's optional members, with their defaults (helpers.core.protocols.Agent)."""
+
+    name: ClassVar[str] = "agent"
+    rules_file: ClassVar[str] = "AGENTS.md"
+    base_prompt: ClassVar[str] = ""
+    mode: str = "act"
+    model: str = ""
+    # The tools the scripted dry run may edit files with when this agent asks the model for an edit
+    # (helpers.testing.dry_run: WholeFileEditor, PatchTool, ShellTool): the agent's own tool names.
+    dry_run_tools: ClassVar[Sequence[Any]] = ()
+
+    def check(self) -> None:
+        """Setup problems that would fail every task (none by default)."""
+
+    def through_gateway(self, base_url: str, api_key: str, kind: str) -> "AgentBase | None":
+        """A copy calling the model gateway at `base_url` with the run token `api_key`; None: this agent makes
+        no model calls the gateway could carry (it runs as it is)."""
+        return None
+
+    def stop_all(self) -> None:
+        """Stop every run of this agent still going (an interrupted run_tasks calls it)."""
+
+
+@dataclass
+class Invocation:
+    """One CLI run: its arguments, its whole environment, its stdin, and file descriptors it inherits."""
+
+    args: list[str]
+    env: dict[str, str]
+    stdin: str = ""
+    pass_fds: tuple[int, ...] = ()
+    close: list[Any] = field(default_factory=list)  # called after the run (e.g. closing a key's pipe)
+
+
+class CLIAgent(AgentBase):
+    """An agent that is a command-line program (Cline, Claude Code, Codex): the shared parts of running one."""
+
+    default_model: ClassVar[str] = config.AGENT_MODEL
+    package_dir: ClassVar[Path] = Path(".")
+    binary_path: ClassVar[str] = ""  # relative to package_dir
+    plan_mode: ClassVar[bool] = True  # False: the CLI has no headless plan mode
+
+    _live: ClassVar[set[subprocess.Popen]]
+    _live_lock: ClassVar[threading.Lock]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._live, cls._live_lock = set(), threading.Lock()  # each agent's running processes, for stop_all
+
+    def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
+                 timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act", sandbox: str | None = "required"):
+        if mode not in MODES or (mode == "plan" and not self.plan_mode):
+            allowed = "'act' (patches) or 'plan' (plans)" if self.plan_mode else f"'act' ({self.name} has no headless plan mode)"
+            raise ValueError(f"mode must be {allowed}, not {mode!r}.")
+        if not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or timeout_s <= 0:
+            raise ValueError(f"timeout_s must be a positive number of seconds, not {timeout_s!r}.")
+        self.model, self.base_url, self._api_key = model or self.default_model, base_url, api_key
+        if sandbox not in ("required", "if-available", None):
+            raise ValueError(f"sandbox must be 'required', 'if-available' or None (unsafe), not {sandbox!r}.")
+        self.timeout_s, self.mode, self.sandbox = float(timeout_s), mode, sandbox
+
+    def __repr__(self) -> str:  # never the key
+        return f"{type(self).__name__}(model={self.model!r}, mode={self.mode!r})"
+
+    # --- what a subclass gives -------------------------------------------------------------------
+    def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
+        """The run's arguments, environment (helpers.core.processes.safe_environment plus its own) and stdin;
+        `state` is a fresh folder for its HOME and configuration, removed after the run."""
+        raise NotImplementedError
+
+    def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
+        """The AgentResult of one run from its output (status "completed", "error" or "timeout")."""
+        raise NotImplementedError
+
+    def check_provider(self) -> None:
+        """Raise, saying what to set, when the model has no key or server (none by default)."""
+
+    # --- the shared parts ------------------------------------------------------------------------
+    @classmethod
+    def binary(cls) -> Path:
+        """The pinned executable `make setup` installs into the package's node_modules."""
+        binary = cls.package_dir / cls.binary_path
+        if not binary.exists():
+            raise FileNotFoundError(
+                f"The {cls.name} CLI is not installed at {binary}. Run `make setup` (it installs the version pinned "
+                f"in {cls.package_dir.name}/package.json into {cls.package_dir.name}/node_modules; needs Node.js 20+).")
+        return binary
+
+    def check(self) -> None:
+        """The pinned binary is installed and the model has a key and a server (raises saying what to do)."""
+        self.binary()
+        self.check_provider()
+
+    def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult:
+        """One run on `task` in `workspace` (its rules already in rules_file); the engine takes the patch."""
+        state = scratch_dir(f"{self.name}-state")
+        invocation = None
+        try:
+            invocation = self.invoke(task, Path(workspace), state)
+            out, err, timed_out, duration = run_cli(invocation.args, Path(workspace), invocation.env, invocation.stdin,
+                                                    self.timeout_s, self._live, self._live_lock,
+                                                    pass_fds=invocation.pass_fds, home=state,
+                                                    read_only=[self.package_dir], sandbox=self.sandbox)
+        finally:
+            for close in (invocation.close if invocation else []):
+                close()
+            remove_scratch(state)
+        return self.result(task, out, err, timed_out, duration)
+
+    def through_gateway(self, base_url: str, api_key: str, kind: str) -> "CLIAgent":
+        """This agent, calling the model gateway with a run token instead of the provider and its key."""
+        return type(self)(self.model, base_url=base_url, api_key=api_key, timeout_s=self.timeout_s, mode=self.mode,
+                          sandbox=self.sandbox)
+
+    def stop_all(self) -> None:
+        stop_processes(self._live, self._live_lock)
+
+
+__all__ = ["AgentBase", "CLIAgent", "Invocation", "task_text"]  # documented in CODE_APPENDIX.md
