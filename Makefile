@@ -81,4 +81,4 @@ clean:
 
 phoenix: setup
 	@echo "Phoenix with every logged experiment (data in .phoenix/): http://127.0.0.1:6006  (Ctrl-C stops it)"
-	PHOENIX_HOST=127.0.0.1 PHOENIX_PORT=6006 PHOENIX_TELEMETRY_ENABLED=false PHOENIX_ALLOW_EXTERNAL_RESOURCES=false $(PHOENIX_VENV)/bin/phoenix serve
+	PHOENIX_HOST=127.0.0.1 PHOENIX_PORT=6006 PHOENIX_TELEMETRY_ENABLED=false PHOENIX_ALLOW_EXTERNAL_RESOURCES=false $(PHOENIX_VENV)/bin/python helpers/tracking/phoenix_loopback.py serve

@@ -185,7 +185,10 @@ def start_gateway(session: Session, budget_usd: float | None = None) -> Any:
     models = {"agent": session.agent_model, "judge": session.judge_model, "optimizer": session.optimizer_model}
     upstreams = {role: role_upstream(model, session.base_url, session.api_key, role) for role, model in models.items()}
     trace = ExperimentTracer(session.phoenix_url, session.phoenix_api_key) if session.phoenix_url else None
-    gateway = Gateway(upstreams, budget_usd=budget_usd, trace=trace).start()
+    # The judge and the optimizer are our own clients and call exactly their model; an agent CLI may call a
+    # second model of its provider for small tasks, so its calls are held to the endpoints and the budget.
+    allowed = {role: [models[role]] for role in ("judge", "optimizer")}
+    gateway = Gateway(upstreams, budget_usd=budget_usd, trace=trace, models=allowed).start()
     if trace is not None:
         session._closers.append(trace.close)
     return gateway

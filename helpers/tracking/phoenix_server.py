@@ -58,11 +58,15 @@ def port_is_free(host: str, port: int) -> bool:
 
 
 def server_command(server_env: Path | str = SERVER_ENV) -> list[str]:
-    """The command that serves Phoenix: `server_env`'s `phoenix serve`, else a `phoenix` on PATH.
+    """The command that serves Phoenix: `server_env`'s `phoenix serve` with every port on loopback
+    (phoenix_loopback.py), else a `phoenix` on PATH.
     Raises PhoenixError, saying how to install it, when there is neither."""
-    for candidate in (Path(server_env) / "bin" / "phoenix", shutil.which("phoenix")):
-        if candidate and os.access(candidate, os.X_OK):
-            return [str(candidate), "serve"]
+    python = Path(server_env) / "bin" / "python"
+    if os.access(python, os.X_OK) and (Path(server_env) / "bin" / "phoenix").exists():
+        return [str(python), str(Path(__file__).with_name("phoenix_loopback.py")), "serve"]  # gRPC on loopback too
+    found = shutil.which("phoenix")  # a Phoenix of the user's own: its gRPC port listens on every interface
+    if found and os.access(found, os.X_OK):
+        return [found, "serve"]
     raise PhoenixError(
         f"The Phoenix server is not installed: no {Path(server_env) / 'bin' / 'phoenix'} and no `phoenix` on "
         "PATH. Run `make setup` (or `make phoenix-server`), which puts arize-phoenix in .venv-phoenix/, or "

@@ -9,10 +9,12 @@
         gateway.last_status(token)                          # 200, 429, 502, "budget", ... or None
 
 - URLs: `url_for(name)` is the upstream's base URL with its origin swapped for
-  `http://127.0.0.1:<port>/u/<name>`, and `/u/<name><path>` is forwarded to `<origin><path>`: any path,
-  any method. So an OpenAI-style client takes `url_for` as its base URL (".../v1"), an Anthropic client
-  takes it as ANTHROPIC_BASE_URL (Anthropic's base URL has no /v1) and a client of Anthropic's API that
-  posts `{baseUrl}/messages`, takes `url_for(name) + "/v1"`.
+  `http://127.0.0.1:<port>/u/<name>`, and `/u/<name><path>` is forwarded to `<origin><path>` for the model
+  endpoints only (policy.py: chat completions, Responses, Anthropic messages, the model list; on the
+  decoded path, tricky paths refused; `models` per upstream limits the model ids; under a budget only
+  priced models pass). So an OpenAI-style client takes `url_for` as its base URL (".../v1"), an Anthropic
+  client takes it as ANTHROPIC_BASE_URL (Anthropic's base URL has no /v1) and a client of Anthropic's API
+  that posts `{baseUrl}/messages`, takes `url_for(name) + "/v1"`. Anything else gets a 403 saying why.
 - Keys: a client sends its token as `Authorization: Bearer <token>` or `x-api-key: <token>`; the gateway
   drops every credential header the client sent and adds the real key the way the upstream expects it
   (Bearer for "openai" and "openai-compatible", x-api-key for "anthropic"). Unknown tokens get 401. The

@@ -20,6 +20,7 @@ from yarl import URL
 
 from helpers.core import config
 from helpers.llm.gateway.metering import Meter, json_or_none, input_messages
+from helpers.llm.gateway.policy import refusal, upstream_path, with_usage_reported
 from helpers.llm.gateway.pool import POOL_PAUSE_STATUS, Pool
 from helpers.llm.gateway.upstreams import Upstream, client_headers, scrub, scrub_bytes, token_of, upstream_headers
 from helpers.llm.gateway.tracing import RECORD_FIELDS
@@ -54,13 +55,15 @@ class Gateway:
                  concurrency: int = GATEWAY_CONCURRENCY, budget_usd: float | None = None,
                  trace: Callable[[dict], Any] | None = None, max_retries: int = config.LLM_MAX_RETRIES,
                  backoff_s: float = BACKOFF_S, request_timeout_s: float = config.LLM_REQUEST_TIMEOUT_S,
-                 trace_chars: int = TRACE_CHARS):
+                 trace_chars: int = TRACE_CHARS, models: Mapping[str, Any] | None = None):
         self.upstreams = {name: u if isinstance(u, Upstream) else Upstream(*u) for name, u in upstreams.items()}
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.max_retry_after_s, self.concurrency, self.budget_usd = max_retry_after_s, concurrency, budget_usd
         self.trace, self.max_retries, self.backoff_s = trace, max_retries, backoff_s
         self.request_timeout_s, self.trace_chars = request_timeout_s, trace_chars
+        # upstream -> the model ids its tokens may call (an upstream not named here: any model)
+        self.models = {name: set(ids) for name, ids in (models or {}).items()}
         self._lock = threading.Lock()
         self._tokens: dict[str, dict[str, Any]] = {}  # token -> {"upstream", "client", attributes...}
         self._records: list[dict[str, Any]] = []
@@ -241,10 +244,18 @@ class Gateway:
         if client is None or client["upstream"] != name or client.get("revoked"):
             return _error(401, f"gateway: unknown or revoked token for upstream {name!r}", "invalid_token")
         body = await request.read()
-        asked = json_or_none(body) or {}
+        asked = json_or_none(body)
+        asked = asked if isinstance(asked, dict) else {}
+        where = upstream_path(request.raw_path, name)
+        why = where if isinstance(where, str) else refusal(request.method, where[0], upstream.url, asked,
+                                                           self.models.get(name), self.budget_usd)
+        if why is not None:
+            return _error(403, f"gateway: refused: {why}", "forbidden")
+        path, query = where
+        body = with_usage_reported(path, asked, body)
         record = {**{k: v for k, v in client.items() if k not in ("upstream", "revoked")},
                   "id": secrets.token_hex(8), "upstream": name, "method": request.method,
-                  "path": request.raw_path[len(f"/u/{name}"):] or "/", "model": asked.get("model"),
+                  "path": path + (f"?{query}" if query else ""), "model": asked.get("model"),
                   "stream": bool(asked.get("stream")), "status": None, "input_tokens": None,
                   "output_tokens": None, "cost_usd": None, "latency_s": None, "retries": 0, "waited_s": 0.0,
                   "started_at": started_at, "error": None}

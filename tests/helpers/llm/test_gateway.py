@@ -120,7 +120,7 @@ class Stub:
                     ok = self.headers.get("Authorization") == f"Bearer {OPENAI_KEY}" and "x-api-key" not in self.headers
                 if not ok:
                     return self.json(401, {"error": {"message": "bad key", "type": "auth"}})
-                if self.path == "/v1/echo":  # echoes every header, the key included
+                if self.path == "/v1/models":  # echoes every header, the key included
                     return self.json(200, {"headers": dict(self.headers)}, {"X-Upstream": "stub"})
                 if anthropic_path:
                     return self.stream([f"event: {name}\ndata: {json.dumps(e)}\n\n".encode()
@@ -197,11 +197,11 @@ def stub_upstreams(stub):
 def test_the_upstream_gets_the_real_key_and_the_client_never_sees_it(stub):
     with Gateway(stub_upstreams(stub)) as gateway:
         token = gateway.issue_token("stub", task="t1", role="agent")
-        answer = httpx.get(gateway.url_for("stub") + "/echo", headers={"Authorization": f"Bearer {token}"})
-        wrong = httpx.get(gateway.url_for("stub") + "/echo", headers={"Authorization": "Bearer gw-guessed"})
-        other = httpx.get(gateway.url_for("ant") + "/v1/echo", headers={"x-api-key": token})  # another upstream's
+        answer = httpx.get(gateway.url_for("stub") + "/models", headers={"Authorization": f"Bearer {token}"})
+        wrong = httpx.get(gateway.url_for("stub") + "/models", headers={"Authorization": "Bearer gw-guessed"})
+        other = httpx.get(gateway.url_for("ant") + "/v1/models", headers={"x-api-key": token})  # another upstream's
         gateway.revoke_token(token)
-        revoked = httpx.get(gateway.url_for("stub") + "/echo", headers={"Authorization": f"Bearer {token}"})
+        revoked = httpx.get(gateway.url_for("stub") + "/models", headers={"Authorization": f"Bearer {token}"})
         shown = repr(gateway) + repr(gateway.upstreams) + json.dumps(gateway.calls())
 
     assert answer.status_code == 200 and answer.headers["X-Upstream"] == "stub"
@@ -213,6 +213,64 @@ def test_the_upstream_gets_the_real_key_and_the_client_never_sees_it(stub):
     assert "token" in wrong.json()["error"]["message"]
     assert len(stub.seen) == 1  # refused calls never reach the upstream
     assert OPENAI_KEY not in shown and ANTHROPIC_KEY not in shown and token not in shown
+
+
+@pytest.mark.parametrize("method, path, why", [
+    ("DELETE", "/v1/files/file-1", "not a model endpoint"),
+    ("POST", "/v1/fine_tuning/jobs", "not a model endpoint"),
+    ("GET", "/v1/chat/completions", "not a model endpoint"),
+    ("POST", "/v1/../v1/chat/completions", "segments"),
+    ("POST", "/v1/%2e%2e/admin", "encoded"),
+    ("POST", "/v1%2Fchat/completions", "encoded"),
+    ("POST", "//v1/chat/completions", "segments"),
+])
+def test_only_model_endpoints_are_forwarded_and_tricky_paths_are_refused(stub, method, path, why):
+    import http.client
+
+    with Gateway(stub_upstreams(stub)) as gateway:
+        token = gateway.issue_token("stub")
+        connection = http.client.HTTPConnection(gateway.url.removeprefix("http://"), timeout=60)
+        connection.request(method, "/u/stub" + path, body=json.dumps({"model": "gpt-4.1"}),  # sent as written
+                           headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        answer = connection.getresponse()
+        status, message = answer.status, json.loads(answer.read())["error"]["message"]
+        connection.close()
+    assert status == 403 and why in message, message
+    assert stub.seen == []  # nothing reached the upstream
+
+
+def test_a_raw_path_cannot_reach_another_upstream_or_host(stub):
+    with Gateway(stub_upstreams(stub)) as gateway:
+        token = gateway.issue_token("stub")
+        sliced = httpx.post(gateway.url + "/u/stu%62/v1/chat/completions", headers={"Authorization": f"Bearer {token}"},
+                            json={"model": "gpt-4.1", "messages": []})
+    assert sliced.status_code in (401, 403, 404) and stub.seen == []
+
+
+def test_models_outside_the_configured_ones_and_unpriced_models_under_a_budget_are_refused(stub):
+    with Gateway(stub_upstreams(stub), models={"stub": ["gpt-4.1"]}, budget_usd=5) as gateway:
+        token = gateway.issue_token("stub")
+        send = lambda model: httpx.post(gateway.url_for("stub") + "/chat/completions",  # noqa: E731
+                                        headers={"Authorization": f"Bearer {token}"}, json={"model": model, "messages": []})
+        other = send("o1-pro")
+    assert other.status_code == 403 and "'o1-pro' is not one this run may call" in other.json()["error"]["message"]
+    with Gateway(stub_upstreams(stub), budget_usd=5) as gateway:
+        token = gateway.issue_token("stub")
+        unpriced = httpx.post(gateway.url_for("stub") + "/chat/completions", headers={"Authorization": f"Bearer {token}"},
+                              json={"model": "my-local-llama", "messages": []})
+    assert unpriced.status_code == 403 and "PRICE_OVERRIDES" in unpriced.json()["error"]["message"]
+    assert stub.seen == []
+
+
+def test_a_stream_that_did_not_ask_for_usage_is_asked_for_it_so_the_budget_sees_it():
+    script = Script(default=Reply("ok", usage={"prompt_tokens": 10, "completion_tokens": 2}))
+    with ScriptedModelServer(script) as server, \
+            Gateway({"s": Upstream(server.base_url, None, "openai-compatible")}, budget_usd=5) as gateway:
+        client = openai.OpenAI(base_url=gateway.url_for("s"), api_key=gateway.issue_token("s"), max_retries=0)
+        list(client.chat.completions.create(model="gpt-4.1", stream=True, messages=[{"role": "user", "content": "x"}]))
+        record, = gateway.calls()
+    assert server.requests[-1]["body"]["stream_options"] == {"include_usage": True}
+    assert (record["input_tokens"], record["output_tokens"]) == (10, 2) and record["cost_usd"] > 0
 
 
 def test_token_attributes_may_not_shadow_record_fields(stub):

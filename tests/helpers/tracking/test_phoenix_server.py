@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.core.config import REPO_ROOT
 from helpers.tracking.phoenix_server import SERVER_ENV, PhoenixError, PhoenixServer, ensure_phoenix, is_healthy, server_command
 
 pytestmark = pytest.mark.slow
@@ -52,7 +53,26 @@ def test_without_a_server_install_the_error_says_how_to_get_one(tmp_path, monkey
     monkeypatch.setenv("PATH", str(tmp_path))  # no `phoenix` on PATH either
     with pytest.raises(PhoenixError, match="make setup"):
         server_command(tmp_path / "no-env")
-    assert server_command(SERVER_ENV) == [str(SERVER_ENV / "bin" / "phoenix"), "serve"]
+    assert server_command(SERVER_ENV)[1:] == [str(REPO_ROOT / "helpers/tracking/phoenix_loopback.py"), "serve"]
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses (hex, as /proc/net/tcp* shows them) with a socket listening on `port`."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, _, hex_port = local.rpartition(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.add(address)
+    return found
+
+
+def test_the_embedded_phoenix_listens_on_loopback_only_http_and_grpc(phoenix_server):
+    loopback = {"0100007F", "00000000000000000000000001000000", "0000000000000000FFFF00000100007F"}  # 127.0.0.1, ::1, ::ffff:127.0.0.1
+    for port in (phoenix_server.port, phoenix_server.grpc_port):
+        addresses = listening_addresses(port)
+        assert addresses and addresses <= loopback, (port, addresses)
 
 
 def test_importing_the_helpers_does_not_import_phoenix():

@@ -1,0 +1,69 @@
+"""What the gateway forwards: only what a run needs, on the parsed, decoded path.
+
+A run's token opens one upstream, and on it only the model endpoints (chat completions, Responses,
+Anthropic messages and their token count, the model list) under the upstream's own base path (or that
+path + /v1, as Anthropic-style clients post it), with the configured models when the gateway was given
+them, and, under a budget, only models with a price. Everything else gets a 403 naming what was refused.
+Paths with `..`, `.`, empty segments, backslashes or encoded separators are refused before any routing.
+Streamed chat completions are asked for their usage (`stream_options.include_usage`), so that every
+call is metered against the budget.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from helpers.llm.pricing import is_priced
+
+ENDPOINTS = {
+    "POST": ("/chat/completions", "/responses", "/messages", "/messages/count_tokens"),
+    "GET": ("/models",),
+}
+_ENCODED_SEPARATORS = ("%2f", "%5c", "%2e", "%00")
+
+
+def upstream_path(raw_path: str, name: str) -> tuple[str, str] | str:
+    """(path, query) a client asked for under /u/<name>, decoded and checked; or why it is refused."""
+    raw, _, query = raw_path.partition("?")
+    prefix = f"/u/{name}"
+    if not raw.startswith(prefix + "/"):
+        return f"the path must start with {prefix}/"
+    rest = raw[len(prefix):]
+    if any(code in rest.lower() for code in _ENCODED_SEPARATORS) or "\\" in rest:
+        return "encoded separators, dots or backslashes in the path"
+    path = unquote(rest)
+    segments = path.split("/")[1:]
+    if any(segment in ("", ".", "..") for segment in segments):
+        return "empty, '.' or '..' segments in the path"
+    return path, query
+
+
+def refusal(method: str, path: str, base_url: str, body: dict[str, Any], models: set[str] | None,
+            budget_usd: float | None) -> str | None:
+    """Why this request may not go upstream, or None when it may."""
+    base = urlsplit(base_url).path.rstrip("/")
+    allowed = {prefix + endpoint for endpoint in ENDPOINTS.get(method, ()) for prefix in (base, base + "/v1")}
+    if path not in allowed:
+        return f"{method} {path} is not a model endpoint this gateway forwards (allowed: {', '.join(sorted(allowed)) or 'none'})"
+    model = body.get("model")
+    if models is not None and model is not None and model not in models:
+        return f"model {model!r} is not one this run may call (configured: {', '.join(sorted(models))})"
+    if budget_usd is not None and model is not None and not is_priced(model):
+        return (f"model {model!r} has no price, so the budget of ${budget_usd:.2f} cannot be kept: add it to "
+                "PRICE_OVERRIDES in helpers/core/config.py, or run without a budget")
+    return None
+
+
+def with_usage_reported(path: str, body: dict[str, Any], raw: bytes) -> bytes:
+    """`raw`, with `stream_options.include_usage` set on a streamed chat completion that did not ask for it."""
+    if not (path.endswith("/chat/completions") and body.get("stream")):
+        return raw
+    options = body.get("stream_options") if isinstance(body.get("stream_options"), dict) else {}
+    if options.get("include_usage"):
+        return raw
+    return json.dumps({**body, "stream_options": {**options, "include_usage": True}}).encode()
+
+
+__all__ = ["upstream_path", "refusal", "with_usage_reported", "ENDPOINTS"]  # documented in CODE_APPENDIX.md
