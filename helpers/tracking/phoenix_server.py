@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 
 from helpers.core.config import PHOENIX_DIR, REPO_ROOT, read_env
+from helpers.core.processes import safe_environment
 
 START_TIMEOUT_S = 60.0  # Phoenix needs ~13-16 s to import and migrate its database on this machine
 STOP_TIMEOUT_S = 10.0
@@ -158,7 +159,9 @@ class PhoenixServer:
         grpc_port = self.grpc_port or free_port(self.host)
         self.working_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.working_dir / f"server-{port}.log"
-        env = {k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}
+        # An allow-list, not a copy of our environment: no provider key reaches the server's process.
+        phoenix_settings = {k: v for k, v in os.environ.items() if k.startswith("PHOENIX_") and k not in _DROPPED_ENV}
+        env = safe_environment(phoenix_settings)
         env.update(
             PHOENIX_WORKING_DIR=str(self.working_dir.resolve()),
             PHOENIX_HOST=self.host,

@@ -68,6 +68,16 @@ def listening_addresses(port: int) -> set[str]:
     return found
 
 
+def test_the_server_process_gets_no_provider_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "probe-key-" + "5" * 20)
+    server = PhoenixServer(working_dir=tmp_path, start_timeout_s=180).start()
+    try:
+        environ = Path(f"/proc/{server.process.pid}/environ").read_bytes()
+    finally:
+        server.stop()
+    assert b"probe-key-" not in environ and b"PHOENIX_WORKING_DIR" in environ
+
+
 def test_the_embedded_phoenix_listens_on_loopback_only_http_and_grpc(phoenix_server):
     loopback = {"0100007F", "00000000000000000000000001000000", "0000000000000000FFFF00000100007F"}  # 127.0.0.1, ::1, ::ffff:127.0.0.1
     for port in (phoenix_server.port, phoenix_server.grpc_port):
