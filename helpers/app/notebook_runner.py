@@ -147,7 +147,8 @@ def scrub_text(text: str, secrets: list[str], paths: list[tuple[str, str]]) -> s
 def scrub_notebook(path: Path) -> None:
     """Redact secrets and machine paths from every string in an executed notebook, in place."""
     secrets = [v for name in SECRET_VARIABLES if len(v := read_env(name) or "") >= 8]  # env or .env
-    paths = [(str(REPO_ROOT), "<repo>"), (str(Path.home()), "~")]
+    # the results folder first (it may lie outside the repository), then the repository, then the home
+    paths = [(str(results_root().resolve()), "<results>"), (str(REPO_ROOT), "<repo>"), (str(Path.home()), "~")]
 
     def walk(value: Any) -> Any:
         if isinstance(value, str):

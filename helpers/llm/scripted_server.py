@@ -14,7 +14,7 @@ It speaks three APIs from one Script, streaming (SSE) and not:
         ...
         server.requests   # every request received, in order (its path, raw body and `api`)
 
-Rules see every request in one chat-shaped form (`normalize_request`): {"api", "model", "stream",
+Rules (helpers.llm.scripts) see every request in one chat-shaped form (`normalize_request`): {"api", "model", "stream",
 "tools", "messages"} where messages are {"role": "system" | "user" | "assistant" | "tool", "content": str}
 (assistant turns also carry "tool_calls"). Anthropic's top-level `system` and the Responses API's
 `instructions` and developer messages become system messages, tool results become "tool" messages. So
@@ -32,192 +32,12 @@ import json
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Sequence, Union
+from typing import Any
 
 from helpers.core.config import SCRIPTED_MODEL
-
-TEXT_CHUNK = 64  # characters per streamed text delta, as real servers send several
-ANTHROPIC_STOP = {"tool_calls": "tool_use", "stop": "end_turn", "length": "max_tokens"}
-
-
-@dataclass
-class Reply:
-    """One answer. status != 200 answers with the API's error body instead."""
-
-    content: str = ""
-    tool_calls: Sequence[dict[str, Any]] = ()  # {"name": str, "arguments": dict | str}
-    status: int = 200
-    error_message: str = ""
-    retry_after: float | None = None  # seconds, sent as the Retry-After header
-    delay_s: float = 0.0  # wait before answering; a long delay is a hang
-    finish_reason: str | None = None  # default: "tool_calls" with tool calls, else "stop"
-    usage: dict[str, int] | None = None  # prompt_tokens, completion_tokens; default: estimated from lengths
-
-
-def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
-    """A tool call for Reply.tool_calls, e.g. tool_call("editor", path="a.py", old_text=..., new_text=...)."""
-    return {"name": name, "arguments": arguments}
-
-
-Responder = Union[Reply, Sequence[Reply], Callable[[dict], Reply]]
-
-
-@dataclass
-class Rule:
-    """Answers with `reply` when every condition given holds for the (normalised) request."""
-
-    reply: Responder
-    contains: str | None = None  # anywhere in the messages' text
-    system_contains: str | None = None  # in the system message(s)
-    system_lacks: str | None = None  # not in the system message(s)
-    user_contains: str | None = None  # in the user message(s)
-    model: str | None = None
-    match: Callable[[dict], bool] | None = None
-    times: int | None = None  # fire at most this many times
-    fired: int = field(default=0, init=False)
-
-    def matches(self, request: dict) -> bool:
-        if self.times is not None and self.fired >= self.times:
-            return False
-        if self.model is not None and request.get("model") != self.model:
-            return False
-        system, user = message_text(request, "system"), message_text(request, "user")
-        checks = [
-            self.contains is None or self.contains in message_text(request),
-            self.system_contains is None or self.system_contains in system,
-            self.system_lacks is None or self.system_lacks not in system,
-            self.user_contains is None or self.user_contains in user,
-            self.match is None or self.match(request),
-        ]
-        return all(checks)
-
-    def answer(self, request: dict) -> Reply:
-        if isinstance(self.reply, Reply):
-            return self.reply
-        if callable(self.reply):
-            return self.reply(request)
-        steps = list(self.reply)
-        return steps[min(assistant_turns(request), len(steps) - 1)]
-
-
-class Script:
-    """Ordered rules; the first that matches answers, else `default`."""
-
-    def __init__(self, rules: Sequence[Rule] = (), default: Reply | None = None):
-        self.rules = list(rules)
-        self.default = default or Reply("OK")
-        self._lock = threading.Lock()
-
-    def reply_for(self, request: dict) -> Reply:
-        with self._lock:  # `times` counting must be exact under concurrency
-            for rule in self.rules:
-                if rule.matches(request):
-                    rule.fired += 1
-                    break
-            else:
-                return self.default
-        return rule.answer(request)
-
-
-# --- one request shape for every API ------------------------------------------------------------------
-def message_text(request: dict, role: str | None = None) -> str:
-    """All text of the request's messages (of one role, if given), content parts joined."""
-    parts = []
-    for message in request.get("messages") or []:
-        if role is not None and message.get("role") != role:
-            continue
-        parts.append(_text_of(message.get("content")))
-    return "\n".join(parts)
-
-
-def assistant_turns(request: dict) -> int:
-    return sum(1 for m in request.get("messages") or [] if m.get("role") == "assistant")
-
-
-def tool_names(request: dict) -> list[str]:
-    """The names of the tools a request offers, whatever the API's tool shape."""
-    names = []
-    for tool in request.get("tools") or []:
-        if isinstance(tool, dict):
-            name = tool.get("name") or (tool.get("function") or {}).get("name") or tool.get("type")
-            if name:
-                names.append(str(name))
-    return names
-
-
-def normalize_request(api: str, body: dict) -> dict:
-    """`body` of an "anthropic" / "responses" / "chat" request in the chat shape rules read (module doc)."""
-    if api == "anthropic":
-        messages = _anthropic_messages(body)
-    elif api == "responses":
-        messages = _responses_messages(body)
-    else:
-        messages = list(body.get("messages") or [])
-    return {**body, "api": api, "messages": messages}
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(_text_of(p.get("text", p.get("content", ""))) for p in content if isinstance(p, dict))
-    return ""
-
-
-def _anthropic_messages(body: dict) -> list[dict]:
-    system = _text_of(body.get("system"))
-    messages = [{"role": "system", "content": system}] if system else []
-    for message in body.get("messages") or []:
-        content = message.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
-        texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
-        if message.get("role") == "assistant":
-            calls = [{"id": b.get("id"), "type": "function",
-                      "function": {"name": b.get("name"), "arguments": json.dumps(b.get("input") or {})}}
-                     for b in blocks if b.get("type") == "tool_use"]
-            messages.append({"role": "assistant", "content": "\n".join(texts), **({"tool_calls": calls} if calls else {})})
-            continue
-        for block in blocks:
-            if block.get("type") == "tool_result":
-                messages.append({"role": "tool", "tool_call_id": block.get("tool_use_id"),
-                                 "content": _text_of(block.get("content"))})
-        if texts:
-            messages.append({"role": "user", "content": "\n".join(texts)})
-    return messages
-
-
-def _responses_messages(body: dict) -> list[dict]:
-    messages = [{"role": "system", "content": body["instructions"]}] if body.get("instructions") else []
-    items = body.get("input")
-    items = [{"type": "message", "role": "user", "content": items}] if isinstance(items, str) else list(items or [])
-    for item in items:
-        kind = item.get("type", "message")
-        previous = messages[-1] if messages else {}
-        if kind == "message":
-            role = {"developer": "system"}.get(item.get("role"), item.get("role"))
-            messages.append({"role": role, "content": _text_of(item.get("content"))})
-        elif kind in ("function_call", "custom_tool_call"):
-            call = {"id": item.get("call_id"), "type": "function",
-                    "function": {"name": item.get("name"), "arguments": item.get("arguments") or item.get("input") or ""}}
-            if previous.get("role") == "assistant":  # one turn: its text and every call it made
-                previous.setdefault("tool_calls", []).append(call)
-            else:
-                messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            messages.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": _text_of(item.get("output"))})
-    return messages
-
-
-def _api_of(path: str) -> str | None:
-    path = path.split("?")[0].rstrip("/")
-    for suffix, api in (("/chat/completions", "chat"), ("/messages/count_tokens", "count_tokens"),
-                        ("/messages", "anthropic"), ("/responses", "responses")):
-        if path.endswith(suffix):
-            return api
-    return None
-
+from helpers.llm.scripts import (ANTHROPIC_STOP, TEXT_CHUNK, Reply, Rule, Script, _api_of, _text_of, assistant_turns,  # noqa: F401
+                                 message_text, normalize_request, tool_call, tool_names)
 
 # --- the server ---------------------------------------------------------------------------------------
 def _estimate_tokens(text: str) -> int:

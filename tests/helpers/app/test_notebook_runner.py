@@ -32,18 +32,21 @@ def test_a_parameter_without_a_value_is_a_clear_error():
 def test_executed_notebooks_lose_keys_and_machine_paths(tmp_path, monkeypatch):
     shaped = "sk-" + "proj-" + "abcdefghijklmnopqrstuv"  # built here so no key-shaped literal is committed
     monkeypatch.setenv("OPENAI_API_KEY", "my-very-private-key-123")
+    monkeypatch.setenv("PL_RESULTS_DIR", str(tmp_path / "results"))  # results outside the repository
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("print(1)")
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=(
         f"key my-very-private-key-123 at {REPO_ROOT}/act_results/x and {shaped}\n"))]
     nb.cells.append(cell)
+    nb.metadata["papermill"] = {"output_path": str(tmp_path / "results/demo/notebooks/out.ipynb")}
     path = tmp_path / "out.ipynb"
     nbformat.write(nb, path)
     scrub_notebook(path)
     text = path.read_text()
     assert "my-very-private-key-123" not in text and shaped not in text
-    assert str(REPO_ROOT) not in text
+    assert str(REPO_ROOT) not in text and str(tmp_path) not in text
     assert "<repo>/act_results/x" in "".join(json.loads(text)["cells"][0]["outputs"][0]["text"])
+    assert json.loads(text)["metadata"]["papermill"]["output_path"] == "<results>/demo/notebooks/out.ipynb"
 
 
 def test_the_executed_copy_goes_to_the_experiment_the_notebook_will_write_to(monkeypatch, tmp_path):
