@@ -107,7 +107,7 @@ class _Run:
         self._lock = threading.Lock()
 
     def all(self, todo: list[dict[str, Any]], workers: int, progress: bool) -> None:
-        from tqdm import tqdm
+        from tqdm.auto import tqdm  # widgets in Jupyter (ipywidgets), text elsewhere
 
         self.scratch = scratch_dir("run")
         bar = tqdm(total=len(todo), desc=self.ids["run_id"], disable=not progress, unit="task")

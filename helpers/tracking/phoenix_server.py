@@ -75,6 +75,19 @@ def server_command(server_env: Path | str = SERVER_ENV) -> list[str]:
     )
 
 
+def server_environment(working_dir: Path, host: str, port: int, grpc_port: int,
+                       database_url: str | None = None) -> dict[str, str]:
+    """The embedded server's whole environment: an allow-list of ours (no provider key reaches its
+    process), the PHOENIX_* settings the user gave, and its own folder, host, ports and privacy settings."""
+    given = {k: v for k, v in os.environ.items() if k.startswith("PHOENIX_") and k not in _DROPPED_ENV}
+    env = safe_environment({**given, "PHOENIX_WORKING_DIR": str(Path(working_dir).resolve()), "PHOENIX_HOST": host,
+                            "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(grpc_port),
+                            "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false", "PHOENIX_TELEMETRY_ENABLED": "false"})
+    if database_url:
+        env["PHOENIX_SQL_DATABASE_URL"] = database_url
+    return env
+
+
 def auth_headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
@@ -159,19 +172,7 @@ class PhoenixServer:
         grpc_port = self.grpc_port or free_port(self.host)
         self.working_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.working_dir / f"server-{port}.log"
-        # An allow-list, not a copy of our environment: no provider key reaches the server's process.
-        phoenix_settings = {k: v for k, v in os.environ.items() if k.startswith("PHOENIX_") and k not in _DROPPED_ENV}
-        env = safe_environment(phoenix_settings)
-        env.update(
-            PHOENIX_WORKING_DIR=str(self.working_dir.resolve()),
-            PHOENIX_HOST=self.host,
-            PHOENIX_PORT=str(port),
-            PHOENIX_GRPC_PORT=str(grpc_port),
-            PHOENIX_ALLOW_EXTERNAL_RESOURCES="false",
-            PHOENIX_TELEMETRY_ENABLED="false",
-        )
-        if self.database_url:
-            env["PHOENIX_SQL_DATABASE_URL"] = self.database_url
+        env = server_environment(self.working_dir, self.host, port, grpc_port, self.database_url)
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
                 command,
@@ -283,5 +284,5 @@ def _die_with_parent() -> None:
             pass
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "PhoenixServer", "ensure_phoenix", "is_healthy", "server_command", "PhoenixError",
+    "PhoenixServer", "ensure_phoenix", "is_healthy", "server_command", "server_environment", "PhoenixError",
 ]

@@ -107,9 +107,13 @@ def test_the_split_notebook_loads_a_local_swebench_file_and_uploads_it(isolated)
 
 def test_the_act_notebook_runs_the_cookbook_loop(isolated):
     params = {**TINY, "EXPERIMENT": "ci-act", "TASK_SOURCE": "house", "LOOPS": 1, "PHOENIX_URL": isolated["phoenix"]}
-    shown = outputs(run_notebook(NOTEBOOKS / "02_optimize_cline_act.ipynb", params))
+    executed = run_notebook(NOTEBOOKS / "02_optimize_cline_act.ipynb", params)
+    shown = outputs(executed)
     assert "Loop 0: train " in shown and "SCRIPTED DRY RUN" in shown
     assert "===== system =====" in shown and "## Current rules" in shown  # the optimizer's real meta-prompt
+    whole = executed.read_text()  # progress as widgets without a warning; no path of this machine anywhere
+    assert "TqdmWarning" not in whole and "IProgress not found" not in whole
+    assert str(REPO_ROOT) not in whole and str(isolated["root"]) not in whole
     assert (isolated["root"] / "act_rulesets/ci-act/ruleset_1.txt").exists()
 
 
