@@ -119,6 +119,15 @@ class LLMSettings:
         )
 
 
+def _owner_only(path: Path) -> None:
+    """Keys live in `.env`: make it readable by its owner only (0600), as ssh does with its keys."""
+    try:
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)
+    except OSError:  # not ours to change: reading it still works
+        pass
+
+
 def read_env(name: str) -> str | None:
     """A variable from the environment, else from `.env` (cwd, then repo root); never cached."""
     value = os.environ.get(name)
@@ -130,6 +139,7 @@ def read_env(name: str) -> str | None:
         return None
     for env_file in (Path.cwd() / ".env", REPO_ROOT / ".env"):
         if env_file.is_file():
+            _owner_only(env_file)
             value = dotenv_values(env_file).get(name)
             if value:
                 return value

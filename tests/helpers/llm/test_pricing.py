@@ -29,3 +29,4 @@ def test_overrides_win_over_the_table_per_call_and_in_config(monkeypatch):
 
 def test_the_scripted_model_costs_nothing_and_is_priced():
     assert is_priced(config.SCRIPTED_MODEL) and call_cost_usd(config.SCRIPTED_MODEL, 10**6, 10**6) == 0.0
+
