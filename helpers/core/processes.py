@@ -48,6 +48,9 @@ def die_with_parent() -> Callable[[], None]:
     parent = os.getpid()
 
     def preexec() -> None:
+        # A parent started in the background (nohup, `make ... &`) ignores SIGINT, and children inherit
+        # that: restore it, so a timeout's interrupt reaches the CLI before the SIGKILL.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         if not sys.platform.startswith("linux"):
             return
         try:

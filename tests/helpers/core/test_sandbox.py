@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers.core import sandbox
+from helpers.core.processes import die_with_parent
 from helpers.core.sandbox import SandboxUnavailable, require_sandbox, sandbox_command, unavailable_reason
 
 pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox here: {unavailable_reason()}")
@@ -81,7 +82,7 @@ def _start(script: str, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     workspace, home = tmp_path / "ws", tmp_path / "home"
     workspace.mkdir(), home.mkdir()
     process = subprocess.Popen(sandbox_command(["sh", "-c", script], workspace, home), start_new_session=True,
-                               env={"PATH": "/usr/bin:/bin", "HOME": str(home)})
+                               env={"PATH": "/usr/bin:/bin", "HOME": str(home)}, preexec_fn=die_with_parent())
     return process, workspace
 
 
@@ -89,7 +90,7 @@ def _start(script: str, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
 def test_stopping_the_sandbox_ends_every_process_it_started(tmp_path, how):
     import signal
 
-    marker = f"sleep {8000 + os.getpid() % 1000}"
+    marker = f"sleep {8000 + os.getpid() % 1000}.{len(how)}"  # its own per case
     process, workspace = _start(f"(setsid {marker} &); touch ready; {marker}", tmp_path)
     _wait_for(workspace / "ready")
     os.killpg(process.pid, getattr(signal, how))
