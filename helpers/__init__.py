@@ -30,11 +30,16 @@ _EXPORTS = {
     "import_rules_file": "helpers.core.rules",
     "paired_comparison": "helpers.core.stats",
     "accuracy_interval": "helpers.core.stats",
+    "run_outcome": "helpers.core.outcomes",
+    "outcome_counts": "helpers.core.outcomes",
+    "DECISION_RULE": "helpers.core.selection",
+    "power_note": "helpers.core.selection",
     "make_agent": "helpers.core.registry",
     # store
     "RulesetStore": "helpers.store.rulesets",
     "completed_loops": "helpers.store.loops",
     "load_results": "helpers.store.loops",
+    "kept_version": "helpers.store.loops",
     # llm
     "LLMClient": "helpers.llm.client",
     "BudgetExceeded": "helpers.llm.client",
@@ -56,6 +61,7 @@ _EXPORTS = {
     "PromptLearningOptimizer": "helpers.learn.optimizer",
     # analysis
     "evidence_summary": "helpers.analysis.evidence",
+    "primary_result": "helpers.analysis.evidence",
     # engine
     "run_tasks": "helpers.engine.runs",
     "LoopSettings": "helpers.engine.loop",

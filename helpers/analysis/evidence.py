@@ -1,12 +1,13 @@
-"""Does a learned ruleset really beat no rules? Every comparison the loop prints, from saved results.
+"""Do the learned rules really beat no rules? The experiment's one pre-declared answer, from saved results.
 
-    comparisons = loop_comparisons("quickstart", loop=2, split="test")    # vs the start, vs the loop before
-    version, reasons = gated_best("quickstart")                          # the best version noise allows
-    print(evidence_summary("quickstart"))                                  # one honest paragraph
+    result = primary_result("quickstart")       # the kept version, how it was chosen, its test against the start
+    print(evidence_summary("quickstart"))        # the same, in one honest paragraph with the decision rule
 
-Loop 0 runs the starting ruleset (empty by default), so its results are the reference every later
-version is measured against, task by task (helpers.core.stats.paired_comparison: exact McNemar, a paired
-interval, errored runs left out of both sides and counted). A gain inside the noise is called noise.
+The three roles of the data (helpers.core.selection): the optimizer learned on train; validation chose
+the kept version; the test split compares it once with the start (loop 0's rows: no rules by default),
+task by task (exact McNemar, Newcombe's paired interval, infrastructure errors left out of both sides
+and counted). A gain inside the noise is called noise, and the summary says how much the test split can
+show at its size.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from helpers.core import config
-from helpers.core.stats import scored
-from helpers.store.loops import completed_loops, gated_best, loop_records, loop_rows
+from helpers.core.outcomes import plan_scored as scored
+from helpers.store.loops import completed_loops, kept_version, loop_records, loop_rows
 
 
 def _label(record: dict[str, Any] | None, version: int, rules: int | None = None) -> str:
@@ -32,45 +32,44 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str) -> Any
     return paired_comparison(scored(a), scored(b), label_a=label_a, label_b=label_b)
 
 
-def loop_comparisons(experiment: str, loop: int, split: str, frame: pd.DataFrame, version: int,
-                     rules: int) -> dict[str, Any]:
-    """`frame` (loop `loop`'s rows of `split`, run with `version`) against loop 0's rows (the start) and
-    against the loop before, as plain dicts with a `summary` sentence; empty for loop 0."""
-    done = completed_loops(experiment)
-    result: dict[str, Any] = {}
-    for key, other in (("vs_start", 0), ("vs_previous", loop - 1)):
-        if loop == 0 or other < 0 or (key == "vs_previous" and other == 0):
-            continue
-        rows = loop_rows(experiment, split, other)
-        if rows is None or other not in done:
-            continue
-        record = done[other]
-        result[key] = compare(rows, frame, _label(record, record["ruleset_version"]),
-                              _label(None, version, rules)).to_dict()
-    return result
+def primary_result(experiment: str) -> dict[str, Any] | None:
+    """The experiment's answer as plain data: kept version, how it was chosen, the candidates' validation
+    table, the primary test (a Comparison, None when the start itself is kept), its decision, the power
+    note and the decision rule; None before any loop has finished."""
+    from helpers.core.selection import DECISION_RULE, decision, power_note, primary_test
 
-
-def evidence_summary(experiment: str, split: str = "test") -> str:
-    """The last finished loop against the start, on `split`, and the version the gate would keep; labeled
-    SCRIPTED DRY RUN first when the loops were scripted."""
     done = loop_records(experiment)
-    if len(done) < 2:
-        return "Fewer than two finished loops: nothing to compare with the starting rules yet."
-    first, last = done[0], done[-1]
-    start, end = loop_rows(experiment, split, first["loop"]), loop_rows(experiment, split, last["loop"])
-    if start is None or end is None:
-        return f"No saved {split} rows to compare."
-    comparison = compare(start, end, _label(first, first["ruleset_version"]), _label(last, last["ruleset_version"]))
-    verdict = ("The learned rules beat the start beyond the noise." if comparison.significant and comparison.diff > 0
-               else "The learned rules are worse than the start beyond the noise." if comparison.significant
-               else "The difference is inside the noise: this run does not show that the learned rules help.")
-    best, reasons = gated_best(experiment)
-    scripted = any(r.get("dry_run") for r in done)
-    lines = (["SCRIPTED DRY RUN: every number below comes from the scripted model; these are not results."]
-             if scripted else []) + [f"{comparison.summary()} ({split} split).", verdict,
-             f"The version the gate keeps (paired, on train, alpha {config.STATS_ALPHA}): v{best}."]
-    return "\n".join(lines + [f"  {r}" for r in reasons])
+    choice = kept_version(experiment)
+    if choice is None:
+        return None
+    first = done[0]
+    start_label = _label(first, first["ruleset_version"])
+    kept_loop = next(r for r in done if r["ruleset_version"] == choice.version)
+    start_rows, kept_rows = loop_rows(experiment, "test", first["loop"]), loop_rows(experiment, "test", kept_loop["loop"])
+    comparison = None
+    if choice.version != first["ruleset_version"] and start_rows is not None and kept_rows is not None:
+        comparison = primary_test(start_rows, kept_rows, start_label, f"v{choice.version}")
+    verdict = (decision(comparison) if comparison is not None else
+               f"No test: the kept version is the start ({start_label}), so nothing learned is claimed.")
+    return {"kept_version": choice.version, "how": choice.how, "candidates": choice.candidates,
+            "start": start_label, "comparison": comparison, "decision": verdict,
+            "power": power_note(len(start_rows) if start_rows is not None else 0), "rule": DECISION_RULE,
+            "dry_run": any(r.get("dry_run") for r in done), "loops": len(done)}
 
+
+def evidence_summary(experiment: str) -> str:
+    """The kept version, how validation chose it, its one test against the start with the decision, the
+    power at this size and the decision rule; labeled SCRIPTED DRY RUN first when the loops were scripted."""
+    result = primary_result(experiment)
+    if result is None:
+        return "No finished loop yet: nothing to compare with the starting rules."
+    lines = (["SCRIPTED DRY RUN: every number below comes from the scripted model; these are not results."]
+             if result["dry_run"] else [])
+    lines += [f"Kept version: {result['how']}."]
+    if result["comparison"] is not None:
+        lines.append(f"Primary test: {result['comparison'].summary()} (test split).")
+    lines += [result["decision"], result["power"], result["rule"]]
+    return "\n".join(lines)
 
 
 # --- comparing agents side by side ------------------------------------------------------------------
@@ -87,4 +86,4 @@ def side_by_side(experiments: list[str], split: str = "test") -> pd.DataFrame:
     return pd.DataFrame(columns).rename_axis("loop")
 
 
-__all__ = ["loop_comparisons", "evidence_summary", "compare", "side_by_side"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["primary_result", "evidence_summary", "compare", "side_by_side"]  # the public API, documented in CODE_APPENDIX.md

@@ -55,20 +55,23 @@ def _figure(width: float = 7.0, height: float = 4.0) -> tuple[Figure, Any]:
 
 
 def plot_accuracy(loops: pd.DataFrame, experiment: str = "") -> Figure:
-    """Train and test accuracy per loop with their 95% intervals (errored runs left out); a loop where no
-    run could be scored has no point, never a zero."""
+    """Train, validation and test accuracy per loop with their 95% intervals (infrastructure errors left
+    out); a loop where no run could be scored has no point, never a zero. The test curve is exploratory:
+    the one test is the kept version's (helpers.analysis.evidence)."""
     figure, ax = _figure()
-    for offset, (split, marker) in ((-0.05, ("train", "o")), (0.05, ("test", "s"))):
+    sides = [(-0.06, "train", "o", "train"), (0.0, "val", "^", "validation"), (0.06, "test", "s", "test, exploratory")]
+    for offset, split, marker, name in sides:
+        if f"{split}_accuracy" not in loops or loops[f"{split}_accuracy"].isna().all():
+            continue
         values = pd.to_numeric(loops.get(f"{split}_accuracy"), errors="coerce")
         low = pd.to_numeric(loops.get(f"{split}_ci_low", pd.Series(index=loops.index, dtype=float)), errors="coerce")
         high = pd.to_numeric(loops.get(f"{split}_ci_high", pd.Series(index=loops.index, dtype=float)), errors="coerce")
         errors = [(values - low).clip(lower=0).fillna(0), (high - values).clip(lower=0).fillna(0)]
-        ax.errorbar(loops["loop"] + offset, values, yerr=errors, marker=marker, capsize=4, label=f"{split} (95% CI)")
+        ax.errorbar(loops["loop"] + offset, values, yerr=errors, marker=marker, capsize=4, label=f"{name} (95% CI)")
     ax.set(xlabel="loop (ruleset version used)", ylabel="accuracy (resolved share)", ylim=(-0.02, 1.02),
-           title=_title(f"Train and test accuracy per loop: {experiment}", loops))
+           title=_title(f"Accuracy per loop: {experiment}", loops))
     ax.set_xticks(list(loops["loop"]))
-    errored = loops.get("train_errors", pd.Series(0, index=loops.index)).fillna(0) + loops.get(
-        "test_errors", pd.Series(0, index=loops.index)).fillna(0)
+    errored = sum(loops.get(f"{split}_errors", pd.Series(0, index=loops.index)).fillna(0) for _, split, _, _ in sides)
     if errored.sum():
         ax.annotate(f"{int(errored.sum())} errored runs left out of accuracy", (0.01, 0.01),
                     xycoords="axes fraction", fontsize="small", color="tab:red")

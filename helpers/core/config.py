@@ -42,8 +42,10 @@ SCRIPTED_MODEL = "scripted-dry-run"  # the model id the scripted server answers 
 
 # --- the cookbook's loop parameters --------------------------------------------------------------
 LOOPS = 5
-TRAIN_SIZE = 150
-TEST_SIZE = 150
+TRAIN_SIZE = 150  # the train pool: the optimizer learns from it, less the validation side
+VAL_SIZE = 50  # taken from the train pool: decides which version is kept; the optimizer never sees it
+VAL_FRACTION = 1 / 3  # the validation side's share of the pool when its size is not given
+TEST_SIZE = 150  # the one pre-declared test of the kept version against the start
 WORKERS = 8
 CONTEXT_SIZE_K = 400_000  # token budget of one optimizer call
 SWEBENCH_DATASET = "SWE-bench/SWE-bench_Lite"
@@ -80,6 +82,7 @@ CONTINUAL_BRANCH = "prompt-learning/rules"  # the branch apply() commits the lea
 STATS_ALPHA = 0.05  # significance level of a paired comparison and of the acceptance gate
 STATS_CONFIDENCE = 0.95  # level of every interval
 STATS_N_BOOT = 10_000  # bootstrap resamples (several attempts per task), and random sign flips
+STATS_NOISE_FLIP_RATE = 0.2  # share of tasks assumed to flip by chance between two runs (power figures only)
 
 # --- ruleset limits: what the optimizer may store (edits beyond these are refused and reported) ---
 RULES_MAX_COUNT = 60  # rules in one ruleset

@@ -1,15 +1,17 @@
-"""Statistics for comparing rulesets: paired comparisons, accuracy intervals and the acceptance gate.
+"""Statistics for comparing rulesets: paired comparisons and accuracy intervals (helpers.core.selection
+uses them to keep a version and to decide whether it beats the start).
 
 Every comparison the product prints goes through `paired_comparison`: two result frames (rows of the
 engine: `instance_id`, `pass_or_fail`, optionally `attempt` and `status`) over the same tasks, compared
 task by task. Pure numpy and the standard library (scipy is not a dependency of this project).
 
 Which rows count:
-- an outcome is "pass" or "fail"; any other value ("error", "not_evaluated", "pending", missing) or a
-  row whose `status` is "error" (a provider or CLI failure, which says nothing about the rules) is an
-  errored row. A task with no usable row on either side is left out of *both* sides, so the pairing
-  holds, and counted in `Comparison.excluded` with the reason. `errors_as_fail=True` counts errored
-  rows as fails instead. Timeouts stay fails: running out of time is the agent's (and the rules') doing.
+- each row's outcome comes from helpers.core.outcomes.run_outcome, the one function every count uses:
+  resolved and failed rows count, and so do rule-induced errors (a timeout, a turn limit: the rules'
+  doing), as fails. An infrastructure error (provider, budget, harness, not evaluated) says nothing
+  about the rules: a task with no usable row on either side is left out of *both* sides, so the pairing
+  holds, and counted in `Comparison.excluded` with the reason. `errors_as_fail=True` counts those rows
+  as fails instead.
 - tasks present in only one frame are left out and counted ("missing in <label>").
 - one row per task on both sides: one attempt per task (McNemar and Newcombe's interval); more rows
   per task on either side (an `attempt` column, k attempts per ruleset): each task's mean outcome,
@@ -29,18 +31,11 @@ import numpy as np
 import pandas as pd
 
 from helpers.core import config
+from helpers.core.outcomes import INFRA, RESOLVED, infra_reason, run_outcome
 
 
-def scored(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows as helpers.core.stats reads them: plan-mode rows are scored by the judge's correctness."""
-    if len(frame) and (frame.get("mode", pd.Series(dtype=str)) == "plan").all() and "correctness" in frame:
-        return frame.assign(pass_or_fail=frame["correctness"].map({"correct": "pass", "incorrect": "fail"})
-                            .fillna("not_evaluated"))
-    return frame
-
-
-__all__ = ["scored", "Comparison", "GateDecision", "paired_comparison", "accuracy_interval", "wilson_interval",
-           "mcnemar_exact", "gate"]
+__all__ = ["Comparison", "GateDecision", "paired_comparison", "accuracy_interval", "wilson_interval",
+           "mcnemar_exact"]
 
 # Defaults (candidates for helpers/core/config.py).
 ALPHA = config.STATS_ALPHA
@@ -48,9 +43,6 @@ CONFIDENCE = config.STATS_CONFIDENCE
 N_BOOT = config.STATS_N_BOOT
 EXACT_FLIPS_MAX = 16  # the sign-flip test enumerates all 2**m flips up to this many non-zero task differences
 
-PASS, FAIL = "pass", "fail"
-REASON_NAMES = {"error": "errored", "not_evaluated": "not evaluated", "pending": "not evaluated yet",
-                "": "no outcome"}
 METHOD_ONE_ATTEMPT = "exact McNemar test; Newcombe hybrid score interval for paired proportions (method 10)"
 METHOD_ATTEMPTS = ("per-task mean over attempts; task-level percentile bootstrap interval; "
                    "paired sign-flip permutation test on task means")
@@ -231,37 +223,6 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     return min(1.0, 2 * tail)
 
 
-def gate(incumbent_frame: pd.DataFrame, candidate_frame: pd.DataFrame, *, alpha: float = ALPHA,
-         incumbent_rules: int = 0, candidate_rules: int = 0) -> GateDecision:
-    """Decide whether a candidate ruleset replaces the incumbent, from their results on the same tasks.
-
-    The rule: the candidate is accepted when its paired gain is positive and significant at `alpha`
-    (see `paired_comparison`). Otherwise the incumbent stays, with one exception: a candidate that
-    is not worse (its observed difference is zero or positive) and has fewer rules is accepted,
-    because of two rulesets that do equally well the smaller one is easier to read and to trust.
-    A candidate that is worse is never accepted. The reason says which case applied.
-    """
-    result = paired_comparison(incumbent_frame, candidate_frame, label_a="incumbent", label_b="candidate",
-                               alpha=alpha)
-    gain = f"{_points(result.diff)} points, {_format_p(result.p_value)}" if result.n else ""
-    fewer = candidate_rules < incumbent_rules
-    if result.n == 0:
-        return GateDecision(False, "no task has a usable result under both rulesets, so the incumbent stays",
-                            result)
-    if result.diff > 0 and result.p_value < alpha:
-        return GateDecision(True, f"the candidate is better ({gain}, significant at {alpha:g})", result)
-    if result.diff >= 0 and fewer:
-        return GateDecision(True, f"the candidate is not worse ({gain}) and has fewer rules "
-                                  f"({candidate_rules} vs {incumbent_rules}), so the smaller ruleset wins", result)
-    if result.diff > 0:
-        why = f"the gain ({gain}) is not significant at {alpha:g}, so it may be noise"
-    elif result.diff == 0:
-        why = f"the candidate does no better ({gain}) and has no fewer rules"
-    else:
-        why = f"the candidate is worse ({gain})"
-    return GateDecision(False, why + "; the incumbent stays", result)
-
-
 # --- the two kinds of comparison --------------------------------------------------------------------
 
 def _one_attempt(passed_a: np.ndarray, passed_b: np.ndarray, common: dict) -> Comparison:
@@ -358,21 +319,19 @@ def _sign_flip_p(diffs: np.ndarray, n_boot: int, seed: int) -> float:
 # --- reading result frames ---------------------------------------------------------------------------
 
 def _usable(frame: pd.DataFrame, on: str, outcome: str, errors_as_fail: bool) -> dict[str, dict]:
-    """{task: {"passed": [1/0 per usable row], "reasons": Counter of why other rows are unusable}}."""
+    """{task: {"passed": [1/0 per usable row], "reasons": Counter of why other rows are unusable}}, each
+    row's outcome decided by helpers.core.outcomes.run_outcome (rule-induced errors are fails)."""
     tasks: dict[str, dict] = {}
-    has_status = "status" in frame.columns
     for row in frame.to_dict("records"):
         task = row.get(on)
         if task is None or (isinstance(task, float) and math.isnan(task)):
             continue
         entry = tasks.setdefault(str(task), {"passed": [], "reasons": Counter()})
-        value = row.get(outcome)
-        value = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-        errored = value not in (PASS, FAIL) or (has_status and row.get("status") == "error")
-        if errored and not errors_as_fail:
-            entry["reasons"][REASON_NAMES.get(value if value not in (PASS, FAIL) else "error", value)] += 1
+        kind = run_outcome(row, outcome)
+        if kind == INFRA and not errors_as_fail:
+            entry["reasons"][infra_reason(row, outcome)] += 1
         else:
-            entry["passed"].append(1 if value == PASS and not errored else 0)
+            entry["passed"].append(1 if kind == RESOLVED else 0)
     return tasks
 
 

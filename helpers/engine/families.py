@@ -26,9 +26,11 @@ class LoopFamily(Protocol):
 
     base_prompt: the fixed instructions around the rules, shown read-only to the optimizer.
     feedback_columns: the columns feedback() adds and the optimizer reads.
-    answer(ruleset, loop): {"train": rows, "test": rows}, every task answered with `ruleset` (rows whose
-      run failed have status "error" and are left out of accuracy, never dropped).
-    feedback(runs): (train, test) with the feedback columns added where the loop learns from them.
+    answer(ruleset, loop): {"train": rows, "test": rows} and "val": rows when the family has a validation
+      side, every task answered with `ruleset` (rows whose run failed keep their status and error: their
+      outcome is decided by helpers.core.outcomes, never dropped).
+    feedback(runs): (train, test) with the feedback columns added where the loop learns from them (the
+      validation rows get none: they only decide which version is kept).
     optimizer(): a PromptLearningOptimizer for this family (its prompt, budget and model).
     """
 
@@ -47,8 +49,9 @@ class CodingLoopFamily:
 
     feedback_columns = FEEDBACK_COLUMNS
 
-    def __init__(self, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: Any, session: Any):
-        self.splits = {"train": train_df, "test": test_df}
+    def __init__(self, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: Any, session: Any,
+                 val_df: pd.DataFrame | None = None):
+        self.splits = splits_of(train_df, test_df, val_df)
         self.settings, self.session = settings, session
         self.agent = make_loop_agent(settings, session)
         self.base_prompt = self.agent.base_prompt
@@ -63,8 +66,12 @@ class CodingLoopFamily:
         judge = dict(workers=self.settings.workers, budget_usd=self.settings.judge_budget_usd,
                      **self.session.judge_kwargs())
         train = evaluate_results(runs["train"], **judge)
-        plan = self.settings.mode == "plan"  # a plan has no tests: the judge scores it on both splits
-        return train, (evaluate_results(runs["test"], include_gold=False, **judge) if plan else runs["test"])
+        if self.settings.mode != "plan":
+            return train, runs["test"]
+        # a plan has no tests: the judge scores it on every side (validation in place: it decides what is kept)
+        if "val" in runs:
+            runs["val"] = evaluate_results(runs["val"], include_gold=False, **judge)
+        return train, evaluate_results(runs["test"], include_gold=False, **judge)
 
     def optimizer(self) -> Any:
         from helpers.learn.optimizer import PromptLearningOptimizer
@@ -78,10 +85,10 @@ class PromptLoopFamily:
     family's grader scores and explains (`feedback_kind` "explanations" or "scores")."""
 
     def __init__(self, family: Any, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: Any, session: Any,
-                 feedback_kind: str = "explanations"):
+                 feedback_kind: str = "explanations", val_df: pd.DataFrame | None = None):
         from helpers.llm.client import LLMClient, llm_generator
 
-        self.family, self.splits, self.settings, self.session = family, {"train": train_df, "test": test_df}, settings, session
+        self.family, self.splits, self.settings, self.session = family, splits_of(train_df, test_df, val_df), settings, session
         self.feedback_kind, self.base_prompt = feedback_kind, family.base_prompt
         self.feedback_columns = tuple(family.feedback_columns)
         self.client = LLMClient(session.agent_model, base_url=session.base_url, api_key=session.api_key,
@@ -112,6 +119,12 @@ class PromptLoopFamily:
                                        budget_usd=self.settings.optimizer_budget_usd, **self.session.optimizer_kwargs())
 
 
+def splits_of(train_df: pd.DataFrame, test_df: pd.DataFrame, val_df: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
+    """The sides a loop answers: train, validation (only when it has tasks) and test."""
+    sides = {"train": train_df, "val": val_df, "test": test_df}
+    return {side: frame for side, frame in sides.items() if side != "val" or (frame is not None and len(frame))}
+
+
 def make_loop_agent(settings: Any, session: Any) -> Any:
     """The experiment's agent: settings.agent itself when it is an Agent, else the one registered under
     that name, on the session's agent model."""
@@ -136,5 +149,5 @@ def run_attempts(agent: Any, tasks: pd.DataFrame, run_id: str, ruleset: str, set
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
-__all__ = ["LoopFamily", "CodingLoopFamily", "PromptLoopFamily", "make_loop_agent", "run_attempts",
+__all__ = ["LoopFamily", "CodingLoopFamily", "PromptLoopFamily", "make_loop_agent", "run_attempts", "splits_of",
            "FEEDBACK_COLUMNS"]  # documented in CODE_APPENDIX.md

@@ -2,9 +2,9 @@
 screen, that every notebook calls, and whose steps a notebook can also call one by one.
 
 Each loop i:
-  1. answers the train and test tasks with ruleset version v (v = i, or the best so far): the agent runs
-     and every patch is tested (or a prompt answers and a grader scores);
-  2. asks for feedback in English on each result (the LLM judge, or the family's grader);
+  1. answers the train, validation and test tasks with ruleset version v (v = i, or the version kept so
+     far): the agent runs and every patch is tested (or a prompt answers and a grader scores);
+  2. asks for feedback in English on each training result (the LLM judge, or the family's grader);
   3. logs both splits to Phoenix;
   4. lets the optimizer turn rules + tasks + outputs + feedback into the next ruleset version;
   5. saves everything (finish_loop): results CSVs, the ruleset (a new version only when it changed), one
@@ -12,7 +12,12 @@ Each loop i:
 A loop already in loops.jsonl is skipped, and the engine and the LLM cache make a half-finished loop
 cheap to redo: calling run_loop again after a crash or a kill resumes where it stopped.
 
-A failure never reads as a result: runs that errored are counted and left out of accuracy, the loop
+The data have three roles (helpers.core.selection): the optimizer learns on train, validation decides which
+version is kept, and test is the one pre-declared comparison of the kept version against the start
+(evidence_summary); per-loop test accuracies are an exploratory curve, with no p-values.
+
+A failure never reads as a result: each run's outcome comes from helpers.core.outcomes (infrastructure
+errors are counted and left out of accuracy, rule-induced ones count as failures), the loop
 line says how many and why, a loop where every run errored stops (LoopStopped), and a judge or
 optimizer that failed for a transient reason (rate limit, outage, spent budget) leaves the loop
 unfinished (LoopUnfinished) so that a rerun completes it.
@@ -21,13 +26,13 @@ unfinished (LoopUnfinished) so that a rerun completes it.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from helpers.core import config
+from helpers.core.outcomes import outcome_counts
 from helpers.engine.families import FEEDBACK_COLUMNS, CodingLoopFamily, LoopFamily, PromptLoopFamily
 from helpers.llm.pricing import is_priced
 from helpers.store.loops import completed_loops, save_loop
@@ -49,8 +54,8 @@ class LoopSettings:
     loops: int = config.LOOPS
     workers: int = config.WORKERS
     context_size_k: int = config.CONTEXT_SIZE_K
-    start_from: str = "latest"  # "latest" (the cookbook's choice) or "best"
-    best_by: str = "train_accuracy"
+    start_from: str = "latest"  # "latest" (the cookbook's choice) or "best" (the version kept on validation)
+    best_by: str = "val_accuracy"  # the only honest choice: train is what the optimizer saw, test is the judge
     agent_timeout_s: float = config.AGENT_TIMEOUT_S
     optimizer_budget_usd: float | None = None
     judge_budget_usd: float | None = None
@@ -67,23 +72,15 @@ class LoopSettings:
             raise ValueError(f"mode must be 'act' or 'plan', not {self.mode!r}.")
         if self.start_from not in ("latest", "best"):
             raise ValueError(f"start_from must be 'latest' or 'best', not {self.start_from!r}.")
+        if self.best_by != "val_accuracy":
+            raise ValueError(f"best_by must be 'val_accuracy', not {self.best_by!r}: versions are chosen on the "
+                             "validation split, because train is what the optimizer learned from and test is the "
+                             "final, pre-declared comparison (choosing on it would bias it).")
 
 
-# --- what a split's rows say ------------------------------------------------------------------------
-def outcome_counts(df: pd.DataFrame, plan: bool = False) -> dict[str, Any]:
-    """Runs, passes, errored runs (left out of accuracy: a provider failure is not the agent's answer),
-    the accuracy over the rest (None when nothing is left) and the most common error."""
-    errored = df[df["status"] == "error"] if len(df) else df
-    scored = df.drop(errored.index) if len(df) else df
-    passed = int((scored["correctness"] == "correct").sum()) if plan else int((scored["pass_or_fail"] == "pass").sum())
-    top = Counter(str(e)[:200] for e in errored["error"]).most_common(1) if len(errored) else []
-    return {"runs": len(df), "passed": passed, "errors": len(errored), "scored": len(scored),
-            "accuracy": passed / len(scored) if len(scored) else None,
-            "top_error": top[0][0] if top else "", "top_error_count": top[0][1] if top else 0}
-
-
+# --- what a split's rows say (each run's outcome: helpers.core.outcomes) ---------------------------
 def accuracy(df: pd.DataFrame) -> float | None:
-    """Share of passing runs among those that did not error (None when every run errored)."""
+    """Share of resolved runs among the scored ones (None when every run errored for infrastructure)."""
     return outcome_counts(df)["accuracy"]
 
 
@@ -149,7 +146,7 @@ def run_one_loop(loop: int, family: LoopFamily, settings: LoopSettings, session:
     new_ruleset = optimizer.optimize(dataset=train, output_column="output", feedback_columns=list(family.feedback_columns),
                                      ruleset=ruleset, context_size_k=settings.context_size_k)
     return finish_loop(loop, version, ruleset, train, test, new_ruleset, optimizer.last_report, settings,  # 5. saved
-                       session, store, started=started)
+                       session, store, started=started, val=runs.get("val"))
 
 
 def loop_over(family: LoopFamily, settings: LoopSettings, session: Any, initial_ruleset: str = "",
@@ -166,39 +163,40 @@ def loop_over(family: LoopFamily, settings: LoopSettings, session: Any, initial_
 
 
 def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,
-             initial_ruleset: str = "", datasets: dict[str, Any] | None = None, verbose: bool = True) -> pd.DataFrame:
-    """All loops of a coding experiment (settings.agent on train_df and test_df); returns the loop records."""
-    family = CodingLoopFamily(train_df, test_df, settings, session)
-    return loop_over(family, settings, session, initial_ruleset, (train_df, test_df), datasets, verbose)
+             initial_ruleset: str = "", datasets: dict[str, Any] | None = None, verbose: bool = True,
+             val_df: pd.DataFrame | None = None) -> pd.DataFrame:
+    """All loops of a coding experiment (settings.agent on train_df, val_df and test_df); the loop records."""
+    family = CodingLoopFamily(train_df, test_df, settings, session, val_df=val_df)
+    frames = tuple(f for f in (train_df, val_df, test_df) if f is not None)
+    return loop_over(family, settings, session, initial_ruleset, frames, datasets, verbose)
 
 
 def run_prompt_loop(family: Any, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,
                     datasets: dict[str, Any] | None = None, feedback_kind: str = "explanations",
-                    verbose: bool = True) -> pd.DataFrame:
+                    verbose: bool = True, val_df: pd.DataFrame | None = None) -> pd.DataFrame:
     """All loops of a prompt family's experiment (helpers.core.protocols.PromptFamily): the same loop, the
     family's prompt in the agent's place and its grader in the judge's (`feedback_kind` "explanations" or
     "scores")."""
-    loop_family = PromptLoopFamily(family, train_df, test_df, settings, session, feedback_kind)
+    loop_family = PromptLoopFamily(family, train_df, test_df, settings, session, feedback_kind, val_df=val_df)
     return loop_over(loop_family, settings, session, family.base_prompt, (), datasets, verbose)
 
 
 # --- the steps -------------------------------------------------------------------------------------
 def choose_start_version(store: Any, settings: LoopSettings, loop: int) -> tuple[int, str]:
-    """(the version loop `loop` runs with, why): "latest", or "best" as the store's paired gate decides (a
-    gain inside the noise never replaces the incumbent; a version not measured yet is tried once).
+    """(the version loop `loop` runs with, why): "latest", or "best": the version kept on validation so far
+    (helpers.store.loops.kept_version; a version written from it and not measured yet is tried first).
     Versions written by loop `loop` or later are ignored: a loop re-run after a crash starts where it did."""
-    from helpers.store.loops import gated_best
+    from helpers.store.loops import kept_version
 
-    version = store.choose_start(settings.start_from, by=settings.best_by, loop=loop)
+    version = store.choose_start(settings.start_from, loop=loop)
     if settings.start_from == "latest":
         return version, f"v{version}, the latest version"
-    split = "test" if "test" in settings.best_by else "train"
-    best, reasons = gated_best(settings.experiment, before_loop=loop, split=split)
-    if best is None:
+    choice = kept_version(settings.experiment, before_loop=loop)
+    if choice is None:
         return version, f"v{version}: no loop has finished yet"
-    if version != best:
-        return version, f"v{version}, written from v{best} (the gate's choice) and not measured yet"
-    return version, f"v{version}, the gate's choice: {reasons[-1]}"
+    if version != choice.version:
+        return version, f"v{version}, written from v{choice.version} (kept on validation) and not measured yet"
+    return version, f"{choice.how}"
 
 
 def check_runs(loop: int, runs: dict[str, pd.DataFrame]) -> None:
@@ -209,10 +207,12 @@ def check_runs(loop: int, runs: dict[str, pd.DataFrame]) -> None:
     if stopped:
         raise LoopUnfinished(f"Loop {loop} is unfinished: the experiment's budget is spent and {stopped} agent runs "
                              "were stopped. Their finished tasks are kept; raise the budget and run again.")
-    counts = outcome_counts(pd.concat(frames, ignore_index=True)) if frames else None
-    if counts and counts["errors"] == counts["runs"]:
+    rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["status"])
+    # the agents' own failures only (a plan not judged yet, or a patch not tested yet, is no error here)
+    counts = outcome_counts(rows[rows["status"] == "error"])
+    if len(rows) and counts["errors"] == len(rows):
         raise LoopStopped(
-            f"Loop {loop} stopped: all {counts['runs']} agent runs errored; the most common error "
+            f"Loop {loop} stopped: all {len(rows)} agent runs errored; the most common error "
             f"({counts['top_error_count']}x): {counts['top_error']!r}. Check the agent's model, key and base URL "
             "(an OpenAI-compatible server must stream with tools), then run again: errored runs are retried."
         )
@@ -247,9 +247,11 @@ def log_loop_to_phoenix(loop: int, version: int, ruleset: str, train: pd.DataFra
 
 
 def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test: pd.DataFrame, new_ruleset: str,
-                report: Any, settings: LoopSettings, session: Any, store: Any, started: str = "") -> dict[str, Any]:
-    """Save a loop: its rows as CSVs, the new ruleset version (none when the optimizer changed nothing: the
-    next loop runs the same version), and its record in loops.jsonl (returned).
+                report: Any, settings: LoopSettings, session: Any, store: Any, started: str = "",
+                val: pd.DataFrame | None = None) -> dict[str, Any]:
+    """Save a loop: its rows as CSVs (train, val when there is a validation side, test), the new ruleset
+    version (none when the optimizer changed nothing: the next loop runs the same version), and its record
+    in loops.jsonl (returned).
 
     Raises LoopUnfinished, saving nothing final, when the judge or the optimizer failed transiently.
     """
@@ -263,20 +265,21 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
         raise LoopUnfinished(f"Loop {loop} is unfinished: {why}. Nothing of it was recorded as final; run again "
                              "to complete it (finished agent runs and cached answers are reused).")
     plan = settings.mode == "plan"
-    counts = {split: outcome_counts(frame, plan) for split, frame in (("train", train), ("test", test))}
+    sides = {"train": train, **({"val": val} if val is not None and len(val) else {}), "test": test}
+    counts = {split: outcome_counts(frame, plan) for split, frame in sides.items()}
     changed = new_ruleset != ruleset
     new_version = (store.save(new_ruleset, parent=version, loop=loop, report=report, model=session.optimizer_model,
                               dry_run=session.dry_run) if changed else version)
-    costs = {"agent": float(train["cost_usd"].sum() + test["cost_usd"].sum()),
-             "judge": float(sum(f.get("judge_cost_usd", pd.Series(dtype=float)).sum() for f in (train, test))),
+    costs = {"agent": float(sum(frame["cost_usd"].sum() for frame in sides.values())),
+             "judge": float(sum(f.get("judge_cost_usd", pd.Series(dtype=float)).sum() for f in sides.values())),
              "optimizer": float(report.get("cost_usd") or 0.0)}
     models = {"agent": session.agent_model, "judge": session.judge_model, "optimizer": session.optimizer_model}
     stats = render_stats(ruleset)
-    evidence = loop_evidence(loop, version, stats["rules"], train, test, settings.experiment)
+    evidence = loop_evidence(sides)
     record = {
         "experiment": settings.experiment, "loop": loop, "ruleset_version": version,
         **{f"{split}_{key}": value for split, c in counts.items() for key, value in c.items()},
-        "train_size": len(train), "test_size": len(test), "ruleset_rules": stats["rules"],
+        **{f"{split}_size": len(frame) for split, frame in sides.items()}, "ruleset_rules": stats["rules"],
         "ruleset_tokens": stats["tokens"], "judge_errors": judge_failed,
         "optimizer_changed": changed, "optimizer_edits": len(report.get("edits_applied") or []),
         "optimizer_rejected": len(report.get("edits_rejected") or []), "optimizer_errors": report.get("errors") or [],
@@ -288,45 +291,43 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
     }
     assert set(LOOP_RECORD_FIELDS) <= set(record), set(LOOP_RECORD_FIELDS) - set(record)
     save_loop(settings.experiment, record, {split: frame.assign(loop=loop, split=split, ruleset_version=version)
-                                            for split, frame in (("train", train), ("test", test))})
+                                            for split, frame in sides.items()})
     return record
 
 
-def loop_evidence(loop: int, version: int, rules: int, train: pd.DataFrame, test: pd.DataFrame,
-                  experiment: str) -> dict[str, Any]:
-    """Each split's accuracy interval, and the test rows against the start and the loop before (paired)."""
-    from helpers.analysis.evidence import loop_comparisons
-    from helpers.core.stats import scored
+def loop_evidence(sides: dict[str, pd.DataFrame]) -> dict[str, Any]:
+    """Each side's accuracy interval (no p-values: the one test is the kept version's, evidence_summary)."""
+    from helpers.core.outcomes import plan_scored
     from helpers.core.stats import accuracy_interval
 
     fields: dict[str, Any] = {}
-    for split, frame in (("train", train), ("test", test)):
-        _, low, high, _ = accuracy_interval(scored(frame))
+    for split, frame in sides.items():
+        _, low, high, _ = accuracy_interval(plan_scored(frame))
         fields[f"{split}_ci_low"], fields[f"{split}_ci_high"] = (None if pd.isna(low) else low), (None if pd.isna(high) else high)
-    comparisons = loop_comparisons(experiment, loop, "test", test, version, rules)
-    fields["test_vs_start"], fields["test_vs_previous"] = comparisons.get("vs_start"), comparisons.get("vs_previous")
     return fields
 
 
 def describe_loop(record: dict[str, Any], label: str = "") -> str:
-    """The loop in one line, failures included: errored runs, judge failures, an optimizer that changed nothing;
-    then the test rows against the start and the loop before."""
+    """The loop in one line, failures included: errored runs, judge failures, an optimizer that changed nothing.
+    The test accuracy is marked exploratory: the loop line carries no p-value (see evidence_summary)."""
     record = {k: (None if isinstance(v, float) and v != v else v) for k, v in record.items()}  # NaN from a frame
 
-    def split(name: str) -> str:
+    def split(name: str, label: str) -> str:
         acc = record.get(f"{name}_accuracy")
         scored = record.get(f"{name}_scored", record.get(f"{name}_size"))
-        text = f"{name} " + ("n/a" if acc is None else f"{acc:.2f} ({record.get(f'{name}_passed', '?')}/{scored})")
+        text = f"{label} " + ("n/a" if acc is None else f"{acc:.2f} ({record.get(f'{name}_passed', '?')}/{scored})")
         low, high = record.get(f"{name}_ci_low"), record.get(f"{name}_ci_high")
         if acc is not None and low is not None and high is not None:
             text += f" [95% CI {low:.2f}-{high:.2f}]"
-        errors = record.get(f"{name}_errors") or 0
+        errors, rule_errors = record.get(f"{name}_errors") or 0, record.get(f"{name}_rule_errors") or 0
+        text += f", {rule_errors} rule-induced errors counted as fails" if rule_errors else ""
         return text + (f", {errors} errored runs left out" if errors else "")
 
-    parts = [split("train"), split("test")]
-    errors = (record.get("train_errors") or 0) + (record.get("test_errors") or 0)
+    names = [("train", "train"), *([("val", "validation")] if record.get("val_size") else []), ("test", "test (exploratory)")]
+    parts = [split(name, label) for name, label in names]
+    errors = sum(record.get(f"{name}_errors") or 0 for name, _ in names)
     if errors:
-        top = record.get("train_top_error") or record.get("test_top_error")
+        top = next((record.get(f"{name}_top_error") for name, _ in names if record.get(f"{name}_top_error")), "")
         parts.append(f"most common error: {top!r}")
     if record.get("judge_errors"):
         parts.append(f"judge failed on {record['judge_errors']} rows")
@@ -342,16 +343,11 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
         parts.append(f"rules {record.get('ruleset_rules')}, unchanged (version {record.get('ruleset_version')} again)")
     else:
         parts.append(f"rules {record.get('ruleset_rules')} -> version {record.get('next_ruleset_version')}")
-    lines = [f"Loop {record['loop']}: " + "; ".join(parts) + (f" [{label}]" if label else "")]
-    for key in ("test_vs_start", "test_vs_previous"):
-        if isinstance(record.get(key), dict):
-            lines.append(f"  test, {'against the start' if key == 'test_vs_start' else 'against the loop before'}: "
-                         f"{record[key]['summary']}")
-    return "\n".join(lines)
+    return f"Loop {record['loop']}: " + "; ".join(parts) + (f" [{label}]" if label else "")
 
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "LoopSettings", "run_loop", "run_prompt_loop", "loop_over", "run_one_loop", "start_experiment", "finish_loop",
-    "describe_loop", "meta_prompt", "check_runs", "log_loop_to_phoenix", "outcome_counts", "LoopStopped",
+    "describe_loop", "meta_prompt", "check_runs", "log_loop_to_phoenix", "LoopStopped",
     "LoopUnfinished", "loop_evidence", "choose_start_version", "FEEDBACK_COLUMNS",
 ]

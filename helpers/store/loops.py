@@ -10,8 +10,6 @@ from typing import Any
 
 import pandas as pd
 
-from helpers.core import config
-from helpers.core.stats import gate, scored
 from helpers.store.records import (append_jsonl, experiment_dir, loops_path, read_jsonl, split_results_path,
                                   write_csv, write_json)
 
@@ -51,12 +49,14 @@ def load_results(experiment: str, split: str, loop: int, results_root: Any = Non
 
 
 def save_split(experiment: str, train_ids: list[str], test_ids: list[str], results_root: Any = None, **how: Any) -> None:
-    """Which tasks are on which side (split.json), so later notebooks and reruns use the same split."""
+    """Which tasks are on which side (split.json; `how` holds "validation" ids, source, strategy, seed), so
+    later notebooks and reruns use the same split."""
     write_json(experiment_dir(experiment, results_root) / "split.json", {"train": train_ids, "test": test_ids, **how})
 
 
 def load_split(experiment: str, results_root: Any = None) -> dict[str, Any] | None:
-    """The experiment's saved split ({"train": ids, "test": ids, "source", ...}), or None."""
+    """The experiment's saved split ({"train": ids, "validation": ids, "test": ids, "source", ...}), or None
+    (splits saved before validation existed have no "validation")."""
     import json
 
     path = experiment_dir(experiment, results_root) / "split.json"
@@ -69,30 +69,25 @@ def loop_rows(experiment: str, split: str, loop: int, results_root: Any = None) 
     return pd.read_csv(path, keep_default_na=False) if path.exists() else None
 
 
-def gated_best(experiment: str, before_loop: int | None = None, split: str = "train",
-               alpha: float = config.STATS_ALPHA, results_root: Any = None) -> tuple[int | None, list[str]]:
-    """The version noise lets us call best, and why: finished loops are taken in order; a version replaces
-    the incumbent only when its paired gain on `split` is significant at `alpha`, or when it is not worse
-    and has fewer rules (helpers.core.stats.gate). None when no loop has finished."""
+def kept_version(experiment: str, before_loop: int | None = None, results_root: Any = None) -> Any:
+    """The version kept so far (helpers.core.selection.Choice: version, how, candidates) from the finished
+    loops' validation rows, each version by its first measurement; None when no loop has finished.
+    `before_loop`: only loops before it."""
+    from helpers.core.selection import choose_on_validation
+
     done = [r for r in loop_records(experiment, results_root) if before_loop is None or r["loop"] < before_loop]
-    incumbent, reasons = None, []
+    if not done:
+        return None
+    measured, seen = [], set()
     for record in done:
-        rows = loop_rows(experiment, split, record["loop"], results_root)
-        if rows is None:
+        version = record["ruleset_version"]
+        rows = loop_rows(experiment, "val", record["loop"], results_root)
+        if version in seen or rows is None:
             continue
-        if incumbent is None:
-            incumbent = (record, rows)
-            reasons.append(f"v{record['ruleset_version']} (loop {record['loop']}) is the reference.")
-            continue
-        decision = gate(scored(incumbent[1]), scored(rows), alpha=alpha,
-                        incumbent_rules=int(incumbent[0].get("ruleset_rules") or 0),
-                        candidate_rules=int(record.get("ruleset_rules") or 0))
-        who = f"v{record['ruleset_version']} vs v{incumbent[0]['ruleset_version']}"
-        reasons.append(f"{who}: {'accepted' if decision.accept else 'refused'}: {decision.reason}")
-        if decision.accept:
-            incumbent = (record, rows)
-    return (incumbent[0]["ruleset_version"] if incumbent else None), reasons
+        seen.add(version)
+        measured.append((version, record["loop"], rows))
+    return choose_on_validation(measured, done[0]["ruleset_version"], done[-1]["ruleset_version"])
 
 
 __all__ = ["loop_records", "completed_loops", "save_loop", "load_results", "save_split", "load_split", "loop_rows",
-           "gated_best"]  # documented in CODE_APPENDIX.md
+           "kept_version"]  # documented in CODE_APPENDIX.md

@@ -20,7 +20,7 @@ from helpers.core.rules import (LEARNED_FILE, Ruleset, RulesetDiff, diff_ruleset
 
 
 # --- the store -------------------------------------------------------------------------------------
-ACCURACIES = ("train_accuracy", "test_accuracy")
+ACCURACIES = ("train_accuracy", "val_accuracy", "test_accuracy")
 
 
 class RulesetStore:
@@ -28,7 +28,7 @@ class RulesetStore:
 
         store = RulesetStore("house-demo")
         v0 = store.save("", parent=None, loop=None)           # the starting ruleset
-        v = store.choose_start("latest")                         # or "best", by="test_accuracy"
+        v = store.choose_start("latest")                         # or "best": the version kept on validation
         text = store.load(v)
         v1 = store.save(new_text, parent=v, loop=0, report=optimizer.last_report, model="gpt-5")
         print(store.diff(v, v1)); store.rollback(v); store.export(v1, "/path/to/project")
@@ -81,8 +81,8 @@ class RulesetStore:
     def _resolve(self, version: int | str) -> int:
         if version in ("latest", "head"):
             return self.head_version()
-        if version == "best":  # the best training accuracy measured so far (else the newest)
-            best = self.best_version("train_accuracy")
+        if version == "best":  # the version kept on validation so far (else the newest)
+            best = self.best_version()
             return best if best is not None else self.head_version()
         if isinstance(version, str) and version.lstrip("v").isdigit():
             version = int(version.lstrip("v"))
@@ -105,7 +105,7 @@ class RulesetStore:
         """One row per version (a DataFrame): version, parent, loop, kind, accuracies, rules, cost."""
         import pandas as pd
 
-        columns = ["version", "parent", "loop", "kind", "train_accuracy", "test_accuracy", "rules",
+        columns = ["version", "parent", "loop", "kind", "train_accuracy", "val_accuracy", "test_accuracy", "rules",
                    "tokens", "edits", "rejected_edits", "cost_usd", "model", "dry_run", "created_at"]
         rows = []
         measured = self._measured()
@@ -189,25 +189,21 @@ class RulesetStore:
                          previous_head=head, reason=reason)
 
     # --- choosing ---
-    def best_version(self, by: str = "train_accuracy", before_loop: int | None = None) -> int | None:
-        """The version noise lets us call best (helpers.store.loops.gated_best): finished loops in order, a
-        version replacing the incumbent only on a significant paired gain on the `by` split (or when not
-        worse with fewer rules). None when no loop has finished. `before_loop`: only loops before it."""
-        from helpers.store.loops import gated_best
+    def best_version(self, before_loop: int | None = None) -> int | None:
+        """The version kept on validation so far (helpers.store.loops.kept_version: the highest validation
+        accuracy, never one that does not beat the start; without a validation side, the latest measured).
+        None when no loop has finished. `before_loop`: only loops before it."""
+        from helpers.store.loops import kept_version
 
-        split = "test" if _accuracy_name(by) == "test_accuracy" else "train"
-        best, _ = gated_best(self.experiment, before_loop=before_loop, split=split, results_root=self.results_root)
-        return best
+        choice = kept_version(self.experiment, before_loop=before_loop, results_root=self.results_root)
+        return None if choice is None else choice.version
 
-    def choose_start(self, mode: str = "latest", by: str = "train_accuracy", loop: int | None = None) -> int:
+    def choose_start(self, mode: str = "latest", loop: int | None = None) -> int:
         """The version the next loop runs with (and optimizes from).
 
         "latest": the newest version (the cookbook's behaviour).
-        "best": the version the paired gate keeps (best_version: a gain inside the noise never replaces
-          the incumbent), on the training split by default ("test_accuracy" chooses on the test split,
-          which makes it part of training: its accuracy is then no longer an unbiased estimate). A
-          version written from that best one and not run yet comes first, so every candidate gets
-          measured once; with no loop finished yet, the newest version.
+        "best": the version kept on validation (best_version). A version written from it and not run yet
+          comes first, so every candidate gets measured once; with no loop finished yet, the newest.
         `loop`: when given, versions written by loop `loop` or later are ignored (a loop re-run after
         a crash starts from what it started from the first time).
         """
@@ -219,13 +215,11 @@ class RulesetStore:
             return candidates[-1]
         if mode != "best":
             raise ValueError(f"start_from must be 'latest' or 'best', not {mode!r}.")
-        best = self.best_version(by, before_loop=loop)
+        best = self.best_version(before_loop=loop)
         if best is None:
             return candidates[-1]
-        by = _accuracy_name(by)
         measured = self._measured(loop)
-        untried = [v for v in candidates
-                   if self.metadata(v).get("parent") == best and by not in measured.get(v, {})]
+        untried = [v for v in candidates if self.metadata(v).get("parent") == best and v not in measured]
         return untried[-1] if untried else best
 
     def _candidates(self, before_loop: int | None) -> list[int]:
@@ -265,13 +259,6 @@ class RulesetStore:
         fenced, learned = split_fenced(original), (split_fenced(text) or ("", text, ""))[1]
         updated = (fenced[0] + learned + fenced[2]) if fenced else insert_section(original, learned)
         return write_atomic(target, updated.encode("utf-8", errors="surrogateescape"))
-
-
-def _accuracy_name(by: str) -> str:
-    name = {"train": "train_accuracy", "test": "test_accuracy"}.get(by, by)
-    if name not in ACCURACIES:
-        raise ValueError(f"Choose the best version by 'train_accuracy' or 'test_accuracy', not {by!r}.")
-    return name
 
 
 def _as_dict(report: Any) -> dict[str, Any]:

@@ -100,9 +100,11 @@ def test_the_split_notebook_loads_a_local_swebench_file_and_uploads_it(isolated)
     params = {"EXPERIMENT": "ci-split", "TASK_SOURCE": str(fixture), "TRAIN_SIZE": 2, "TEST_SIZE": 2,
               "SPLIT_STRATEGY": "by_repo", "PHOENIX_URL": isolated["phoenix"]}
     shown = outputs(run_notebook(NOTEBOOKS / "01_dataset_split.ipynb", params))
-    assert "train: dataset 'cline: ci-split train' (2 tasks)" in shown
+    assert "train: dataset 'cline: ci-split train' (1 tasks)" in shown  # a pool of 2: one learns, one validates
+    assert "val: dataset 'cline: ci-split val' (1 tasks)" in shown
     split = json.loads((isolated["root"] / "act_results/ci-split/split.json").read_text())
-    assert len(split["train"]) == 2 and not set(split["train"]) & set(split["test"])
+    sides = [set(split[side]) for side in ("train", "validation", "test")]
+    assert [len(side) for side in sides] == [1, 1, 2] and not (sides[0] & sides[1] or sides[0] & sides[2] or sides[1] & sides[2])
 
 
 def test_the_act_notebook_runs_the_cookbook_loop(isolated):

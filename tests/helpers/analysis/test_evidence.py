@@ -1,5 +1,5 @@
-"""Evidence from saved results: the gate keeps a version only on a real gain, and leaving one rule out
-finds the rule a convention's tasks depend on."""
+"""Evidence from saved results: validation keeps a version, the test split judges it once against the start,
+and leaving one rule out finds the rule a convention's tasks depend on."""
 
 import pandas as pd
 import pytest
@@ -7,8 +7,8 @@ import pytest
 from helpers.agents.base import AgentBase
 
 from helpers.engine.ablation import ablate, ablation_rulesets
-from helpers.analysis.evidence import evidence_summary
-from helpers.store.loops import gated_best
+from helpers.analysis.evidence import evidence_summary, primary_result
+from helpers.store.loops import kept_version
 from helpers.families.coding.house_suite import CONVENTIONS
 from helpers.core.protocols import AgentResult
 from helpers.store.records import append_jsonl, loops_path, split_results_path, write_csv
@@ -24,34 +24,52 @@ def isolated(tmp_path, monkeypatch):
     return tmp_path
 
 
-def finished_loop(experiment, loop, version, passes, n=30, rules=0, dry_run=False):
-    """A loop's record and its train/test rows: the first `passes` tasks pass."""
-    rows = pd.DataFrame({"instance_id": [f"t-{i}" for i in range(n)], "status": "completed",
-                         "pass_or_fail": ["pass" if i < passes else "fail" for i in range(n)], "mode": "act"})
-    for split in ("train", "test"):
-        write_csv(rows, split_results_path(experiment, split, loop))
+def finished_loop(experiment, loop, version, passes, n=30, rules=0, dry_run=False, val=None, splits=("train", "test")):
+    """A loop's record and its rows: the first `passes` tasks pass (on validation, the first `val`)."""
+    def rows(k):
+        return pd.DataFrame({"instance_id": [f"t-{i}" for i in range(n)], "status": "completed",
+                             "pass_or_fail": ["pass" if i < k else "fail" for i in range(n)], "mode": "act"})
+    for split in splits:
+        write_csv(rows(passes), split_results_path(experiment, split, loop))
+    if val is not None:
+        write_csv(rows(val), split_results_path(experiment, "val", loop))
     append_jsonl(loops_path(experiment), {"loop": loop, "ruleset_version": version, "ruleset_rules": rules,
                                           "train_accuracy": passes / n, "test_accuracy": passes / n, "dry_run": dry_run})
 
 
-def test_the_gate_refuses_a_gain_inside_the_noise_and_takes_a_real_one(isolated):
-    finished_loop("gate", 0, 0, passes=5)
-    finished_loop("gate", 1, 1, passes=7, rules=3)  # +2 of 30: noise
-    assert gated_best("gate")[0] == 0
-    finished_loop("gate", 2, 2, passes=20, rules=4)  # +15 of 30: real
-    best, reasons = gated_best("gate")
-    assert best == 2 and "refused" in reasons[1] and "accepted" in reasons[2]
-    finished_loop("gate", 3, 3, passes=20, rules=2)  # as good, with fewer rules: the smaller ruleset wins
-    assert gated_best("gate")[0] == 3
-    summary = evidence_summary("gate")
-    assert "v3 vs no rules on 30 tasks: +50.0 points" in summary and "beat the start beyond the noise" in summary
+def test_the_kept_version_is_chosen_on_validation_and_tested_once_against_the_start(isolated):
+    finished_loop("kept", 0, 0, passes=5, val=5)
+    finished_loop("kept", 1, 1, passes=8, val=12, rules=2)
+    finished_loop("kept", 2, 2, passes=20, val=20, rules=3)   # the best on validation
+    finished_loop("kept", 3, 3, passes=29, val=15, rules=4)   # the best on test: never chosen for it
+    assert kept_version("kept").version == 2
+    summary = evidence_summary("kept")
+    assert "Kept version: v2: the highest validation accuracy (0.67 on 30 tasks, start 0.17) of 4 versions" in summary
+    assert "Primary test: v2 vs no rules on 30 tasks: +50.0 points" in summary
+    assert "The rules help" in summary and "two-sided, level 0.05" in summary and "exploratory" in summary
+    assert "With 30 test tasks, an observed gain under 20 points can never be significant" in summary
 
 
-def test_a_gain_inside_the_noise_is_called_noise(isolated):
-    finished_loop("noise", 0, 0, passes=5)
-    finished_loop("noise", 1, 1, passes=7, rules=2)
+def test_a_version_no_better_than_the_start_on_validation_is_not_kept_and_nothing_is_claimed(isolated):
+    finished_loop("start", 0, 0, passes=5, val=10)
+    finished_loop("start", 1, 1, passes=25, val=10, rules=2)  # ties the start on validation
+    result = primary_result("start")
+    assert result["kept_version"] == 0 and result["comparison"] is None
+    assert "No test: the kept version is the start (no rules)" in evidence_summary("start")
+
+
+def test_a_test_gain_inside_the_noise_is_called_noise(isolated):
+    finished_loop("noise", 0, 0, passes=5, val=5)
+    finished_loop("noise", 1, 1, passes=7, val=9, rules=2)
     summary = evidence_summary("noise")
-    assert "not significant" in summary and "inside the noise" in summary
+    assert "not significant" in summary and "Noise: the test does not show" in summary
+
+
+def test_without_a_validation_side_the_latest_version_is_kept_and_says_it_was_not_chosen_by_data(isolated):
+    finished_loop("noval", 0, 0, passes=5)
+    finished_loop("noval", 1, 1, passes=6, rules=2)
+    assert kept_version("noval").version == 1
+    assert "not chosen by data" in evidence_summary("noval")
 
 
 class ConventionAgent(AgentBase):

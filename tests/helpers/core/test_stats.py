@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers.core.stats import accuracy_interval, gate, mcnemar_exact, paired_comparison, wilson_interval
+from helpers.core.stats import accuracy_interval, mcnemar_exact, paired_comparison, wilson_interval
 
 
 def results(outcomes: list[str], ids: list[str] | None = None, **columns) -> pd.DataFrame:
@@ -250,35 +250,3 @@ def test_nothing_to_compare_is_not_an_error():
     result = paired_comparison(results(["error"]), results(["pass"]))
     assert result.n == 0 and math.isnan(result.diff) and result.p_value == 1.0 and not result.significant
     assert result.summary() == "b vs a on 0 tasks: nothing to compare; 1 task left out: 1 errored"
-
-
-# --- the gate -----------------------------------------------------------------------------------------
-
-def test_gate_refuses_a_noisy_gain():
-    incumbent, candidate = paired_frames(both=8, a_only=1, b_only=3, neither=8)  # +2 of 20
-    decision = gate(incumbent, candidate)
-    assert not decision.accept
-    assert decision.comparison.diff == pytest.approx(0.1)
-    assert "not significant" in decision.reason and "incumbent stays" in decision.reason
-
-
-def test_gate_takes_a_real_gain():
-    incumbent, candidate = paired_frames(both=20, a_only=4, b_only=18, neither=18)  # 18 vs 4 of 60
-    decision = gate(incumbent, candidate, incumbent_rules=3, candidate_rules=9)
-    assert decision.accept
-    assert decision.comparison.p_value == pytest.approx(0.004344, abs=1e-6)
-    assert "better" in decision.reason
-
-
-def test_gate_prefers_the_smaller_ruleset_when_it_is_not_worse():
-    incumbent, candidate = paired_frames(both=10, a_only=2, b_only=2, neither=6)
-    smaller = gate(incumbent, candidate, incumbent_rules=8, candidate_rules=5)
-    assert smaller.accept and "fewer rules" in smaller.reason
-    same_size = gate(incumbent, candidate, incumbent_rules=5, candidate_rules=5)
-    assert not same_size.accept
-
-
-def test_gate_never_takes_a_worse_ruleset_even_a_smaller_one():
-    incumbent, candidate = paired_frames(both=10, a_only=3, b_only=1, neither=6)
-    decision = gate(incumbent, candidate, incumbent_rules=8, candidate_rules=2)
-    assert not decision.accept and "worse" in decision.reason

@@ -115,7 +115,7 @@ def test_the_loop_line_says_what_failed_as_plainly_as_what_passed():
               "judge_errors": 3, "optimizer_changed": False, "optimizer_edits": 0, "optimizer_errors": [],
               "cost_usd": 0.0, "unpriced": ["agent", "judge"], "ruleset_rules": 4, "next_ruleset_version": 3}
     line = describe_loop(record)
-    for part in ("train 0.50 (2/4), 2 errored runs left out", "test n/a, 6 errored runs left out",
+    for part in ("train 0.50 (2/4), 2 errored runs left out", "test (exploratory) n/a, 6 errored runs left out",
                  "'Response stream ended'", "judge failed on 3 rows", "optimizer changed nothing",
                  "(agent, judge unpriced)"):
         assert part in line, line

@@ -1,0 +1,94 @@
+"""What one run's row says: the one place that decides each run's outcome, so that every table, plot,
+loop line and statistic counts the same runs the same way.
+
+    run_outcome(row)           # "resolved", "failed", "errored: infrastructure" or "errored: rules"
+    outcome_counts(frame)      # runs, passed, failed, errors (infra), rule_errors, scored, accuracy, ...
+
+The four outcomes:
+- resolved: the patch passed the task's tests (plan mode: the judge found the plan correct);
+- failed: it did not;
+- errored: rules: the agent ran and ended badly in a way the rules can cause (its time limit, its turn
+  or mistake limit, a context window the rules filled). It is the ruleset's doing, so it counts as a
+  FAILURE of that ruleset, on both sides of every comparison;
+- errored: infrastructure: the provider, the gateway, the budget, the workspace or the test harness
+  failed; the run says nothing about the rules, so it is left out of accuracy (and a task with one is
+  left out of both sides of a paired comparison), and counted, with its reason.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Any, Mapping
+
+import pandas as pd
+
+RESOLVED, FAILED, INFRA, RULES = "resolved", "failed", "errored: infrastructure", "errored: rules"
+OUTCOMES = (RESOLVED, FAILED, RULES, INFRA)
+SCORED = (RESOLVED, FAILED, RULES)  # the outcomes accuracy is computed over
+# An agent that stops because of what it was told: out of turns, out of mistakes, out of context.
+RULE_INDUCED = re.compile(r"max(?:imum)?[ _-]?turns|turn limit|mistake limit|too many (?:turns|mistakes)|"
+                          r"context (?:window|length)|prompt is too long|maximum context", re.IGNORECASE)
+# What an infrastructure error is called where a reason is listed (stats' exclusions, loop lines).
+INFRA_REASONS = {"error": "errored", "budget": "stopped by the budget", "not_evaluated": "not evaluated",
+                 "pending": "not evaluated yet", "harness": "the test harness failed", "": "no outcome"}
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def run_outcome(row: Mapping[str, Any], outcome: str = "pass_or_fail") -> str:
+    """The outcome of one result row (a run record, a results-CSV row, or a frame's row as a dict).
+
+    Reads `status` ("completed", "error", "timeout", "budget"), `error`, `eval_error` and the `outcome`
+    column ("pass", "fail", "error" for a harness failure, "not_evaluated", "pending").
+    """
+    status, verdict = _text(row.get("status")), _text(row.get(outcome))
+    if status == "timeout" or (status == "error" and RULE_INDUCED.search(_text(row.get("error")))):
+        return RULES
+    if status in ("error", "budget"):
+        return INFRA
+    if verdict == "pass":
+        return RESOLVED
+    return FAILED if verdict == "fail" else INFRA
+
+
+def infra_reason(row: Mapping[str, Any], outcome: str = "pass_or_fail") -> str:
+    """Why an infrastructure-errored row is unusable, in a few words ("errored", "the test harness failed")."""
+    status, verdict = _text(row.get("status")), _text(row.get(outcome))
+    if status in ("error", "budget"):
+        return INFRA_REASONS[status]
+    harness = verdict == "error" and _text(row.get("eval_error"))  # SWE-bench: the harness broke, not the patch
+    return INFRA_REASONS.get("harness" if harness else verdict, verdict or "no outcome")
+
+
+def plan_scored(frame: pd.DataFrame) -> pd.DataFrame:
+    """Plan-mode rows scored by the judge's correctness (their `pass_or_fail` is the judge's verdict)."""
+    if len(frame) and (frame.get("mode", pd.Series(dtype=str)) == "plan").all() and "correctness" in frame:
+        return frame.assign(pass_or_fail=frame["correctness"].map({"correct": "pass", "incorrect": "fail"})
+                            .fillna("not_evaluated"))
+    return frame
+
+
+def outcome_counts(frame: pd.DataFrame, plan: bool = False) -> dict[str, Any]:
+    """Runs; passed; failed (rule-induced errors included); infrastructure errors (`errors`, left out of
+    accuracy) and rule-induced errors (`rule_errors`, counted as failures); `scored` = the runs accuracy
+    is over; `accuracy` (None when nothing is scored); the most common error of each kind."""
+    rows = (plan_scored(frame) if plan else frame).to_dict("records")
+    outcomes = [run_outcome(row) for row in rows]
+    kinds = Counter(outcomes)
+    infra = Counter(_text(r.get("error") or r.get("eval_error"))[:200] for r, o in zip(rows, outcomes) if o == INFRA)
+    rules = Counter(_text(r.get("error"))[:200] for r, o in zip(rows, outcomes) if o == RULES)
+    scored = sum(kinds[o] for o in SCORED)
+    top, top_rules = infra.most_common(1), rules.most_common(1)
+    return {"runs": len(rows), "passed": kinds[RESOLVED], "failed": kinds[FAILED] + kinds[RULES],
+            "errors": kinds[INFRA], "rule_errors": kinds[RULES], "scored": scored,
+            "accuracy": kinds[RESOLVED] / scored if scored else None,
+            "top_error": top[0][0] if top else "", "top_error_count": top[0][1] if top else 0,
+            "top_rule_error": top_rules[0][0] if top_rules else ""}
+
+
+__all__ = ["run_outcome", "infra_reason", "outcome_counts", "plan_scored", "RESOLVED", "FAILED", "INFRA", "RULES",
+           "OUTCOMES", "RULE_INDUCED"]  # documented in CODE_APPENDIX.md

@@ -1,0 +1,47 @@
+"""One function decides each run's outcome; every count (loop lines, tables, statistics) uses it."""
+
+import pandas as pd
+import pytest
+
+from helpers.core.outcomes import FAILED, INFRA, RESOLVED, RULES, outcome_counts, run_outcome
+from helpers.core.stats import paired_comparison
+
+
+@pytest.mark.parametrize("row, outcome", [
+    ({"status": "completed", "pass_or_fail": "pass"}, RESOLVED),
+    ({"status": "completed", "pass_or_fail": "fail"}, FAILED),
+    ({"status": "timeout", "pass_or_fail": "fail", "error": "stopped after 900 s"}, RULES),
+    ({"status": "error", "pass_or_fail": "fail", "error": "error_max_turns: reached max turns (30)"}, RULES),
+    ({"status": "error", "pass_or_fail": "fail", "error": "prompt is too long: 210000 tokens"}, RULES),
+    ({"status": "error", "pass_or_fail": "fail", "error": "429 Too Many Requests"}, INFRA),
+    ({"status": "budget", "pass_or_fail": "fail", "error": "the experiment's budget is spent"}, INFRA),
+    ({"status": "completed", "pass_or_fail": "error", "eval_error": "harness: docker image pull failed"}, INFRA),
+    ({"status": "completed", "pass_or_fail": "not_evaluated"}, INFRA),
+    ({"status": "completed", "pass_or_fail": float("nan")}, INFRA),
+])
+def test_each_run_has_exactly_one_outcome(row, outcome):
+    assert run_outcome(row) == outcome
+
+
+def rows():
+    return pd.DataFrame({
+        "instance_id": ["a", "b", "c", "d", "e"],
+        "status": ["completed", "completed", "timeout", "error", "error"],
+        "pass_or_fail": ["pass", "fail", "fail", "fail", "fail"],
+        "error": ["", "", "stopped after 900 s", "429 Too Many Requests", "max turns reached"]})
+
+
+def test_rule_induced_errors_count_as_failures_and_infrastructure_errors_are_left_out_and_named():
+    counts = outcome_counts(rows())
+    assert (counts["passed"], counts["failed"], counts["scored"]) == (1, 3, 4)  # a, b, c, e scored
+    assert counts["rule_errors"] == 2 and counts["errors"] == 1 and counts["accuracy"] == 0.25
+    assert counts["top_error"] == "429 Too Many Requests"
+
+
+def test_the_statistics_count_the_same_runs_as_the_loop_line():
+    """The same frame gives the same denominator in outcome_counts and in a paired comparison."""
+    frame = rows()
+    versus_itself = paired_comparison(frame, frame)
+    assert versus_itself.n == outcome_counts(frame)["scored"] == 4
+    assert versus_itself.accuracy_a == outcome_counts(frame)["accuracy"]
+    assert versus_itself.excluded == {"errored": 1}
