@@ -65,8 +65,10 @@ class EvalResult:
 
     resolved is True only when every FAIL_TO_PASS and PASS_TO_PASS test passed. `error` is set when
     the patch could not be evaluated at all (did not apply, timed out, harness unavailable); then
-    resolved is False. `log` is the test output (or the reason), `tests` maps test id -> "PASSED" |
-    "FAILED" | "ERROR" | "MISSING".
+    resolved is False. `infra` is True when that was not the patch's doing (the harness crashed, Docker
+    or Modal failed, no report was written): the engine records it as an error, never as a fail, and
+    evaluates it again on the next call. `log` is the test output (or the reason), `tests` maps test
+    id -> "PASSED" | "FAILED" | "ERROR" | "MISSING".
     """
 
     instance_id: str
@@ -76,6 +78,7 @@ class EvalResult:
     tests: dict[str, str] = field(default_factory=dict)
     duration_s: float = 0.0
     log_path: str = ""
+    infra: bool = False
 
     @property
     def failed_tests(self) -> list[str]:

@@ -159,6 +159,8 @@ def loop_over(family: LoopFamily, settings: LoopSettings, session: Any, initial_
         record = done.get(loop) or run_one_loop(loop, family, settings, session, store, datasets)
         if verbose:
             print(describe_loop(record, session.label) + (" (already finished)" if loop in done else ""))
+    if verbose:
+        print(kept_line(settings.experiment))
     return pd.DataFrame(sorted(completed_loops(settings.experiment).values(), key=lambda r: r["loop"]))
 
 
@@ -201,13 +203,19 @@ def choose_start_version(store: Any, settings: LoopSettings, loop: int) -> tuple
 
 def check_runs(loop: int, runs: dict[str, pd.DataFrame]) -> None:
     """Stop the loop, saying what to check, when every agent run errored (nothing to learn from); leave it
-    unfinished when the budget stopped runs (a rerun with budget left completes them)."""
+    unfinished when the budget stopped runs or the test harness failed (a rerun completes them)."""
     frames = [f for f in runs.values() if len(f)]
     stopped = sum(int((f["status"] == "budget").sum()) for f in frames)
     if stopped:
         raise LoopUnfinished(f"Loop {loop} is unfinished: the experiment's budget is spent and {stopped} agent runs "
                              "were stopped. Their finished tasks are kept; raise the budget and run again.")
     rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["status"])
+    harness = rows[(rows.get("pass_or_fail", pd.Series(dtype=str)) == "error") & (rows["status"] == "completed")]
+    if len(harness):
+        top = harness["eval_error"].astype(str).str[:300].value_counts()
+        raise LoopUnfinished(f"Loop {loop} is unfinished: the test harness failed on {len(harness)} patches (not the "
+                             f"patches' fault; most common, {top.iloc[0]}x: {top.index[0]!r}). The agents' results "
+                             "are kept; fix the harness (Docker, Modal) and run again: only the evaluations are redone.")
     # the agents' own failures only (a plan not judged yet, or a patch not tested yet, is no error here)
     counts = outcome_counts(rows[rows["status"] == "error"])
     if len(rows) and counts["errors"] == len(rows):
@@ -307,6 +315,15 @@ def loop_evidence(sides: dict[str, pd.DataFrame]) -> dict[str, Any]:
     return fields
 
 
+def kept_line(experiment: str) -> str:
+    """The version kept so far and how, in one line (its test against the start: evidence_summary)."""
+    from helpers.store.loops import kept_version
+
+    choice = kept_version(experiment)
+    return "No loop finished yet." if choice is None else (
+        f"Kept version: {choice.how}. Its one test against the start: evidence_summary({experiment!r}).")
+
+
 def describe_loop(record: dict[str, Any], label: str = "") -> str:
     """The loop in one line, failures included: errored runs, judge failures, an optimizer that changed nothing.
     The test accuracy is marked exploratory: the loop line carries no p-value (see evidence_summary)."""
@@ -348,6 +365,6 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "LoopSettings", "run_loop", "run_prompt_loop", "loop_over", "run_one_loop", "start_experiment", "finish_loop",
-    "describe_loop", "meta_prompt", "check_runs", "log_loop_to_phoenix", "LoopStopped",
+    "describe_loop", "kept_line", "meta_prompt", "check_runs", "log_loop_to_phoenix", "LoopStopped",
     "LoopUnfinished", "loop_evidence", "choose_start_version", "FEEDBACK_COLUMNS",
 ]

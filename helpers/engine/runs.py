@@ -44,6 +44,7 @@ COLUMNS = ("instance_id", "repo", "problem_statement", "ground_truth_patch", "te
            "duration_s", "run_id", "attempt", "ruleset_sha", "agent", "model", "eval_error", "failed_tests",
            "test_log", "log_path", "FAIL_TO_PASS", "PASS_TO_PASS", "suite", "transient", "trajectory_summary")
 PENDING = "pending"  # pass_or_fail of a finished agent run whose batched evaluation has not run yet
+HARNESS_ERROR = "error"  # pass_or_fail when the evaluation itself failed (eval_error says why): evaluated again
 # Errors worth running again on the next call: the provider was busy or gone, not the task wrong.
 TRANSIENT_ERROR = re.compile(r"\b(429|500|502|503|504|529)\b|rate.?limit|overloaded|timed? ?out|ECONNRESET|"
                              r"socket hang up|connection (?:refused|reset)|budget", re.IGNORECASE)
@@ -89,7 +90,7 @@ def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str
         run.gateway, run.experiment = gateway, experiment
         if todo:
             run.all(todo, workers, progress)
-        if evaluator is not None and evaluator.batched:
+        if evaluator is not None:
             run.evaluate_pending(frame, f"{experiment}.{run_id}.a{attempt}.{sha[:8]}")
     rows = [done[i] for i in frame["instance_id"] if i in done]
     return pd.DataFrame(rows, columns=list(COLUMNS))
@@ -198,14 +199,18 @@ class _Run:
         return result
 
     def evaluate_pending(self, frame: pd.DataFrame, run_key: str) -> None:
-        """Grade every record still waiting for a batched evaluator, in one call."""
-        waiting = [r for r in self.done.values() if r["pass_or_fail"] == PENDING]
+        """Grade every record still waiting for its verdict: patches a batched evaluator has not seen yet, and
+        patches whose evaluation failed for infrastructure reasons before (retried on every call)."""
+        waiting = [r for r in self.done.values() if r["pass_or_fail"] in (PENDING, HARNESS_ERROR)]
         if not waiting:
             return
         by_id = frame.set_index("instance_id", drop=False)
         tasks = [dict(by_id.loc[r["instance_id"]]) for r in waiting]
         try:
-            verdicts = self.evaluator.evaluate_batch(tasks, [r["output"] for r in waiting], run_key=run_key)
+            if self.evaluator.batched:
+                verdicts = self.evaluator.evaluate_batch(tasks, [r["output"] for r in waiting], run_key=run_key)
+            else:
+                verdicts = [_evaluate(self.evaluator, task, r["output"]) for task, r in zip(tasks, waiting)]
         except Exception as error:  # the harness itself broke: the records stay pending for a rerun
             raise RuntimeError(f"Evaluating {len(waiting)} patches failed ({type(error).__name__}: {error}); "
                                "the agents' results are kept, and calling again evaluates them.") from error
@@ -237,7 +242,9 @@ def record(task: dict[str, Any], result: AgentResult, output: str, verdict: Eval
 
 
 def _verdict_fields(verdict: EvalResult) -> dict[str, Any]:
-    return {"pass_or_fail": "pass" if verdict.resolved else "fail", "eval_error": verdict.error,
+    """A verdict as record fields; an evaluation that failed for infrastructure reasons is HARNESS_ERROR."""
+    outcome = HARNESS_ERROR if verdict.infra else "pass" if verdict.resolved else "fail"
+    return {"pass_or_fail": outcome, "eval_error": verdict.error,
             "failed_tests": verdict.failed_tests, "test_log": truncate_chars(verdict.log, TEST_LOG_CHARS),
             "log_path": verdict.log_path}
 
@@ -245,8 +252,9 @@ def _verdict_fields(verdict: EvalResult) -> dict[str, Any]:
 def _evaluate(evaluator: Evaluator, task: dict[str, Any], patch: str) -> EvalResult:
     try:
         return evaluator.evaluate(task, patch)
-    except Exception as error:  # the contract says it never raises for a bad patch; hold it to that
-        return EvalResult(str(task["instance_id"]), False, log=str(error), error=f"{type(error).__name__}: {error}")
+    except Exception as error:  # the contract says it never raises for a bad patch: the evaluator broke
+        return EvalResult(str(task["instance_id"]), False, log=str(error), error=f"{type(error).__name__}: {error}",
+                          infra=True)
 
 
 def _matches(record: dict[str, Any], agent: Agent, sha: str, attempt: int) -> bool:

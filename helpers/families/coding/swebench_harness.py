@@ -38,6 +38,9 @@ HARNESS_TIMEOUT_S = 1_800  # per instance, the harness's own default
 HARNESS_TAIL_LINES = 20  # of the harness's output, quoted when an instance got no report
 TESTBED = "/testbed"  # where the instance images hold the repository (swebench's CONTAINER_WORKDIR)
 LOG_EXCERPT_CHARS = 20_000
+# The patch's own fault when the harness writes no report: it did not apply, or its tests ran out of time.
+PATCH_FAULT = re.compile(r"Patch Apply Failed|Test timed out", re.IGNORECASE)
+OWN_COLUMNS = ("repo_path", "suite")  # columns load_tasks adds, not SWE-bench's
 LOG_PARSER_BY_REPO = {
     "astropy/astropy": "parse_log_astropy", "django/django": "parse_log_django",
     "matplotlib/matplotlib": "parse_log_matplotlib", "mwaskom/seaborn": "parse_log_seaborn",
@@ -157,12 +160,14 @@ def grade_log(task: Task, log: str | Path, patch: str = "(patch)") -> EvalResult
 class SWEbenchEvaluator:
     """The Evaluator for SWE-bench tasks: swebench's `run_evaluation`, one call for a batch of patches.
 
-    SWEbenchEvaluator(*, backend=None, workers=4, timeout_s=1800, dataset=config.SWEBENCH_DATASET,
+    SWEbenchEvaluator(*, backend=None, workers=4, timeout_s=1800, dataset=None,
                       split=config.SWEBENCH_SPLIT, work_dir=None, model_name="prompt-learning", command=None)
 
     backend: "docker", "modal" or None (Docker if it answers, else Modal). workers and timeout_s are the
     harness's --max_workers and per-instance --timeout. dataset/split are what the harness loads the
-    instances from (a hub id or a local .json/.jsonl file). work_dir is the harness's working directory
+    instances from (a hub id or a local .json/.jsonl file); None (the default): the tasks' own rows,
+    written to <work_dir>/tasks-<digest>.jsonl, so grading always follows the task source (Lite,
+    Verified, full, a local .parquet or .csv) and needs no download. work_dir is the harness's working directory
     (default config.cache_root()/"swebench"): its logs land in <work_dir>/logs/run_evaluation/.
     model_name is the predictions' `model_name_or_path`. command replaces HARNESS_COMMAND (argv words;
     tests pass a stand-in), and then no Docker or Modal is needed.
@@ -176,9 +181,12 @@ class SWEbenchEvaluator:
     experiment, split, loop and attempt, e.g. "exp.train_3.a0") plus a digest of the predictions, and
     its predictions file (<work_dir>/predictions-<run id>.jsonl) is its own. The same key with the same
     patches re-reads the harness's reports (it skips instances it has graded); the same key with other
-    patches gets a fresh run, never stale verdicts. Never raises for a bad patch: an empty patch, or an
-    instance the harness wrote no report.json for (patch did not apply, tests timed out, harness
-    crashed), is resolved=False with the reason in `error` (quoting the harness's last output lines).
+    patches gets a fresh run, never stale verdicts. Never raises for a bad patch: an empty patch, a patch
+    that did not apply and tests that timed out are resolved=False with the reason in `error`; an
+    instance the harness wrote no report for otherwise (it crashed, exited non-zero, listed the instance
+    in its run report's `error_ids`, Docker or Modal failed) is `infra=True`: not the patch's doing, so
+    the engine records an error and evaluates it again on the next call. Each error quotes the
+    harness's own message (the instance's run_instance.log, else its last output lines).
     Raises HarnessUnavailable (from check) when no backend is there, ValueError for mismatched input.
 
     evaluate(task, patch, *, run_key="single") -> EvalResult: a batch of one.
@@ -188,7 +196,7 @@ class SWEbenchEvaluator:
     batched = True
 
     def __init__(self, *, backend: str | None = None, workers: int = 4, timeout_s: float = HARNESS_TIMEOUT_S,
-                 dataset: str = config.SWEBENCH_DATASET, split: str = config.SWEBENCH_SPLIT,
+                 dataset: str | None = None, split: str = config.SWEBENCH_SPLIT,
                  work_dir: Path | str | None = None, model_name: str = DEFAULT_MODEL_NAME,
                  command: Sequence[str] | None = None):
         if backend not in (None, "docker", "modal"):
@@ -197,16 +205,18 @@ class SWEbenchEvaluator:
         self.workers = workers
         self.timeout_s = timeout_s
         # the harness runs in work_dir: a local data set must be named by its absolute path
-        self.dataset = str(Path(dataset).resolve()) if Path(dataset).exists() else str(dataset)
+        self.dataset = None if dataset is None else str(Path(dataset).resolve()) if Path(dataset).exists() else str(dataset)
         self.split = split
         self.work_dir = Path(work_dir) if work_dir else config.cache_root() / "swebench"
         self.model_name = model_name
         self.command = list(command) if command else None
         self._chosen: str | None = None  # the backend check() found
+        self._exit_code = 0  # of the last harness call
 
     def check(self, tasks: Sequence[Task] = ()) -> None:
         """Raise HarnessUnavailable (how to fix it) or ValueError now, rather than after the agents ran."""
-        _check_local_dataset(self.dataset, [str(t["instance_id"]) for t in _rows(tasks)])
+        if self.dataset is not None:
+            _check_local_dataset(self.dataset, [str(t["instance_id"]) for t in _rows(tasks)])
         self._chosen = (self.backend or "docker") if self.command else require_backend(self.backend)
 
     def evaluate(self, task: Task, patch: str, *, run_key: str = "single") -> EvalResult:
@@ -226,16 +236,19 @@ class SWEbenchEvaluator:
             self.check(tasks)
         run_id = harness_run_id(run_key, ids, patches, self.model_name)
         graded = [(i, p) for i, p in zip(ids, patches) if p.strip()]
-        output = self._run_harness(run_id, graded) if graded else ""
-        return [self._result(run_id, i, p, output) for i, p in zip(ids, patches)]
+        rows = {str(t["instance_id"]): t for t in tasks}
+        output = self._run_harness(run_id, graded, [rows[i] for i, _ in graded]) if graded else ""
+        error_ids = self._error_ids(run_id) if graded else set()
+        return [self._result(run_id, i, p, output, i in error_ids) for i, p in zip(ids, patches)]
 
-    def _run_harness(self, run_id: str, predictions: list[tuple[str, str]]) -> str:
+    def _run_harness(self, run_id: str, predictions: list[tuple[str, str]], tasks: list[Task]) -> str:
         """Run the harness once in work_dir; returns its output (also kept in harness-<run id>.log)."""
         self.work_dir.mkdir(parents=True, exist_ok=True)
         path = self.work_dir / f"predictions-{run_id}.jsonl"
         path.write_text("".join(json.dumps({"instance_id": i, "model_name_or_path": self.model_name,
                                             "model_patch": p}) + "\n" for i, p in predictions))
-        command = [*(self.command or HARNESS_COMMAND), "--dataset_name", self.dataset, "--split", self.split,
+        dataset = self.dataset or str(write_task_rows(tasks, self.work_dir).resolve())
+        command = [*(self.command or HARNESS_COMMAND), "--dataset_name", dataset, "--split", self.split,
                    "--predictions_path", str(path.resolve()), "--max_workers", str(self.workers),
                    "--run_id", run_id, "--timeout", str(int(self.timeout_s)),
                    "--modal", str(self._chosen == "modal").lower(), "--instance_ids", *[i for i, _ in predictions]]
@@ -243,26 +256,59 @@ class SWEbenchEvaluator:
         # It inherits our environment (Docker, Modal, Hugging Face settings); patches run only in containers.
         done = subprocess.run(command, cwd=self.work_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         output = f"{done.stdout}\n[harness exit code {done.returncode}]\n"
+        self._exit_code = done.returncode
         with (self.work_dir / f"harness-{run_id}.log").open("a") as log:
             log.write(output)
         return output
 
-    def _result(self, run_id: str, instance_id: str, patch: str, output: str) -> EvalResult:
-        """The instance's report.json as an EvalResult, or a failure saying why there is none."""
+    def _folder(self, run_id: str) -> Path:
+        return self.work_dir / "logs" / "run_evaluation" / run_id / self.model_name.replace("/", "__")
+
+    def _error_ids(self, run_id: str) -> set[str]:
+        """The instances the harness's run report (<model>.<run id>.json in work_dir) lists as errors."""
+        path = self.work_dir / f"{self.model_name.replace('/', '__')}.{run_id}.json"
+        try:
+            return {str(i) for i in json.loads(path.read_text()).get("error_ids") or []}
+        except (OSError, ValueError, AttributeError):
+            return set()
+
+    def _result(self, run_id: str, instance_id: str, patch: str, output: str, listed_error: bool = False) -> EvalResult:
+        """The instance's report.json as an EvalResult, or a failure saying why there is none and whose it is."""
         if not patch.strip():
             why = "the patch is empty: nothing to test"
             return EvalResult(instance_id, False, log=why, error=why)
-        folder = self.work_dir / "logs" / "run_evaluation" / run_id / self.model_name.replace("/", "__")
-        report = folder / instance_id / "report.json"
+        report = self._folder(run_id) / instance_id / "report.json"
         if report.exists():
             try:
                 return read_report(report, instance_id)
             except (ValueError, KeyError) as error:
                 output = f"{output}\nunreadable {report}: {error}"
-        tail = "\n".join(output.strip().splitlines()[-HARNESS_TAIL_LINES:])
-        return EvalResult(instance_id, False, log=output[-LOG_EXCERPT_CHARS:],
-                          error=f"the harness wrote no report for {instance_id} (run {run_id}); "
-                                f"its last output lines:\n{tail}")
+        instance_log = self._folder(run_id) / instance_id / "run_instance.log"
+        message = instance_log.read_text(errors="replace") if instance_log.exists() else ""
+        tail = "\n".join((message or output).strip().splitlines()[-HARNESS_TAIL_LINES:])
+        patch_fault = bool(PATCH_FAULT.search(message))  # the instance's own log says so; nothing else does
+        why = "".join([f"; harness exit code {self._exit_code}" if self._exit_code and not patch_fault else "",
+                       "; listed in the run report's error_ids" if listed_error and not patch_fault else ""])
+        return EvalResult(instance_id, False, log=output[-LOG_EXCERPT_CHARS:], infra=not patch_fault,
+                          error=f"the harness wrote no report for {instance_id} (run {run_id}{why}); "
+                                f"{'the patch' if patch_fault else 'the harness failed, not the patch'}:\n{tail}")
+
+
+def write_task_rows(tasks: Sequence[Task], folder: Path) -> Path:
+    """The tasks' own rows as a JSONL data set the harness loads (<folder>/tasks-<digest>.jsonl): test lists
+    as JSON text, as the hub rows have them; our own columns (repo_path, suite) left out."""
+    lines = []
+    for task in tasks:
+        row = {k: v for k, v in task.items() if k not in OWN_COLUMNS}
+        for key in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+            if not isinstance(row.get(key), str):
+                row[key] = json.dumps(list(row.get(key) or []))
+        lines.append(json.dumps(row, default=str, sort_keys=True))
+    text = "\n".join(lines) + "\n"
+    path = folder / f"tasks-{hashlib.sha256(text.encode()).hexdigest()[:12]}.jsonl"
+    if not path.exists():
+        path.write_text(text)
+    return path
 
 
 def _rows(tasks: Any) -> list[Task]:
@@ -343,6 +389,6 @@ def testbed_workspace(task: Task, dest: Path | str) -> Path:
     return dest
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "SWEbenchEvaluator", "harness_run_id", "testbed_workspace", "grade_log", "read_report",
+    "SWEbenchEvaluator", "harness_run_id", "testbed_workspace", "grade_log", "read_report", "write_task_rows",
     "swebench_test_spec", "require_backend", "docker_available", "modal_available", "HarnessUnavailable",
 ]

@@ -268,13 +268,11 @@ class WritingAgent(PatchingAgent):
         return AgentResult(task["instance_id"], "completed", model=self.model)
 
 
-def test_swebench_rows_get_a_mirror_and_each_loop_its_own_verdicts_from_one_harness_call(tmp_path, monkeypatch,
-                                                                                        results):
+@pytest.fixture
+def swebench_tasks(tmp_path, monkeypatch):
+    """Two SWE-bench rows of a local "psf/requests" (mirrored from a file:// remote), and the data set file."""
     import json
-    import sys
 
-    from helpers.core.config import REPO_ROOT
-    from helpers.families.coding.swebench_harness import SWEbenchEvaluator
     from helpers.families.coding.tasks import load_tasks
 
     upstream = tmp_path / "remote" / "psf" / "requests.git"
@@ -291,16 +289,58 @@ def test_swebench_rows_get_a_mirror_and_each_loop_its_own_verdicts_from_one_harn
         "instance_id": f"psf__requests-{n}", "repo": "psf/requests", "base_commit": base, "patch": "",
         "problem_statement": f"Issue {n}.", "test_patch": "", "FAIL_TO_PASS": json.dumps(["test_app"]),
         "PASS_TO_PASS": "[]", "created_at": "2024-01-01", "version": "1.0"}) + "\n" for n in (1, 2)))
-    tasks = load_tasks(str(dataset))
-    evaluator = SWEbenchEvaluator(command=[sys.executable, str(REPO_ROOT / "tests/fixtures/swebench/stand_in_run_evaluation.py")],
-                                  dataset=str(dataset), work_dir=tmp_path / "harness")
+    return load_tasks(str(dataset)), dataset
 
+
+def stand_in_harness(work_dir, **settings):
+    import sys
+
+    from helpers.core.config import REPO_ROOT
+    from helpers.families.coding.swebench_harness import SWEbenchEvaluator
+
+    return SWEbenchEvaluator(command=[sys.executable, str(REPO_ROOT / "tests/fixtures/swebench/stand_in_run_evaluation.py")],
+                             work_dir=work_dir, **settings)
+
+
+def test_swebench_rows_get_a_mirror_and_each_loop_its_own_verdicts_from_one_harness_call(tmp_path, results,
+                                                                                        swebench_tasks):
+    tasks, dataset = swebench_tasks
+    evaluator = stand_in_harness(tmp_path / "harness", dataset=str(dataset))
     fixed = run(tasks, WritingAgent("FIXED"), results, evaluator=evaluator, run_id="train_0")
     broken = run(tasks, WritingAgent("STILL BROKEN"), results, evaluator=evaluator, run_id="train_1")
     assert (fixed.pass_or_fail == "pass").all() and (broken.pass_or_fail == "fail").all()
     assert (tmp_path / "cache" / "mirrors" / "psf__requests.git").is_dir()  # cloned once, for both tasks
     calls = (tmp_path / "harness" / "stand-in-calls.jsonl").read_text().splitlines()
     assert len(calls) == 2  # one harness call per run, each with its own run id
+
+
+def test_a_harness_failure_is_an_error_never_a_fail_and_only_the_evaluation_is_redone(tmp_path, results,
+                                                                                     swebench_tasks):
+    """A Docker error or a crashed harness says nothing about the patch: the row is an infrastructure error
+    with the harness's message, the loop cannot count it, and the next call evaluates it again without
+    running the agent again."""
+    from helpers.core.outcomes import INFRA, run_outcome
+    from helpers.engine.loop import LoopUnfinished, check_runs
+
+    import sys
+
+    from helpers.families.coding.swebench_harness import SWEbenchEvaluator
+
+    tasks, _ = swebench_tasks
+    agent = WritingAgent("FIXED")
+    broken_harness = SWEbenchEvaluator(work_dir=tmp_path / "harness", command=[
+        sys.executable, "-c", "import sys; print('docker.errors.DockerException: Error while fetching server API version'); sys.exit(1)"])
+    crashed = run(tasks, agent, results, evaluator=broken_harness, run_id="train_0")
+    assert (crashed.pass_or_fail == "error").all() and (crashed.status == "completed").all()
+    assert crashed.eval_error.str.contains("the harness failed, not the patch").all()
+    assert crashed.eval_error.str.contains("harness exit code 1").all()
+    assert crashed.eval_error.str.contains("DockerException").all()  # the harness's own words
+    assert all(run_outcome(row) == INFRA for row in crashed.to_dict("records"))
+    with pytest.raises(LoopUnfinished, match="test harness failed on 2 patches"):
+        check_runs(0, {"train": crashed})
+
+    retried = run(tasks, agent, results, evaluator=stand_in_harness(tmp_path / "harness"), run_id="train_0")
+    assert (retried.pass_or_fail == "pass").all() and len(agent.calls) == 2  # graded now; the agent not rerun
 
 
 class GatewayAgent(PatchingAgent):

@@ -195,3 +195,33 @@ def test_the_real_harness_accepts_the_command_line_and_its_failure_reaches_each_
     assert not result.resolved and "wrote no report for psf__requests-2317" in result.error
     assert "DockerException" in result.error and "usage:" not in result.log
     assert len(list((tmp_path / "logs/run_evaluation").glob("exp.train_0.*/run.json"))) == 1
+
+
+# --- failures that are not the patch's ------------------------------------------------------------------
+
+def test_a_docker_error_is_an_infrastructure_error_with_the_harness_words_and_a_bad_patch_is_a_fail(lite, stand_in):
+    tasks = [lite.loc[i].to_dict() for i in TRIO]
+    results = stand_in.evaluate_batch(tasks, [FIXED, a_patch("INFRA"), "not a diff\n"], run_key="exp.train_0")
+    assert results[0].resolved and not results[0].infra
+    docker = results[1]
+    assert not docker.resolved and docker.infra
+    assert "the harness failed, not the patch" in docker.error and "docker.errors.APIError" in docker.error
+    assert "listed in the run report's error_ids" in docker.error  # the harness's run report, read
+    assert not results[2].infra and "the patch" in results[2].error and "Patch Apply Failed" in results[2].error
+
+
+def test_grading_follows_the_task_source_not_swebench_lite(lite, tmp_path):
+    """With no dataset named, the harness grades against the tasks' own rows (here a task Lite does not
+    have, as SWE-bench Verified or a team's own file would hold), written beside its logs."""
+    verified = {**lite.loc[TRIO[0]].to_dict(), "instance_id": "psf__requests-9999", "repo_path": "/somewhere"}
+    evaluator = SWEbenchEvaluator(command=[sys.executable, str(STAND_IN)], work_dir=tmp_path)
+    evaluator.check([verified])  # no data set to look the task up in: nothing to refuse
+    [result] = evaluator.evaluate_batch([verified], [FIXED], run_key="exp.test_0")
+    assert result.resolved and not result.error
+    dataset = argument(harness_calls(tmp_path)[0], "--dataset_name")
+    assert dataset.startswith(str(tmp_path)) and "/tasks-" in dataset and dataset.endswith(".jsonl")
+    [row] = [json.loads(line) for line in open(dataset)]
+    assert row["instance_id"] == "psf__requests-9999" and "repo_path" not in row
+    assert json.loads(row["FAIL_TO_PASS"]) == verified["FAIL_TO_PASS"]  # JSON text, as the hub rows hold it
+    with pytest.raises(ValueError, match="no rows for"):  # naming Lite explicitly still checks against it
+        SWEbenchEvaluator(command=[sys.executable, str(STAND_IN)], dataset=str(FIXTURES / "lite_sample.jsonl")).check([verified])
