@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from helpers.core.outcomes import plan_scored as scored
-from helpers.store.loops import completed_loops, kept_version, loop_records, loop_rows
+from helpers.store.loops import completed_loops, kept_version, load_split, loop_records, loop_rows
 
 
 def _label(record: dict[str, Any] | None, version: int, rules: int | None = None) -> str:
@@ -34,8 +34,8 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str) -> Any
 
 def primary_result(experiment: str) -> dict[str, Any] | None:
     """The experiment's answer as plain data: kept version, how it was chosen, the candidates' validation
-    table, the primary test (a Comparison, None when the start itself is kept), its decision, the power
-    note and the decision rule; None before any loop has finished."""
+    table, the primary test (a Comparison, None when the start itself is kept), its decision, the split's
+    sizes, the power note and the decision rule; None before any loop has finished."""
     from helpers.core.selection import DECISION_RULE, decision, power_note, primary_test
 
     done = loop_records(experiment)
@@ -51,21 +51,25 @@ def primary_result(experiment: str) -> dict[str, Any] | None:
         comparison = primary_test(start_rows, kept_rows, start_label, f"v{choice.version}")
     verdict = (decision(comparison) if comparison is not None else
                f"No test: the kept version is the start ({start_label}), so nothing learned is claimed.")
-    return {"kept_version": choice.version, "how": choice.how, "candidates": choice.candidates,
+    split = load_split(experiment) or {}
+    sizes = (f"Split: {len(split.get('train', []))} train, {len(split.get('validation', []))} validation, "
+             f"{len(split.get('test', []))} test tasks (saved in act_results/{experiment}/split.json)." if split else
+             "Split: not saved with the experiment.")
+    return {"kept_version": choice.version, "how": choice.how, "candidates": choice.candidates, "split": sizes,
             "start": start_label, "comparison": comparison, "decision": verdict,
             "power": power_note(len(start_rows) if start_rows is not None else 0), "rule": DECISION_RULE,
             "dry_run": any(r.get("dry_run") for r in done), "loops": len(done)}
 
 
 def evidence_summary(experiment: str) -> str:
-    """The kept version, how validation chose it, its one test against the start with the decision, the
-    power at this size and the decision rule; labeled SCRIPTED DRY RUN first when the loops were scripted."""
+    """The split, the kept version and how validation chose it, its one test against the start with the
+    decision, the power at this size and the decision rule; labeled SCRIPTED DRY RUN first when the loops were scripted."""
     result = primary_result(experiment)
     if result is None:
         return "No finished loop yet: nothing to compare with the starting rules."
     lines = (["SCRIPTED DRY RUN: every number below comes from the scripted model; these are not results."]
              if result["dry_run"] else [])
-    lines += [f"Kept version: {result['how']}."]
+    lines += [result["split"], f"Kept version: {result['how']}."]
     if result["comparison"] is not None:
         lines.append(f"Primary test: {result['comparison'].summary()} (test split).")
     lines += [result["decision"], result["power"], result["rule"]]

@@ -141,7 +141,7 @@ def run_one_loop(loop: int, family: LoopFamily, settings: LoopSettings, session:
     runs = family.answer(ruleset, loop)                                               # 1. answer, tested
     check_runs(loop, runs)
     train, test = family.feedback(runs)                                               # 2. feedback in English
-    log_loop_to_phoenix(loop, version, ruleset, train, test, settings, session, datasets)  # 3. Phoenix
+    log_loop_to_phoenix(loop, version, ruleset, train, test, settings, session, datasets, val=runs.get("val"))  # 3.
     optimizer = family.optimizer()                                                    # 4. the next rules
     new_ruleset = optimizer.optimize(dataset=train, output_column="output", feedback_columns=list(family.feedback_columns),
                                      ruleset=ruleset, context_size_k=settings.context_size_k)
@@ -237,15 +237,18 @@ def meta_prompt(optimizer: Any, judged: pd.DataFrame, ruleset: str, examples: in
 
 
 def log_loop_to_phoenix(loop: int, version: int, ruleset: str, train: pd.DataFrame, test: pd.DataFrame,
-                        settings: LoopSettings, session: Any, datasets: dict[str, Any] | None) -> None:
-    """Both splits as Phoenix experiments ("Train <loop>", "Test <loop>") and the ruleset as a prompt version."""
+                        settings: LoopSettings, session: Any, datasets: dict[str, Any] | None,
+                        val: pd.DataFrame | None = None) -> None:
+    """Every split as a Phoenix experiment ("Train <loop>", "Val <loop>" when the split has a validation
+    side and its dataset was uploaded, "Test <loop>") and the ruleset as a prompt version."""
     if not (session.phoenix_url and datasets):
         return
     from helpers.tracking.phoenix_experiments import log_experiment_to_phoenix, log_ruleset_version
 
     metadata = {"loop": loop, "ruleset_version": version, "agent": agent_name(settings), "agent_model": session.agent_model,
                 "judge_model": session.judge_model, "dry_run": session.dry_run}
-    for split, frame in (("Train", train), ("Test", test)):
+    sides = [("Train", train), *([("Val", val)] if val is not None and "val" in datasets else []), ("Test", test)]
+    for split, frame in sides:
         log_experiment_to_phoenix(hostname=session.phoenix_url, api_key=session.phoenix_api_key,
                                   dataset_obj=datasets[split.lower()], experiment_name=f"{split} {loop}",
                                   experiment_df=frame, metadata={**metadata, "split": split.lower()},

@@ -5,6 +5,7 @@ carries (an agent's trajectory so far)."""
 from __future__ import annotations
 
 import json
+import zlib
 from typing import Any
 
 from helpers.core import config
@@ -155,3 +156,20 @@ def json_or_none(data: bytes) -> Any:
         return json.loads(data) if data else None
     except ValueError:
         return None
+
+
+def decoded_body(body: bytes, encoding: str | None) -> bytes:
+    """`body` without its gzip/deflate coding, for metering only (the client gets it as it came)."""
+    if encoding in ("gzip", "deflate"):
+        try:
+            return zlib.decompress(body, 47)  # 32 + 15: gzip or zlib header
+        except zlib.error:
+            return b""
+    return body
+
+
+def body_text(data: bytes, limit: int) -> str:
+    """The first `limit` bytes of a body as text (for traces)."""
+    return data[:limit].decode("utf-8", errors="replace")
+
+

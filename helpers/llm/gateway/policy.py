@@ -6,16 +6,19 @@ path + /v1, as Anthropic-style clients post it), with the configured models when
 them, and, under a budget, only models with a price. Everything else gets a 403 naming what was refused.
 Paths with `..`, `.`, empty segments, backslashes or encoded separators are refused before any routing.
 Streamed chat completions are asked for their usage (`stream_options.include_usage`), so that every
-call is metered against the budget.
+call is metered against the budget. The error shape both SDKs read, and which recorded statuses are transient, live here too.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping
 from urllib.parse import unquote, urlsplit
 
+from aiohttp import web
+
 from helpers.llm.pricing import is_priced
+from helpers.llm.retries import is_retryable
 
 ENDPOINTS = {
     "POST": ("/chat/completions", "/responses", "/messages", "/messages/count_tokens"),
@@ -67,3 +70,24 @@ def with_usage_reported(path: str, body: dict[str, Any], raw: bytes) -> bytes:
 
 
 __all__ = ["upstream_path", "refusal", "with_usage_reported", "ENDPOINTS"]  # documented in CODE_APPENDIX.md
+
+
+def is_transient(status: int | str | None) -> bool:
+    """True for a call that failed for a reason a later retry may not meet: rate limit, outage, timeout,
+    unreachable upstream (502 from the gateway). A spent budget ("budget") is not transient by itself."""
+    return is_retryable(status if isinstance(status, int) else None)
+
+
+class ClientGone(Exception):
+    """The client closed its connection while its answer was streaming."""
+
+
+async def healthz(_: web.Request) -> web.Response:
+    """The gateway's health route: {"status": "ok"}."""
+    return web.json_response({"status": "ok"})
+
+
+def error_response(status: int, message: str, kind: str, headers: Mapping[str, str] | None = None) -> web.Response:
+    """An error in the OpenAI/Anthropic shape both SDKs read ({"error": {"message", "type"}})."""
+    body = {"type": "error", "error": {"message": message, "type": kind, "code": kind}}
+    return web.json_response(body, status=status, headers=dict(headers or {}))

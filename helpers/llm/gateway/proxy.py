@@ -10,7 +10,6 @@ import secrets
 import threading
 import time
 import warnings
-import zlib
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
@@ -19,8 +18,9 @@ from aiohttp import web
 from yarl import URL
 
 from helpers.core import config
-from helpers.llm.gateway.metering import Meter, json_or_none, input_messages
-from helpers.llm.gateway.policy import refusal, upstream_path, with_usage_reported
+from helpers.llm.gateway.metering import Meter, body_text, decoded_body, input_messages, json_or_none
+from helpers.llm.gateway.policy import (ClientGone, error_response, healthz, refusal, upstream_path,
+                                         with_usage_reported)
 from helpers.llm.gateway.pool import POOL_PAUSE_STATUS, Pool
 from helpers.llm.gateway.upstreams import Upstream, client_headers, scrub, scrub_bytes, token_of, upstream_headers
 from helpers.llm.gateway.tracing import RECORD_FIELDS
@@ -33,15 +33,10 @@ MAX_BACKOFF_S = config.GATEWAY_MAX_BACKOFF_S
 CONNECT_TIMEOUT_S = config.GATEWAY_CONNECT_TIMEOUT_S
 TRACE_CHARS = config.GATEWAY_TRACE_CHARS
 TRACE_MESSAGE_CHARS = config.GATEWAY_TRACE_MESSAGE_CHARS
+SETTLE_S = 10.0  # how long a reader of records waits for calls under way to be written
 MAX_REQUEST_BYTES = 256 * 2**20  # long agent conversations exceed aiohttp's 1 MiB default
 
 BUDGET_HEADER = "x-gateway-budget"
-
-
-def is_transient(status: int | str | None) -> bool:
-    """True for a call that failed for a reason a later retry may not meet: rate limit, outage, timeout,
-    unreachable upstream (502 from the gateway). A spent budget ("budget") is not transient by itself."""
-    return is_retryable(status if isinstance(status, int) else None)
 
 
 class Gateway:
@@ -65,6 +60,10 @@ class Gateway:
         # upstream -> the model ids its tokens may call (an upstream not named here: any model)
         self.models = {name: set(ids) for name, ids in (models or {}).items()}
         self._lock = threading.Lock()
+        # calls under way, by token: a reader of records waits for them (a client may read its last chunk
+        # an instant before its call's record is written)
+        self._inflight: dict[str, int] = {}
+        self._settled = threading.Condition(self._lock)
         self._tokens: dict[str, dict[str, Any]] = {}  # token -> {"upstream", "client", attributes...}
         self._records: list[dict[str, Any]] = []
         self._last_status: dict[str, int | str] = {}
@@ -180,12 +179,16 @@ class Gateway:
     # --- records ---------------------------------------------------------------------------------
     def calls(self, token: str | None = None, **filters: Any) -> list[dict[str, Any]]:
         """Copies of the finished call records whose fields equal every filter (e.g. task="t1");
-        `token` keeps one client's calls."""
+        `token` keeps one client's calls. Calls still under way (of `token`, or of anyone) are waited
+        for, up to SETTLE_S: a client can read its answer's last chunk just before its record is written."""
         client = None
         if token is not None:
             with self._lock:
                 client = (self._tokens.get(token) or {}).get("client", "no such client")
         with self._lock:
+            key = None if token is None else token
+            self._settled.wait_for(lambda: not (self._inflight.get(key, 0) if key is not None else sum(self._inflight.values())),
+                                   timeout=SETTLE_S)
             records = list(self._records)
         return [dict(r) for r in records
                 if (client is None or r["client"] == client) and all(r.get(k) == v for k, v in filters.items())]
@@ -219,7 +222,7 @@ class Gateway:
                                           sock_read=self.request_timeout_s))
         self._pools = {name: Pool(self.concurrency) for name in self.upstreams}
         app = web.Application(client_max_size=MAX_REQUEST_BYTES)
-        app.router.add_get("/healthz", _healthz)
+        app.router.add_get("/healthz", healthz)
         app.router.add_route("*", "/u/{name}/{tail:.*}", self._handle)
         app.router.add_route("*", "/u/{name}", self._handle)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)  # stop() cuts calls in flight
@@ -233,16 +236,30 @@ class Gateway:
         await self._session.close()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        """One model call, counted as under way until its record is written (see calls())."""
+        key = token_of(request.headers) or ""
+        with self._lock:
+            self._inflight[key] = self._inflight.get(key, 0) + 1
+        try:
+            return await self._answer(request)
+        finally:
+            with self._lock:
+                self._inflight[key] -= 1
+                if not self._inflight[key]:
+                    del self._inflight[key]
+                self._settled.notify_all()
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
         started, started_at = time.monotonic(), time.time()
         name = request.match_info["name"]
         upstream = self.upstreams.get(name)
         if upstream is None:
-            return _error(404, f"gateway: no upstream named {name!r}", "unknown_upstream")
+            return error_response(404, f"gateway: no upstream named {name!r}", "unknown_upstream")
         token = token_of(request.headers)
         with self._lock:
             client = self._tokens.get(token or "")
         if client is None or client["upstream"] != name or client.get("revoked"):
-            return _error(401, f"gateway: unknown or revoked token for upstream {name!r}", "invalid_token")
+            return error_response(401, f"gateway: unknown or revoked token for upstream {name!r}", "invalid_token")
         body = await request.read()
         asked = json_or_none(body)
         asked = asked if isinstance(asked, dict) else {}
@@ -250,7 +267,7 @@ class Gateway:
         why = where if isinstance(where, str) else refusal(request.method, where[0], upstream.url, asked,
                                                            self.models.get(name), self.budget_usd)
         if why is not None:
-            return _error(403, f"gateway: refused: {why}", "forbidden")
+            return error_response(403, f"gateway: refused: {why}", "forbidden")
         path, query = where
         body = with_usage_reported(path, asked, body)
         record = {**{k: v for k, v in client.items() if k not in ("upstream", "revoked")},
@@ -263,7 +280,7 @@ class Gateway:
             record.update(status="budget", input_tokens=0, output_tokens=0, cost_usd=0.0,
                           error=f"budget of ${self.budget_usd:.2f} spent")
             self._finish(token, record, started, body, asked, b"", Meter())
-            return _error(429, f"gateway: the budget of ${self.budget_usd:.2f} for model calls is spent "
+            return error_response(429, f"gateway: the budget of ${self.budget_usd:.2f} for model calls is spent "
                           f"(${self.spent_usd:.2f} used); no new model calls are made.", "budget_exceeded",
                           {BUDGET_HEADER: "spent"})
         meter, kept = Meter(output=self.trace is not None), [b""]
@@ -273,7 +290,7 @@ class Gateway:
             record.update(status=502, input_tokens=0, output_tokens=0, cost_usd=0.0,
                           error=scrub(f"upstream unreachable: {type(error).__name__}: {error}", upstream.api_key))
             self._finish(token, record, started, body, asked, b"", meter)
-            return _error(502, f"gateway: {record['error']}", "upstream_unreachable",
+            return error_response(502, f"gateway: {record['error']}", "upstream_unreachable",
                           {GATEWAY_RETRIES_HEADER: str(record["retries"])})
         record["status"] = response.status
         finished = False
@@ -300,14 +317,14 @@ class Gateway:
                     pass
                 return out
             kept[0] = answer = scrub_bytes(await response.read(), upstream.api_key)
-            meter.feed_json(_decoded(answer, response.headers.get("Content-Encoding")))
+            meter.feed_json(decoded_body(answer, response.headers.get("Content-Encoding")))
             return web.Response(status=response.status, headers=headers, body=answer)
         except (aiohttp.ClientError, asyncio.TimeoutError) as error:
             # The upstream broke off mid-answer: cut the client's connection too, so a truncated stream
             # never looks complete.
             record["error"] = scrub(f"upstream broke off: {type(error).__name__}: {error}", upstream.api_key)
             raise
-        except _ClientGone:
+        except ClientGone:
             record["error"] = "client disconnected"
             return web.Response(status=499)  # nobody reads it; the client is gone
         finally:
@@ -323,7 +340,7 @@ class Gateway:
             try:
                 await out.write(chunk)  # first, so metering never delays a chunk
             except ConnectionError:
-                raise _ClientGone from None
+                raise ClientGone from None
             meter.feed_sse(chunk)
             if len(kept[0]) < self.trace_chars:
                 kept[0] += chunk[: self.trace_chars - len(kept[0])]
@@ -401,8 +418,8 @@ class Gateway:
                 # an agent's last request carries its whole conversation: its trajectory so far
                 self._last_exchange[token] = (request_json, meter.text(), meter.tool_calls())
         if self.trace is not None and self._loop is not None:
-            payload = {**record, "request_body": _text(request_body, self.trace_chars),
-                       "response_body": _text(response_body, self.trace_chars),
+            payload = {**record, "request_body": body_text(request_body, self.trace_chars),
+                       "response_body": body_text(response_body, self.trace_chars),
                        "output_text": meter.text()[: self.trace_chars], "output_tool_calls": meter.tool_calls()}
             self._loop.run_in_executor(None, self._call_trace, payload, request_json)
 
@@ -415,33 +432,3 @@ class Gateway:
                 self._trace_failed = True
                 warnings.warn(f"gateway trace failed, calls are served anyway: {type(error).__name__}: {error}",
                               RuntimeWarning, stacklevel=1)
-
-
-class _ClientGone(Exception):
-    """The client closed its connection while its answer was streaming."""
-
-
-async def _healthz(_: web.Request) -> web.Response:
-    return web.json_response({"status": "ok"})
-
-
-def _error(status: int, message: str, kind: str, headers: Mapping[str, str] | None = None) -> web.Response:
-    """An error in the OpenAI/Anthropic shape both SDKs read ({"error": {"message", "type"}})."""
-    body = {"type": "error", "error": {"message": message, "type": kind, "code": kind}}
-    return web.json_response(body, status=status, headers=dict(headers or {}))
-
-
-def _decoded(body: bytes, encoding: str | None) -> bytes:
-    """`body` without its gzip/deflate coding, for metering only (the client gets it as it came)."""
-    if encoding in ("gzip", "deflate"):
-        try:
-            return zlib.decompress(body, 47)  # 32 + 15: gzip or zlib header
-        except zlib.error:
-            return b""
-    return body
-
-
-def _text(data: bytes, limit: int) -> str:
-    return data[:limit].decode("utf-8", errors="replace")
-
-
