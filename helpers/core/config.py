@@ -77,6 +77,8 @@ GATEWAY_TRACE_MESSAGE_CHARS = 4_000  # text kept per input message for traces
 CONTINUAL_EXPIRY_DAYS = 90  # a rule unconfirmed this long is proposed for deletion
 CONTINUAL_HARMFUL_AFTER = 2  # implicated this often (and more often than confirmed): proposed for deletion
 CONTINUAL_BRANCH = "prompt-learning/rules"  # the branch apply() commits the learned rules to
+CONTINUAL_MAX_FILE_BYTES = 10 * 2**20  # one feedback file larger than this is refused (Inbox(max_file_bytes=...))
+CONTINUAL_MAX_SIGNAL_CHARS = 4_000  # one feedback record's text (and its code excerpt) is cut here, marked
 
 # --- statistics: every comparison of rulesets the product prints (helpers.core.stats) ---------------------
 STATS_ALPHA = 0.05  # significance level of a paired comparison and of the acceptance gate

@@ -425,7 +425,12 @@ def import_rules_file(path: Path | str) -> str:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"No rules file at {path}: give the path of the team's rules file.")
-    return with_learned_section(path.read_bytes().decode("utf-8", errors="surrogateescape"))
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path} is not UTF-8 ({error.reason} at byte {error.start}): rules files are read and "
+                         "written as UTF-8. Convert it (e.g. iconv -f latin1 -t utf-8), commit, and import again.") from None
+    return with_learned_section(text)
 
 
 def with_learned_section(text: str) -> str:

@@ -164,3 +164,4 @@ def test_the_continual_notebook_learns_from_a_prs_feedback_applies_and_rolls_bac
     shown = outputs(run_notebook(NOTEBOOKS / "05_continual.ipynb", {"DRY_RUN": True, "INBOX": "ci-continual"}))
     assert "SCRIPTED DRY RUN" in shown and "Proposal p0001" in shown and "Approved p0001: ruleset v1" in shown
     assert "prompt-learning: learned rules v1 (p0001, 3 edit(s))" in shown and "Rolled back v1 -> no learned rules" in shown
+    assert "2 untrusted record(s), kept out of the optimizer" in shown and "helpful-stranger is FIRST_TIME_CONTRIBUTOR" in shown

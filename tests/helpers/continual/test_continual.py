@@ -10,8 +10,11 @@ import pytest
 
 from helpers.agents.base import AgentBase
 
-from helpers.continual.learning import (Inbox, ProposalUnfinished, commit_rules, example_feedback,
-                               junit_failures, phoenix_annotations, rules_file_for)
+from helpers.continual.feedback import junit_failures, phoenix_annotations
+from helpers.continual.learning import Inbox
+from helpers.continual.proposals import ProposalUnfinished
+from helpers.continual.repository import commit_rules, example_feedback
+from helpers.core.rules import rules_file_for
 from helpers.families.coding.house_suite import CONVENTIONS
 from helpers.llm.client import LLMClient
 from helpers.learn.optimizer import PromptLearningOptimizer
@@ -55,33 +58,42 @@ def inbox(tmp_path):
 
 
 # --- feedback in ---------------------------------------------------------------------------------------
-def test_review_comments_fold_threads_and_leave_out_bots_and_the_agents_own_comments(inbox):
+def test_review_comments_give_one_record_per_author_and_thread_and_leave_out_the_agents_own(inbox):
     found = inbox.ingest(FIXTURES / "pr_comments_paginated.json", "github-review-comments", context="PR #7")
     by_id = {f.id: f for f in found}
-    assert sorted(by_id) == ["github-comment-501", "github-comment-506", "github-comment-507"]
+    assert sorted(by_id) == ["github-comment-501", "github-comment-502", "github-comment-504", "github-comment-506",
+                             "github-comment-507"]
     thread = by_id["github-comment-501"]
-    assert thread.text.startswith("Raise CartError here") and "bob: +1, and the message should name the cart id." in thread.text
-    assert "Done, switched" not in thread.text  # the agent's own reply
+    assert thread.text == "Raise CartError here: callers only catch our own exceptions."
     assert thread.where == "shop/cart.py:12" and thread.author == "alice" and thread.at == "2026-05-04T10:00:00Z"
     assert thread.url == "https://github.com/acme/shop/pull/7#discussion_r501" and "raise ValueError" in thread.detail
-    assert thread.context == "PR #7" and thread.items == ["github-comment:501", "github-comment:502"]
-    reply = by_id["github-comment-506"]  # a person answering the agent: kept, the agent's comment quoted
-    assert reply.text.startswith("(in reply to the agent: I added a print") and "module logger" in reply.text
-    assert not any("Lint" in f.text for f in found)
+    assert thread.context == "PR #7" and thread.items == ["github-comment:501"] and thread.association == "MEMBER"
+    reply = by_id["github-comment-502"]  # another person in the thread: a record of their own, the thread quoted
+    assert reply.text.startswith("(in reply to alice: Raise CartError") and reply.author == "bob"
+    assert not any("Done, switched" in f.text for f in found)  # the agent's own reply is not feedback
+    to_agent = by_id["github-comment-506"]  # a person answering the agent: kept, the agent's comment quoted
+    assert to_agent.text.startswith("(in reply to the agent: I added a print") and "module logger" in to_agent.text
+    bot = by_id["github-comment-504"]  # kept in the inbox, marked, and kept away from the optimizer
+    assert bot.author_type == "Bot" and inbox.trusted(bot) == (False, "github-actions[bot] is a bot (not on the "
+                                                                      "policy's bots list)")
+    assert sorted(f.id for f in inbox.new_feedback()) == ["github-comment-501", "github-comment-502",
+                                                          "github-comment-506", "github-comment-507"]
     assert by_id["github-comment-507"].where == "CHANGELOG.md:1"
 
 
 def test_ingesting_the_same_items_again_adds_nothing_and_a_new_reply_is_new(inbox):
     path = FIXTURES / "pr_comments_paginated.json"
-    assert len(inbox.ingest(path, "github-review-comments")) == 3
+    assert len(inbox.ingest(path, "github-review-comments")) == 5
     assert inbox.ingest(path, "github-review-comments") == []
     grown = json.loads("[" + path.read_text().replace("]\n[", ",") + "]")[0]
     grown.append({**grown[1], "id": 508, "user": {"login": "dave", "type": "User"}, "body": "Also add a test.",
                   "created_at": "2026-05-04T12:00:00Z"})
     again = inbox.ingest(grown, "github-review-comments")
-    assert [f.id for f in again] == ["github-comment-501-508"] and again[0].items == ["github-comment:508"]
-    assert "dave: Also add a test." in again[0].text
-    assert len(inbox.feedback()) == 4
+    assert [f.id for f in again] == ["github-comment-508"] and again[0].items == ["github-comment:508"]
+    assert again[0].text == "(in reply to alice: Raise CartError here: callers only catch our own exceptions.)\nAlso add a test."
+    grown.append({**grown[0], "id": 509, "in_reply_to_id": 501, "body": "And name the cart.", "created_at": "2026-05-04T13:00:00Z"})
+    assert [f.id for f in inbox.ingest(grown, "github-review-comments")] == ["github-comment-501-509"]  # alice again
+    assert len(inbox.feedback()) == 7
     assert inbox.ingest("Never log secrets.", "note", author="lead")[0].source == "note"
     assert inbox.ingest("Never   log secrets.", "note", author="lead") == []
 
@@ -89,7 +101,9 @@ def test_ingesting_the_same_items_again_adds_nothing_and_a_new_reply_is_new(inbo
 def test_reviews_keep_the_ones_with_words_from_people(inbox):
     found = inbox.ingest(FIXTURES / "reviews.json", "github-reviews")
     assert [(f.id, f.outcome.split(":")[0]) for f in found] == [("github-review-80", "incorrect"),
+                                                                ("github-review-82", "a reviewer's comment"),
                                                                 ("github-review-84", "correct")]
+    assert [inbox.trusted(f)[0] for f in found] == [True, False, True]  # sonar[bot] is kept out
     assert found[0].url.endswith("pullrequestreview-80") and found[0].at == "2026-05-04T10:10:00Z"
 
 
@@ -330,20 +344,49 @@ def gate_inbox(tmp_path, conventions):
         return inbox, inbox.propose(optimizer(server, tmp_path))
 
 
-def test_the_replay_gate_accepts_a_proposal_that_is_not_worse(tmp_path):
-    tasks = load_house_suite().iloc[[0, 1]]  # errors + changelog; errors
-    inbox, proposal = gate_inbox(tmp_path, ["errors", "changelog"])
+FOUR = ["errors", "changelog", "docs_types", "registry"]
+
+
+def four_convention_tasks(n=6):
+    house = load_house_suite()
+    return house[house.conventions.map(lambda c: set(c) <= set(FOUR))].head(n)
+
+
+def test_the_replay_gate_accepts_a_proposal_that_is_not_worse_on_enough_tasks(tmp_path):
+    tasks = four_convention_tasks()
+    inbox, proposal = gate_inbox(tmp_path, FOUR)
     decision = inbox.replay_gate(proposal.id, RuleFollowingAgent(), tasks, workers=2, results_root=tmp_path / "results")
-    assert decision.accept and decision.comparison.n == 2 and decision.comparison.b_only == 2
+    assert decision.accept and decision.comparison.n == 6 and decision.comparison.b_only == 6
+    assert "not significantly worse on 6 tasks" in decision.reason and "would be caught with 80% power" in decision.reason
     stored = inbox.proposal(proposal.id).evidence
-    assert stored["accept"] and stored["summary"] == decision.comparison.summary() and "on 2 tasks" in stored["summary"]
+    assert stored["accept"] and stored["summary"] == decision.comparison.summary() and "on 6 tasks" in stored["summary"]
+
+
+def test_a_replay_gate_too_small_to_ever_refuse_does_not_accept_and_says_how_many_tasks_it_needs(tmp_path):
+    tasks = four_convention_tasks(4)
+    inbox, proposal = gate_inbox(tmp_path, FOUR)
+    decision = inbox.replay_gate(proposal.id, RuleFollowingAgent(), tasks, workers=2, results_root=tmp_path / "results")
+    assert not decision.accept and decision.comparison.b_only == 4  # better on every task, and still not accepted
+    assert "with 4 replay tasks no difference can be significant at 0.05" in decision.reason
+    assert "needs at least 6 tasks" in decision.reason
+
+
+def test_auto_approval_needs_trusted_sources_no_flags_and_a_gate_that_could_have_refused(tmp_path):
+    inbox, small = gate_inbox(tmp_path, FOUR)
+    version, why = inbox.auto_approve(small.id, RuleFollowingAgent(), four_convention_tasks(4), workers=2,
+                                      results_root=tmp_path / "results")
+    assert version is None and "the replay gate refused: with 4 replay tasks" in why
+    assert inbox.proposal(small.id).status == "pending" and inbox.proposal(small.id).reason == why
+    version, why = inbox.auto_approve(small.id, RuleFollowingAgent(), four_convention_tasks(), workers=2,
+                                      results_root=tmp_path / "results")
+    assert version == 1 and why.startswith("auto-approved: trusted sources, no flags, replay gate: the proposal is not")
+    assert inbox.proposal(small.id).status == "approved"
 
 
 def test_the_replay_gate_refuses_a_proposal_that_is_significantly_worse(tmp_path):
-    house = load_house_suite()
-    tasks = house[house.conventions.map(lambda c: set(c) <= {"errors", "changelog", "docs_types", "registry"})].head(6)
+    tasks = four_convention_tasks()
     assert len(tasks) == 6
-    inbox, first = gate_inbox(tmp_path, ["errors", "changelog", "docs_types", "registry"])
+    inbox, first = gate_inbox(tmp_path, FOUR)
     inbox.approve(first.id)
     inbox.ingest("[R1] [R2] [R3] [R4] are outdated, remove them.", "note")
     worse = inbox.propose_expiry()
@@ -371,3 +414,7 @@ def test_the_bundled_examples_drive_the_scripted_optimizer(tmp_path):
     added = {e["text"] for e in proposal.edits}
     assert {CONVENTIONS[c]["rule"] for c in ("errors", "changelog", "decimal")} == added
     assert all(e["feedback"] for e in proposal.edits) and proposal.dry_run
+    # the bot and the first-time contributor's injection are shown as untrusted and never reach the optimizer
+    outsiders = {record.author: record.id for record, _ in inbox.untrusted()}
+    assert set(outsiders) == {"codecov[bot]", "helpful-stranger"}
+    assert not set(outsiders.values()) & set(proposal.feedback_ids) and not proposal.flags

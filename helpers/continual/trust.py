@@ -1,0 +1,127 @@
+"""Who may steer the rules, and what in a proposal needs a person's eyes: the one trust policy of
+continual mode.
+
+Text from a pull request or a CI log is written by whoever opened the pull request, so it is data, never
+instructions. The policy (documented in the README's continual section):
+- GitHub comments and reviews count when their author is a MEMBER, OWNER or COLLABORATOR of the
+  repository (GitHub's own `author_association`), or on the allow-list of logins, or a CODEOWNER of the
+  file they comment on; bots (GitHub's type "Bot", a "[bot]" login, or a bot-like name) count only
+  when allow-listed. Everything else is kept in the inbox as untrusted, shown, and reaches the optimizer
+  only when a reviewer promotes it (Inbox.promote).
+- JUnit reports, notes and Phoenix annotations come through the team's own channels (its CI, the person
+  running the inbox, its Phoenix) and count; their text is still quoted as data.
+- Every proposal's edits are checked for what an injected instruction looks like (a command to run, a
+  link, a secret, an order to ignore rules): such an edit is flagged, and a flagged proposal is never
+  auto-approved.
+
+    policy = TrustPolicy(logins=("release-bot",), bots=("release-bot",))
+    policy = TrustPolicy.with_codeowners(".github/CODEOWNERS")
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+TRUSTED_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
+TEAM_CHANNELS = ("junit", "note", "phoenix")  # sources with no outside author
+# Bot-like logins GitHub does not mark as bots (a "User" account run by automation).
+BOT_NAME = re.compile(r"\[bot\]$|[-_.]bot$|^bot[-_.]|^(dependabot|renovate|github-actions|codecov|sonarcloud|snyk|"
+                      r"mergify|greenkeeper|imgbot|allcontributors|netlify|vercel|coderabbit(ai)?|copilot)\b", re.I)
+# What an instruction smuggled into feedback tends to ask for; any of these in an edit flags it.
+FLAGS = {
+    "runs a command": re.compile(
+        r"`[^`\n]*\b(curl|wget|bash|sh|zsh|sudo|rm|chmod|chown|pip|npm|npx|yarn|eval|exec|nc|ncat|powershell|iwr|"
+        r"base64|ssh|scp)\b[^`\n]*`|\b(curl|wget|iwr)\s+\S|\|\s*(ba|z)?sh\b|\b(run|execute|exec|invoke)\s+(the\s+)?"
+        r"(command|script|`)", re.I),
+    "links out": re.compile(r"https?://|\bwww\.[a-z0-9-]+\.[a-z]{2,}|\b[a-z0-9-]+\.(sh|io|ru|xyz|top)/", re.I),
+    "mentions secrets": re.compile(
+        r"\b(api[_ -]?keys?|secrets?|tokens?|passwords?|passwd|credentials?|private[_ -]?keys?|ssh[_ -]?keys?|"
+        r"env(ironment)? var(iable)?s?)\b|(^|[^\w.])\.env\b|\bsk-[A-Za-z0-9_-]{8,}|\bAKIA[0-9A-Z]{16}\b|"
+        r"\bghp_[A-Za-z0-9]{20,}",
+        re.I),
+    "overrides instructions": re.compile(
+        r"\b(ignore|disregard|forget|override|bypass|skip)\b[^.\n]{0,40}\b(previous|prior|above|all|other|earlier|"
+        r"existing|these|those|your|the)\b[^.\n]{0,25}\b(rules?|instructions?|prompts?|guidelines?|checks?|reviews?)|"
+        r"\bsystem prompt\b|\byou are now\b|\bnew instructions\b|\bdo not (tell|mention|report)\b|"
+        r"\bwithout (asking|review|approval)\b", re.I),
+}
+
+
+@dataclass(frozen=True)
+class TrustPolicy:
+    """Whose feedback steers the rules (see the module docstring). Logins compare case-insensitively.
+
+    associations: GitHub author_association values that count. logins: authors who count whatever their
+    association. bots: bot logins allowed to steer (a bot counts only when listed here). codeowners:
+    (pattern, owners) pairs as a CODEOWNERS file has them (the last matching pattern decides).
+    team_channels: sources whose feedback counts without an author check.
+    """
+
+    associations: tuple[str, ...] = TRUSTED_ASSOCIATIONS
+    logins: tuple[str, ...] = ()
+    bots: tuple[str, ...] = ()
+    codeowners: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    team_channels: tuple[str, ...] = TEAM_CHANNELS
+
+    @classmethod
+    def with_codeowners(cls, path: Path | str, **settings: Any) -> "TrustPolicy":
+        """A policy that also trusts the CODEOWNERS (users, not teams) of the file a comment is on."""
+        return replace(cls(**settings), codeowners=parse_codeowners(Path(path).read_text(encoding="utf-8")))
+
+    def decide(self, record: Any) -> tuple[bool, str]:
+        """(trusted, why) for a Feedback record."""
+        if record.source in self.team_channels:
+            return True, f"{record.source}: the team's own channel"
+        login = str(record.author or "").lower()
+        if is_bot(record):
+            if login in {b.lower() for b in self.bots}:
+                return True, f"bot {record.author} is allow-listed"
+            return False, f"{record.author or 'the author'} is a bot (not on the policy's bots list)"
+        if login and login in {name.lower() for name in self.logins}:
+            return True, f"{record.author} is on the policy's allow-list"
+        association = str(getattr(record, "association", "") or "").upper()
+        if association in self.associations:
+            return True, f"{record.author} is a {association.lower()} of the repository"
+        path = str(record.where or "").rsplit(":", 1)[0]
+        if login and path and login in {o.lstrip("@").lower() for o in owners_of(path, self.codeowners)}:
+            return True, f"{record.author} is a code owner of {path}"
+        return False, (f"{record.author or 'the author'} is {association or 'of unknown association'} here: not a "
+                       f"member, owner or collaborator, not allow-listed, not a code owner of the file")
+
+
+def is_bot(record: Any) -> bool:
+    """A bot by GitHub's account type, a "[bot]" login, or a bot-like name (renovate-bot, dependabot, ...)."""
+    return str(getattr(record, "author_type", "") or "") == "Bot" or bool(BOT_NAME.search(str(record.author or "")))
+
+
+def flags_of(text: str) -> list[str]:
+    """What in `text` looks like an injected instruction (FLAGS' names), in FLAGS' order; [] when nothing."""
+    return [name for name, pattern in FLAGS.items() if pattern.search(str(text or ""))]
+
+
+def parse_codeowners(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(pattern, owners) pairs of a CODEOWNERS file, in file order (comments and blank lines skipped)."""
+    pairs = []
+    for line in text.splitlines():
+        words = line.split("#", 1)[0].split()
+        if len(words) >= 2:
+            pairs.append((words[0], tuple(words[1:])))
+    return tuple(pairs)
+
+
+def owners_of(path: str, codeowners: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[str, ...]:
+    """The owners of `path`: the last matching CODEOWNERS pattern's (GitHub's rule)."""
+    found: tuple[str, ...] = ()
+    for pattern, owners in codeowners:
+        anchored = pattern.lstrip("/")
+        if (fnmatch.fnmatch(path, anchored) or fnmatch.fnmatch(path, anchored.rstrip("/") + "/*")
+                or (not pattern.startswith("/") and fnmatch.fnmatch(path, "*/" + anchored)) or pattern == "*"):
+            found = owners
+    return found
+
+
+__all__ = ["TrustPolicy", "is_bot", "flags_of", "parse_codeowners", "owners_of", "FLAGS"]  # in CODE_APPENDIX.md
