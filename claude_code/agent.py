@@ -190,6 +190,10 @@ class ClaudeCodeAgent(CLIAgent):
     def check_provider(self) -> None:
         provider_settings(self.model, self.base_url, self._api_key)
 
+    def upstream(self) -> tuple[str | None, str, str]:
+        """Anthropic's Messages API, or the ANTHROPIC_BASE_URL server that speaks it."""
+        return (*provider_settings(self.model, self.base_url, self._api_key), "anthropic")
+
     def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
         url, key = provider_settings(self.model, self.base_url, self._api_key)
         permissions = ["--permission-mode", "plan"] if self.mode == "plan" else ["--dangerously-skip-permissions"]

@@ -359,6 +359,14 @@ class ClineAgent(CLIAgent):
                           provider="anthropic" if anthropic else None, timeout_s=self.timeout_s, mode=self.mode,
                           sandbox=self.sandbox)
 
+    def upstream(self) -> tuple[str | None, str, str]:
+        """Its provider; an explicit anthropic provider posts {baseUrl}/messages, so its base URL ends in /v1."""
+        settings = config.llm_settings(self.model, self._api_key, self.base_url)
+        if self.provider == "anthropic":
+            base_url = self.base_url.rstrip("/").removesuffix("/v1") if self.base_url else None
+            return base_url, settings.require_key(), "anthropic"
+        return settings.base_url, settings.require_key(), settings.provider
+
     def stop_all(self) -> None:
         stop_all()
 

@@ -181,6 +181,11 @@ class CodexAgent(CLIAgent):
     def check_provider(self) -> None:
         provider_settings(self.model, self.base_url, self._api_key)
 
+    def upstream(self) -> tuple[str | None, str, str]:
+        """OpenAI's Responses API, or the OPENAI_BASE_URL server that serves it."""
+        url, key = provider_settings(self.model, self.base_url, self._api_key)
+        return (None, key, "openai") if url == OPENAI_URL else (url, key, "openai-compatible")
+
     def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
         url, key = provider_settings(self.model, self.base_url, self._api_key)
         args = [str(self.binary()), "exec", "--json", "--skip-git-repo-check",

@@ -53,6 +53,10 @@ class AgentBase:
         no model calls the gateway could carry (it runs as it is)."""
         return None
 
+    def upstream(self) -> tuple[str | None, str | None, str] | None:
+        """(base_url, key, kind) of the provider this agent would call itself; None: it makes no model calls."""
+        return None
+
     def stop_all(self) -> None:
         """Stop every run of this agent still going (an interrupted run_tasks calls it)."""
 

@@ -105,6 +105,9 @@ class Agent(Protocol):
     through_gateway(base_url, api_key, kind) -> a copy of the agent that sends its model calls to the model
     gateway at `base_url` with the token `api_key` instead of the provider and its key; `kind` is the
     upstream's API ("openai", "anthropic", "openai-compatible"); None when the agent makes no model calls.
+    upstream() -> (base_url, api_key, kind): where its model calls go without a gateway (base_url None:
+    the kind's public API) and with which key, so that run_tasks can put a gateway of its own in front
+    and keep the key out of the agent's reach; None when the agent makes no model calls.
     stop_all() stops every run of this agent still going (an interrupted run_tasks calls it).
     dry_run_tools: how the scripted dry run edits with this agent's own tools (helpers.testing.edit_tools).
     helpers.agents.base.AgentBase gives the defaults; CLIAgent the shared parts of an agent that is a CLI.
@@ -126,6 +129,8 @@ class Agent(Protocol):
     def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult: ...
 
     def through_gateway(self, base_url: str, api_key: str, kind: str) -> "Agent | None": ...
+
+    def upstream(self) -> tuple[str | None, str | None, str] | None: ...
 
     def stop_all(self) -> None: ...
 

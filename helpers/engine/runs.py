@@ -13,6 +13,8 @@ With a model gateway (helpers.llm.gateway, the session's), each task's agent get
 token of its own (agent.through_gateway(url, token, kind)): the provider key never reaches the agent or
 the commands it runs, the row's cost and tokens come from the gateway's meter, and the gateway's own
 record of the last call's status (not the wording of an error) decides whether a failed run is transient.
+Without one (run_tasks or run_act called outside a session), run_tasks starts a gateway of its own for
+the call in front of the agent's provider (agent.upstream()), so the key stays in this process either way.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str
     sha = ruleset_sha(ruleset)
     path = run_records_path(experiment, run_id, results_root)
     sweep_stale()
-    with _run_lock(path, experiment, run_id):
+    with _run_lock(path, experiment, run_id), _gateway_for(agent, gateway) as gateway:
         done = {r["instance_id"]: _upgrade(r) for r in read_jsonl(path) if _matches(r, agent, sha, attempt) and _is_done(r)}
         todo = [row for row in frame.to_dict("records") if row["instance_id"] not in done]
         run = _Run(agent, evaluator, ruleset, dict(run_id=run_id, ruleset_sha=sha, attempt=attempt), path, done)
@@ -94,6 +96,20 @@ def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str
             run.evaluate_pending(frame, f"{experiment}.{run_id}.a{attempt}.{sha[:8]}")
     rows = [done[i] for i in frame["instance_id"] if i in done]
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+@contextmanager
+def _gateway_for(agent: Agent, gateway: Any) -> Iterator[Any]:
+    """The session's gateway, or one of this call's own in front of the agent's provider (stopped after it),
+    or None for an agent that makes no model calls."""
+    upstream = agent.upstream() if gateway is None else None
+    if upstream is None:
+        yield gateway
+        return
+    from helpers.llm.gateway import Gateway, Upstream
+
+    with Gateway({"agent": Upstream(*upstream)}) as own:
+        yield own
 
 
 class _Run:

@@ -162,6 +162,25 @@ def test_through_the_gateway_the_key_stays_upstream_and_the_agents_commands_neve
     assert "ran: printenv > env.txt" in df.trajectory_summary[0] and "wrote: calc.py" in df.trajectory_summary[0]
 
 
+def test_without_a_session_run_act_puts_a_gateway_of_its_own_in_front_so_the_agent_never_holds_the_key(tasks, tmp_path):
+    """run_act called by hand, no session, no gateway given: the agent still gets only a run token."""
+    secret = "own-gateway-secret-KEY-7771234"
+    script = Script([Rule(reply=[
+        Reply("Looking at the environment.", tool_calls=[tool_call("run_commands", commands=["printenv > env.txt"])]),
+        Reply("Fixing.", tool_calls=[tool_call("editor", path="calc.py", old_text=BUGGY, new_text=FIXED)]),
+        Reply("Done."),
+    ])])
+    with ScriptedModelServer(script) as server:
+        df = run_act(tasks=tasks.head(1), run_id="own", model="claude-sonnet-4-5", base_url=server.base_url, api_key=secret,
+                     results_root=tmp_path, progress=False)
+        seen = {r["authorization"] for r in server.requests}
+    assert seen == {f"Bearer {secret}"} and set(df.pass_or_fail) == {"pass"}
+    patch = df.cline_patch[0]
+    assert "env.txt" in patch and "OPENAI_API_KEY=gw-" in patch and secret not in patch
+    assert secret not in (tmp_path / "default/runs/own.jsonl").read_text()
+    assert df.input_tokens[0] > 0  # metered by that gateway
+
+
 @pytest.mark.parametrize("call, match", [
     (lambda t: run_act(t, run_id="x"), "dataset_name is a DataFrame"),
     (lambda t: run_act(tasks=t, run_id="x", mode="plans", api_key=KEY), "mode must be 'act'"),
