@@ -118,11 +118,12 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
                  judge_model: str | None = None, optimizer_model: str | None = None,
                  base_url: str | None = None, phoenix: bool = True, phoenix_url: str | None = None,
                  phoenix_api_key: str | None = None, gateway: bool = True,
-                 budget_usd: float | None = None, agent: str | None = None) -> Session:
+                 budget_usd: float | None = None, agent: str | None = None, dry_run_tasks: Any = None) -> Session:
     """Resolve models and Phoenix for a run. Fails early, with what to set, when a key is missing.
 
     A model left None takes its default from helpers.core.config (the agent model by `agent`'s name);
     dry_run=None means a dry run exactly when no key and no OPENAI_BASE_URL is configured.
+    `dry_run_tasks` (a task DataFrame): the tasks the scripted server knows (default: the house suite).
     """
     agent_model = agent_model or default_agent_model(agent or config.AGENT)
     judge_model = judge_model or config.JUDGE_MODEL
@@ -131,7 +132,7 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
     if dry_run:
         from helpers.testing.dry_run import start_dry_run_server
 
-        server = start_dry_run_server()
+        server = start_dry_run_server(dry_run_tasks)
         model = config.SCRIPTED_MODEL
         session = Session(True, model, model, model, server.base_url, DRY_RUN_KEY, scripted_server=server)
         session._closers.append(server.stop)

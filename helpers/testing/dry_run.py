@@ -37,7 +37,8 @@ class DryRunScript:
         from helpers.families.coding.tasks import load_house_suite
 
         frame = tasks if tasks is not None else load_house_suite()
-        self.tasks = {row["instance_id"]: dict(row) for _, row in frame.iterrows()}
+        # a task without conventions (mined from a team's history) is one the scripted agent fixes with its gold patch
+        self.tasks = {row["instance_id"]: {"conventions": [], **dict(row)} for _, row in frame.iterrows()}
         self.conventions = conventions or CONVENTIONS
         # how to edit with each agent's tools (None: every registered agent's dry_run_tools)
         self.edit_tools = list(edit_tools) if edit_tools is not None else edit_tools_of_registered_agents()

@@ -165,3 +165,12 @@ def test_the_continual_notebook_learns_from_a_prs_feedback_applies_and_rolls_bac
     assert "SCRIPTED DRY RUN" in shown and "Proposal p0001" in shown and "Approved p0001: ruleset v1" in shown
     assert "prompt-learning: learned rules v1 (p0001, 3 edit(s))" in shown and "Rolled back v1 -> no learned rules" in shown
     assert "2 untrusted record(s), kept out of the optimizer" in shown and "helpful-stranger is FIRST_TIME_CONTRIBUTOR" in shown
+
+
+def test_the_your_repo_notebook_mines_a_history_runs_the_loop_and_exports_the_rules(isolated):
+    params = {"DRY_RUN": True, "EXPERIMENT": "ci-your-repo", "PHOENIX_URL": isolated["phoenix"]}
+    shown = outputs(run_notebook(NOTEBOOKS / "07_your_repo.ipynb", params))
+    assert "Mined 6 commit(s) of ci-your-repo: 4 kept as tasks, 2 dropped." in shown and "no tests touched" in shown
+    assert DRY_RUN_LABEL in shown and "Written: " in shown and ".clinerules" in shown
+    tasks = (isolated["root"] / "act_results/ci-your-repo/tasks.jsonl").read_text().splitlines()
+    assert len(tasks) == 4 and all(json.loads(t)["FAIL_TO_PASS"] for t in tasks)

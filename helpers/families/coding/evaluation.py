@@ -4,7 +4,8 @@
 
 House tasks (and any task with a local `repo_path` and no SWE-bench image) run here: a fresh clone at
 `base_commit`, the patch, then the test patch, then exactly the FAIL_TO_PASS + PASS_TO_PASS tests under
-pytest with a timeout. SWE-bench tasks go to the swebench harness (Docker or Modal).
+pytest with a timeout. Tasks mined from a team's repository (helpers.families.coding.mining) carry their
+own `setup_command` and `test_command`, and run in the sandbox (helpers.families.coding.repo_tests). SWE-bench tasks go to the swebench harness (Docker or Modal).
 The agent's workspace is never touched; a bad patch is a failed task, never an exception.
 """
 
@@ -24,6 +25,7 @@ from helpers.core import config
 from helpers.core.processes import safe_environment
 from helpers.core.protocols import EvalResult, Task
 from helpers.families.coding.git import WorkspaceError, git
+from helpers.families.coding.repo_tests import run_repo_tests
 from helpers.families.coding.workspaces import prepare_workspace
 
 LOG_TAIL_CHARS = 20_000
@@ -87,7 +89,12 @@ class LocalEvaluator:
                 return EvalResult(instance_id, False, log=problem, error=problem,
                                   duration_s=time.monotonic() - started)
             names = list(task.get("FAIL_TO_PASS") or []) + list(task.get("PASS_TO_PASS") or [])
-            log, outcomes, error = _run_pytest(repo, names, self.timeout_s)
+            if task.get("test_command"):  # a mined task: the repository's own commands, sandboxed
+                run = run_repo_tests(repo, names, setup_command=task.get("setup_command") or "",
+                                     test_command=task["test_command"], timeout_s=self.timeout_s)
+                log, outcomes, error = run.log, run.tests, run.problem
+            else:
+                log, outcomes, error = _run_pytest(repo, names, self.timeout_s)
         tests = {name: outcomes.get(name, "MISSING") for name in names}
         resolved = not error and bool(names) and all(v == "PASSED" for v in tests.values())
         return EvalResult(instance_id, resolved, log=_tail(log), error=error, tests=tests,

@@ -25,7 +25,7 @@ from helpers.families.coding.workspaces import swebench_repo_path
 REQUIRED_FIELDS = ("instance_id", "repo", "base_commit", "problem_statement", "patch", "test_patch",
                    "FAIL_TO_PASS", "PASS_TO_PASS")
 LOCAL_SUFFIXES = (".json", ".jsonl", ".parquet", ".csv")
-SOURCES = ("TASK_SOURCE takes 'house', a Hugging Face data-set id 'owner/name', "
+SOURCES = ("TASK_SOURCE takes 'house', 'mined:<experiment>', a Hugging Face data-set id 'owner/name', "
            "or a .json, .jsonl, .parquet or .csv file of SWE-bench rows")
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")  # owner/name, as the hub spells data-set ids
 FILE_SUFFIX = re.compile(r"\.[A-Za-z]\w*")  # .csv, .jsonl: a file; "-v1.1" in a data-set name is not
@@ -39,10 +39,25 @@ class OfflineError(ConnectionError):
 
 
 def load_tasks(source: str, *, split: str = config.SWEBENCH_SPLIT, mirrors_dir: Path | str | None = None) -> pd.DataFrame:
-    """"house" -> the bundled house suite; anything else -> load_swebench(source, split)."""
+    """"house" -> the bundled house suite; "mined:<experiment>" -> the tasks mined from a team's repository
+    for that experiment (helpers.families.coding.mining); anything else -> load_swebench(source, split)."""
     if str(source).lower() == "house":
         return load_house_suite()
+    if str(source).startswith("mined:"):
+        return load_mined_tasks(str(source)[len("mined:"):])
     return load_swebench(source, split, mirrors_dir=mirrors_dir)
+
+
+def load_mined_tasks(experiment: str, results_root: Path | str | None = None) -> pd.DataFrame:
+    """The tasks mined from a team's repository for `experiment` (helpers.families.coding.mining), or one
+    clear error saying to mine them first."""
+    from helpers.families.coding.mining import mined_tasks_path
+
+    path = mined_tasks_path(experiment, results_root)
+    if not path.exists() or not path.stat().st_size:
+        raise FileNotFoundError(f"No mined tasks at {path}: mine them first (mine_repository(repo, {experiment!r}), "
+                                "or the notebook 07_your_repo).")
+    return normalize_tasks(read_local_tasks(path))
 
 
 def load_house_suite(root: Path | str | None = None) -> pd.DataFrame:
@@ -293,6 +308,6 @@ def _split_chronological(frame: pd.DataFrame, train_size: int, test_size: int, s
     return ordered.iloc[:train_size], ordered.iloc[len(ordered) - test_size:]
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "load_tasks", "load_swebench", "load_house_suite", "split_dataset", "select_tasks", "normalize_tasks",
+    "load_tasks", "load_swebench", "load_house_suite", "load_mined_tasks", "split_dataset", "select_tasks", "normalize_tasks",
     "OfflineError",
 ]

@@ -1,0 +1,84 @@
+"""A small repository with a known history, for 07_your_repo when no repository is given (and its dry run).
+
+Six commits of an `invoices` package: the first, four fixes that each come with the test that shows the
+bug (tasks), and a change of the README alone (dropped: no tests touched).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers.core.processes import scratch_dir
+from helpers.families.coding.git import git
+
+START = {
+    "README.md": "# invoices\n\nTotals, taxes and discounts for our invoices.\n",
+    "src/invoices/__init__.py": (
+        "from decimal import Decimal\n\n\n"
+        "def total(lines):\n    return sum(Decimal(str(price)) * qty for price, qty in lines)\n\n\n"
+        "def with_tax(amount, rate):\n    return amount * rate\n\n\n"
+        "def discount(amount, percent):\n    return amount - percent\n\n\n"
+        "def rounded(amount):\n    return amount\n"),
+    "tests/test_invoices.py": (
+        "from decimal import Decimal\n\nfrom invoices import total\n\n\n"
+        "def test_total():\n    assert total([(1, 2), ('0.5', 2)]) == Decimal('3')\n"),
+}
+# (message, old text, new text, test added): each fix changes one function and adds its test
+FIXES = [
+    ("Tax is added to the amount, not multiplied into it",
+     "    return amount * rate\n", "    return amount * (1 + rate)\n",
+     "def test_with_tax():\n    assert with_tax(Decimal('100'), Decimal('0.2')) == Decimal('120.0')\n"),
+    ("A discount is a percentage of the amount",
+     "    return amount - percent\n", "    return amount * (100 - percent) / 100\n",
+     "def test_discount():\n    assert discount(Decimal('200'), 10) == Decimal('180')\n"),
+    ("Amounts are rounded to cents, half up",
+     "def rounded(amount):\n    return amount\n",
+     "def rounded(amount):\n    from decimal import ROUND_HALF_UP\n\n"
+     "    return Decimal(amount).quantize(Decimal('0.01'), rounding=ROUND_HALF_UP)\n",
+     "def test_rounded():\n    assert rounded(Decimal('2.345')) == Decimal('2.35')\n"),
+    ("An empty invoice totals zero as a Decimal",
+     "    return sum(Decimal(str(price)) * qty for price, qty in lines)\n",
+     "    return sum((Decimal(str(price)) * qty for price, qty in lines), Decimal('0'))\n",
+     "def test_empty_total():\n    assert isinstance(total([]), Decimal)\n"),
+]
+
+
+def demo_history(dest: Path | str | None = None) -> Path:
+    """A fresh git repository with the demo history (in a scratch folder unless `dest`); returns its path."""
+    repo = Path(dest) if dest else scratch_dir("demo-history") / "invoices"
+    repo.mkdir(parents=True, exist_ok=True)
+    git("init", "-q", "-b", "main", cwd=repo)
+    files = dict(START)
+    _commit(repo, files, "Start the invoices package", 0)
+    for n, (message, old, new, test) in enumerate(FIXES, 1):
+        code = files["src/invoices/__init__.py"]
+        files["src/invoices/__init__.py"] = code.replace(old, new)
+        name = test.split("(")[0].removeprefix("def test_")
+        files["tests/test_invoices.py"] = _imports(files["tests/test_invoices.py"] + "\n\n" + test, name)
+        _commit(repo, files, message, n)
+        if n == 2:
+            files["README.md"] += "\nSee the tests for examples.\n"
+            _commit(repo, files, "Point the README at the tests", n + 0.5)
+    return repo
+
+
+def _imports(text: str, name: str) -> str:
+    """The test file importing `name` too (the functions each test calls)."""
+    head, rest = text.split("\n\n\n", 1)
+    names = head.split("from invoices import ", 1)[1].split(", ")
+    if name not in names and name != "empty_total":
+        names.append(name)
+    return head.split("from invoices import ", 1)[0] + "from invoices import " + ", ".join(names) + "\n\n\n" + rest
+
+
+def _commit(repo: Path, files: dict[str, str], message: str, day: float) -> None:
+    for name, text in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    stamp = f"2026-01-{1 + int(day):02d}T{9 + int(day * 2) % 10:02d}:00:00+00:00"  # a fixed, increasing history
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", message, cwd=repo, env={"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
+
+
+__all__ = ["demo_history"]  # documented in CODE_APPENDIX.md

@@ -1,0 +1,175 @@
+"""Mining a repository's history into tasks: each commit kept or dropped for its stated reason."""
+
+import json
+import subprocess
+
+import pytest
+
+from helpers.families.coding.evaluation import LocalEvaluator
+from helpers.families.coding.mining import mine_repository
+from helpers.families.coding.tasks import load_mined_tasks
+from helpers.families.coding.repo_tests import is_test_file, pytest_outcomes
+
+CALC = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b\n"
+TESTS = "from calc import add, sub\n\n\ndef test_add():\n    assert add(2, 2) == 4\n"
+# Passes on its first run in a workspace and fails on the second: a test whose result changes on a rerun.
+FLAKY = ("from pathlib import Path\n\n\ndef test_sometimes():\n    mark = Path(__file__).with_name('.ran')\n"
+         "    first = not mark.exists()\n    mark.write_text('x') if first else mark.unlink()\n    assert first\n")
+
+
+def commit(repo, message, files):
+    for name, text in files.items():
+        path = repo / name
+        if text is None:
+            path.unlink()
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(["git", "-c", "user.name=dev", "-c", "user.email=dev@example.com", "commit", "-qm", message],
+                   cwd=repo, check=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    """A small project whose history holds one commit of each kind, newest last."""
+    repo = tmp_path_factory.mktemp("ledger-repo")
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    shas = {"root": commit(repo, "Start the calculator", {"src/calc/__init__.py": CALC, "tests/test_calc.py": TESTS})}
+    shas["fix"] = commit(repo, "Fix sub (#7)", {
+        "src/calc/__init__.py": CALC.replace("return a + b\n", "return a - b\n").replace("return a - b\n", "return a + b\n", 1),
+        "tests/test_calc.py": TESTS + "\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"})
+    shas["refactor"] = commit(repo, "Tidy the docstring", {"README.md": "# calc\n"})
+    shas["passes_before"] = commit(repo, "Document add, with a test", {
+        "src/calc/__init__.py": '"""A calculator."""\n' + (repo / "src/calc/__init__.py").read_text(),
+        "tests/test_more.py": "from calc import add\n\n\ndef test_add_zero():\n    assert add(0, 0) == 0\n"})
+    shas["flaky"] = commit(repo, "Add a timing check", {"src/calc/timing.py": "TICK = 1\n", "tests/test_timing.py": FLAKY})
+    shas["tests_only"] = commit(repo, "More tests", {"tests/test_more.py": "from calc import add\n\n\ndef test_add_zero():\n"
+                                                     "    assert add(0, 0) == 0\n\n\ndef test_add_neg():\n    assert add(-1, 1) == 0\n"})
+    shas["leak"] = commit(repo, "Make mul multiply: return a * b if b else 0  # the whole fix", {
+        "src/calc/mul.py": "def mul(a, b):\n    return a * b if b else 0  # the whole fix\n",
+        "tests/test_mul.py": "from calc.mul import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"})
+    shas["broken_setup"] = commit(repo, "Add div (needs a new build step)", {
+        "BROKEN_SETUP": "x\n", "src/calc/div.py": "def div(a, b):\n    return a / b\n",
+        "tests/test_div.py": "from calc.div import div\n\n\ndef test_div():\n    assert div(6, 3) == 2\n"})
+    return repo, shas
+
+
+@pytest.fixture(scope="module")
+def mined(history, tmp_path_factory):
+    repo, shas = history
+    root = tmp_path_factory.mktemp("results")
+    report = mine_repository(repo, "calc-mined", max_commits=20, setup_command="test ! -e BROKEN_SETUP",
+                             results_root=root, progress=False, workers=2, timeout_s=120)
+    return report, root
+
+
+def test_each_commit_is_kept_or_dropped_for_its_stated_reason(history, mined):
+    repo, shas = history
+    report, _ = mined
+    verdicts = {v["sha"]: v for v in report.verdicts}
+    assert len(verdicts) == len(shas)
+    expected = {"root": "no parent", "refactor": "no tests touched", "passes_before": "tests did not fail before",
+                "flaky": "flaky", "tests_only": "no source change", "leak": "statement quotes the fix",
+                "broken_setup": "set-up failed"}
+    assert {name: verdicts[shas[name]]["reason"] for name in expected} == expected
+    assert [v["sha"] for v in report.verdicts if v["kept"]] == [shas["fix"]]
+    summary = report.summary()
+    assert "Mined 8 commit(s) of calc-mined: 1 kept as tasks, 7 dropped." in summary and "1 dropped: flaky" in summary
+
+
+def test_a_kept_commit_is_a_swebench_shaped_task_that_leaks_no_answer(history, mined):
+    repo, shas = history
+    report, root = mined
+    task = load_mined_tasks("calc-mined", root).iloc[0]
+    assert task.instance_id == f"{repo.name}__{shas['fix'][:10]}" and task.base_commit == shas["root"]
+    assert list(task.FAIL_TO_PASS) == ["tests/test_calc.py::test_sub"]
+    assert list(task.PASS_TO_PASS) == ["tests/test_calc.py::test_add"]
+    assert "src/calc/__init__.py" in task.patch and "tests/" not in task.patch
+    assert "tests/test_calc.py" in task.test_patch and "src/" not in task.test_patch
+    assert task.problem_statement == "Fix sub (#7)" and task.suite == "mined"
+    lines = (root / "calc-mined" / "tasks.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["FAIL_TO_PASS"] == ["tests/test_calc.py::test_sub"]
+
+
+def test_the_gold_patch_passes_the_local_evaluator_and_an_empty_patch_fails(mined):
+    _, root = mined
+    task = load_mined_tasks("calc-mined", root).iloc[0].to_dict()
+    evaluator = LocalEvaluator(timeout_s=120)
+    evaluator.check([task])
+    gold, empty = evaluator.evaluate(task, task["patch"]), evaluator.evaluate(task, "")
+    assert gold.resolved and gold.tests == {"tests/test_calc.py::test_sub": "PASSED", "tests/test_calc.py::test_add": "PASSED"}
+    assert not empty.resolved and empty.tests["tests/test_calc.py::test_sub"] == "FAILED"
+
+
+def test_mining_again_runs_no_decided_commit(history, mined):
+    repo, _ = history
+    report, root = mined
+    log = root / "calc-mined" / "mining.jsonl"
+    before = log.read_text().splitlines()
+    again = mine_repository(repo, "calc-mined", max_commits=20, setup_command="test ! -e BROKEN_SETUP",
+                            results_root=root, progress=False, timeout_s=120)
+    assert log.read_text().splitlines() == before  # nothing run, nothing appended
+    assert [v["reason"] for v in again.verdicts] == [v["reason"] for v in report.verdicts]
+
+
+def test_other_settings_decide_the_commits_again(history, tmp_path):
+    repo, _ = history
+    first = mine_repository(repo, "two", max_commits=2, setup_command="test ! -e BROKEN_SETUP", results_root=tmp_path,
+                            progress=False, timeout_s=120)
+    second = mine_repository(repo, "two", max_commits=2, results_root=tmp_path, progress=False, timeout_s=120)
+    assert [v["reason"] for v in first.verdicts] == ["set-up failed", "statement quotes the fix"]
+    assert [v["reason"] for v in second.verdicts] == ["", "statement quotes the fix"]  # no set-up: div is a task
+    assert len((tmp_path / "two" / "mining.jsonl").read_text().splitlines()) == 4
+    assert list(load_mined_tasks("two", tmp_path).FAIL_TO_PASS[0]) == ["tests/test_div.py::test_div"]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(repo="/no/such/folder"), "is not a folder"),
+    (dict(max_commits=0), "max_commits"),
+    (dict(test_command="pytest -q"), "{tests}"),
+    (dict(experiment="../x"), "experiment"),
+    (dict(commits="no-such-branch"), "not a branch"),
+])
+def test_bad_arguments_are_one_clear_error_before_anything_runs(history, tmp_path, kwargs, match):
+    repo, _ = history
+    arguments = dict(repo=repo, experiment="x", results_root=tmp_path, progress=False) | kwargs
+    with pytest.raises(ValueError, match=match):
+        mine_repository(arguments.pop("repo"), arguments.pop("experiment"), **arguments)
+    assert not (tmp_path / "x" / "mining.jsonl").exists()
+
+
+def test_a_folder_that_is_no_repository_and_a_missing_suite_say_what_to_do(tmp_path):
+    with pytest.raises(ValueError, match="not a git repository"):
+        mine_repository(tmp_path, "x", results_root=tmp_path / "r", progress=False)
+    with pytest.raises(FileNotFoundError, match="mine them first"):
+        load_mined_tasks("nothing-mined", tmp_path)
+
+
+def test_test_files_and_pytest_ids_are_read_as_pytest_names_them():
+    assert [p for p in ("tests/util.py", "test_a.py", "pkg/a_test.py", "src/app.py", "tests/data.json")
+            if is_test_file(p)] == ["tests/util.py", "test_a.py", "pkg/a_test.py"]
+    summary = ("PASSED tests/a.py::test_x\nFAILED tests/a.py::T::test_y - assert 1 == 2\n"
+               "ERROR tests/b.py - ModuleNotFoundError: no\nXFAIL tests/a.py::test_z - later\nSKIPPED [1] tests/a.py:3: no")
+    assert pytest_outcomes(summary) == {"tests/a.py::test_x": "PASSED", "tests/a.py::T::test_y": "FAILED",
+                                        "tests/b.py": "ERROR", "tests/a.py::test_z": "FAILED"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent, model", [("cline", "claude-sonnet-4-5"), ("claude-code", "claude-sonnet-4-5"),
+                                          ("codex", "gpt-5")])
+def test_a_mined_task_flows_through_the_scripted_dry_run_with_each_agent(mined, tmp_path, agent, model):
+    from helpers.core.registry import make_agent
+    from helpers.engine.runs import run_tasks
+    from helpers.llm.scripted_server import ScriptedModelServer
+    from helpers.testing.dry_run import DryRunScript
+
+    _, root = mined
+    tasks = load_mined_tasks("calc-mined", root)
+    with ScriptedModelServer(DryRunScript(tasks).script()) as server:
+        runner = make_agent(agent, model=model, base_url=server.base_url, api_key="scripted-key", timeout_s=120)
+        df = run_tasks(tasks, runner, run_id="dry", experiment="calc-mined", results_root=tmp_path, progress=False)
+    assert df["status"].tolist() == ["completed"], df["error"].tolist()
+    assert df["pass_or_fail"].tolist() == ["pass"], df["test_log"].tolist()  # the scripted agent writes the commit's fix
+    assert "src/calc/__init__.py" in df["output"][0] and "tests/" not in df["output"][0]
