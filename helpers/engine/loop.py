@@ -108,16 +108,18 @@ def start_experiment(settings: LoopSettings, session: Any, initial_ruleset: str 
     """The experiment's RulesetStore, with the starting ruleset saved as version 0 on a first run.
 
     Refuses to mix scripted dry-run loops with real ones under one name, and a dry run on tasks the
-    scripted model does not know (it plays only the bundled house suite).
+    scripted model does not know (it plays the bundled house suite, and mined tasks it was given:
+    open_session(dry_run_tasks=...)).
     """
     from helpers.store.rulesets import RulesetStore
 
     check_same_kind(settings.experiment, completed_loops(settings.experiment), session.dry_run)
     if session.dry_run:
-        unknown = sorted({str(s) for frame in tasks for s in frame.get("suite", pd.Series(["?"] * len(frame)))} - {"house"})
+        unknown = sorted({str(s) for frame in tasks for s in frame.get("suite", pd.Series(["?"] * len(frame)))} - {"house", "mined"})
         if unknown:
             raise ValueError(
-                "The scripted dry run plays only the bundled house suite (TASK_SOURCE='house'); these tasks "
+                "The scripted dry run plays only the bundled house suite (TASK_SOURCE='house') and tasks mined "
+                "from a repository (07_your_repo); these tasks "
                 f"are {unknown}. Configure a model (OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENAI_BASE_URL) to "
                 "run on other tasks."
             )
