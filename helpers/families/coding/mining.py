@@ -55,6 +55,7 @@ DROPS = {
     "tests did not pass after": "no changed test that failed before passes with the whole commit",
     "flaky": "the only tests that went from fail to pass gave different results when run again",
     "set-up failed": "the set-up command failed",
+    "no test result": "the test command ended without pytest's summary (it crashed, was killed, or is not pytest -rA)",
     "timeout": "the set-up or the tests ran past the time limit",
     "statement quotes the fix": "the commit message (or issue) quotes a line of the fix",
     "error": "mining it failed (the reason is recorded)",
@@ -235,7 +236,7 @@ def _problem(runs: list[TestRun], where: str) -> tuple[str, str] | None:
         if run.kind == "timeout":
             return "timeout", f"{where}: {run.problem}"
     if not runs[0].tests:
-        return "set-up failed", f"{where}: the test command reported no test ({runs[0].log.strip()[-200:]!r})"
+        return "no test result", f"{where}: the test command reported no test ({runs[0].log.strip()[-200:]!r})"
     return None
 
 

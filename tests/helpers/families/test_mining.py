@@ -125,6 +125,13 @@ def test_other_settings_decide_the_commits_again(history, tmp_path):
     assert list(load_mined_tasks("two", tmp_path).FAIL_TO_PASS[0]) == ["tests/test_div.py::test_div"]
 
 
+def test_a_test_command_that_reports_no_test_is_said_so_not_called_a_failure(history, tmp_path):
+    repo, _ = history
+    report = mine_repository(repo, "quiet", max_commits=1, test_command="true {tests}", results_root=tmp_path,
+                             progress=False, timeout_s=60)
+    assert [v["reason"] for v in report.verdicts] == ["no test result"] and "reported no test" in report.verdicts[0]["detail"]
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(repo="/no/such/folder"), "is not a folder"),
     (dict(max_commits=0), "max_commits"),
