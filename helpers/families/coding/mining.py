@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -40,7 +39,7 @@ from helpers.core.processes import remove_scratch, scratch_dir
 from helpers.families.coding.git import git
 from helpers.families.coding.repo_tests import (DEFAULT_SETUP_COMMAND, DEFAULT_TEST_COMMAND, TestRun, is_test_file,
                                                 run_repo_tests, runnable_test_files)
-from helpers.families.coding.workspaces import prepare_workspace
+from helpers.families.coding.workspaces import prepare_workspace, remove_workspace
 from helpers.store.records import append_jsonl, experiment_dir, read_jsonl, write_atomic
 
 SUITE = "mined"
@@ -212,7 +211,7 @@ def _run_both_ends(repo: Path, sha: str, parent: str, patch: str, test_patch: st
         if problem:
             return (*problem, [], [])
     finally:
-        shutil.rmtree(workspace, ignore_errors=True)
+        remove_workspace(workspace, scratch)  # refuses anything outside the scratch folder
     flaky = {t for runs in (before, after) for t in set().union(*(r.tests for r in runs))
              if len({r.tests.get(t) for r in runs}) > 1}
     passed_after = {t for t, o in after[0].tests.items() if o == "PASSED" and "::" in t} - flaky
