@@ -27,6 +27,24 @@ PROBE_SCRIPT = " ; ".join([
 ])
 
 
+def probe_run(agent_at, shell_call, kind: str, results: Path):
+    """(rows, the credentials the scripted server received) of one house task run by `agent_at(base_url)`
+    (its key SECRET) through a gateway of upstream `kind`, the model asking once for PROBE_SCRIPT through
+    `shell_call` (its shell tool's call); requests without tools (an agent's side calls) just get "Done."."""
+    from helpers.engine.runs import run_tasks
+    from helpers.families.coding.house_suite import load_house_suite
+    from helpers.llm.gateway import Gateway, Upstream
+    from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer
+
+    steps = [Reply("Probing.", tool_calls=[shell_call]), Reply("Done.")]
+    script = Script([Rule(match=lambda request: bool(request.get("tools")), reply=steps)], default=Reply("Done."))
+    with ScriptedModelServer(script) as server, Gateway({"agent": Upstream(server.base_url, SECRET, kind)}) as gateway:
+        rows = run_tasks(load_house_suite().head(1), agent_at(server.base_url), run_id="probes", experiment="probes",
+                         progress=False, results_root=results, evaluate=False, gateway=gateway)
+        sent = [r.get("authorization") or r.get("x-api-key") or "" for r in server.requests]
+    return rows, sent
+
+
 def added(patch: str, name: str) -> str:
     """The lines a patch adds to the new file `name`."""
     section = patch.split(f"+++ b/{name}\n", 1)[1].split("diff --git", 1)[0] if f"+++ b/{name}" in patch else ""

@@ -174,7 +174,8 @@ def _judge(repo: Path, sha: str, scratch: Path, issues: dict[int, str], settings
     paths = [row[-1] for row in changed]
     test_paths = [p for p in paths if is_test_file(p)]
     source_paths = [p for p in paths if not is_test_file(p)]
-    if not runnable_test_files(test_paths):
+    runnable = runnable_test_files(test_paths)
+    if not runnable:
         return "no tests touched", ", ".join(paths[:8]), None
     if not source_paths:
         return "no source change", ", ".join(test_paths[:8]), None
@@ -184,7 +185,7 @@ def _judge(repo: Path, sha: str, scratch: Path, issues: dict[int, str], settings
     leaked = _quoted_line(statement, patch)
     if leaked:
         return "statement quotes the fix", f"quotes {leaked[:120]!r}", None
-    files = [p for p in runnable_test_files(test_paths) if _exists_at(repo, sha, p)]
+    files = [p for p in runnable if _exists_at(repo, sha, p)]
     reason, detail, fail_to_pass, pass_to_pass = _run_both_ends(repo, sha, parent, patch, test_patch, files, scratch,
                                                                 settings)
     if reason:
