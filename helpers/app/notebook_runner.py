@@ -9,6 +9,12 @@ name, a value of the wrong type (the default's, or the cell's annotation: `X: Op
 or a count below 1 is one error saying what to write instead. The executed copy goes to
 act_results/<EXPERIMENT>/notebooks/<name>.ipynb. Before it is saved, every output is scrubbed: API keys (and anything shaped like one) are redacted and this machine's paths are
 replaced by <repo> and ~, so an executed notebook can be shared as it is.
+
+From the command line the run talks: each section's heading as its cells start, and whatever the
+notebook prints (each loop's line), as it comes; not the frameworks' own warnings. A cell that stops
+the run (LoopStopped, MissingCredentials, a bad setting) is one message naming the fault, in the console
+and in the executed notebook, with the full traceback in a log file beside the notebook that the message
+names. A run stopped with SIGTERM is scrubbed like one that ends.
 """
 
 from __future__ import annotations
@@ -17,12 +23,16 @@ import argparse
 import ast
 import difflib
 import json
+import logging
 import os
 import re
+import signal
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, TextIO
 
 from helpers.core.config import REPO_ROOT, STATE_DIR, read_env, results_root
 from helpers.store.records import check_name, write_atomic
@@ -35,6 +45,10 @@ TYPE_NAMES = {"int": int, "float": float, "str": str, "bool": bool, "None": type
 SAID_AS = {int: "an int", type(None): "None"}  # else "a <type>"
 POSITIVE_NAMES = ("WORKERS", "LOOPS", "ATTEMPTS")  # counts and sizes below 1 hang or do nothing
 POSITIVE_SUFFIXES = ("_SIZE", "_SIZE_K")
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# The kernel's own start-up warnings ("Kernel is running over TCP without encryption": it only talks to
+# this process, on loopback) are not the run's news.
+KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 
 
 def parse_value(text: str) -> Any:
@@ -144,23 +158,117 @@ def scrub_text(text: str, secrets: list[str], paths: list[tuple[str, str]]) -> s
     return text
 
 
-def scrub_notebook(path: Path) -> None:
-    """Redact secrets and machine paths from every string in an executed notebook, in place."""
+def scrubber() -> Any:
+    """A function that redacts secrets (env or .env, and anything shaped like a key) and machine paths."""
+    from helpers.core.redact import scrub_machine_paths
+
     secrets = [v for name in SECRET_VARIABLES if len(v := read_env(name) or "") >= 8]  # env or .env
     # the results folder first (it may lie outside the repository), then the repository, then the home
     paths = [(str(results_root().resolve()), "<results>"), (str(REPO_ROOT), "<repo>"), (str(Path.home()), "~")]
+    return lambda text: scrub_text(scrub_machine_paths(text), secrets, paths)
+
+
+def log_path_for(notebook_output: Path) -> Path:
+    """Where the full tracebacks of an executed notebook go: beside it, <name>.log."""
+    return notebook_output.with_suffix(".log")
+
+
+def scrub_notebook(path: Path) -> str | None:
+    """Redact secrets and machine paths from every string in an executed notebook, in place. Each error
+    output keeps its name and message; its traceback moves to log_path_for(path) (scrubbed too). Returns
+    the first error as one line, "Name: message", or None when no cell failed."""
+    scrub = scrubber()
 
     def walk(value: Any) -> Any:
         if isinstance(value, str):
-            return scrub_text(value, secrets, paths)
+            return scrub(value)
         if isinstance(value, list):
             return [walk(v) for v in value]
         if isinstance(value, dict):
             return {k: walk(v) for k, v in value.items()}
         return value
 
-    notebook = json.loads(path.read_text(encoding="utf-8"))
-    write_atomic(path, json.dumps(walk(notebook), indent=1, ensure_ascii=False) + "\n")
+    notebook = walk(json.loads(path.read_text(encoding="utf-8")))
+    errors = [o for cell in notebook.get("cells", []) for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    if errors:
+        log = log_path_for(path)
+        detail = "\n\n".join(ANSI.sub("", "\n".join(o.get("traceback") or [])) for o in errors)
+        write_atomic(log, detail + "\n")
+        for output in errors:
+            output["traceback"] = [f"{output.get('ename')}: {output.get('evalue')}",
+                                   f"(the full traceback is in {log.name}, beside this notebook)"]
+    write_atomic(path, json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
+    return f"{errors[0].get('ename')}: {errors[0].get('evalue')}" if errors else None
+
+
+def section_headings(notebook: Path, params: dict[str, Any]) -> dict[int, str]:
+    """Cell index (as papermill counts, after injecting `params`) -> the heading of the section it is in."""
+    from papermill.iorw import load_notebook_node
+    from papermill.parameterize import parameterize_notebook
+
+    book = load_notebook_node(str(notebook))  # as papermill loads it (tags and metadata filled in)
+    if params:  # papermill injects a parameters cell exactly when there are parameters
+        book = parameterize_notebook(book, params, kernel_name="python3")
+    headings, current = {}, ""
+    for index, cell in enumerate(book.cells):
+        first = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
+        if cell.cell_type == "markdown" and first.startswith("#"):
+            current = first.lstrip("#").strip()
+        headings[index + 1] = current
+    return headings
+
+
+class _SectionPrinter(logging.Handler):
+    """Turns papermill's "Executing Cell N" log lines into the section's heading, once per section."""
+
+    def __init__(self, headings: dict[int, str], out: TextIO):
+        super().__init__(logging.INFO)
+        self.headings, self.out, self.shown = headings, out, ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        match = re.match(r"Executing Cell (\d+)", record.getMessage())
+        heading = self.headings.get(int(match.group(1)), "") if match else ""
+        if heading and heading != self.shown:
+            self.shown = heading
+            self.out.write(f"-- {heading}\n")
+            self.out.flush()
+
+
+@contextmanager
+def _echo(notebook: Path, params: dict[str, Any], enabled: bool) -> Iterator[dict[str, Any]]:
+    """papermill's arguments that print the run as it goes (section headings, the cells' printed output)."""
+    if not enabled:
+        yield {}
+        return
+    logger = logging.getLogger("papermill")
+    handler = _SectionPrinter(section_headings(notebook, params), sys.stdout)
+    saved = (logger.level, logger.propagate)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # its own lines (each output again, "Ending Cell") are not for the console
+    try:
+        yield {"log_output": True, "stdout_file": sys.stdout}
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends the run like Ctrl-C, so the executed copy is still scrubbed on the way out."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def output_path_for(notebook: Path, params: dict[str, Any]) -> Path:
@@ -184,12 +292,13 @@ def output_path_for(notebook: Path, params: dict[str, Any]) -> Path:
 
 
 def run_notebook(notebook: Path | str, params: dict[str, Any] | None = None,
-                 output: Path | str | None = None, timeout_s: int | None = None) -> Path:
-    """Execute `notebook` with `params`; returns the scrubbed executed copy's path.
+                 output: Path | str | None = None, timeout_s: int | None = None, echo: bool = False) -> Path:
+    """Execute `notebook` with `params`; returns the scrubbed executed copy's path. `echo` prints each
+    section's heading and the cells' printed output as the run goes.
 
     Bad parameters raise check_parameters' ValueError before any kernel starts or file is written.
     Raises papermill's PapermillExecutionError when a cell fails (the executed copy, scrubbed, is
-    still written, showing the failing cell).
+    still written, showing the failing cell's message; its traceback is in log_path_for(output)).
     """
     import papermill
 
@@ -197,13 +306,15 @@ def run_notebook(notebook: Path | str, params: dict[str, Any] | None = None,
     params = check_parameters(notebook, dict(params or {}))
     output = Path(output) if output else output_path_for(notebook, params)
     output.parent.mkdir(parents=True, exist_ok=True)
+    log_path_for(output).unlink(missing_ok=True)  # a log left by an earlier run is not this run's
     previous = {name: os.environ.get(name) for name in kernel_environment()}
     os.environ.update(kernel_environment())
     try:
-        papermill.execute_notebook(
-            str(notebook), str(output), parameters=params, kernel_name="python3", cwd=str(notebook.parent),
-            progress_bar=False, execution_timeout=timeout_s,
-        )
+        with _terminate_as_interrupt(), _echo(notebook, params, echo) as printing:
+            papermill.execute_notebook(
+                str(notebook), str(output), parameters=params, kernel_name="python3", cwd=str(notebook.parent),
+                progress_bar=False, execution_timeout=timeout_s, extra_arguments=KERNEL_ARGUMENTS, **printing,
+            )
     finally:
         for name, value in previous.items():
             if value is None:
@@ -213,6 +324,27 @@ def run_notebook(notebook: Path | str, params: dict[str, Any] | None = None,
         if output.exists():
             scrub_notebook(output)
     return output
+
+
+def shown_path(path: Path) -> Path:
+    return path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+
+
+def stop_message(error: BaseException, output: Path) -> str:
+    """One message for a run that did not finish: the fault (the failing cell's error name and message, which
+    say what to change), and where the full detail is."""
+    log = log_path_for(output)
+    if hasattr(error, "ename"):  # papermill's PapermillExecutionError: a cell raised
+        fault = f"{error.ename}: {ANSI.sub('', str(error.evalue)).strip()}"
+    else:  # the kernel died, a timeout, an interrupt
+        fault = f"{type(error).__name__}: {ANSI.sub('', str(error)).strip().splitlines()[0] if str(error).strip() else ''}"
+        import traceback
+
+        log.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(log, scrubber()("".join(traceback.format_exception(error))))
+    where = f"\nFull detail: {shown_path(log)}" if log.exists() else ""
+    kept = f"\nExecuted notebook (up to the stop): {shown_path(output)}" if output.exists() else ""
+    return scrubber()(f"{fault}{where}{kept}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -230,16 +362,16 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    output = args.output or output_path_for(args.notebook.resolve(), params)
     started = time.monotonic()
     print(f"Running {args.notebook} with {params or 'its default parameters'} ...", flush=True)
     try:
-        output = run_notebook(args.notebook, params, args.output, args.timeout)
-    except Exception as error:  # papermill's error names the failing cell
-        print(f"\nFAILED after {time.monotonic() - started:.0f} s: {type(error).__name__}: {error}", file=sys.stderr)
-        return 1
-    print(f"Done in {time.monotonic() - started:.0f} s. Executed notebook: {output.relative_to(REPO_ROOT) if output.is_relative_to(REPO_ROOT) else output}")
+        run_notebook(args.notebook, params, output, args.timeout, echo=True)
+    except BaseException as error:  # papermill's error names the failing cell; an interrupt stops the run
+        print(f"\nStopped after {time.monotonic() - started:.0f} s. {stop_message(error, output)}", file=sys.stderr)
+        return 130 if isinstance(error, KeyboardInterrupt) else 1
+    print(f"Done in {time.monotonic() - started:.0f} s. Executed notebook: {shown_path(output)}")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

