@@ -76,8 +76,12 @@ def config_toml(model: str, base_url: str) -> str:
         f"model = {json.dumps(model)}",
         'model_provider = "prompt-learning"',
         "check_for_update_on_startup = false",
+        # Hosted tools only OpenAI serves (a `web_search` tool, a `namespace` of sub-agent tools): other
+        # Responses servers skip them with a warning per call, and a task needs neither.
+        'web_search = "disabled"',
         "[features]",
         "plugins = false",  # its start-up sync otherwise calls api.github.com and chatgpt.com
+        "multi_agent = false",
         "[analytics]",
         "enabled = false",
         "[feedback]",

@@ -100,6 +100,9 @@ def server_binary(jobs: int | None = None) -> Path:
 
 def server_command(binary: Path, model: Path, port: int, threads: int | None = None) -> list[str]:
     return [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "--alias", MODEL_ID,
+            # the model was trained on 8,192 tokens and the server caps a slot there; agents' prompts are longer,
+            # and what is tested is the handling, not the quality of an answer past that length
+            "--override-kv", f"llama.context_length=int:{CONTEXT_TOKENS}",
             "--jinja", "-n", str(MAX_OUTPUT_TOKENS), "-c", str(CONTEXT_TOKENS * SLOTS), "-np", str(SLOTS),
             "--threads", str(threads or os.cpu_count() or 2), "--no-webui"]
 

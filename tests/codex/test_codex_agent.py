@@ -59,6 +59,8 @@ def test_the_rules_reach_the_model_through_agents_md_and_the_fix_is_the_tested_p
         assert row.input_tokens > 0 and row.iterations == 2  # one command, then the answer
     first = [r for r in requests if not any(m["role"] == "assistant" for m in r["messages"])]
     assert len(first) == 2 and "exec_command" in tool_names(first[0])
+    # only function tools: no hosted web_search or sub-agent namespace, which other servers skip with a warning
+    assert {tool["type"] for tool in first[0]["tools"]} == {"function"}
     for request in first:  # Codex sends AGENTS.md as project instructions in a user message
         assert CONVENTIONS["errors"]["rule"] in message_text(request, "user")
         assert CONVENTIONS["errors"]["rule"] not in message_text(request, "system")
