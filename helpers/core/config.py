@@ -57,6 +57,9 @@ DEFAULT_EXPERIMENT = "default"  # the results folder of calls that name no exper
 AGENT_TIMEOUT_S = 900.0  # per task; enforced by each agent package (some CLIs ignore their own)
 AGENT_TRAJECTORY_CHARS = 24_000  # an agent's trajectory kept with its result (its own event stream)
 AGENT_TRAJECTORY_STEP_CHARS = 2_000  # one step's text within it
+# One agent answer's output cap, where the CLI takes one (Claude Code: CLAUDE_CODE_MAX_OUTPUT_TOKENS; Cline and
+# Codex 0.169 have no setting for it): a small model can otherwise generate until its context is full.
+AGENT_MAX_OUTPUT_TOKENS = 16_384
 EVAL_TIMEOUT_S = 120.0  # per task, local evaluator
 LLM_MAX_RETRIES = 5
 LLM_MAX_CONCURRENCY = 8

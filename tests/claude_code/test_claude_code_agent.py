@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+from helpers.core import config
+
 from worker_processes import command_lines
 
 from claude_code import ClaudeCodeAgent
@@ -59,6 +61,7 @@ def test_the_rules_reach_the_model_through_claude_md_and_the_fix_is_the_tested_p
         assert row.input_tokens > 0 and row.iterations == 2
     first = [r for r in requests if not any(m["role"] == "assistant" for m in r["messages"])]
     assert len(first) == 2 and {"Bash", "Write", "Edit"} <= set(tool_names(first[0]))
+    assert all(0 < r["max_tokens"] <= config.AGENT_MAX_OUTPUT_TOKENS for r in first)  # the CLI's output cap is set
     for request in first:  # Claude Code sends CLAUDE.md as project instructions in the first user message
         assert CONVENTIONS["errors"]["rule"] in message_text(request, "user")
         assert CONVENTIONS["errors"]["rule"] not in message_text(request, "system")
