@@ -305,6 +305,12 @@ class Gateway:
                 self._meter_record(record, meter)
                 self._finish(token, record, started, body, asked, kept[0], meter)
 
+        def take(raw: bytes, data: Any) -> None:  # a relayed event, after the client has it
+            if isinstance(data, dict):
+                meter.event(data)
+            if len(kept[0]) < self.trace_chars:
+                kept[0] += raw[: self.trace_chars - len(kept[0])]
+
         try:
             response, head = await self._send(request, upstream, body, record)
             record["status"] = response.status
@@ -312,11 +318,6 @@ class Gateway:
             if is_retryable(response.status):  # we retried it as far as the policy allows: clients must not
                 headers[GATEWAY_RETRIES_HEADER] = str(record["retries"])
             if isinstance(head, Stream):
-                def take(raw: bytes, data: Any) -> None:  # after the client has it: metering never delays a chunk
-                    if isinstance(data, dict):
-                        meter.event(data)
-                    if len(kept[0]) < self.trace_chars:
-                        kept[0] += raw[: self.trace_chars - len(kept[0])]
                 return await relay(request, response, head, headers, record, upstream.api_key, take, finish)
             kept[0] = answer = scrub_bytes(head, upstream.api_key)
             meter.feed_json(decoded_body(answer, response.headers.get("Content-Encoding")))
@@ -326,7 +327,8 @@ class Gateway:
             return error_response(fault.status, f"gateway: {fault.message}", fault.kind,
                                   {GATEWAY_RETRIES_HEADER: str(record["retries"])})
         except asyncio.CancelledError:  # the client left (aiohttp cancels its handler): stop the upstream at once
-            client_left(record)
+            if not finished:  # (after its record was written, the client had its whole answer)
+                client_left(record)
             raise
         finally:
             finish()
