@@ -440,4 +440,5 @@ def _responses_events(request: dict, reply: Reply, model: str) -> list[dict]:
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "ScriptedModelServer", "Script", "Rule", "Reply", "tool_call", "message_text", "tool_names", "normalize_request",
+    "FAULTS",
 ]

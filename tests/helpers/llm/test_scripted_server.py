@@ -231,7 +231,7 @@ def test_a_whole_answer_can_be_malformed_or_cut_halfway(api):
 @pytest.mark.parametrize("fault, stream", [("hang", False), ("hang", True), ("stall", True), ("stall", False)])
 def test_a_hang_or_stall_holds_until_the_client_goes_away_and_the_server_sees_it(fault, stream):
     with ScriptedModelServer(Script(default=Reply("word " * 100, fault=fault, fault_after=2))) as s:
-        data, error = read_what_arrives(s.origin + API_PATHS["chat"], request_body("chat", stream), timeout=0.5)
+        _, error = read_what_arrives(s.origin + API_PATHS["chat"], request_body("chat", stream), timeout=0.5)
         assert s.wait_gone(1)
         entry, = s.requests
     assert isinstance(error, httpx.TimeoutException)  # the client gave up: it was still waiting
