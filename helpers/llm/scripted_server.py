@@ -423,10 +423,11 @@ def _responses_events(request: dict, reply: Reply, model: str) -> list[dict]:
             text = item["content"][0]["text"]
             events.append({"type": "response.output_item.added", "output_index": index,
                            "item": {**item, "status": "in_progress", "content": []}})
-            events += [{"type": "response.output_text.delta", "item_id": item["id"], "output_index": index,
-                        "content_index": 0, "delta": piece} for piece in _pieces(text)]
-            events.append({"type": "response.output_text.done", "item_id": item["id"], "output_index": index,
-                           "content_index": 0, "text": text})
+            part = {"item_id": item["id"], "output_index": index, "content_index": 0}
+            events.append({"type": "response.content_part.added", **part, "part": {**item["content"][0], "text": ""}})
+            events += [{"type": "response.output_text.delta", **part, "delta": piece} for piece in _pieces(text)]
+            events.append({"type": "response.output_text.done", **part, "text": text})
+            events.append({"type": "response.content_part.done", **part, "part": item["content"][0]})
         else:
             events.append({"type": "response.output_item.added", "output_index": index,
                            "item": {**item, "status": "in_progress", "arguments": ""}})

@@ -88,15 +88,19 @@ def test_an_anthropic_stream_that_ends_early_ends_with_an_api_error_event(fault,
 def test_a_responses_stream_that_ends_early_ends_with_response_failed(fault, caplog):
     with serve(default=Reply(LONG, fault=fault, fault_after=3)) as server, gateway_for(server) as gateway:
         token = gateway.issue_token("s")
-        events = list(openai_client(gateway, token).responses.create(model="gpt-5", input="fix it", stream=True))
+        client = openai_client(gateway, token)
+        events = list(client.responses.create(model="gpt-5", input="fix it", stream=True))
+        with client.responses.stream(model="gpt-5", input="fix it") as helper:  # the SDK's helper reads it too
+            helped = [e.type for e in helper]
 
     kinds = [e.type for e in events]
-    assert kinds == ["response.created", "response.output_item.added", "response.output_text.delta", "response.failed"]
+    assert kinds == ["response.created", "response.output_item.added", "response.content_part.added", "response.failed"]
     failed = events[-1].response
     assert failed.status == "failed" and "ended the stream early after 3 chunks" in failed.error.message
     assert failed.id == events[0].response.id  # the same response, as the SDK's stream helper checks
     assert events[-1].sequence_number == events[-2].sequence_number + 1
-    assert is_transient(gateway.last_status(token)) and len(gateway_lines(caplog)) == 1
+    assert helped == kinds
+    assert is_transient(gateway.last_status(token)) and len(gateway_lines(caplog)) == 2  # one per call
 
 
 @pytest.mark.parametrize("api, path, body", [
