@@ -212,7 +212,7 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
 
         def _whole(self, api: str, request: dict, reply: Reply, entry: dict) -> None:
             answer = {"chat": _completion, "anthropic": _anthropic_message, "responses": _response}[api]
-            if reply.fault is None:
+            if reply.fault in (None, "no_end_marker"):
                 return self._json(200, answer(request, reply, server.model))
             data = NOT_JSON_BODY if reply.fault == "malformed" else json.dumps(answer(request, reply, server.model)).encode()
             self.send_response(200)
@@ -221,7 +221,6 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             if reply.fault == "malformed":
                 return self.wfile.write(data)
-            self.close_connection = True
             self.wfile.write(data[: len(data) // 2])
             self._misbehave(reply.fault, entry)
 
@@ -229,6 +228,7 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")  # as uvicorn, llama.cpp or vLLM stream
             self.send_header("Connection", "close")
             self.end_headers()
             self.close_connection = True
@@ -236,21 +236,26 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                 if reply.fault is not None and n == reply.fault_after:
                     if reply.fault != "malformed":
                         return self._misbehave(reply.fault, entry)
-                    self.wfile.write(NOT_JSON_EVENT)
-                self.wfile.write(event)  # unbuffered: one send per event, as a real server streams
+                    self._chunk(NOT_JSON_EVENT)
+                self._chunk(event)
                 entry["written"] = n + 1
+            self._chunk(b"")  # the last chunk: the answer is complete
 
-        def _misbehave(self, fault: str, entry: dict) -> None:
+        def _chunk(self, data: bytes) -> None:  # unbuffered: one send per event, as a real server streams
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+        def _misbehave(self, fault: str, entry: dict) -> None:  # "end_early": return, closing without the last chunk
+            self.close_connection = True
             if fault == "reset":  # linger 0: close() sends RST, not FIN
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 self.connection.close()
             elif fault == "stall":
                 self._hold(entry)
-            # "end_early": returning closes the connection (Connection: close) without the end marker
+            elif fault == "no_end_marker":
+                self._chunk(b"")
 
         def _hold(self, entry: dict) -> None:
             """Send nothing until the client closes its connection (or the server stops)."""
-            self.close_connection = True
             while server._httpd is not None:
                 if select.select([self.connection], [], [], 0.05)[0]:
                     try:

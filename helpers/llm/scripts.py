@@ -39,9 +39,11 @@ class Reply:
 
 # How a Reply can misbehave (Reply.fault), for streams of every API and for whole answers:
 FAULTS = {
-    "end_early": "the stream ends after `fault_after` events without its end marker ([DONE], message_stop, "
-                 "response.completed); a whole answer ends halfway through its body",
+    "end_early": "after `fault_after` events the connection closes without the stream's end marker ([DONE], "
+                 "message_stop, response.completed) or HTTP's last chunk, as an ASGI app that returned without "
+                 "completing its response; a whole answer ends halfway through its body",
     "reset": "as end_early, but the connection is reset (TCP RST) instead of closed",
+    "no_end_marker": "the HTTP answer completes after `fault_after` events, without the stream's end marker",
     "stall": "after `fault_after` events (a whole answer: its headers and half its body) nothing more is sent "
              "until the client goes away",
     "hang": "nothing at all is sent, not even a status line, until the client goes away",

@@ -19,6 +19,9 @@ from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer
 LONG = "word " * 200  # many events, so that a fault after a few comes well before the end
 ASK = [{"role": "user", "content": "fix it"}]
 GATEWAY_LOG = "helpers.llm.gateway"
+# The connection closes without HTTP's last chunk (as the ASGI app in issue #28), is reset, or completes
+# without the stream's end marker.
+FAULTS_MID_STREAM = ["end_early", "reset", "no_end_marker"]
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +53,7 @@ def openai_client(gateway, token):
 
 
 # --- a stream that ends early or breaks -------------------------------------------------------------------
-@pytest.mark.parametrize("fault", ["end_early", "reset"])
+@pytest.mark.parametrize("fault", FAULTS_MID_STREAM)
 def test_a_chat_stream_that_ends_early_reaches_the_openai_sdk_as_an_error_saying_so(fault, caplog):
     with serve(default=Reply(LONG, fault=fault, fault_after=3)) as server, gateway_for(server) as gateway:
         token = gateway.issue_token("s", task="t1")
@@ -68,7 +71,7 @@ def test_a_chat_stream_that_ends_early_reaches_the_openai_sdk_as_an_error_saying
     assert "ended the stream early after 3 chunks" in line and "upstream-key" not in line
 
 
-@pytest.mark.parametrize("fault", ["end_early", "reset"])
+@pytest.mark.parametrize("fault", FAULTS_MID_STREAM)
 def test_an_anthropic_stream_that_ends_early_ends_with_an_api_error_event(fault, caplog):
     with serve(default=Reply(LONG, fault=fault, fault_after=3)) as server, gateway_for(server) as gateway:
         token = gateway.issue_token("s")
@@ -84,7 +87,7 @@ def test_an_anthropic_stream_that_ends_early_ends_with_an_api_error_event(fault,
     assert len(gateway_lines(caplog)) == 1
 
 
-@pytest.mark.parametrize("fault", ["end_early", "reset"])
+@pytest.mark.parametrize("fault", FAULTS_MID_STREAM)
 def test_a_responses_stream_that_ends_early_ends_with_response_failed(fault, caplog):
     with serve(default=Reply(LONG, fault=fault, fault_after=3)) as server, gateway_for(server) as gateway:
         token = gateway.issue_token("s")
