@@ -34,9 +34,10 @@
   closed at once, so the model server stops generating (one INFO line; the record's error "client
   disconnected").
 - Rate limits: at most `concurrency` requests in flight per upstream, for all clients together. A 429 or
-  5xx (or a dropped connection, or a fault above) is retried by the one policy (helpers.llm.retries, tenacity) up to
-  `max_retries` times, but only before any byte went to the client, waiting what Retry-After asks (an ask
-  above `max_retry_after_s` is passed on at once) or a jittered exponential backoff. A 429/503/529 or any
+  5xx (or a dropped connection, or a fault above) is retried by the one policy (helpers.llm.retries,
+  tenacity) up to `max_retries` times, but only before any byte went to the client, waiting what
+  Retry-After asks (an ask above `max_retry_after_s` is passed on at once) or a jittered exponential
+  backoff. A 429/503/529 or any
   Retry-After pauses the whole upstream pool (a shared "not before" time), so a storm slows everyone
   instead of every client hammering on its own. After the last retry the last error is passed on as it
   came, marked `x-gateway-retries: <n>` so that no client retries it again: one failing call reaches the

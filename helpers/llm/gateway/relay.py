@@ -4,8 +4,9 @@ event or a body that is not JSON, a stall, a call that runs too long.
 A stream is relayed event by event (only whole SSE events, so an error event never lands inside a torn
 one). Each fault becomes an UpstreamFault saying what happened ("the model server ended the stream early
 after 3 chunks"); the proxy retries it while nothing reached the client, else ends the client's stream
-with `error_event` in the client's own wire format. Every fault is logged as one line, without a traceback. A client that leaves gets its upstream call
-cancelled at once (aiohttp cancels the handler; closing the upstream connection stops the model server).
+with `error_event` in the client's own wire format. Every fault is logged as one line, without a
+traceback. A client that leaves gets its upstream call cancelled at once (aiohttp cancels the handler;
+closing the upstream connection stops the model server).
 """
 
 from __future__ import annotations
