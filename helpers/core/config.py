@@ -73,6 +73,10 @@ GATEWAY_CONCURRENCY = 16  # requests in flight per upstream, all clients togethe
 GATEWAY_BACKOFF_S = 1.0  # first wait of the exponential backoff when the upstream names none
 GATEWAY_MAX_BACKOFF_S = 60.0
 GATEWAY_CONNECT_TIMEOUT_S = 30.0
+# A model server that sends nothing this long (before its answer or between two chunks) has stalled: the
+# call ends with a 504 (or an error event mid-stream). Long, as a local model may think a while first.
+GATEWAY_IDLE_TIMEOUT_S = 600.0
+GATEWAY_CALL_TIMEOUT_S = 1800.0  # wall-clock limit of one upstream call, however steadily it streams
 GATEWAY_TRACE_CHARS = 20_000  # request and response text kept per call for traces
 GATEWAY_TRACE_MESSAGE_CHARS = 4_000  # text kept per input message for traces
 

@@ -3,7 +3,8 @@
 One failing call reaches the provider at most 1 + `max_retries` times end to end: when calls go through
 the gateway, the gateway retries (its answers carry `x-gateway-retries`) and LLMClient does not retry
 them again; without a gateway, LLMClient retries with this same policy. What is retried: 408, 409, 429
-and every 5xx, timeouts and dropped connections. The wait is what the server's Retry-After asks (in full:
+and every 5xx, timeouts and dropped connections (in the gateway also answers that broke off, stalled or
+were not JSON, while nothing of them had reached the client). The wait is what the server's Retry-After asks (in full:
 only our own backoff is capped), else a jittered exponential backoff; an ask longer than the caller's
 limit is not waited for at all (the call fails at once, saying so).
 """

@@ -24,11 +24,19 @@ The first rule whose conditions all hold answers. A rule's reply is a Reply, a l
 by the number of assistant turns already in the request (so the server keeps no per-conversation
 state and parallel conversations never mix), or a function of the (normalised) request. `times=N` lets
 a rule fire N times only (e.g. one 429 then normal answers).
+
+A Reply can also misbehave as real model servers do (Reply.fault, helpers.llm.scripts.FAULTS): a stream that
+ends early or is reset after `fault_after` events, a stall, a hang, an event or body that is not JSON.
+Each request's record says how many stream events were `written` and whether its client was `gone`
+before the answer was complete; `wait_gone(n)` waits for n such clients.
 """
 
 from __future__ import annotations
 
 import json
+import select
+import socket
+import struct
 import threading
 import time
 import uuid
@@ -36,8 +44,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from helpers.core.config import SCRIPTED_MODEL
-from helpers.llm.scripts import (ANTHROPIC_STOP, TEXT_CHUNK, Reply, Rule, Script, _api_of, _text_of, assistant_turns,  # noqa: F401
-                                 message_text, normalize_request, tool_call, tool_names)
+from helpers.llm.scripts import (ANTHROPIC_STOP, FAULTS, TEXT_CHUNK, Reply, Rule, Script, _api_of, _text_of,  # noqa: F401
+                                 assistant_turns, message_text, normalize_request, tool_call, tool_names)
+
+NOT_JSON_EVENT = b"data: {this is not JSON\n\n"
+NOT_JSON_BODY = b"<html><body>upstream busy</body></html>"
 
 # --- the server ---------------------------------------------------------------------------------------
 def _estimate_tokens(text: str) -> int:
@@ -59,6 +70,8 @@ class ScriptedModelServer:
         self.model = model
         self.requests: list[dict[str, Any]] = []
         self._requests_lock = threading.Lock()
+        self._went = threading.Condition(self._requests_lock)
+        self.gone = 0  # clients that went away before their answer was complete
         self._host, self._port = host, port
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -114,6 +127,18 @@ class ScriptedModelServer:
             return [normalize_request(r["api"], r["body"]) for r in self.requests
                     if r.get("api") in ("chat", "anthropic", "responses") and api in (None, r["api"])]
 
+    def went_away(self, entry: dict[str, Any]) -> None:
+        """Note that `entry`'s client closed its connection before its answer was complete."""
+        with self._went:
+            entry["gone"] = True
+            self.gone += 1
+            self._went.notify_all()
+
+    def wait_gone(self, count: int = 1, timeout_s: float = 60.0) -> bool:
+        """Wait until `count` clients in all went away before their answer was complete; False if they did not."""
+        with self._went:
+            return self._went.wait_for(lambda: self.gone >= count, timeout=timeout_s)
+
     def clear(self) -> None:
         with self._requests_lock:
             self.requests.clear()
@@ -148,8 +173,9 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             except json.JSONDecodeError:
                 self._json(400, _error_body("request body is not JSON", "invalid_request_error", api))
                 return
-            server.record({"path": self.path, "api": api, "body": body, "time": time.time(),
-                           "authorization": self.headers.get("Authorization") or self.headers.get("x-api-key") or ""})
+            entry = {"path": self.path, "api": api, "body": body, "time": time.time(), "written": 0, "gone": False,
+                     "authorization": self.headers.get("Authorization") or self.headers.get("x-api-key") or ""}
+            server.record(entry)
             if api is None:
                 self._json(404, _error_body(f"no route {self.path}", "not_found"))
                 return
@@ -160,18 +186,19 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             if reply.delay_s:
                 time.sleep(reply.delay_s)
             try:
-                if reply.status != 200:
+                if reply.fault == "hang":
+                    self._hold(entry)
+                elif reply.status != 200:
                     headers = {"Retry-After": f"{reply.retry_after:g}"} if reply.retry_after is not None else {}
                     kind = "rate_limit_error" if reply.status == 429 else "scripted_error"
                     message = reply.error_message or f"scripted error {reply.status}"
                     self._json(reply.status, _error_body(message, kind, api), headers)
                 elif body.get("stream"):
-                    self._stream(api, body, reply)
+                    self._stream(api, body, reply, entry)
                 else:
-                    answer = {"chat": _completion, "anthropic": _anthropic_message, "responses": _response}[api]
-                    self._json(200, answer(body, reply, server.model))
+                    self._whole(api, body, reply, entry)
             except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (timeouts, killed runs): nothing to answer
+                server.went_away(entry)  # the client gave up (timeouts, killed runs): nothing to answer
 
         def _json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
             data = json.dumps(payload).encode()
@@ -183,24 +210,71 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _stream(self, api: str, request: dict, reply: Reply) -> None:
+        def _whole(self, api: str, request: dict, reply: Reply, entry: dict) -> None:
+            answer = {"chat": _completion, "anthropic": _anthropic_message, "responses": _response}[api]
+            if reply.fault in (None, "no_end_marker"):
+                return self._json(200, answer(request, reply, server.model))
+            data = NOT_JSON_BODY if reply.fault == "malformed" else json.dumps(answer(request, reply, server.model)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))  # the whole length, even when less comes
+            self.end_headers()
+            if reply.fault == "malformed":
+                return self.wfile.write(data)
+            self.wfile.write(data[: len(data) // 2])
+            self._misbehave(reply.fault, entry)
+
+        def _stream(self, api: str, request: dict, reply: Reply, entry: dict) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")  # as uvicorn, llama.cpp or vLLM stream
             self.send_header("Connection", "close")
             self.end_headers()
             self.close_connection = True
-            if api == "chat":
-                for chunk in _stream_chunks(request, reply, server.model):
-                    self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-                self.wfile.write(b"data: [DONE]\n\n")
-            else:
-                events = _anthropic_events if api == "anthropic" else _responses_events
-                for event in events(request, reply, server.model):
-                    self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
-            self.wfile.flush()
+            for n, event in enumerate(_sse_events(api, request, reply, server.model)):
+                if reply.fault is not None and n == reply.fault_after:
+                    if reply.fault != "malformed":
+                        return self._misbehave(reply.fault, entry)
+                    self._chunk(NOT_JSON_EVENT)
+                self._chunk(event)
+                entry["written"] = n + 1
+            self._chunk(b"")  # the last chunk: the answer is complete
+
+        def _chunk(self, data: bytes) -> None:  # unbuffered: one send per event, as a real server streams
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+        def _misbehave(self, fault: str, entry: dict) -> None:  # "end_early": return, closing without the last chunk
+            self.close_connection = True
+            if fault == "reset":  # linger 0: close() sends RST, not FIN
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.connection.close()
+            elif fault == "stall":
+                self._hold(entry)
+            elif fault == "no_end_marker":
+                self._chunk(b"")
+
+        def _hold(self, entry: dict) -> None:
+            """Send nothing until the client closes its connection (or the server stops)."""
+            while server._httpd is not None:
+                if select.select([self.connection], [], [], 0.05)[0]:
+                    try:
+                        closed = not self.connection.recv(1, socket.MSG_PEEK)
+                    except OSError:
+                        closed = True
+                    if closed:
+                        return server.went_away(entry)
 
     return Handler
+
+
+def _sse_events(api: str, request: dict, reply: Reply, model: str) -> list[bytes]:
+    """The whole stream of an answer in `api`'s wire format, one SSE event each, end marker included."""
+    if api == "chat":
+        chunks = [b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in _stream_chunks(request, reply, model)]
+        return chunks + [b"data: [DONE]\n\n"]
+    events = _anthropic_events if api == "anthropic" else _responses_events
+    return [f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events(request, reply, model)]
 
 
 def _error_body(message: str, kind: str, api: str | None = None) -> dict:
@@ -354,10 +428,11 @@ def _responses_events(request: dict, reply: Reply, model: str) -> list[dict]:
             text = item["content"][0]["text"]
             events.append({"type": "response.output_item.added", "output_index": index,
                            "item": {**item, "status": "in_progress", "content": []}})
-            events += [{"type": "response.output_text.delta", "item_id": item["id"], "output_index": index,
-                        "content_index": 0, "delta": piece} for piece in _pieces(text)]
-            events.append({"type": "response.output_text.done", "item_id": item["id"], "output_index": index,
-                           "content_index": 0, "text": text})
+            part = {"item_id": item["id"], "output_index": index, "content_index": 0}
+            events.append({"type": "response.content_part.added", **part, "part": {**item["content"][0], "text": ""}})
+            events += [{"type": "response.output_text.delta", **part, "delta": piece} for piece in _pieces(text)]
+            events.append({"type": "response.output_text.done", **part, "text": text})
+            events.append({"type": "response.content_part.done", **part, "part": item["content"][0]})
         else:
             events.append({"type": "response.output_item.added", "output_index": index,
                            "item": {**item, "status": "in_progress", "arguments": ""}})
@@ -371,4 +446,5 @@ def _responses_events(request: dict, reply: Reply, model: str) -> list[dict]:
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "ScriptedModelServer", "Script", "Rule", "Reply", "tool_call", "message_text", "tool_names", "normalize_request",
+    "FAULTS",
 ]

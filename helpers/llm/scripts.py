@@ -29,6 +29,27 @@ class Reply:
     delay_s: float = 0.0  # wait before answering; a long delay is a hang
     finish_reason: str | None = None  # default: "tool_calls" with tool calls, else "stop"
     usage: dict[str, int] | None = None  # prompt_tokens, completion_tokens; default: estimated from lengths
+    fault: str | None = None  # misbehave as real model servers do: one of FAULTS
+    fault_after: int = 0  # events of a stream sent before the fault
+
+    def __post_init__(self) -> None:
+        if self.fault is not None and self.fault not in FAULTS:
+            raise ValueError(f"Reply fault {self.fault!r} is not one of {', '.join(FAULTS)}.")
+
+
+# How a Reply can misbehave (Reply.fault), for streams of every API and for whole answers:
+FAULTS = {
+    "end_early": "after `fault_after` events the connection closes without the stream's end marker ([DONE], "
+                 "message_stop, response.completed) or HTTP's last chunk, as an ASGI app that returned without "
+                 "completing its response; a whole answer ends halfway through its body",
+    "reset": "as end_early, but the connection is reset (TCP RST) instead of closed",
+    "no_end_marker": "the HTTP answer completes after `fault_after` events, without the stream's end marker",
+    "stall": "after `fault_after` events (a whole answer: its headers and half its body) nothing more is sent "
+             "until the client goes away",
+    "hang": "nothing at all is sent, not even a status line, until the client goes away",
+    "malformed": "after `fault_after` events a data: line that is not JSON, then the rest of the stream; a whole "
+                 "answer: status 200 with a body that is not JSON",
+}
 
 
 def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -195,4 +216,4 @@ def _api_of(path: str) -> str | None:
 
 
 __all__ = ["Script", "Rule", "Reply", "tool_call", "message_text", "tool_names", "normalize_request",
-           "assistant_turns"]  # documented in CODE_APPENDIX.md
+           "assistant_turns", "FAULTS"]  # documented in CODE_APPENDIX.md

@@ -19,13 +19,25 @@
   drops every credential header the client sent and adds the real key the way the upstream expects it
   (Bearer for "openai" and "openai-compatible", x-api-key for "anthropic"). Unknown tokens get 401. The
   key is in no repr, log, record or error, and is scrubbed from non-streaming answers.
-- Streaming: an SSE answer is written to the client chunk by chunk as it arrives; any other answer is
-  passed on whole. Status codes and end-to-end headers are kept (the upstream is asked for
-  `Accept-Encoding: identity` so the gateway can read usage).
+- Streaming: an SSE answer is written to the client event by event as it arrives (whole events only);
+  any other answer is passed on whole. Status codes and end-to-end headers are kept (the upstream is asked
+  for `Accept-Encoding: identity` so the gateway can read usage).
+- A misbehaving model server (relay.py): a stream that ends without its end marker or breaks off, an event
+  that is not JSON, or nothing for `idle_timeout_s` (a call longer than `call_timeout_s` likewise) ends the
+  client's stream cleanly after what was valid, with an error event its SDK raises, in its own wire format
+  (chat completions `data: {"error": ...}` then `[DONE]`; Anthropic `event: error` of type api_error;
+  Responses `response.failed`), saying what happened ("the model server ended the stream early after 3
+  chunks"). Before any byte went to the client, the same faults, a cut answer or a 2xx body that is not
+  JSON are retried, and after the last retry answered with a JSON 502 (504 for a timeout). The record's
+  status is 502 or 504 (`is_transient`). Each fault is logged as one line on the "helpers.llm.gateway"
+  logger, never a traceback. A client that leaves has its handler cancelled and its upstream connection
+  closed at once, so the model server stops generating (one INFO line; the record's error "client
+  disconnected").
 - Rate limits: at most `concurrency` requests in flight per upstream, for all clients together. A 429 or
-  5xx (or a dropped connection) is retried by the one policy (helpers.llm.retries, tenacity) up to
-  `max_retries` times, but only before any byte went to the client, waiting what Retry-After asks (an ask
-  above `max_retry_after_s` is passed on at once) or a jittered exponential backoff. A 429/503/529 or any
+  5xx (or a dropped connection, or a fault above) is retried by the one policy (helpers.llm.retries,
+  tenacity) up to `max_retries` times, but only before any byte went to the client, waiting what
+  Retry-After asks (an ask above `max_retry_after_s` is passed on at once) or a jittered exponential
+  backoff. A 429/503/529 or any
   Retry-After pauses the whole upstream pool (a shared "not before" time), so a storm slows everyone
   instead of every client hammering on its own. After the last retry the last error is passed on as it
   came, marked `x-gateway-retries: <n>` so that no client retries it again: one failing call reaches the

@@ -73,8 +73,9 @@ __all__ = ["upstream_path", "refusal", "with_usage_reported", "ENDPOINTS"]  # do
 
 
 def is_transient(status: int | str | None) -> bool:
-    """True for a call that failed for a reason a later retry may not meet: rate limit, outage, timeout,
-    unreachable upstream (502 from the gateway). A spent budget ("budget") is not transient by itself."""
+    """True for a call that failed for a reason a later retry may not meet: rate limit, outage, unreachable
+    upstream or broken answer (502 from the gateway), timeout (504). A spent budget ("budget") is not
+    transient by itself, nor is a client that left."""
     return is_retryable(status if isinstance(status, int) else None)
 
 

@@ -1,6 +1,7 @@
 """The gateway's proxy: a loopback aiohttp server that swaps a run's token for the provider's key, keeps to
 each upstream's concurrency and Retry-After pauses, retries with the one policy (helpers.llm.retries),
-meters every call and enforces the budget. See the package docstring for the contract."""
+meters every call and enforces the budget; relay.py ends a broken answer cleanly. See the package docstring
+for the contract."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ from yarl import URL
 
 from helpers.core import config
 from helpers.llm.gateway.metering import Meter, body_text, decoded_body, input_messages, json_or_none
-from helpers.llm.gateway.policy import (ClientGone, error_response, healthz, refusal, upstream_path,
-                                         with_usage_reported)
+from helpers.llm.gateway.policy import error_response, healthz, refusal, upstream_path, with_usage_reported
 from helpers.llm.gateway.pool import POOL_PAUSE_STATUS, Pool
+from helpers.llm.gateway.relay import (READ_ERRORS, Limits, Stream, UpstreamFault, check_json, client_left, note,
+                                        read_fault, relay)
 from helpers.llm.gateway.upstreams import Upstream, client_headers, scrub, scrub_bytes, token_of, upstream_headers
 from helpers.llm.gateway.tracing import RECORD_FIELDS
 from helpers.llm.pricing import call_cost_usd
@@ -31,6 +33,8 @@ GATEWAY_CONCURRENCY = config.GATEWAY_CONCURRENCY
 BACKOFF_S = config.GATEWAY_BACKOFF_S
 MAX_BACKOFF_S = config.GATEWAY_MAX_BACKOFF_S
 CONNECT_TIMEOUT_S = config.GATEWAY_CONNECT_TIMEOUT_S
+IDLE_TIMEOUT_S = config.GATEWAY_IDLE_TIMEOUT_S
+CALL_TIMEOUT_S = config.GATEWAY_CALL_TIMEOUT_S
 TRACE_CHARS = config.GATEWAY_TRACE_CHARS
 TRACE_MESSAGE_CHARS = config.GATEWAY_TRACE_MESSAGE_CHARS
 SETTLE_S = 10.0  # how long a reader of records waits for calls under way to be written
@@ -49,14 +53,17 @@ class Gateway:
                  max_retry_after_s: float = config.LLM_MAX_RETRY_AFTER_S,
                  concurrency: int = GATEWAY_CONCURRENCY, budget_usd: float | None = None,
                  trace: Callable[[dict], Any] | None = None, max_retries: int = config.LLM_MAX_RETRIES,
-                 backoff_s: float = BACKOFF_S, request_timeout_s: float = config.LLM_REQUEST_TIMEOUT_S,
-                 trace_chars: int = TRACE_CHARS, models: Mapping[str, Any] | None = None):
+                 backoff_s: float = BACKOFF_S, idle_timeout_s: float = IDLE_TIMEOUT_S,
+                 call_timeout_s: float = CALL_TIMEOUT_S, trace_chars: int = TRACE_CHARS,
+                 models: Mapping[str, Any] | None = None):
         self.upstreams = {name: u if isinstance(u, Upstream) else Upstream(*u) for name, u in upstreams.items()}
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.max_retry_after_s, self.concurrency, self.budget_usd = max_retry_after_s, concurrency, budget_usd
         self.trace, self.max_retries, self.backoff_s = trace, max_retries, backoff_s
-        self.request_timeout_s, self.trace_chars = request_timeout_s, trace_chars
+        # a silent upstream (between any two bytes) and a call that runs too long are both cut
+        self.idle_timeout_s, self.call_timeout_s, self.trace_chars = idle_timeout_s, call_timeout_s, trace_chars
+        self._limits = Limits(idle_timeout_s, call_timeout_s)
         # upstream -> the model ids its tokens may call (an upstream not named here: any model)
         self.models = {name: set(ids) for name, ids in (models or {}).items()}
         self._lock = threading.Lock()
@@ -218,14 +225,15 @@ class Gateway:
     async def _open(self) -> None:
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=0), auto_decompress=False,
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_S,
-                                          sock_read=self.request_timeout_s))
+            timeout=aiohttp.ClientTimeout(total=self.call_timeout_s, sock_connect=CONNECT_TIMEOUT_S,
+                                          sock_read=self.idle_timeout_s))
         self._pools = {name: Pool(self.concurrency) for name in self.upstreams}
         app = web.Application(client_max_size=MAX_REQUEST_BYTES)
         app.router.add_get("/healthz", healthz)
         app.router.add_route("*", "/u/{name}/{tail:.*}", self._handle)
         app.router.add_route("*", "/u/{name}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)  # stop() cuts calls in flight
+        # stop() cuts calls in flight; a client that leaves cancels its handler, and so its upstream call
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0, backlog=1024)
         await site.start()
@@ -284,81 +292,59 @@ class Gateway:
                           f"(${self.spent_usd:.2f} used); no new model calls are made.", "budget_exceeded",
                           {BUDGET_HEADER: "spent"})
         meter, kept = Meter(output=self.trace is not None), [b""]
-        try:
-            response = await self._send(request, upstream, body, record)
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as error:
-            record.update(status=502, input_tokens=0, output_tokens=0, cost_usd=0.0,
-                          error=scrub(f"upstream unreachable: {type(error).__name__}: {error}", upstream.api_key))
-            self._finish(token, record, started, body, asked, b"", meter)
-            return error_response(502, f"gateway: {record['error']}", "upstream_unreachable",
-                          {GATEWAY_RETRIES_HEADER: str(record["retries"])})
-        record["status"] = response.status
+        response: aiohttp.ClientResponse | None = None
         finished = False
 
         def finish() -> None:  # once, and before the client can see the end of its answer
             nonlocal finished
             if not finished:
                 finished = True
-                response.release()
-                self._pools[name].slots.release()
+                if response is not None:  # closes the upstream connection unless its answer was read whole
+                    response.release()
+                    self._pools[name].slots.release()
                 self._meter_record(record, meter)
                 self._finish(token, record, started, body, asked, kept[0], meter)
 
+        def take(raw: bytes, data: Any) -> None:  # a relayed event, after the client has it
+            if isinstance(data, dict):
+                meter.event(data)
+            if len(kept[0]) < self.trace_chars:
+                kept[0] += raw[: self.trace_chars - len(kept[0])]
+
         try:
+            response, head = await self._send(request, upstream, body, record)
+            record["status"] = response.status
             headers = client_headers(response.headers)
             if is_retryable(response.status):  # we retried it as far as the policy allows: clients must not
                 headers[GATEWAY_RETRIES_HEADER] = str(record["retries"])
-            if response.headers.get("Content-Type", "").startswith("text/event-stream"):
-                out = await self._relay_stream(request, response, headers, meter, kept)
-                finish()
-                try:
-                    await out.write_eof()
-                except ConnectionError:  # the client hung up once it had its last event: nothing is lost
-                    pass
-                return out
-            kept[0] = answer = scrub_bytes(await response.read(), upstream.api_key)
+            if isinstance(head, Stream):
+                return await relay(request, response, head, headers, record, upstream.api_key, take, finish)
+            kept[0] = answer = scrub_bytes(head, upstream.api_key)
             meter.feed_json(decoded_body(answer, response.headers.get("Content-Encoding")))
             return web.Response(status=response.status, headers=headers, body=answer)
-        except (aiohttp.ClientError, asyncio.TimeoutError) as error:
-            # The upstream broke off mid-answer: cut the client's connection too, so a truncated stream
-            # never looks complete.
-            record["error"] = scrub(f"upstream broke off: {type(error).__name__}: {error}", upstream.api_key)
+        except UpstreamFault as fault:  # nothing reached the client yet: a plain JSON error
+            record.update(status=fault.status, error=fault.message)
+            return error_response(fault.status, f"gateway: {fault.message}", fault.kind,
+                                  {GATEWAY_RETRIES_HEADER: str(record["retries"])})
+        except asyncio.CancelledError:  # the client left (aiohttp cancels its handler): stop the upstream at once
+            if not finished:  # (after its record was written, the client had its whole answer)
+                client_left(record)
             raise
-        except ClientGone:
-            record["error"] = "client disconnected"
-            return web.Response(status=499)  # nobody reads it; the client is gone
         finally:
             finish()
 
-    async def _relay_stream(self, request: web.Request, response: aiohttp.ClientResponse,
-                            headers: dict[str, str], meter: "Meter", kept: list[bytes]) -> web.StreamResponse:
-        """Write each chunk to the client as it arrives (the caller ends the stream); the first
-        `trace_chars` bytes go to kept[0]."""
-        out = web.StreamResponse(status=response.status, headers=headers)
-        await out.prepare(request)
-        async for chunk in response.content.iter_any():
-            try:
-                await out.write(chunk)  # first, so metering never delays a chunk
-            except ConnectionError:
-                raise ClientGone from None
-            meter.feed_sse(chunk)
-            if len(kept[0]) < self.trace_chars:
-                kept[0] += chunk[: self.trace_chars - len(kept[0])]
-        return out
-
     async def _send(self, request: web.Request, upstream: Upstream, body: bytes,
-                    record: dict) -> aiohttp.ClientResponse:
-        """The upstream's answer to be relayed, holding one of the pool's slots (released by the caller).
-        Retries (the one policy, helpers.llm.retries) 429/5xx and dropped connections while nothing has been
-        sent to the client; an answer passed on after that carries GATEWAY_RETRIES_HEADER, so that clients do
-        not retry it again: one failing call reaches the upstream at most 1 + max_retries times."""
+                    record: dict) -> tuple[aiohttp.ClientResponse, bytes | Stream]:
+        """The upstream's answer to be relayed with what of it was read (a whole body, or a stream's first
+        events), holding one of the pool's slots (released by the caller). Retries (the one policy,
+        helpers.llm.retries) 429/5xx and UpstreamFaults while nothing has been sent to the client; an answer
+        passed on after that carries GATEWAY_RETRIES_HEADER, so that clients do not retry it again: one failing
+        call reaches the upstream at most 1 + max_retries times. Raises the last UpstreamFault."""
         from tenacity import AsyncRetrying
 
-        pool = self._pools[record["upstream"]]
         target = urlsplit(upstream.url)
         url = URL(f"{target.scheme}://{target.netloc}{record['path']}", encoded=True)
         headers = upstream_headers(request.headers, upstream)
-        last = self.max_retries
 
         async def sleep(seconds: float) -> None:
             record["waited_s"] += seconds
@@ -367,31 +353,48 @@ class Gateway:
         try:
             async for attempt in AsyncRetrying(**policy(self.max_retries, self.backoff_s, MAX_BACKOFF_S, sleep=sleep)):
                 with attempt:
-                    tried = attempt.retry_state.attempt_number - 1
-                    record["retries"] = tried
-                    await pool.slots.acquire()
-                    record["waited_s"] += await pool.wait_turn()
-                    try:
-                        response = await self._session.request(request.method, url, headers=headers, data=body,
-                                                                allow_redirects=False)
-                    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as error:
-                        pool.slots.release()
-                        raise TryAgain(None, error) from None
-                    if not is_retryable(response.status):
-                        return response
-                    asked = retry_after_s(response.headers)
-                    if tried == last or (asked is not None and asked > self.max_retry_after_s):
-                        return response  # retries used up, or the upstream wants longer than we may wait: pass it on
-                    await response.read()
-                    response.release()
-                    pool.slots.release()
-                    if asked is not None or response.status in POOL_PAUSE_STATUS:
-                        pool.pause((asked if asked is not None else self.backoff_s) * random.uniform(1.0, 1.2))
-                        raise TryAgain(0.0)  # everyone waits on the pool's pause, not only this request
-                    raise TryAgain(None)
+                    record["retries"] = tried = attempt.retry_state.attempt_number - 1
+                    return await self._try(request.method, url, headers, body, record, tried == self.max_retries)
         except TryAgain as exhausted:
             raise exhausted.cause
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _try(self, method: str, url: URL, headers: dict[str, str], body: bytes, record: dict,
+                   last: bool) -> tuple[aiohttp.ClientResponse, bytes | Stream]:
+        """One attempt; on success it keeps its pool slot and the open answer for the caller. A fault is
+        logged (one line) and raised as TryAgain, its cause the UpstreamFault."""
+        pool, key = self._pools[record["upstream"]], self.upstreams[record["upstream"]].api_key
+        await pool.slots.acquire()
+        response, kept = None, False
+        try:
+            record["waited_s"] += await pool.wait_turn()
+            response = await self._session.request(method, url, headers=headers, data=body, allow_redirects=False)
+            asked = retry_after_s(response.headers)
+            if is_retryable(response.status) and not last and (asked is None or asked <= self.max_retry_after_s):
+                await response.read()
+                if asked is not None or response.status in POOL_PAUSE_STATUS:
+                    pool.pause((asked if asked is not None else self.backoff_s) * random.uniform(1.0, 1.2))
+                    raise TryAgain(0.0)  # everyone waits on the pool's pause, not only this request
+                raise TryAgain(None)
+            if response.headers.get("Content-Type", "").startswith("text/event-stream"):
+                head: bytes | Stream = await Stream(response, self._limits).start()
+            else:
+                head = await response.read()
+                check_json(head, response.status)
+            kept = True
+            return response, head
+        except READ_ERRORS as error:
+            fault = read_fault(error, self._limits, answered=response is not None)
+        except UpstreamFault as error:
+            fault = error
+        finally:
+            if not kept:  # closes the connection unless the answer was read whole
+                if response is not None:
+                    response.release()
+                pool.slots.release()
+        fault.message = scrub(fault.message, key)
+        note(record, fault.message + ("" if last else "; retrying"))
+        raise TryAgain(None, fault)
 
     # --- bookkeeping -----------------------------------------------------------------------------
     def _budget_spent(self) -> bool:
@@ -432,3 +435,4 @@ class Gateway:
                 self._trace_failed = True
                 warnings.warn(f"gateway trace failed, calls are served anyway: {type(error).__name__}: {error}",
                               RuntimeWarning, stacklevel=1)
+

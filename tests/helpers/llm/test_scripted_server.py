@@ -174,3 +174,72 @@ def test_responses_input_items_count_turns_and_instructions_are_the_system_messa
     assert ruled.output_text == "rules seen"
     normalised = server.model_requests("responses")[0]
     assert [m["role"] for m in normalised["messages"]] == ["user", "assistant", "tool"]
+
+
+# --- faults: the server misbehaves as real model servers do ------------------------------------------------
+API_PATHS = {"chat": "/v1/chat/completions", "anthropic": "/v1/messages", "responses": "/v1/responses"}
+END_MARKERS = {"chat": b"[DONE]", "anthropic": b"message_stop", "responses": b"response.completed"}
+
+
+def request_body(api, stream=True):
+    if api == "responses":
+        return {"model": "m", "input": "hi", "stream": stream}
+    return {"model": "m", "max_tokens": 10, "stream": stream, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def read_what_arrives(url, body, timeout=60):
+    """(bytes received, the error that ended the read or None)."""
+    data = b""
+    try:
+        with httpx.stream("POST", url, json=body, timeout=timeout) as response:
+            for chunk in response.iter_raw():
+                data += chunk
+    except httpx.HTTPError as error:
+        return data, error
+    return data, None
+
+
+@pytest.mark.parametrize("api", list(API_PATHS))
+@pytest.mark.parametrize("fault", ["end_early", "reset", "no_end_marker"])
+def test_a_stream_ends_early_after_n_events_without_its_end_marker(api, fault):
+    with ScriptedModelServer(Script(default=Reply("word " * 100, fault=fault, fault_after=3))) as s:
+        data, error = read_what_arrives(s.origin + API_PATHS[api], request_body(api))
+        entry, = s.requests
+    assert data.count(b"\n\n") == 3 and END_MARKERS[api] not in data
+    assert entry["written"] == 3
+    # A broken connection is an error to the client (no last chunk); a complete answer without the marker is not.
+    assert (error is not None) == (fault != "no_end_marker")
+
+
+@pytest.mark.parametrize("api", list(API_PATHS))
+def test_a_malformed_event_comes_after_n_events_and_the_rest_follows(api):
+    with ScriptedModelServer(Script(default=Reply("word " * 100, fault="malformed", fault_after=2))) as s:
+        data, error = read_what_arrives(s.origin + API_PATHS[api], request_body(api))
+    events = data.split(b"\n\n")
+    assert error is None and events[2] == b"data: {this is not JSON" and END_MARKERS[api] in data
+
+
+@pytest.mark.parametrize("api", list(API_PATHS))
+def test_a_whole_answer_can_be_malformed_or_cut_halfway(api):
+    with ScriptedModelServer(Script(default=Reply("word " * 100, fault="malformed"))) as s:
+        malformed = httpx.post(s.origin + API_PATHS[api], json=request_body(api, stream=False))
+    assert malformed.status_code == 200 and not malformed.text.startswith("{")
+    with ScriptedModelServer(Script(default=Reply("word " * 100, fault="end_early"))) as s:
+        with pytest.raises(httpx.RemoteProtocolError):  # fewer bytes than its Content-Length
+            httpx.post(s.origin + API_PATHS[api], json=request_body(api, stream=False))
+
+
+@pytest.mark.parametrize("fault, stream", [("hang", False), ("hang", True), ("stall", True), ("stall", False)])
+def test_a_hang_or_stall_holds_until_the_client_goes_away_and_the_server_sees_it(fault, stream):
+    with ScriptedModelServer(Script(default=Reply("word " * 100, fault=fault, fault_after=2))) as s:
+        _, error = read_what_arrives(s.origin + API_PATHS["chat"], request_body("chat", stream), timeout=0.5)
+        assert s.wait_gone(1)
+        entry, = s.requests
+    assert isinstance(error, httpx.TimeoutException)  # the client gave up: it was still waiting
+    assert entry["gone"] and entry["written"] == (2 if fault == "stall" and stream else 0)
+    assert s.gone == 1
+
+
+def test_an_unknown_fault_is_refused():
+    with pytest.raises(ValueError, match="end_early"):
+        Reply(fault="explode")

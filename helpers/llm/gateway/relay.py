@@ -1,0 +1,215 @@
+"""Relaying an upstream's answer when the model server misbehaves: a stream that ends early or breaks, an
+event or a body that is not JSON, a stall, a call that runs too long.
+
+A stream is relayed event by event (only whole SSE events, so an error event never lands inside a torn
+one). Each fault becomes an UpstreamFault saying what happened ("the model server ended the stream early
+after 3 chunks"); the proxy retries it while nothing reached the client, else ends the client's stream
+with `error_event` in the client's own wire format. Every fault is logged as one line, without a
+traceback. A client that leaves gets its upstream call cancelled at once (aiohttp cancels the handler;
+closing the upstream connection stops the model server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+import time
+from typing import Any, Callable
+
+import aiohttp
+from aiohttp import web
+
+from helpers.llm.gateway.policy import ClientGone
+from helpers.llm.gateway.upstreams import scrub
+
+log = logging.getLogger("helpers.llm.gateway")
+
+# Events after which a stream is complete (besides chat's `data: [DONE]` and a chat `{"error": ...}`).
+END_TYPES = {"message_stop", "response.completed", "response.failed", "response.incomplete", "error"}
+READ_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+
+
+class UpstreamFault(Exception):
+    """The upstream failed to give a whole answer: `message` for the client, the record and the log; `status`
+    502 or 504 for the record (and the client, when nothing was sent yet); `kind` for the error body."""
+
+    def __init__(self, message: str, status: int = 502, kind: str = "upstream_fault"):
+        super().__init__(message)
+        self.message, self.status, self.kind = message, status, kind
+
+
+class Limits:
+    """The gateway's time limits, to say which one a timeout was."""
+
+    def __init__(self, idle_s: float, call_s: float):
+        self.idle_s, self.call_s = idle_s, call_s
+
+
+def read_fault(error: BaseException, limits: Limits, chunks: int | None = None, answered: bool = True) -> UpstreamFault:
+    """What a failed read of the upstream means. `chunks`: events of a stream relayed so far (None: a whole
+    answer); `answered`: whether its status line had come."""
+    after = "" if chunks is None else f" after {chunks} chunks"
+    if isinstance(error, aiohttp.SocketTimeoutError):
+        return UpstreamFault(f"the model server sent nothing for {limits.idle_s:g} s{after}", 504, "upstream_timeout")
+    if isinstance(error, asyncio.TimeoutError) and not isinstance(error, aiohttp.ConnectionTimeoutError):
+        return UpstreamFault(f"the call took longer than the gateway's limit of {limits.call_s:g} s{after}", 504,
+                             "upstream_timeout")
+    if not answered:
+        return UpstreamFault(f"upstream unreachable: {type(error).__name__}: {error}", 502, "upstream_unreachable")
+    if chunks is None:
+        return UpstreamFault(f"the model server ended its answer early ({type(error).__name__})")
+    return UpstreamFault(f"the model server ended the stream early{after} ({type(error).__name__})")
+
+
+def check_json(body: bytes, status: int) -> None:
+    """A success that is not JSON is a fault (every endpoint the gateway forwards answers JSON)."""
+    if 200 <= status < 300:
+        try:
+            json.loads(body)
+        except ValueError:
+            raise UpstreamFault(f"the model server answered {status} with a body that is not JSON "
+                                f"({body[:40]!r})") from None
+
+
+class Stream:
+    """An upstream's SSE stream as whole, checked events: `first` (read while retrying is still possible),
+    then `next()` until it returns [] at the end; either raises UpstreamFault when the stream breaks."""
+
+    def __init__(self, response: aiohttp.ClientResponse, limits: Limits):
+        self.response, self.limits = response, limits
+        self.chunks = 0  # events handed out
+        self.ended = False  # the end marker came
+        self.about: dict[str, Any] = {}  # Responses API: the response the stream is about, for response.failed
+        self.sequence = -1
+        self.first: list[tuple[bytes, Any]] = []
+        self._pending = b""
+        self._fault: UpstreamFault | None = None
+
+    async def start(self) -> "Stream":
+        self.first = await self.next()
+        return self
+
+    async def next(self) -> list[tuple[bytes, Any]]:
+        """The next whole events as (raw bytes, parsed data or None), [] once the stream is complete."""
+        while not self.ended:
+            if self._fault is not None:
+                raise self._fault
+            try:
+                chunk = await self.response.content.readany()
+            except READ_ERRORS as error:
+                raise read_fault(error, self.limits, self.chunks) from None
+            if not chunk:
+                raise UpstreamFault(f"the model server ended the stream early after {self.chunks} chunks "
+                                    "(no end marker)")
+            events = self._split(chunk)
+            if events:
+                return events
+        return []
+
+    def _split(self, chunk: bytes) -> list[tuple[bytes, Any]]:
+        self._pending += chunk
+        if b"\r" in self._pending:
+            self._pending = self._pending.replace(b"\r\n", b"\n")
+        *raws, self._pending = self._pending.split(b"\n\n")
+        events = []
+        for raw in raws:
+            if self.ended or self._fault is not None:
+                break
+            data = b"\n".join(line[5:].lstrip() for line in raw.split(b"\n") if line.startswith(b"data:"))
+            try:
+                parsed = json.loads(data) if data and data != b"[DONE]" else None
+            except ValueError:
+                self._fault = UpstreamFault(f"the model server sent an event that is not JSON after {self.chunks} "
+                                            f"chunks ({data[:40]!r})")
+                break
+            events.append((raw + b"\n\n", parsed))
+            self.chunks += bool(data)
+            self._note(data, parsed)
+        return events
+
+    def _note(self, data: bytes, parsed: Any) -> None:
+        if data == b"[DONE]":
+            self.ended = True
+        if not isinstance(parsed, dict):
+            return
+        self.ended = self.ended or parsed.get("type") in END_TYPES or bool(parsed.get("error"))
+        if isinstance(parsed.get("response"), dict):
+            self.about = parsed["response"]
+        if isinstance(parsed.get("sequence_number"), int):
+            self.sequence = parsed["sequence_number"]
+
+
+def api_of(path: str) -> str:
+    """The wire format a client speaks on `path`: "anthropic", "responses" or "chat"."""
+    if path.endswith("/messages"):
+        return "anthropic"
+    return "responses" if path.endswith("/responses") else "chat"
+
+
+def error_event(api: str, message: str, stream: Stream) -> bytes:
+    """The end of a broken stream in the client's wire format, as its SDK reads an error: chat completions a
+    `{"error": ...}` event then [DONE]; Anthropic an `error` event; Responses `response.failed`."""
+    if api == "anthropic":
+        body = {"type": "error", "error": {"type": "api_error", "message": message}}
+        return b"event: error\ndata: " + json.dumps(body).encode() + b"\n\n"
+    if api == "responses":
+        response = {"id": f"resp_gateway_{secrets.token_hex(8)}", "object": "response", "created_at": int(time.time()),
+                    "output": [], **stream.about}
+        response.update(status="failed", error={"code": "server_error", "message": message})
+        event = {"type": "response.failed", "sequence_number": stream.sequence + 1, "response": response}
+        return b"event: response.failed\ndata: " + json.dumps(event).encode() + b"\n\n"
+    body = {"error": {"message": message, "type": "server_error", "code": "upstream_fault"}}
+    return b"data: " + json.dumps(body).encode() + b"\n\ndata: [DONE]\n\n"
+
+
+def note(record: dict, message: str, level: int = logging.WARNING) -> None:
+    """One log line about one call (never a traceback, never a key: `message` is scrubbed by the caller)."""
+    where = f"{record['upstream']} {record['method']} {record['path']}"
+    who = ", ".join(f"{k}={record[k]}" for k in ("task", "role") if record.get(k) is not None)
+    log.log(level, "model gateway: %s%s: %s", where, f" ({who})" if who else "", message)
+
+
+
+async def relay(request: web.Request, response: aiohttp.ClientResponse, stream: Stream, headers: dict[str, str],
+                record: dict, key: str | None, take: Callable[[bytes, Any], None],
+                finish: Callable[[], None]) -> web.StreamResponse:
+    """Write each whole event to the client as it arrives, then `take` it (metering, traces); a stream that
+    breaks ends with an error event in the client's wire format. `finish` writes the record before the client
+    can see the end of its answer."""
+    out = web.StreamResponse(status=response.status, headers=headers)
+    await out.prepare(request)
+    events, fault = stream.first, None
+    try:
+        while events:
+            for raw, data in events:
+                await _write(out, raw)
+                take(raw, data)
+            events = await stream.next()
+    except UpstreamFault as broken:
+        fault = broken
+        record.update(status=fault.status, error=scrub(fault.message, key))
+        note(record, record["error"])
+    except ClientGone:
+        client_left(record)
+    finish()
+    try:
+        if fault is not None:
+            await _write(out, error_event(api_of(record["path"].partition("?")[0]), record["error"], stream))
+        await out.write_eof()
+    except (ConnectionError, ClientGone):  # the client hung up once it had what it was sent: nothing is lost
+        pass
+    return out
+
+
+def client_left(record: dict) -> None:
+    record["error"] = "client disconnected"
+    note(record, "the client went away; its upstream call is cancelled", logging.INFO)
+
+
+async def _write(out: web.StreamResponse, data: bytes) -> None:
+    try:
+        await out.write(data)
+    except ConnectionError:
+        raise ClientGone from None
