@@ -309,6 +309,9 @@ def run_notebook(notebook: Path | str, params: dict[str, Any] | None = None,
     log_path_for(output).unlink(missing_ok=True)  # a log left by an earlier run is not this run's
     previous = {name: os.environ.get(name) for name in kernel_environment()}
     os.environ.update(kernel_environment())
+    if echo:  # the kernel's progress bars as lines the console shows (helpers.core.progress)
+        previous.setdefault("PL_PROGRESS", os.environ.get("PL_PROGRESS"))
+        os.environ["PL_PROGRESS"] = "lines"
     try:
         with _terminate_as_interrupt(), _echo(notebook, params, echo) as printing:
             papermill.execute_notebook(

@@ -60,6 +60,7 @@ AGENT_TRAJECTORY_STEP_CHARS = 2_000  # one step's text within it
 # One agent answer's output cap, where the CLI takes one (Claude Code: CLAUDE_CODE_MAX_OUTPUT_TOKENS; Cline and
 # Codex 0.169 have no setting for it): a small model can otherwise generate until its context is full.
 AGENT_MAX_OUTPUT_TOKENS = 16_384
+AGENT_TRANSIENT_RETRIES = 2  # an agent run that failed transiently (a broken model stream) runs again, this often
 EVAL_TIMEOUT_S = 120.0  # per task, local evaluator
 LLM_MAX_RETRIES = 5
 LLM_MAX_CONCURRENCY = 8

@@ -33,6 +33,7 @@ from typing import Any, Iterator
 import pandas as pd
 
 from helpers.core import config
+from helpers.core.progress import progress_bar
 from helpers.core.processes import kill_processes_in, remove_scratch, scratch_dir, sweep_stale
 from helpers.core.protocols import Agent, AgentResult, EvalResult, Evaluator
 from helpers.store.records import append_jsonl, read_jsonl, ruleset_sha, run_records_path
@@ -124,10 +125,8 @@ class _Run:
         self._lock = threading.Lock()
 
     def all(self, todo: list[dict[str, Any]], workers: int, progress: bool) -> None:
-        from tqdm.auto import tqdm  # widgets in Jupyter (ipywidgets), text elsewhere
-
         self.scratch = scratch_dir("run")
-        bar = tqdm(total=len(todo), desc=self.ids["run_id"], disable=not progress, unit="task")
+        bar = progress_bar(len(todo), self.ids["run_id"], "task", disable=not progress)
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="run-tasks")
         try:
             with _terminate_as_interrupt():
@@ -151,7 +150,17 @@ class _Run:
             self.done[record["instance_id"]] = record
 
     def one(self, task: dict[str, Any]) -> dict[str, Any]:
-        """One task from workspace to record; any failure becomes an error record, never an exception."""
+        """One task from workspace to record; any failure becomes an error record, never an exception. A run
+        that failed transiently (its model stream broke, the provider was busy) is run again, from a fresh
+        workspace, up to AGENT_TRANSIENT_RETRIES times, so a few broken streams do not sink a loop."""
+        for tries_left in range(config.AGENT_TRANSIENT_RETRIES, -1, -1):
+            result, output = self.agent_run(task)
+            if not (result.status == "error" and result.transient) or not tries_left:
+                break
+        return self.graded(task, result, output)
+
+    def agent_run(self, task: dict[str, Any]) -> tuple[AgentResult, str]:
+        """(the agent's result, its patch or plan) for one task, in a workspace of its own, removed after."""
         workspace = None
         output = ""
         try:
@@ -177,6 +186,10 @@ class _Run:
             save_trajectory(self.experiment, self.ids["run_id"], str(task["instance_id"]), result.trajectory,
                             self.path.parent.parent.parent)  # runs/<id>.jsonl under <root>/<experiment>
             result.trajectory_summary = summarize(result.trajectory)
+        return result, output
+
+    def graded(self, task: dict[str, Any], result: AgentResult, output: str) -> dict[str, Any]:
+        """The task's record, with the evaluator's verdict on a completed run (pending for a batched one)."""
         verdict = None
         if self.evaluator is not None and result.status == "completed":
             if self.evaluator.batched:

@@ -208,3 +208,32 @@ def test_a_storm_of_429s_is_absorbed_by_the_gateway_and_every_run_completes(task
         answered = {call["status"] for call in gateway.calls()}
     assert storm.fired == config.LLM_MAX_RETRIES and answered == {200}  # the upstream said 429; Cline only ever got 200
     assert set(df.status) == {"completed"} and set(df.pass_or_fail) == {"pass"}
+
+
+def test_a_run_whose_model_stream_broke_is_run_again_within_the_same_call(tasks, tmp_path):
+    from helpers.core import config
+    from helpers.llm.gateway import Gateway, Upstream
+
+    # the first two answers break after one event: too late for the gateway to retry (Cline has seen a byte)
+    broken = Rule(reply=Reply("Fixing calc.py now.", fault="end_early", fault_after=1), times=config.AGENT_TRANSIENT_RETRIES)
+    with ScriptedModelServer(Script([broken, *fixing_script().rules])) as server, \
+            Gateway({"agent": Upstream(server.base_url, KEY, "openai-compatible")}) as gateway:
+        df = run_act(tasks=tasks.head(1), run_id="broken", workers=1, model="scripted-dry-run", base_url=server.base_url,
+                     api_key=KEY, results_root=tmp_path, progress=False, gateway=gateway)
+        statuses = [call["status"] for call in gateway.calls()]
+    assert broken.fired == config.AGENT_TRANSIENT_RETRIES and statuses.count(502) >= 1
+    assert df.status[0] == "completed" and df.pass_or_fail[0] == "pass"  # the third run went through
+
+
+def test_a_run_whose_stream_keeps_breaking_ends_as_a_transient_error_after_the_retries(tasks, tmp_path):
+    from helpers.core import config
+    from helpers.llm.gateway import Gateway, Upstream
+
+    broken = Rule(reply=Reply("Fixing calc.py now.", fault="end_early", fault_after=1))
+    with ScriptedModelServer(Script([broken])) as server, \
+            Gateway({"agent": Upstream(server.base_url, KEY, "openai-compatible")}) as gateway:
+        df = run_act(tasks=tasks.head(1), run_id="broken", workers=1, model="scripted-dry-run", base_url=server.base_url,
+                     api_key=KEY, results_root=tmp_path, progress=False, gateway=gateway)
+    assert df.status[0] == "error" and bool(df.transient[0])  # run again on the next call, never final
+    assert "the model server ended the stream early after 1 chunks" in df.error[0]
+    assert broken.fired == 1 + config.AGENT_TRANSIENT_RETRIES  # bounded: the run and its retries, no more

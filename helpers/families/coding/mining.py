@@ -36,6 +36,7 @@ import pandas as pd
 from helpers.core import config
 from helpers.core.names import check_name
 from helpers.core.processes import remove_scratch, scratch_dir
+from helpers.core.progress import progress_bar
 from helpers.families.coding.git import git
 from helpers.families.coding.repo_tests import (DEFAULT_SETUP_COMMAND, DEFAULT_TEST_COMMAND, TestRun, is_test_file,
                                                 run_repo_tests, runnable_test_files)
@@ -127,10 +128,9 @@ def mine_repository(repo: Path | str, experiment: str, *, branch: str = "HEAD", 
             decided[verdict["sha"]] = verdict
 
     if todo:
-        from tqdm.auto import tqdm
 
         scratch = scratch_dir("mine")
-        bar = tqdm(total=len(todo), desc=f"mining {experiment}", unit="commit", disable=not progress)
+        bar = progress_bar(len(todo), f"mining {experiment}", "commit", disable=not progress)
         try:
             with ThreadPoolExecutor(max_workers=max(1, int(workers)), thread_name_prefix="mine") as pool:
                 futures = [pool.submit(_mine_one, repo, sha, scratch, issues, settings) for sha in todo]

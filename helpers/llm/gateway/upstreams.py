@@ -57,9 +57,13 @@ def client_headers(upstream_headers: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in upstream_headers.items() if k.lower() not in _HOP_BY_HOP}
 
 
+MIN_SCRUBBED_KEY = 8  # a shorter "key" is a placeholder for a server that needs none ("none", "x"): replacing
+# it everywhere would garble every message that holds those letters
+
+
 def scrub(text: str, key: str | None) -> str:
-    return text.replace(key, "[key]") if key else text
+    return text.replace(key, "[key]") if key and len(key) >= MIN_SCRUBBED_KEY else text
 
 
 def scrub_bytes(body: bytes, key: str | None) -> bytes:
-    return body.replace(key.encode(), b"[key]") if key else body
+    return body.replace(key.encode(), b"[key]") if key and len(key) >= MIN_SCRUBBED_KEY else body
