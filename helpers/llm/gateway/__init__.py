@@ -32,7 +32,10 @@
   status is 502 or 504 (`is_transient`). Each fault is logged as one line on the "helpers.llm.gateway"
   logger, never a traceback. A client that leaves has its handler cancelled and its upstream connection
   closed at once, so the model server stops generating (one INFO line; the record's error "client
-  disconnected").
+  disconnected"). A model server's own error event mid-stream (Anthropic's overloaded_error, a chat
+  `{"error": ...}`, Responses `response.failed`) is relayed as it came, and the record takes the status a
+  whole answer would have had (529 overloaded, 429 rate limit, 500 server error, else 502), so it counts
+  as transient where a retry may succeed.
 - Rate limits: at most `concurrency` requests in flight per upstream, for all clients together. A 429 or
   5xx (or a dropped connection, or a fault above) is retried by the one policy (helpers.llm.retries,
   tenacity) up to `max_retries` times, but only before any byte went to the client, waiting what

@@ -29,6 +29,10 @@ log = logging.getLogger("helpers.llm.gateway")
 # Events after which a stream is complete (besides chat's `data: [DONE]` and a chat `{"error": ...}`).
 END_TYPES = {"message_stop", "response.completed", "response.failed", "response.incomplete", "error"}
 READ_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+# A model server's own error event mid-stream, by its type, as the status a whole answer would have had: the
+# call's record then says what failed, and whether a later retry may succeed (policy.is_transient).
+STREAM_ERROR_STATUS = {"overloaded_error": 529, "rate_limit_error": 429, "rate_limit_exceeded": 429,
+                       "api_error": 500, "server_error": 500, "internal_error": 500}
 
 
 class UpstreamFault(Exception):
@@ -83,6 +87,7 @@ class Stream:
         self.ended = False  # the end marker came
         self.about: dict[str, Any] = {}  # Responses API: the response the stream is about, for response.failed
         self.sequence = -1
+        self.upstream_error: tuple[int, str] | None = None  # the server's own error event: (status, message)
         self.first: list[tuple[bytes, Any]] = []
         self._pending = b""
         self._fault: UpstreamFault | None = None
@@ -139,6 +144,11 @@ class Stream:
             self.about = parsed["response"]
         if isinstance(parsed.get("sequence_number"), int):
             self.sequence = parsed["sequence_number"]
+        error = parsed.get("error") or (parsed.get("response") or {}).get("error")
+        if isinstance(error, dict) and self.upstream_error is None:
+            kind = str(error.get("type") or error.get("code") or "")
+            self.upstream_error = (STREAM_ERROR_STATUS.get(kind, 502), f"the model server sent an error mid-stream "
+                                   f"({kind or 'no type'}): {str(error.get('message') or '')[:300]}")
 
 
 def api_of(path: str) -> str:
@@ -193,6 +203,9 @@ async def relay(request: web.Request, response: aiohttp.ClientResponse, stream: 
         note(record, record["error"])
     except ClientGone:
         client_left(record)
+    if fault is None and stream.upstream_error is not None:  # relayed as it came; recorded as what it was
+        record.update(status=stream.upstream_error[0], error=scrub(stream.upstream_error[1], key))
+        note(record, record["error"])
     finish()
     try:
         if fault is not None:

@@ -226,3 +226,49 @@ def test_a_client_that_times_out_before_the_answer_has_the_upstream_call_cancell
         record, = gateway.calls()
 
     assert record["error"] == "client disconnected" and len(gateway_lines(caplog, logging.INFO)) == 1
+
+
+# --- a model server's own error event mid-stream -------------------------------------------------------------
+OVERLOADED_STREAM = (  # recorded from Anthropic's documented stream: a message that starts, then an error event
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant",'
+    b'"content":[],"model":"claude-x","stop_reason":null,"usage":{"input_tokens":5,"output_tokens":1}}}\n\n'
+    b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n')
+
+
+def recorded_stream_server(body: bytes):
+    """A loopback server that answers every POST with `body` as an SSE stream (a recorded response)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_a_model_servers_own_error_event_is_relayed_and_recorded_as_what_it_was(caplog):
+    server = recorded_stream_server(OVERLOADED_STREAM)
+    try:
+        upstream = Upstream(f"http://127.0.0.1:{server.server_port}", "upstream-key", "anthropic")
+        with Gateway({"s": upstream}, backoff_s=0, max_retries=0) as gateway:
+            token = gateway.issue_token("s")
+            client = anthropic.Anthropic(base_url=gateway.url_for("s"), api_key=token, max_retries=0)
+            with pytest.raises(anthropic.APIStatusError, match="Overloaded") as failed:
+                list(client.messages.create(model="claude-x", max_tokens=10, messages=ASK, stream=True))
+            record, = gateway.calls()
+    finally:
+        server.shutdown()
+    assert failed.value.body["error"]["type"] == "overloaded_error"  # the client got the server's own error
+    assert record["status"] == 529 and is_transient(gateway.last_status(token))  # ... and the record says so
+    assert "overloaded_error" in record["error"] and len(gateway_lines(caplog)) == 1
