@@ -43,7 +43,8 @@
   backoff. A 429/503/529 or any
   Retry-After pauses the whole upstream pool (a shared "not before" time), so a storm slows everyone
   instead of every client hammering on its own. After the last retry the last error is passed on as it
-  came, marked `x-gateway-retries: <n>` so that no client retries it again: one failing call reaches the
+  came, marked `x-gateway-retries: <n>` and `x-should-retry: false` (which the OpenAI and Anthropic SDKs
+  honour) so that no client retries it again: one failing call reaches the
   upstream at most 1 + max_retries times end to end.
 - Metering: one record per call (`calls()`), with the token's attributes, tokens from the upstream's usage
   (JSON body, the final SSE usage chunk, Anthropic message_start/message_delta, Responses

@@ -43,6 +43,12 @@ MAX_REQUEST_BYTES = 256 * 2**20  # long agent conversations exceed aiohttp's 1 M
 BUDGET_HEADER = "x-gateway-budget"
 
 
+
+def no_more_retries(record: dict) -> dict[str, str]:
+    """Headers on an answer the gateway has retried as far as its policy allows: ours, and the one the OpenAI
+    and Anthropic SDKs (and so Cline and Claude Code) honour, so that no client retries it again."""
+    return {GATEWAY_RETRIES_HEADER: str(record["retries"]), "x-should-retry": "false"}
+
 class Gateway:
     """A loopback HTTP proxy in a background thread; start()/stop() or use it as a context manager.
 
@@ -316,7 +322,7 @@ class Gateway:
             record["status"] = response.status
             headers = client_headers(response.headers)
             if is_retryable(response.status):  # we retried it as far as the policy allows: clients must not
-                headers[GATEWAY_RETRIES_HEADER] = str(record["retries"])
+                headers.update(no_more_retries(record))
             if isinstance(head, Stream):
                 return await relay(request, response, head, headers, record, upstream.api_key, take, finish)
             kept[0] = answer = scrub_bytes(head, upstream.api_key)
@@ -324,8 +330,7 @@ class Gateway:
             return web.Response(status=response.status, headers=headers, body=answer)
         except UpstreamFault as fault:  # nothing reached the client yet: a plain JSON error
             record.update(status=fault.status, error=fault.message)
-            return error_response(fault.status, f"gateway: {fault.message}", fault.kind,
-                                  {GATEWAY_RETRIES_HEADER: str(record["retries"])})
+            return error_response(fault.status, f"gateway: {fault.message}", fault.kind, no_more_retries(record))
         except asyncio.CancelledError:  # the client left (aiohttp cancels its handler): stop the upstream at once
             if not finished:  # (after its record was written, the client had its whole answer)
                 client_left(record)

@@ -272,3 +272,13 @@ def test_a_model_servers_own_error_event_is_relayed_and_recorded_as_what_it_was(
     assert failed.value.body["error"]["type"] == "overloaded_error"  # the client got the server's own error
     assert record["status"] == 529 and is_transient(gateway.last_status(token))  # ... and the record says so
     assert "overloaded_error" in record["error"] and len(gateway_lines(caplog)) == 1
+
+
+def test_sdk_clients_with_their_own_retries_do_not_retry_what_the_gateway_already_retried(caplog):
+    with serve(default=Reply(LONG, fault="reset", fault_after=0)) as server, gateway_for(server, max_retries=1) as gateway:
+        token = gateway.issue_token("s")
+        retrying = openai.OpenAI(base_url=gateway.url_for("s") + "/v1", api_key=token, max_retries=3)
+        with pytest.raises(openai.InternalServerError) as failed:
+            retrying.chat.completions.create(model="gpt-4.1", messages=ASK)
+    assert failed.value.response.headers["x-should-retry"] == "false"
+    assert len(server.requests) == 2  # the call and the gateway's one retry: the SDK's 3 retries never happened
