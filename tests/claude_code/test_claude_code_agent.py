@@ -115,11 +115,8 @@ def test_a_timeout_stops_the_run_and_everything_it_started(house, tmp_path):
     steps = [Reply("Starting.", tool_calls=[tool_call("Bash", command=f"(sleep {MARKER} &) ; echo started")]),
              Reply("Thinking...", delay_s=60)]
     with ScriptedModelServer(Script([Rule(match=lambda r: bool(r.get("tools")), reply=steps)])) as server:
-        started = time.monotonic()
         df = run(house.head(1), agent_for(server, timeout_s=8), tmp_path, evaluate=False)
-        elapsed = time.monotonic() - started
-    assert df["status"].tolist() == ["timeout"] and "8 s" in df["error"][0]
-    assert elapsed < 30
+    assert df["status"].tolist() == ["timeout"] and "8 s" in df["error"][0]  # not the 60 s the model would take
     assert processes_with(f"sleep {MARKER}") == []
     assert processes_with(str(claude_binary())) == []
 
@@ -127,11 +124,10 @@ def test_a_timeout_stops_the_run_and_everything_it_started(house, tmp_path):
 def test_a_provider_4xx_ends_in_an_error_with_its_message(house, tmp_path):
     refusal = Reply(status=400, error_message="scripted refusal: this model is not enabled for the key")
     with ScriptedModelServer(Script([Rule(reply=refusal)])) as server:
-        started = time.monotonic()
         df = run(house.head(1), agent_for(server), tmp_path)
     assert df["status"].tolist() == ["error"]
     assert "scripted refusal: this model is not enabled" in df["error"][0]
-    assert df["pass_or_fail"].tolist() == ["fail"] and time.monotonic() - started < 60
+    assert df["pass_or_fail"].tolist() == ["fail"]
 
 
 def test_setup_problems_raise_before_any_task(monkeypatch):
