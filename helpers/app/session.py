@@ -37,6 +37,7 @@ class Session:
     phoenix_api_key: str | None = field(default=None, repr=False)
     scripted_server: Any = field(default=None, repr=False)
     gateway: Any = field(default=None, repr=False)
+    agent: str = config.AGENT  # the agent's name (helpers.core.registry): its own provider is the agent role's
     _closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
 
     @property
@@ -75,7 +76,9 @@ class Session:
         return "\n".join(lines)
 
     def _where(self) -> str:
-        """Where the roles' requests really go (OPENAI_BASE_URL included), by the rule each role resolves."""
+        """Where the roles' requests really go beyond the gateway (OPENAI_BASE_URL, ANTHROPIC_BASE_URL included)."""
+        if self.gateway is not None:
+            return ", ".join(sorted({upstream.url for upstream in self.gateway.upstreams.values()}))
         urls = {config.llm_settings(m, base_url=self.base_url).base_url or f"{config.llm_settings(m).provider} default"
                 for m in (self.agent_model, self.judge_model, self.optimizer_model)}
         return ", ".join(sorted(urls))
@@ -108,10 +111,11 @@ class Session:
 
 def is_dry_run(dry_run: bool | None = None, base_url: str | None = None) -> bool:
     """Whether a session opened with these arguments is the scripted dry run: `dry_run` when given,
-    else exactly when no key and no base URL (argument or OPENAI_BASE_URL) is configured."""
+    else exactly when no key and no base URL (argument, OPENAI_BASE_URL or ANTHROPIC_BASE_URL) is configured."""
     if dry_run is not None:
         return bool(dry_run)
-    return not (config.has_credentials() or base_url or config.read_env("OPENAI_BASE_URL"))
+    return not (config.has_credentials() or base_url or config.read_env("OPENAI_BASE_URL")
+                or config.anthropic_base_url())
 
 
 def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
@@ -137,9 +141,10 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
         session = Session(True, model, model, model, server.base_url, DRY_RUN_KEY, scripted_server=server)
         session._closers.append(server.stop)
     else:
-        for model in (agent_model, judge_model, optimizer_model):
-            config.llm_settings(model, base_url=base_url).require_key()
-        session = Session(False, agent_model, judge_model, optimizer_model, base_url)
+        for role, model in (("judge", judge_model), ("optimizer", optimizer_model)):
+            require_key(role, model, base_url)
+        session = Session(False, agent_model, judge_model, optimizer_model, base_url, agent=agent or config.AGENT)
+        agent_upstream(session)  # the agent's own provider settings: MissingCredentials now, not mid-run
     if phoenix:
         from helpers.tracking.phoenix_server import ensure_phoenix
 
@@ -152,6 +157,19 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
         session.gateway = start_gateway(session, budget_usd)
         session._closers.insert(0, session.gateway.stop)
     return session
+
+
+def require_key(role: str, model: str, base_url: str | None) -> None:
+    """One role's key, or MissingCredentials naming the role, its model and exactly what to set."""
+    settings = config.llm_settings(model, base_url=base_url)
+    if settings.api_key:
+        return
+    if role != "agent" and settings.provider == "openai" and config.anthropic_base_url():
+        raise config.MissingCredentials(
+            f"The {role} ({model!r}) speaks the OpenAI API, and only ANTHROPIC_BASE_URL is set: set OPENAI_BASE_URL "
+            f"(and OPENAI_API_KEY) to a server that speaks it, or {role.upper()}_MODEL to a Claude model id, which "
+            "goes to ANTHROPIC_BASE_URL's OpenAI-compatible path (/v1/chat/completions) with ANTHROPIC_API_KEY.")
+    settings.require_key()
 
 
 def default_agent_model(agent: str) -> str:
@@ -171,11 +189,25 @@ def role_upstream(model: str, base_url: str | None, api_key: str | None, role: s
     settings = config.llm_settings(model, api_key, base_url)
     if settings.base_url:
         return Upstream(settings.base_url, settings.api_key, "openai-compatible")
-    if settings.provider == "anthropic":
+    if settings.provider == "anthropic":  # Anthropic itself, or the ANTHROPIC_BASE_URL server
         if role == "agent":
-            return Upstream(None, settings.api_key, "anthropic")
-        return Upstream(config.ANTHROPIC_OPENAI_COMPAT_URL, settings.api_key, "openai-compatible")
+            return Upstream(config.anthropic_base_url(), settings.api_key, "anthropic")
+        return Upstream(config.anthropic_openai_url(), settings.api_key, "openai-compatible")
     return Upstream(None, settings.api_key, "openai")
+
+
+def agent_upstream(session: Session) -> Any:
+    """Where the agent role's calls go beyond the gateway: where the agent itself would send them (its
+    `upstream()`: OPENAI_BASE_URL for Cline and Codex, ANTHROPIC_BASE_URL for Claude Code, else its provider);
+    in a dry run, the scripted server."""
+    from helpers.core.registry import make_agent
+    from helpers.llm.gateway import Upstream
+
+    if session.dry_run:
+        return role_upstream(session.agent_model, session.base_url, session.api_key, "agent")
+    own = make_agent(session.agent, model=session.agent_model, base_url=session.base_url,
+                     api_key=session.api_key).upstream()
+    return Upstream(*own) if own else role_upstream(session.agent_model, session.base_url, session.api_key, "agent")
 
 
 def start_gateway(session: Session, budget_usd: float | None = None) -> Any:
@@ -184,7 +216,8 @@ def start_gateway(session: Session, budget_usd: float | None = None) -> Any:
     from helpers.llm.gateway import Gateway
 
     models = {"agent": session.agent_model, "judge": session.judge_model, "optimizer": session.optimizer_model}
-    upstreams = {role: role_upstream(model, session.base_url, session.api_key, role) for role, model in models.items()}
+    upstreams = {role: role_upstream(models[role], session.base_url, session.api_key, role) for role in ("judge", "optimizer")}
+    upstreams["agent"] = agent_upstream(session)
     trace = ExperimentTracer(session.phoenix_url, session.phoenix_api_key) if session.phoenix_url else None
     # The judge and the optimizer are our own clients and call exactly their model; an agent CLI may call a
     # second model of its provider for small tasks, so its calls are held to the endpoints and the budget.
@@ -215,5 +248,5 @@ class ExperimentTracer:
             tracer.flush()
             tracer.close()
 
-__all__ = ["open_session", "is_dry_run", "Session", "start_gateway", "role_upstream", "ExperimentTracer",
-           "default_agent_model"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["open_session", "is_dry_run", "Session", "start_gateway", "role_upstream", "agent_upstream",
+           "require_key", "ExperimentTracer", "default_agent_model"]  # the public API, documented in CODE_APPENDIX.md

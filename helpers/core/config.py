@@ -174,11 +174,24 @@ def llm_settings(model: str, api_key: str | None = None, base_url: str | None = 
     return LLMSettings(model, api_key or read_env("OPENAI_API_KEY"), None, "openai")
 
 
+def anthropic_base_url() -> str | None:
+    """ANTHROPIC_BASE_URL (an Anthropic-compatible server: Claude Code's agent calls go there), or None."""
+    url = read_env("ANTHROPIC_BASE_URL")
+    return url.rstrip("/") if url else None
+
+
+def anthropic_openai_url() -> str:
+    """Where an OpenAI client (the judge, the optimizer) reaches Claude models: Anthropic's OpenAI-compatible
+    endpoint, or the same path (/v1/) on the ANTHROPIC_BASE_URL server."""
+    url = anthropic_base_url()
+    return f"{url}/v1/" if url else ANTHROPIC_OPENAI_COMPAT_URL
+
+
 def has_credentials() -> bool:
     """True when a real provider key is configured (used to choose the dry run by default)."""
     return bool(read_env("OPENAI_API_KEY") or read_env("ANTHROPIC_API_KEY"))
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "llm_settings", "LLMSettings", "MissingCredentials", "read_env", "has_credentials",
-    "results_root", "rulesets_root", "cache_root",
+    "results_root", "rulesets_root", "cache_root", "anthropic_base_url", "anthropic_openai_url",
 ]

@@ -162,7 +162,7 @@ class LLMClient:
             settings = config.llm_settings(self.model, self._api_key, self._base_url)
             base_url = settings.base_url
             if settings.provider == "anthropic":
-                base_url = config.ANTHROPIC_OPENAI_COMPAT_URL
+                base_url = config.anthropic_openai_url()
             # Retries are ours (Retry-After, counting); the SDK's own are off.
             self._sdk = OpenAI(api_key=settings.require_key(), base_url=base_url, max_retries=0,
                                timeout=self.timeout_s)

@@ -83,8 +83,10 @@ def test_each_agent_reaches_the_real_server_through_the_gateway(local_model, iso
     for name, attribute in variables.items():
         monkeypatch.setenv(name, getattr(local_model, attribute) if attribute else "local-server-needs-no-key")
     tasks = load_house_suite().head(2)
+    # with only ANTHROPIC_* set, Claude ids reach that server (the judge on its /v1/chat/completions); it serves any id
+    roles_model = local_model.model if agent == "codex" else f"claude-{local_model.model}"
     with open_session(agent=agent, agent_model=local_model.model if agent == "codex" else None,
-                      judge_model=local_model.model, optimizer_model=local_model.model, phoenix=False) as session:
+                      judge_model=roles_model, optimizer_model=roles_model, phoenix=False) as session:
         runner = make_agent(agent, **session.agent_kwargs(), timeout_s=AGENT_TIMEOUT_S)
         frame = run_tasks(tasks, runner, run_id="real", experiment=f"real-{agent}", gateway=session.gateway,
                           workers=2, progress=False)

@@ -9,7 +9,7 @@ from helpers.app.session import DRY_RUN_LABEL, open_session
 
 @pytest.fixture
 def no_keys(monkeypatch, tmp_path):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("helpers.core.config.REPO_ROOT", tmp_path)  # no .env to find
@@ -56,3 +56,36 @@ def test_a_key_in_the_environment_means_real_models_with_the_config_defaults(no_
     assert not session.dry_run and session.label == ""
     assert session.judge_model == "gpt-4.1-mini" and session.agent_model == "gpt-4.1"
     assert "sk-test" not in repr(session)
+
+
+def test_anthropic_base_url_alone_sends_claude_codes_calls_and_claude_judges_to_that_server(no_keys, monkeypatch):
+    import anthropic
+    import openai
+
+    from helpers.llm.scripted_server import Reply, Script, ScriptedModelServer
+
+    with ScriptedModelServer(Script(default=Reply("scripted answer"))) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.origin)  # Anthropic-style: no /v1
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "local-proxy-key-123")
+        with open_session(agent="claude-code", judge_model="claude-judge", optimizer_model="claude-opt",
+                          phoenix=False) as session:
+            assert not session.dry_run
+            agent = session.gateway.upstreams["agent"]
+            assert (agent.url, agent.kind) == (server.origin, "anthropic")
+            token = session.gateway.issue_token("agent", role="agent")
+            client = anthropic.Anthropic(base_url=session.gateway.url_for("agent"), api_key=token, max_retries=0)
+            said = client.messages.create(model=session.agent_model, max_tokens=50, messages=[{"role": "user", "content": "hi"}])
+            judge = session.judge_kwargs()
+            judged = openai.OpenAI(base_url=judge["base_url"], api_key=judge["api_key"], max_retries=0).chat.completions.create(
+                model="claude-judge", messages=[{"role": "user", "content": "why?"}])
+            assert server.origin in session.describe()
+    assert said.content[0].text == "scripted answer" and judged.choices[0].message.content == "scripted answer"
+    assert [r["api"] for r in server.requests] == ["anthropic", "chat"]  # both reached it: nothing went elsewhere
+
+
+def test_with_only_anthropic_base_url_an_openai_judge_is_one_error_naming_what_to_set(no_keys, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "local-proxy-key-123")
+    with pytest.raises(MissingCredentials) as error:
+        open_session(agent="claude-code", phoenix=False)  # the default judge is an OpenAI model
+    assert "judge" in str(error.value) and "OPENAI_BASE_URL" in str(error.value) and "JUDGE_MODEL" in str(error.value)
