@@ -35,7 +35,7 @@ from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.core.processes import json_lines, last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
-from helpers.llm.pricing import cost_usd, is_priced
+from helpers.llm.pricing import call_cost_usd, is_priced
 from helpers.testing.edit_tools import ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -151,7 +151,7 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
     tokens = {"input_tokens": int(usage.get("input_tokens") or 0), "output_tokens": int(usage.get("output_tokens") or 0),
               "cache_read_tokens": int(usage.get("cache_read_input_tokens") or 0),
               "cache_write_tokens": int(usage.get("cache_creation_input_tokens") or 0)}
-    cost = cost_usd(model, tokens["input_tokens"], tokens["output_tokens"])
+    cost = call_cost_usd(model, tokens["input_tokens"], tokens["output_tokens"])
     if not is_priced(model) and final.get("total_cost_usd"):
         cost = float(final["total_cost_usd"])  # a model our price table does not know: Claude Code's own figure
     text = str(final.get("result") or "")

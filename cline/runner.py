@@ -40,7 +40,7 @@ from typing import Any
 
 from helpers.agents.base import CLIAgent, task_text
 from helpers.core import config
-from helpers.llm.pricing import cost_usd
+from helpers.llm.pricing import call_cost_usd
 from helpers.core.processes import die_with_parent, safe_environment, sandboxed, scratch_dir, signal_group, stop_processes
 from helpers.testing.edit_tools import WholeFileEditor
 from helpers.core.protocols import AgentResult, Task
@@ -283,7 +283,7 @@ def run_cline(task: Task, workspace: Path | str, *, model: str = config.AGENT_MO
     tokens = {"input_tokens": int(usage.get("inputTokens") or 0), "output_tokens": int(usage.get("outputTokens") or 0),
               "cache_read_tokens": int(usage.get("cacheReadTokens") or 0),
               "cache_write_tokens": int(usage.get("cacheWriteTokens") or 0)}
-    cost = cost_usd(model, tokens["input_tokens"], tokens["output_tokens"])
+    cost = call_cost_usd(model, tokens["input_tokens"], tokens["output_tokens"])
     if not cost and usage.get("totalCost"):
         cost = float(usage["totalCost"])  # a model our price table does not know: Cline's own figure
     text = str((final or {}).get("text") or "")

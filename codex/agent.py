@@ -33,7 +33,7 @@ from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.core.processes import json_lines, last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
-from helpers.llm.pricing import cost_usd
+from helpers.llm.pricing import call_cost_usd
 from helpers.testing.edit_tools import PatchTool, ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -158,7 +158,7 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
                  or "Codex ended without completing its turn")
     return AgentResult(instance_id, status, error=error[:4000], iterations=calls + 1 if events else 0,
                        duration_s=round(duration, 3), usage=usage,
-                       cost_usd=cost_usd(model, usage["input_tokens"], usage["output_tokens"]), final_text=text,
+                       cost_usd=call_cost_usd(model, usage["input_tokens"], usage["output_tokens"]), final_text=text,
                        model=model, trajectory=trajectory_of(events))
 
 

@@ -32,7 +32,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from helpers.core import config
 from helpers.core.protocols import Completion
-from helpers.llm.pricing import cost_usd, is_priced
+from helpers.llm.pricing import call_cost_usd, is_priced
 from helpers.llm.retries import GATEWAY_RETRIES_HEADER, TryAgain, is_retryable, policy, retry_after_s
 from helpers.store.records import write_json
 
@@ -86,7 +86,8 @@ class LLMClient:
         self.retries = 0
         self.input_tokens = 0
         self.output_tokens = 0
-        self.total_cost_usd = 0.0
+        self.total_cost_usd = 0.0  # of the priced answers
+        self.unpriced_calls = 0  # answers whose served model has no price (their cost is not guessed)
 
     def __repr__(self) -> str:  # never shows the key
         return f"LLMClient(model={self.model!r}, calls={self.calls}, cost=${self.total_cost_usd:.4f})"
@@ -98,7 +99,8 @@ class LLMClient:
 
     @property
     def unpriced(self) -> bool:
-        return not is_priced(self.model, self.prices)
+        """Whether some answer had no price (by the model that served it); before any call, by the model asked."""
+        return self.unpriced_calls > 0 or (self.calls == 0 and not is_priced(self.model, self.prices))
 
     # --- the public calls ---
     def complete(self, messages: Sequence[Mapping[str, Any]], **params: Any) -> Completion:
@@ -125,7 +127,8 @@ class LLMClient:
             self.calls += 1
             self.input_tokens += completion.input_tokens
             self.output_tokens += completion.output_tokens
-            self.total_cost_usd += completion.cost_usd
+            self.total_cost_usd += completion.cost_usd or 0.0
+            self.unpriced_calls += completion.cost_usd is None
         return completion
 
     def remember(self, completion: Completion) -> None:
@@ -213,12 +216,13 @@ class LLMClient:
         usage = getattr(response, "usage", None)
         input_tokens = getattr(usage, "prompt_tokens", 0) or 0
         output_tokens = getattr(usage, "completion_tokens", 0) or 0
+        served = getattr(response, "model", None) or self.model  # priced by the model that answered, as the gateway does
         return Completion(
             text=choice.message.content or "",
-            model=getattr(response, "model", None) or self.model,
+            model=served,
             input_tokens=input_tokens,
             output_tokens=output_tokens,
-            cost_usd=cost_usd(self.model, input_tokens, output_tokens, self.prices),
+            cost_usd=call_cost_usd(served, input_tokens, output_tokens, self.prices),
             raw={"finish_reason": choice.finish_reason, "cache_key": key},
         )
 
@@ -295,5 +299,5 @@ def parse_json_object(text: str) -> dict[str, Any]:
     raise ValueError(f"the answer is not a JSON object: {stripped[:200]!r}")
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "LLMClient", "LLMError", "BudgetExceeded", "cost_usd", "cache_key", "parse_json_object", "llm_generator",
+    "LLMClient", "LLMError", "BudgetExceeded", "cache_key", "parse_json_object", "llm_generator",
 ]

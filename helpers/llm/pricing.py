@@ -3,12 +3,17 @@
 Prices come from genai-prices (Pydantic's table of providers' list prices, with dated ids, tiers such as
 long-context rates, and its snapshot bundled: no network at run time), with `config.PRICE_OVERRIDES`
 and a caller's `prices` on top (USD per 1M tokens, input and output; the scripted model costs 0).
-A model in neither is *unpriced*: its cost is not guessed, and callers report it as unpriced.
+A model in neither is *unpriced*: its cost is None, never guessed and never shown as $0.00. Every reader (the
+gateway's meter, LLMClient, the agents' own accounting) prices a call here, by the model that served it.
+A model server on this machine (a loopback URL, or any URL when PL_LOCAL_MODELS=1) charges nothing: its
+calls are reported as tokens used, "local: no charge".
 """
 
 from __future__ import annotations
 
+import ipaddress
 from functools import lru_cache
+from urllib.parse import urlsplit
 
 from helpers.core import config
 
@@ -48,14 +53,22 @@ def call_cost_usd(model: str | None, input_tokens: int, output_tokens: int, pric
     return _table_cost(model, int(input_tokens), int(output_tokens))
 
 
-def cost_usd(model: str, input_tokens: int, output_tokens: int, prices: Prices | None = None) -> float:
-    """USD for the tokens, 0.0 for an unpriced model (report it with `is_priced`, never as free)."""
-    return call_cost_usd(model, input_tokens, output_tokens, prices) or 0.0
-
-
 def is_priced(model: str | None, prices: Prices | None = None) -> bool:
     """Whether calls of `model` have a known price."""
     return call_cost_usd(model, 1000, 1000, prices) is not None
 
 
-__all__ = ["call_cost_usd", "cost_usd", "is_priced"]  # documented in CODE_APPENDIX.md
+def is_local_server(url: str | None) -> bool:
+    """Whether a model server at `url` runs on this machine (a loopback host), or PL_LOCAL_MODELS=1 says all do."""
+    if config.read_env("PL_LOCAL_MODELS") == "1":
+        return True
+    host = urlsplit(url or "").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+__all__ = ["call_cost_usd", "is_priced", "is_local_server"]  # documented in CODE_APPENDIX.md

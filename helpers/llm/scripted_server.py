@@ -25,10 +25,9 @@ by the number of assistant turns already in the request (so the server keeps no 
 state and parallel conversations never mix), or a function of the (normalised) request. `times=N` lets
 a rule fire N times only (e.g. one 429 then normal answers).
 
-A Reply can also misbehave as real model servers do (Reply.fault, helpers.llm.scripts.FAULTS): a stream that
-ends early or is reset after `fault_after` events, a stall, a hang, an event or body that is not JSON.
-Each request's record says how many stream events were `written` and whether its client was `gone`
-before the answer was complete; `wait_gone(n)` waits for n such clients.
+A Reply can also misbehave as real model servers do (Reply.fault, helpers.llm.scripts.FAULTS). Each request's
+record says how many stream events were `written` and whether its client was `gone` before the answer was
+complete (`wait_gone(n)`). `answers_as` makes answers name one model id, as a one-model server does.
 """
 
 from __future__ import annotations
@@ -44,17 +43,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from helpers.core.config import SCRIPTED_MODEL
-from helpers.llm.scripts import (ANTHROPIC_STOP, FAULTS, TEXT_CHUNK, Reply, Rule, Script, _api_of, _text_of,  # noqa: F401
+from helpers.llm.scripts import (ANTHROPIC_STOP, FAULTS, TEXT_CHUNK, Reply, Rule, Script, _api_of, _estimate_tokens, _text_of,  # noqa: F401
                                  assistant_turns, message_text, normalize_request, tool_call, tool_names)
 
 NOT_JSON_EVENT = b"data: {this is not JSON\n\n"
 NOT_JSON_BODY = b"<html><body>upstream busy</body></html>"
 
 # --- the server ---------------------------------------------------------------------------------------
-def _estimate_tokens(text: str) -> int:
-    return max(1, len(text) // 4)
-
-
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # the default backlog of 5 drops concurrent connections
@@ -65,9 +60,10 @@ class ScriptedModelServer:
     """Serves a Script on a free loopback port; use as a context manager or call start()/stop()."""
 
     def __init__(self, script: Script | None = None, host: str = "127.0.0.1", port: int = 0,
-                 model: str = SCRIPTED_MODEL):
+                 model: str = SCRIPTED_MODEL, answers_as: str | None = None):
         self.script = script or Script()
         self.model = model
+        self.answers_as = answers_as
         self.requests: list[dict[str, Any]] = []
         self._requests_lock = threading.Lock()
         self._went = threading.Condition(self._requests_lock)
@@ -185,6 +181,7 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             reply = server.script.reply_for(normalize_request(api, body))
             if reply.delay_s:
                 time.sleep(reply.delay_s)
+            answered = {**body, "model": server.answers_as} if server.answers_as else body  # the id its answer names
             try:
                 if reply.fault == "hang":
                     self._hold(entry)
@@ -194,9 +191,9 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                     message = reply.error_message or f"scripted error {reply.status}"
                     self._json(reply.status, _error_body(message, kind, api), headers)
                 elif body.get("stream"):
-                    self._stream(api, body, reply, entry)
+                    self._stream(api, answered, reply, entry)
                 else:
-                    self._whole(api, body, reply, entry)
+                    self._whole(api, answered, reply, entry)
             except (BrokenPipeError, ConnectionResetError):
                 server.went_away(entry)  # the client gave up (timeouts, killed runs): nothing to answer
 

@@ -3,7 +3,7 @@
 import pytest
 
 from helpers.core import config
-from helpers.llm.pricing import call_cost_usd, cost_usd, is_priced
+from helpers.llm.pricing import call_cost_usd, is_local_server, is_priced
 
 
 def test_a_known_model_is_priced_from_the_maintained_table():
@@ -17,7 +17,6 @@ def test_dated_model_ids_take_the_price_of_their_family():
 
 def test_unknown_models_are_unpriced_not_guessed():
     assert call_cost_usd("my-local-llama", 1000, 1000) is None and not is_priced("my-local-llama")
-    assert cost_usd("my-local-llama", 1000, 1000) == 0.0  # the number is 0, the record says "unpriced"
 
 
 def test_overrides_win_over_the_table_per_call_and_in_config(monkeypatch):
@@ -30,3 +29,27 @@ def test_overrides_win_over_the_table_per_call_and_in_config(monkeypatch):
 def test_the_scripted_model_costs_nothing_and_is_priced():
     assert is_priced(config.SCRIPTED_MODEL) and call_cost_usd(config.SCRIPTED_MODEL, 10**6, 10**6) == 0.0
 
+
+
+def test_a_model_server_on_this_machine_charges_nothing(monkeypatch):
+    monkeypatch.delenv("PL_LOCAL_MODELS", raising=False)
+    assert is_local_server("http://127.0.0.1:8080/v1") and is_local_server("http://localhost:11434/v1")
+    assert is_local_server("http://[::1]:8000") and not is_local_server("https://api.openai.com/v1")
+    assert not is_local_server(None) and not is_local_server("http://10.0.0.5:8000/v1")
+    monkeypatch.setenv("PL_LOCAL_MODELS", "1")  # a team's own server elsewhere, declared local
+    assert is_local_server("http://10.0.0.5:8000/v1")
+
+
+def test_the_client_prices_by_the_model_that_answered_as_the_gateway_does():
+    from helpers.llm.client import LLMClient
+    from helpers.llm.gateway import Gateway, Upstream
+    from helpers.llm.scripted_server import Reply, Script, ScriptedModelServer
+
+    # a small local model answering whatever id was asked for, under its own name
+    with ScriptedModelServer(Script(default=Reply("because")), answers_as="smollm2-135m-instruct") as server:
+        with Gateway({"s": Upstream(server.base_url, None, "openai-compatible")}) as gateway:
+            client = LLMClient("gpt-4.1", base_url=gateway.url_for("s"), api_key=gateway.issue_token("s"), cache=False)
+            answer = client.complete([{"role": "user", "content": "why?"}])
+            record, = gateway.calls()
+    assert answer.model == "smollm2-135m-instruct" and answer.cost_usd is None and record["cost_usd"] is None
+    assert client.unpriced and client.usage_summary()["unpriced"]  # never billed at gpt-4.1's price
