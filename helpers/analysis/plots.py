@@ -109,15 +109,36 @@ def plot_repo_resolved(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str 
     return figure
 
 
+def cost_notes(loops: pd.DataFrame) -> list[str]:
+    """Per loop, what its bar leaves out: roles whose calls had no price ("judge unpriced") or ran on a
+    local server ("agent local: no charge"); "" when everything was priced."""
+    def listed(value: Any) -> list[str]:
+        return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
+
+    notes = []
+    for _, row in loops.iterrows():
+        unpriced, local = listed(row.get("unpriced")), listed(row.get("local"))
+        parts = ([f"{', '.join(unpriced)} unpriced"] if unpriced else []) + (
+            [f"{', '.join(local)} local: no charge"] if local else [])
+        notes.append("; ".join(parts))
+    return notes
+
+
 def plot_cost(loops: pd.DataFrame, experiment: str = "") -> Figure:
-    """Cost per loop in USD, stacked by role: agent, judge, optimizer."""
+    """Cost per loop in USD, stacked by role: agent, judge, optimizer. What has no price (or runs on this
+    machine) is not drawn as $0: each such loop is labelled "unpriced" or "local: no charge"."""
     figure, ax = _figure()
     bottom = pd.Series(0.0, index=loops.index)
     for column, label in (("agent_cost_usd", "agent"), ("judge_cost_usd", "judge"), ("optimizer_cost_usd", "optimizer")):
-        values = loops.get(column, pd.Series(0.0, index=loops.index)).fillna(0.0)
-        ax.bar(loops["loop"], values, bottom=bottom, label=label)
-        bottom = bottom + values
-    ax.set(xlabel="loop", ylabel="USD", title=_title(f"Cost per loop: {experiment}", loops))
+        values = pd.to_numeric(loops.get(column, pd.Series(float("nan"), index=loops.index)), errors="coerce")
+        ax.bar(loops["loop"], values.fillna(0.0), bottom=bottom, label=label)
+        bottom = bottom + values.fillna(0.0)
+    for loop, height, note in zip(loops["loop"], bottom, cost_notes(loops)):
+        if note:
+            ax.annotate(note, (loop, height), textcoords="offset points", xytext=(0, 4), ha="center", fontsize="small")
+    priced = pd.to_numeric(loops.get("cost_usd", pd.Series(dtype=float)), errors="coerce").notna().any()
+    ax.set(xlabel="loop", ylabel="USD" if priced else "USD (nothing priced: see the labels)",
+           title=_title(f"Cost per loop: {experiment}", loops))
     ax.set_xticks(list(loops["loop"]))
     ax.legend()
     return figure
@@ -200,5 +221,5 @@ def plot_all(experiment: str, results_root: Path | str | None = None, show: bool
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "plot_all", "flipped_tasks", "load_loops", "load_split_rows", "plot_accuracy", "plot_ruleset_size",
-    "plot_repo_resolved", "plot_cost", "plot_test_outcomes", "plot_ablation",
+    "plot_repo_resolved", "plot_cost", "cost_notes", "plot_test_outcomes", "plot_ablation",
 ]

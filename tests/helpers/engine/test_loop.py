@@ -185,5 +185,50 @@ def test_the_notebook_steps_and_the_library_loop_are_one_loop_with_one_phoenix_s
                             session, store)
         loops = run_loop(train_df, test_df, settings, session, verbose=False)
     assert loops.loop.tolist() == [0, 1] and logged == [("library", 1, first["next_ruleset_version"])]
-    assert set(loops.columns) == set(first)  # both loops wrote the same record
+    assert set(loops.columns) == set(first) | {"cost"}  # both loops wrote the same record (and the frame shows cost)
     assert "output" in train and "cline_patch" not in train
+
+
+def judged_rows(agent_costs, judge_costs, tokens=1000):
+    return pd.DataFrame({"cost_usd": agent_costs, "input_tokens": [tokens] * len(agent_costs),
+                         "output_tokens": [10] * len(agent_costs), "judge_raw": ["why"] * len(agent_costs),
+                         "judge_cost_usd": judge_costs})
+
+
+def session_at(agent_url, judge_url="https://api.openai.com/v1"):
+    from types import SimpleNamespace
+
+    from helpers.llm.gateway import Gateway, Upstream
+
+    upstreams = {"agent": Upstream(agent_url, None, "openai-compatible"),
+                 "judge": Upstream(judge_url, None, "openai-compatible"),
+                 "optimizer": Upstream(judge_url, None, "openai-compatible")}
+    return SimpleNamespace(dry_run=False, gateway=Gateway(upstreams))  # the session's two facts loop_cost reads
+
+
+def test_an_unpriced_model_is_never_shown_as_free_in_the_loop_line_or_table():
+    from helpers.engine.loop import cost_label, loop_cost
+
+    sides = {"train": judged_rows([None, None], [None, None]), "test": judged_rows([None], [None])}
+    record = {"loop": 0, **loop_cost(sides, {"cost_usd": 0.0, "unpriced": True}, session_at("https://models.example/v1"))}
+    assert record["cost_usd"] is None and record["unpriced"] == ["agent", "judge", "optimizer"]
+    assert "$0.00" not in describe_loop(record) and "cost agent, judge, optimizer unpriced" in describe_loop(record)
+    assert cost_label(record) == "agent, judge, optimizer unpriced"
+
+
+def test_a_partly_priced_loop_shows_the_priced_dollars_and_names_the_rest():
+    from helpers.engine.loop import loop_cost
+
+    sides = {"train": judged_rows([0.25, 0.25], [None, None])}
+    record = {"loop": 1, **loop_cost(sides, {"cost_usd": 0.1}, session_at("https://models.example/v1"))}
+    assert record["agent_cost_usd"] == pytest.approx(0.5) and record["judge_cost_usd"] is None
+    assert "cost $0.60 (judge unpriced)" in describe_loop(record)
+
+
+def test_a_model_server_on_this_machine_is_reported_as_tokens_with_no_charge():
+    from helpers.engine.loop import loop_cost
+
+    sides = {"train": judged_rows([None, None], [0.01, 0.01], tokens=5000)}
+    record = {"loop": 0, **loop_cost(sides, {"cost_usd": 0.02}, session_at("http://127.0.0.1:8080/v1"))}
+    assert record["local"] == ["agent"] and record["agent_cost_usd"] is None and record["unpriced"] == []
+    assert "cost $0.04 (agent local: no charge, 10,020 agent tokens)" in describe_loop(record)
