@@ -65,6 +65,10 @@ EVAL_TIMEOUT_S = 120.0  # per task, local evaluator
 LLM_MAX_RETRIES = 5
 LLM_MAX_CONCURRENCY = 8
 LLM_REQUEST_TIMEOUT_S = 600.0
+# Output caps of one answer (reasoning models spend part of it thinking): a small model can otherwise run on
+# until its context is full. An answer cut there is reported as "cut at the length limit".
+JUDGE_MAX_TOKENS = 4_000
+OPTIMIZER_MAX_TOKENS = 32_000
 # The longest wait a server's Retry-After may ask of us before a request gives up (providers ask for
 # minutes when a quota window is spent); longer asks fail at once as a transient error.
 LLM_MAX_RETRY_AFTER_S = 600.0

@@ -75,7 +75,8 @@ def plan_scored(frame: pd.DataFrame) -> pd.DataFrame:
 def outcome_counts(frame: pd.DataFrame, plan: bool = False) -> dict[str, Any]:
     """Runs; passed; failed (rule-induced errors included); infrastructure errors (`errors`, left out of
     accuracy) and rule-induced errors (`rule_errors`, counted as failures); `scored` = the runs accuracy
-    is over; `accuracy` (None when nothing is scored); the most common error of each kind."""
+    is over; `accuracy` (None when nothing is scored); the most common error of each kind; `patched` the runs
+    that produced a patch (None for plans)."""
     rows = (plan_scored(frame) if plan else frame).to_dict("records")
     outcomes = [run_outcome(row) for row in rows]
     kinds = Counter(outcomes)
@@ -87,7 +88,9 @@ def outcome_counts(frame: pd.DataFrame, plan: bool = False) -> dict[str, Any]:
             "errors": kinds[INFRA], "rule_errors": kinds[RULES], "scored": scored,
             "accuracy": kinds[RESOLVED] / scored if scored else None,
             "top_error": top[0][0] if top else "", "top_error_count": top[0][1] if top else 0,
-            "top_rule_error": top_rules[0][0] if top_rules else ""}
+            "top_rule_error": top_rules[0][0] if top_rules else "",
+            # runs whose agent left an edit (act mode): "0 of 4 runs produced a patch" is news, not a fail count
+            "patched": None if plan else sum(bool(_text(r.get("output")).strip()) for r in rows)}
 
 
 __all__ = ["run_outcome", "infra_reason", "outcome_counts", "plan_scored", "RESOLVED", "FAILED", "INFRA", "RULES",

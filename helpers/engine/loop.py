@@ -83,6 +83,13 @@ def accuracy(df: pd.DataFrame) -> float | None:
     return outcome_counts(df)["accuracy"]
 
 
+def judge_top_error(df: pd.DataFrame) -> str:
+    """The judge's most common failure on these rows (shortened), or ""."""
+    errors = df["judge_error"].fillna("").astype(str) if "judge_error" in df else pd.Series(dtype=str)
+    errors = errors[errors.ne("")]
+    return errors.str.slice(0, 160).value_counts().index[0] if len(errors) else ""
+
+
 def judge_failures(df: pd.DataFrame) -> tuple[int, int]:
     """(rows the judge could not answer, of which transient: rate limit, outage, spent budget)."""
     failed = df["judge_error"].astype(bool) if "judge_error" in df else pd.Series(False, index=df.index)
@@ -290,7 +297,7 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
         "experiment": settings.experiment, "loop": loop, "ruleset_version": version,
         **{f"{split}_{key}": value for split, c in counts.items() for key, value in c.items()},
         **{f"{split}_size": len(frame) for split, frame in sides.items()}, "ruleset_rules": stats["rules"],
-        "ruleset_tokens": stats["tokens"], "judge_errors": judge_failed,
+        "ruleset_tokens": stats["tokens"], "judge_errors": judge_failed, "judge_top_error": judge_top_error(train),
         "optimizer_changed": changed, "optimizer_edits": len(report.get("edits_applied") or []),
         "optimizer_rejected": len(report.get("edits_rejected") or []), "optimizer_errors": report.get("errors") or [],
         **cost,
@@ -401,8 +408,14 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
     if errors:
         top = next((record.get(f"{name}_top_error") for name, _ in names if record.get(f"{name}_top_error")), "")
         parts.append(f"most common error: {top!r}")
+    patched = [record.get(f"{name}_patched") for name, _ in names]
+    if all(isinstance(n, int) for n in patched):
+        runs = sum(record.get(f"{name}_runs") or 0 for name, _ in names)
+        if sum(patched) < runs:
+            parts.append(f"{sum(patched)} of {runs} runs produced a patch")
     if record.get("judge_errors"):
-        parts.append(f"judge failed on {record['judge_errors']} rows")
+        why = f" ({record['judge_top_error']})" if record.get("judge_top_error") else ""
+        parts.append(f"judge failed on {record['judge_errors']} rows{why}")
     if "optimizer_changed" in record:
         change = (f"rules changed ({record.get('optimizer_edits', 0)} edits)" if record["optimizer_changed"]
                   else "optimizer changed nothing")

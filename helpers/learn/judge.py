@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from helpers.core import config
-from helpers.llm.client import BudgetExceeded, LLMClient, LLMError, parse_json_object
+from helpers.llm.client import BudgetExceeded, LLMClient, LLMError, cut_at_length, parse_json_object
 from helpers.core.tokens import truncate_tokens
 
 JUDGE_SYSTEM_PROMPT = """\
@@ -74,7 +74,7 @@ def judge_messages(row: dict[str, Any], output_column: str = "output", include_g
 
 def _judge_row(client: LLMClient, row: dict[str, Any], output_column: str, include_gold: bool) -> dict[str, Any]:
     try:
-        answer = client.complete(judge_messages(row, output_column, include_gold))
+        answer = client.complete(judge_messages(row, output_column, include_gold), max_tokens=config.JUDGE_MAX_TOKENS)
     except BudgetExceeded as error:
         return {"judge_error": f"budget exhausted: {error}", "judge_transient": True}
     except LLMError as error:
@@ -88,7 +88,9 @@ def _judge_row(client: LLMClient, row: dict[str, Any], output_column: str, inclu
         result.update(correctness=correctness, explanation=str(parsed.get("explanation") or "").strip())
         client.remember(answer)  # cached only once it proved usable: a malformed answer is asked for again
     except ValueError as error:
-        result["judge_error"] = f"unparseable judge answer: {error}"
+        result["judge_error"] = (f"the judge's answer was cut at the length limit ({answer.output_tokens} tokens; "
+                                 f"JUDGE_MAX_TOKENS={config.JUDGE_MAX_TOKENS}, or the model server's own cap)"
+                                 if cut_at_length(answer) else f"unparseable judge answer: {error}")
     return result
 
 

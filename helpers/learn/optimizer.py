@@ -44,7 +44,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from helpers.core import config
-from helpers.llm.client import LLMClient, LLMError, parse_json_object
+from helpers.llm.client import LLMClient, LLMError, cut_at_length, parse_json_object
 from helpers.core.rules import Ruleset, apply_edits, parse_ruleset, render_ruleset, split_fenced
 from helpers.core.tokens import count_message_tokens, count_tokens, truncate_tokens
 
@@ -218,6 +218,9 @@ class PromptLearningOptimizer:
             if problem is None:
                 self.client.remember(answer)  # only used answers are replayed by a rerun
                 return new_rules
+            if cut_at_length(answer):  # said as what it is, not as the broken JSON it left
+                problem = (f"the answer was cut at the length limit ({answer.output_tokens} tokens; "
+                           f"OPTIMIZER_MAX_TOKENS={config.OPTIMIZER_MAX_TOKENS}, or the model server's own cap)")
         report.errors.append(f"batch {batch_index}: answer unusable after one repair ({problem}); rules left unchanged")
         return rules
 
@@ -227,7 +230,7 @@ class PromptLearningOptimizer:
         Raises LLMError when the failure is transient (optimize() then returns its input).
         """
         try:
-            answer = self.client.complete(messages)
+            answer = self.client.complete(messages, max_tokens=config.OPTIMIZER_MAX_TOKENS)
         except LLMError as error:
             if error.transient:
                 raise

@@ -110,7 +110,7 @@ class LLMClient:
         answer's cache key is in `completion.raw["cache_key"]`, for remember(). Raises LLMError
         (see its `transient`), BudgetExceeded before sending when the budget is spent.
         """
-        request = {"model": self.model, "messages": [dict(m) for m in messages], **params}
+        request = {"model": self.model, "messages": [dict(m) for m in messages], **output_cap(self.model, params)}
         key = cache_key(request)
         if self.use_cache:
             hit = self._cache_get(key)
@@ -245,6 +245,22 @@ class LLMClient:
         write_json(self._cache_path(key), {**data, "remembered": True})
 
 
+REASONING_MODELS = ("gpt-5", "o1", "o3", "o4")  # OpenAI models that take max_completion_tokens, not max_tokens
+
+
+def output_cap(model: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """`params` with its max_tokens named as `model` wants it: OpenAI's reasoning models refuse max_tokens."""
+    params = dict(params)
+    if "max_tokens" in params and model.startswith(REASONING_MODELS):
+        params["max_completion_tokens"] = params.pop("max_tokens")
+    return params
+
+
+def cut_at_length(completion: Completion) -> bool:
+    """Whether the answer stopped at its output cap (finish_reason "length"), not where the model ended it."""
+    return completion.raw.get("finish_reason") == "length"
+
+
 def cache_key(request: Mapping[str, Any]) -> str:
     """sha256 of the canonical JSON of a request (sorted keys, no whitespace)."""
     canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
@@ -299,5 +315,5 @@ def parse_json_object(text: str) -> dict[str, Any]:
     raise ValueError(f"the answer is not a JSON object: {stripped[:200]!r}")
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "LLMClient", "LLMError", "BudgetExceeded", "cache_key", "parse_json_object", "llm_generator",
+    "LLMClient", "LLMError", "BudgetExceeded", "cache_key", "output_cap", "cut_at_length", "parse_json_object", "llm_generator",
 ]

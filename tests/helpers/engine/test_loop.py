@@ -232,3 +232,14 @@ def test_a_model_server_on_this_machine_is_reported_as_tokens_with_no_charge():
     record = {"loop": 0, **loop_cost(sides, {"cost_usd": 0.02}, session_at("http://127.0.0.1:8080/v1"))}
     assert record["local"] == ["agent"] and record["agent_cost_usd"] is None and record["unpriced"] == []
     assert "cost $0.04 (agent local: no charge, 10,020 agent tokens)" in describe_loop(record)
+
+
+def test_the_loop_line_counts_runs_that_produced_no_patch_and_says_why_the_judge_failed():
+    record = {"loop": 0, "train_accuracy": 0.0, "train_passed": 0, "train_scored": 2, "train_runs": 2, "train_patched": 0,
+              "test_accuracy": 0.0, "test_passed": 0, "test_scored": 2, "test_runs": 2, "test_patched": 0,
+              "judge_errors": 1, "judge_top_error": "the judge's answer was cut at the length limit (256 tokens)",
+              "cost_usd": None, "unpriced": ["agent"], "ruleset_rules": 0, "next_ruleset_version": 0, "ruleset_version": 0}
+    line = describe_loop(record)
+    assert "0 of 4 runs produced a patch" in line
+    assert "judge failed on 1 rows (the judge's answer was cut at the length limit (256 tokens))" in line
+    assert "produced a patch" not in describe_loop({**record, "train_patched": 2, "test_patched": 2})

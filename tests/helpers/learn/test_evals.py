@@ -92,3 +92,23 @@ def test_a_spent_budget_marks_the_remaining_rows_transient_so_a_rerun_judges_the
 def test_bad_worker_counts_are_refused_at_once(tmp_path, workers):
     with pytest.raises(ValueError, match="workers"):
         evaluate_results(rows(1), workers=workers, client=object())
+
+
+def test_every_judge_call_is_capped_and_an_answer_cut_at_the_cap_is_named_as_such(tmp_path):
+    from helpers.core import config
+
+    cut = Reply('{"correctness": "incorrect", "explanation": "It skipped the change', finish_reason="length")
+    with ScriptedModelServer(Script(default=cut)) as server:
+        judged = judge(server, tmp_path, rows(1))
+        sent = [r["body"] for r in server.requests]
+    assert all(body["max_tokens"] == config.JUDGE_MAX_TOKENS for body in sent)
+    assert judged.judge_error[0].startswith("the judge's answer was cut at the length limit")
+    assert "not a JSON object" not in judged.judge_error[0]
+
+
+def test_reasoning_models_get_their_cap_as_max_completion_tokens():
+    from helpers.llm.client import output_cap
+
+    assert output_cap("gpt-5", {"max_tokens": 10}) == {"max_completion_tokens": 10}
+    assert output_cap("o3-mini", {"max_tokens": 10, "temperature": 0}) == {"max_completion_tokens": 10, "temperature": 0}
+    assert output_cap("gpt-4.1", {"max_tokens": 10}) == {"max_tokens": 10}
