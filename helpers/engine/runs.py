@@ -25,7 +25,7 @@ import re
 import signal
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -38,7 +38,6 @@ from helpers.core.processes import kill_processes_in, remove_scratch, scratch_di
 from helpers.core.protocols import Agent, AgentResult, EvalResult, Evaluator
 from helpers.store.records import append_jsonl, read_jsonl, ruleset_sha, run_records_path
 from helpers.core.tokens import truncate_chars
-from helpers.families.coding.workspaces import prepare_workspace, remove_workspace, workspace_patch, write_rules
 
 TEST_LOG_CHARS = 6_000
 MODES = ("act", "plan")
@@ -60,16 +59,20 @@ class RunInProgress(RuntimeError):
 def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str | None = None, ruleset: str = "",
               workers: int = config.WORKERS, evaluator: Evaluator | None = None, evaluate: bool = True,
               attempt: int = 0, results_root: Path | str | None = None, progress: bool = True,
-              gateway: Any = None) -> pd.DataFrame:
+              gateway: Any = None, executor: str = "local") -> pd.DataFrame:
     """Run `agent` on every task (`workers` at a time), test each patch, return one row per task (COLUMNS).
 
     `evaluator` defaults to the one the tasks need (helpers.families.coding.evaluation.evaluator_for); evaluate=False
-    skips testing, and plan mode never tests. Setup problems (no binary, no key, no Docker for
+    skips testing, and plan mode never tests. `executor` says where the runs execute (helpers.engine.executors):
+    "local" (`workers` threads here) or a Ray cluster ("ray", "ray:auto", "ray://<head>:10001"). Setup problems (no binary, no key, no Docker for
     SWE-bench tasks, bad arguments) raise before any task starts; a task that fails (its workspace,
     its agent run, its tests) is one row with the reason, never an exception.
     """
     frame = _check_tasks(tasks)
     workers = _positive_int(workers, "workers")
+    from helpers.engine.executors import parse_executor
+
+    parse_executor(executor)  # a bad executor is one error before anything runs
     experiment = experiment or config.DEFAULT_EXPERIMENT
     mode = agent.mode
     if mode not in MODES:
@@ -92,7 +95,7 @@ def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str
         run = _Run(agent, evaluator, ruleset, dict(run_id=run_id, ruleset_sha=sha, attempt=attempt), path, done)
         run.gateway, run.experiment = gateway, experiment
         if todo:
-            run.all(todo, workers, progress)
+            run.all(todo, workers, progress, executor)
         if evaluator is not None:
             run.evaluate_pending(frame, f"{experiment}.{run_id}.a{attempt}.{sha[:8]}")
     rows = [done[i] for i in frame["instance_id"] if i in done]
@@ -122,79 +125,81 @@ class _Run:
         self.scratch: Path | None = None
         self.gateway: Any = None
         self.experiment = ""
+        self.local = True
+        self.tokens: dict[Future, str | None] = {}  # each attempt in flight: its gateway token
         self._lock = threading.Lock()
 
-    def all(self, todo: list[dict[str, Any]], workers: int, progress: bool) -> None:
+    def all(self, todo: list[dict[str, Any]], workers: int, progress: bool, executor: str = "local") -> None:
+        """Every task of `todo` on `executor` (helpers.engine.executors), each record kept as it comes back."""
+        from helpers.engine.executors import make_executor
+
         self.scratch = scratch_dir("run")
         bar = progress_bar(len(todo), self.ids["run_id"], "task", disable=not progress)
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="run-tasks")
+        pool = make_executor(executor, workers)
+        self.local = executor == "local"
         try:
             with _terminate_as_interrupt():
-                futures = {pool.submit(self.one, task): task for task in todo}
-                for future in as_completed(futures):
-                    self.keep(future.result())
-                    bar.update(1)
+                waiting = {self.submit(pool, task): (task, config.AGENT_TRANSIENT_RETRIES) for task in todo}
+                while waiting:
+                    finished, _ = wait(waiting, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        task, tries_left = waiting.pop(future)
+                        result, output, verdict = self.finished(task, future)
+                        if result.status == "error" and result.transient and tries_left:
+                            waiting[self.submit(pool, task)] = (task, tries_left - 1)  # a broken stream: again
+                            continue
+                        self.keep(self.graded(task, result, output, verdict))
+                        bar.update(1)
         except BaseException:  # an interrupt or a kill: stop every agent now, keep what is finished
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown(cancel=True)
             _stop_agent(self.agent)
             kill_processes_in(self.scratch)
             raise
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(cancel=True)
             bar.close()
             remove_scratch(self.scratch)
 
-    def keep(self, record: dict[str, Any]) -> None:
-        append_jsonl(self.path, record)  # written the moment it is known: a kill loses nothing finished
-        with self._lock:
-            self.done[record["instance_id"]] = record
+    def submit(self, pool: Any, task: dict[str, Any]) -> Future:
+        """One attempt at `task` on `pool`, with an agent of its own (its gateway token; the driver keeps the
+        token, to meter the attempt when it comes back)."""
+        from helpers.engine.executors import run_attempt
 
-    def one(self, task: dict[str, Any]) -> dict[str, Any]:
-        """One task from workspace to record; any failure becomes an error record, never an exception. A run
-        that failed transiently (its model stream broke, the provider was busy) is run again, from a fresh
-        workspace, up to AGENT_TRANSIENT_RETRIES times, so a few broken streams do not sink a loop."""
-        for tries_left in range(config.AGENT_TRANSIENT_RETRIES, -1, -1):
-            result, output = self.agent_run(task)
-            if not (result.status == "error" and result.transient) or not tries_left:
-                break
-        return self.graded(task, result, output)
+        runner, token = self.through_gateway(task)
+        scratch = self.scratch if self.local else None  # a remote worker makes its own
+        future = pool.submit(run_attempt, runner, task, self.ruleset, self.agent.rules_file, self.agent.mode,
+                             self.evaluator, scratch)
+        self.tokens[future] = token
+        return future
 
-    def agent_run(self, task: dict[str, Any]) -> tuple[AgentResult, str]:
-        """(the agent's result, its patch or plan) for one task, in a workspace of its own, removed after."""
-        workspace = None
-        output = ""
+    def finished(self, task: dict[str, Any], future: Future) -> tuple[AgentResult, str, EvalResult | None]:
+        """An attempt's (result, output, verdict), metered by the gateway, its trajectory saved by the driver;
+        an attempt whose worker was lost for good (after the executor's own retries) is an error result."""
+        token = self.tokens.pop(future)
         try:
-            workspace = prepare_workspace(task, self.scratch)
-            take_rules_out = write_rules(workspace, self.agent.rules_file, self.ruleset)
-            runner, token = self.through_gateway(task)
-            result = runner.run(task, workspace, self.ruleset)
-            if token is not None:
-                result = self.metered(result, token)
-            kill_processes_in(workspace)  # whatever its commands left running, in any process group
-            take_rules_out()
-            output = workspace_patch(workspace, str(task["base_commit"])) if self.agent.mode == "act" else result.plan
-        except Exception as error:  # a broken workspace or agent fails this task only
-            result = AgentResult(str(task["instance_id"]), "error", error=f"{type(error).__name__}: {error}",
-                                 model=self.agent.model)
-        finally:
-            if workspace is not None:
-                kill_processes_in(workspace)
-                remove_workspace(workspace)
+            result, output, verdict = future.result()
+        except Exception as error:
+            result, output, verdict = AgentResult(str(task["instance_id"]), "error", model=self.agent.model,
+                                                  error=f"the run was lost: {type(error).__name__}: {error}"), "", None
+        if token is not None:
+            result = self.metered(result, token)
         if result.trajectory:
             from helpers.agents.trajectories import save_trajectory, summarize
 
             save_trajectory(self.experiment, self.ids["run_id"], str(task["instance_id"]), result.trajectory,
                             self.path.parent.parent.parent)  # runs/<id>.jsonl under <root>/<experiment>
             result.trajectory_summary = summarize(result.trajectory)
-        return result, output
+        return result, output, verdict
 
-    def graded(self, task: dict[str, Any], result: AgentResult, output: str) -> dict[str, Any]:
+    def keep(self, record: dict[str, Any]) -> None:
+        append_jsonl(self.path, record)  # written the moment it is known: a kill loses nothing finished
+        with self._lock:
+            self.done[record["instance_id"]] = record
+
+    def graded(self, task: dict[str, Any], result: AgentResult, output: str, verdict: EvalResult | None) -> dict[str, Any]:
         """The task's record, with the evaluator's verdict on a completed run (pending for a batched one)."""
-        verdict = None
-        if self.evaluator is not None and result.status == "completed":
-            if self.evaluator.batched:
-                return record(task, result, output, None, self.agent, self.ids, pending=True)
-            verdict = _evaluate(self.evaluator, task, output)
+        if self.evaluator is not None and result.status == "completed" and self.evaluator.batched:
+            return record(task, result, output, None, self.agent, self.ids, pending=True)
         return record(task, result, output, verdict, self.agent, self.ids)
 
     def through_gateway(self, task: dict[str, Any]) -> tuple[Any, str | None]:

@@ -61,7 +61,8 @@ class Gateway:
                  trace: Callable[[dict], Any] | None = None, max_retries: int = config.LLM_MAX_RETRIES,
                  backoff_s: float = BACKOFF_S, idle_timeout_s: float = IDLE_TIMEOUT_S,
                  call_timeout_s: float = CALL_TIMEOUT_S, trace_chars: int = TRACE_CHARS,
-                 models: Mapping[str, Any] | None = None):
+                 models: Mapping[str, Any] | None = None, host: str = "127.0.0.1"):
+        self.host = host  # loopback; a cluster with remote nodes binds an address they reach (README)
         self.upstreams = {name: u if isinstance(u, Upstream) else Upstream(*u) for name, u in upstreams.items()}
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -88,7 +89,7 @@ class Gateway:
         self._port: int | None = None
 
     def __repr__(self) -> str:  # names and URL only, never a key or a token
-        where = f"http://127.0.0.1:{self._port}" if self._port else "not started"
+        where = f"http://{self.host}:{self._port}" if self._port else "not started"
         return f"Gateway({where}, upstreams={sorted(self.upstreams)}, calls={len(self._records)})"
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -138,10 +139,10 @@ class Gateway:
 
     @property
     def url(self) -> str:
-        """http://127.0.0.1:<port>"""
+        """http://<host>:<port> (host: 127.0.0.1 unless given)"""
         if self._port is None:
             raise RuntimeError("The gateway is not started.")
-        return f"http://127.0.0.1:{self._port}"
+        return f"http://{self.host}:{self._port}"
 
     # --- clients ---------------------------------------------------------------------------------
     def url_for(self, upstream: str) -> str:
@@ -241,7 +242,7 @@ class Gateway:
         # stop() cuts calls in flight; a client that leaves cancels its handler, and so its upstream call
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, handler_cancellation=True)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0, backlog=1024)
+        site = web.TCPSite(self._runner, self.host, 0, backlog=1024)
         await site.start()
         self._port = self._runner.addresses[0][1]
 

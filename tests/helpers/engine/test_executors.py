@@ -1,0 +1,140 @@
+"""Agent runs on a real Ray cluster (issue #27): the same records as on threads here, a killed worker costs
+nothing, a spent budget stops every node's runs, and the driver stays the one writer of the store.
+
+The cluster is real and local: `ray start --head` on loopback and a second `ray start --address` worker
+node, both on this machine (what two machines add, the network between them, is not tested here)."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from helpers.app.session import open_session
+from helpers.core import config
+from helpers.core.registry import make_agent
+from helpers.engine.executors import parse_executor
+from helpers.engine.runs import run_tasks
+from helpers.families.coding.tasks import load_house_suite
+from helpers.store.records import read_jsonl, run_records_path
+
+pytestmark = pytest.mark.slow
+RAY = str(Path(sys.executable).parent / "ray")
+DETERMINISTIC = ["instance_id", "status", "pass_or_fail", "output", "agent", "model"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A head node and a second worker node on loopback, each with 2 CPUs; stopped however the tests end."""
+    import secrets
+
+    temp = tmp_path_factory.mktemp("ray")
+    port = free_port()
+    # Ray's token authentication, as a cluster should run: every node and the driver hold the token
+    auth = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16),
+            "RAY_ADDRESS": f"127.0.0.1:{port}"}
+    env = {**os.environ, **auth}
+    common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "2", "--disable-usage-stats"]
+    subprocess.run([RAY, "start", "--head", "--port", str(port), "--temp-dir", str(temp), "--include-dashboard", "false",
+                    *common], check=True, env={k: v for k, v in env.items() if k != "RAY_ADDRESS"},
+                   capture_output=True, timeout=180)
+    saved = {name: os.environ.get(name) for name in auth}
+    try:
+        subprocess.run([RAY, "start", "--address", f"127.0.0.1:{port}", *common], check=True, env=env,
+                       capture_output=True, timeout=180)
+        os.environ.update(auth)
+        yield f"127.0.0.1:{port}"
+    finally:
+        for name, value in saved.items():
+            os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
+        import ray
+
+        ray.shutdown()
+        subprocess.run([RAY, "stop", "--force"], env=env, capture_output=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def house():
+    return load_house_suite().head(8)
+
+
+def run(house, tmp_path, executor, run_id="r", **kw):
+    """The house tasks with the real Cline agent on the scripted server, through the session's gateway."""
+    with open_session(dry_run=True, phoenix=False, dry_run_tasks=house, budget_usd=kw.pop("budget_usd", None)) as session:
+        agent = make_agent("cline", **session.agent_kwargs())
+        frame = run_tasks(house, agent, run_id=run_id, experiment="ray", results_root=tmp_path, gateway=session.gateway,
+                          executor=executor, workers=2, progress=False, **kw)
+        return frame, session.gateway.calls()
+
+
+def test_the_cluster_gives_the_same_records_as_threads_here(cluster, house, tmp_path):
+    import ray
+
+    local, _ = run(house, tmp_path / "local", "local")
+    on_ray, calls = run(house, tmp_path / "ray", "ray:auto")
+    assert len(ray.nodes()) == 2 and sum(n["Resources"].get("CPU", 0) for n in ray.nodes()) == 4
+    assert on_ray[DETERMINISTIC].to_dict("records") == local[DETERMINISTIC].to_dict("records")
+    assert set(on_ray.status) == {"completed"} and all(on_ray.input_tokens > 0)  # metered at the driver's gateway
+    assert {c["status"] for c in calls} == {200}
+    written = read_jsonl(run_records_path("ray", "r", tmp_path / "ray"))
+    assert sorted(r["instance_id"] for r in written) == sorted(house.instance_id)  # one record each, by the driver
+
+
+def ray_workers_running_attempts() -> list[int]:
+    """Pids of Ray worker processes running an attempt now (their title names the task)."""
+    found = subprocess.run(["pgrep", "-f", "ray::run_attempt"], capture_output=True, text=True).stdout.split()
+    return [int(pid) for pid in found]
+
+
+def test_a_worker_killed_mid_run_loses_nothing_and_duplicates_nothing(cluster, house, tmp_path):
+    killed = []
+
+    def kill_one():
+        deadline = time.monotonic() + 300
+        while not killed and time.monotonic() < deadline:
+            workers = ray_workers_running_attempts()
+            if workers:
+                os.kill(workers[0], signal.SIGKILL)
+                killed.append(workers[0])
+            time.sleep(0.2)
+
+    killer = threading.Thread(target=kill_one)
+    killer.start()
+    try:
+        frame, _ = run(house, tmp_path, "ray:auto", run_id="killed")
+    finally:
+        killer.join()
+    assert killed, "no attempt was seen running"
+    assert set(frame.status) == {"completed"}, frame[["instance_id", "status", "error"]].to_dict("records")
+    written = read_jsonl(run_records_path("ray", "killed", tmp_path))
+    assert Counter(r["instance_id"] for r in written) == Counter(house.instance_id)  # each once: none lost, none twice
+
+
+def test_a_spent_budget_stops_the_runs_on_every_node(cluster, house, tmp_path, monkeypatch):
+    monkeypatch.setitem(config.PRICE_OVERRIDES, config.SCRIPTED_MODEL, (1000.0, 1000.0))  # the first call spends it
+    frame, calls = run(house, tmp_path, "ray:auto", budget_usd=0.01)
+    assert set(frame.status) == {"budget"}, frame[["instance_id", "status", "error"]].to_dict("records")
+    assert sum(c["status"] == 200 for c in calls) <= 4  # only the calls already in flight when it was spent
+
+
+@pytest.mark.parametrize("bad", ["ray:", "rays", "ray://", "spark", "", None])
+def test_a_bad_executor_is_one_error_naming_the_forms_before_anything_runs(bad, house, tmp_path):
+    with pytest.raises(ValueError, match="'local'.*'ray'.*'ray:auto'.*ray://"):
+        parse_executor(bad)
+    with pytest.raises(ValueError, match="executor must be"):
+        run_tasks(house.head(1), make_agent("cline", model="gpt-4.1", api_key="k"), run_id="x", experiment="x",
+                  results_root=tmp_path, executor=bad, progress=False)
+    assert not (tmp_path / "x").exists()
