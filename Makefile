@@ -71,7 +71,7 @@ notebook: setup
 	$(PY) -m helpers.app.notebook_runner $(NB) $(PARAMS)
 
 test: setup
-	$(PY) -m pytest -n auto $(PYTEST_ARGS)
+	$(PY) -m pytest -n auto --dist loadgroup $(PYTEST_ARGS)
 
 # The real-model tier, kept out of `make test` and CI: llama.cpp's llama-server (built once from the sources in
 # llama-cpp-python's sdist, ~6 min on 2 cores, cached in .cache/llama/) serving SmolLM2-135M from a PyPI wheel;

@@ -6,6 +6,7 @@ Each check returns a Check; none raises. `check_environment()` runs them all int
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import re
 import shutil
 import subprocess
@@ -135,13 +136,38 @@ def check_phoenix(url: str | None = None) -> Check:
     return Check("Phoenix", ok, url, "" if ok else "The server answered but is not healthy.")
 
 
-def check_environment(phoenix_url: str | None = None):
+def check_cluster(executor: str = "local") -> Check:
+    """Where agent runs will execute: this machine, or the Ray cluster `executor` names (its nodes and CPUs)."""
+    from helpers.engine.executors import parse_executor
+
+    try:
+        kind, address = parse_executor(executor)
+    except ValueError as error:
+        return Check("executor", False, str(error), "set EXECUTOR to one of the forms named")
+    if kind == "local":
+        return Check("executor", True, f"local: agent runs on this machine ({os.cpu_count()} CPUs), WORKERS at a time")
+    try:
+        import ray
+
+        if not ray.is_initialized():
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+    except Exception as error:  # no Ray, no cluster at that address, a wrong token
+        return Check("executor", False, f"{executor}: {type(error).__name__}: {str(error).splitlines()[0][:200]}",
+                     "pip install 'prompt-learning-coding-agents[cluster]'; start the cluster (README, Running on a "
+                     "cluster) and check its address and RAY_AUTH_TOKEN")
+    cpus = sum(n.get("Resources", {}).get("CPU", 0) for n in nodes)
+    return Check("executor", bool(nodes), f"{executor}: {len(nodes)} nodes, {cpus:g} CPUs",
+                 "" if nodes else "start at least one Ray node")
+
+
+def check_environment(phoenix_url: str | None = None, executor: str = "local"):
     """All checks as a DataFrame (component, ok, detail, fix)."""
     import pandas as pd
 
     checks = [check_python(), check_packages(), check_node(), *check_agents(), check_git(), check_sandbox(), check_llm(),
-              check_phoenix(phoenix_url), check_swebench_runtime()]
+              check_phoenix(phoenix_url), check_swebench_runtime(), check_cluster(executor)]
     return pd.DataFrame([asdict(c) for c in checks])
 
 
-__all__ = ["check_environment", "Check"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["check_environment", "check_cluster", "Check"]  # the public API, documented in CODE_APPENDIX.md

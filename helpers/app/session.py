@@ -222,7 +222,7 @@ def start_gateway(session: Session, budget_usd: float | None = None) -> Any:
     # The judge and the optimizer are our own clients and call exactly their model; an agent CLI may call a
     # second model of its provider for small tasks, so its calls are held to the endpoints and the budget.
     allowed = {role: [models[role]] for role in ("judge", "optimizer")}
-    gateway = Gateway(upstreams, budget_usd=budget_usd, trace=trace, models=allowed).start()
+    gateway = Gateway(upstreams, budget_usd=budget_usd, trace=trace, models=allowed, host=config.gateway_host()).start()
     if trace is not None:
         session._closers.append(trace.close)
     return gateway

@@ -178,6 +178,12 @@ def llm_settings(model: str, api_key: str | None = None, base_url: str | None = 
     return LLMSettings(model, api_key or read_env("OPENAI_API_KEY"), None, "openai")
 
 
+def gateway_host() -> str:
+    """The address the session's model gateway listens on: loopback, or PL_GATEWAY_HOST (the driver's address
+    on a private network, for a Ray cluster with remote nodes; README, Running on a cluster)."""
+    return read_env("PL_GATEWAY_HOST") or "127.0.0.1"
+
+
 def anthropic_base_url() -> str | None:
     """ANTHROPIC_BASE_URL (an Anthropic-compatible server: Claude Code's agent calls go there), or None."""
     url = read_env("ANTHROPIC_BASE_URL")
@@ -197,5 +203,5 @@ def has_credentials() -> bool:
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "llm_settings", "LLMSettings", "MissingCredentials", "read_env", "has_credentials",
-    "results_root", "rulesets_root", "cache_root", "anthropic_base_url", "anthropic_openai_url",
+    "results_root", "rulesets_root", "cache_root", "anthropic_base_url", "anthropic_openai_url", "gateway_host",
 ]

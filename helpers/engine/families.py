@@ -144,7 +144,7 @@ def run_attempts(agent: Any, tasks: pd.DataFrame, run_id: str, ruleset: str, set
     gateway = session.gateway if session is not None else None
     frames = [run_tasks(tasks, agent, run_id=run_id if settings.attempts == 1 else f"{run_id}_a{attempt}",
                         experiment=settings.experiment, ruleset=ruleset, workers=settings.workers, attempt=attempt,
-                        gateway=gateway)
+                        gateway=gateway, executor=settings.executor)
               for attempt in range(settings.attempts)]
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 

@@ -61,12 +61,16 @@ class LoopSettings:
     mode: str = "act"  # "act" (patches) or "plan" (the agent's plan, judged on its merits)
     agent: Any = config.AGENT  # an agent's registered name (helpers.core.registry), or an Agent object
     attempts: int = 1  # runs of each task per ruleset: accuracy is the mean over attempts, with its interval
+    executor: str = "local"  # where agent runs execute: "local", or a Ray cluster (helpers.engine.executors)
 
     def __post_init__(self) -> None:
         for name in ("loops", "workers", "context_size_k", "attempts"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number of at least 1, not {value!r}.")
+        from helpers.engine.executors import parse_executor
+
+        parse_executor(self.executor)
         if self.mode not in ("act", "plan"):
             raise ValueError(f"mode must be 'act' or 'plan', not {self.mode!r}.")
         if self.start_from not in ("latest", "best"):

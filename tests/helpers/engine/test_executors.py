@@ -4,7 +4,6 @@ nothing, a spent budget stops every node's runs, and the driver stays the one wr
 The cluster is real and local: `ray start --head` on loopback and a second `ray start --address` worker
 node, both on this machine (what two machines add, the network between them, is not tested here)."""
 
-import json
 import os
 import signal
 import socket
@@ -25,7 +24,8 @@ from helpers.engine.runs import run_tasks
 from helpers.families.coding.tasks import load_house_suite
 from helpers.store.records import read_jsonl, run_records_path
 
-pytestmark = pytest.mark.slow
+# one xdist worker holds the cluster (make test runs with --dist loadgroup): two would stop each other's
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray-cluster")]
 RAY = str(Path(sys.executable).parent / "ray")
 DETERMINISTIC = ["instance_id", "status", "pass_or_fail", "output", "agent", "model"]
 
@@ -34,6 +34,24 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def start_node(args: list[str], env: dict[str, str]) -> subprocess.Popen:
+    """`ray start ... --block` in a process group of its own: killing the group ends that node and everything
+    it started, and nothing else (`ray stop` would end every Ray on the machine)."""
+    return subprocess.Popen([RAY, "start", *args, "--block"], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def wait_for_nodes(count: int, env: dict[str, str], nodes: list[subprocess.Popen]) -> None:
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        assert all(n.poll() is None for n in nodes), "a Ray node exited while starting"
+        status = subprocess.run([RAY, "status"], env=env, capture_output=True, text=True, timeout=60)
+        if status.returncode == 0 and status.stdout.count(" node_") >= count:
+            return
+        time.sleep(1)
+    raise AssertionError(f"the Ray cluster did not reach {count} nodes")
 
 
 @pytest.fixture(scope="module")
@@ -48,13 +66,14 @@ def cluster(tmp_path_factory):
             "RAY_ADDRESS": f"127.0.0.1:{port}"}
     env = {**os.environ, **auth}
     common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "2", "--disable-usage-stats"]
-    subprocess.run([RAY, "start", "--head", "--port", str(port), "--temp-dir", str(temp), "--include-dashboard", "false",
-                    *common], check=True, env={k: v for k, v in env.items() if k != "RAY_ADDRESS"},
-                   capture_output=True, timeout=180)
+    head = {k: v for k, v in env.items() if k != "RAY_ADDRESS"}
+    nodes = [start_node(["--head", "--port", str(port), "--temp-dir", str(temp), "--include-dashboard", "false",
+                         *common], head)]
     saved = {name: os.environ.get(name) for name in auth}
     try:
-        subprocess.run([RAY, "start", "--address", f"127.0.0.1:{port}", *common], check=True, env=env,
-                       capture_output=True, timeout=180)
+        wait_for_nodes(1, env, nodes)
+        nodes.append(start_node(["--address", f"127.0.0.1:{port}", *common], env))
+        wait_for_nodes(2, env, nodes)
         os.environ.update(auth)
         yield f"127.0.0.1:{port}"
     finally:
@@ -63,7 +82,12 @@ def cluster(tmp_path_factory):
         import ray
 
         ray.shutdown()
-        subprocess.run([RAY, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        for node in reversed(nodes):
+            try:
+                os.killpg(node.pid, signal.SIGTERM)
+                node.wait(timeout=60)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                os.killpg(node.pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")
@@ -138,3 +162,13 @@ def test_a_bad_executor_is_one_error_naming_the_forms_before_anything_runs(bad, 
         run_tasks(house.head(1), make_agent("cline", model="gpt-4.1", api_key="k"), run_id="x", experiment="x",
                   results_root=tmp_path, executor=bad, progress=False)
     assert not (tmp_path / "x").exists()
+
+
+def test_the_setup_check_says_what_cluster_it_found(cluster):
+    from helpers.app.doctor import check_cluster
+
+    found = check_cluster("ray:auto")
+    assert found.ok and found.detail == "ray:auto: 2 nodes, 4 CPUs"
+    assert check_cluster("local").ok and "this machine" in check_cluster("local").detail
+    wrong = check_cluster("spark")
+    assert not wrong.ok and "executor must be" in wrong.detail

@@ -243,3 +243,9 @@ def test_the_loop_line_counts_runs_that_produced_no_patch_and_says_why_the_judge
     assert "0 of 4 runs produced a patch" in line
     assert "judge failed on 1 rows (the judge's answer was cut at the length limit (256 tokens))" in line
     assert "produced a patch" not in describe_loop({**record, "train_patched": 2, "test_patched": 2})
+
+
+def test_loop_settings_refuse_an_executor_they_cannot_use():
+    with pytest.raises(ValueError, match="executor must be 'local'"):
+        LoopSettings("x", executor="threads")
+    assert LoopSettings("x", executor="ray://head:10001").executor == "ray://head:10001"
