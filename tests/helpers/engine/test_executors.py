@@ -36,17 +36,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_node(args: list[str], env: dict[str, str]) -> subprocess.Popen:
+NODE_PORTS = ("--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
+              "--dashboard-agent-grpc-port", "--runtime-env-agent-port", "--metrics-export-port")
+
+
+def start_node(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     """`ray start ... --block` in a process group of its own: killing the group ends that node and everything
-    it started, and nothing else (`ray stop` would end every Ray on the machine)."""
-    return subprocess.Popen([RAY, "start", *args, "--block"], env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    it started, and nothing else (`ray stop` would end every Ray on the machine). Every port is a free one,
+    so two nodes, or another Ray on this machine, never collide on Ray's fixed defaults."""
+    ports = [item for name in NODE_PORTS for item in (name, str(free_port()))]
+    with open(log, "ab") as out:
+        return subprocess.Popen([RAY, "start", *args, *ports, "--block"], env=env, start_new_session=True,
+                                stdout=out, stderr=subprocess.STDOUT)
 
 
 def wait_for_nodes(count: int, env: dict[str, str], nodes: list[subprocess.Popen]) -> None:
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
-        assert all(n.poll() is None for n in nodes), "a Ray node exited while starting"
+        assert all(n.poll() is None for n in nodes), f"a Ray node exited while starting: {[n.args for n in nodes]}"
         status = subprocess.run([RAY, "status"], env=env, capture_output=True, text=True, timeout=60)
         if status.returncode == 0 and status.stdout.count(" node_") >= count:
             return
@@ -68,11 +75,11 @@ def cluster(tmp_path_factory):
     common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "2", "--disable-usage-stats"]
     head = {k: v for k, v in env.items() if k != "RAY_ADDRESS"}
     nodes = [start_node(["--head", "--port", str(port), "--temp-dir", str(temp), "--include-dashboard", "false",
-                         *common], head)]
+                         "--ray-client-server-port", str(free_port()), *common], head, temp / "head.log")]
     saved = {name: os.environ.get(name) for name in auth}
     try:
         wait_for_nodes(1, env, nodes)
-        nodes.append(start_node(["--address", f"127.0.0.1:{port}", *common], env))
+        nodes.append(start_node(["--address", f"127.0.0.1:{port}", *common], env, temp / "worker.log"))
         wait_for_nodes(2, env, nodes)
         os.environ.update(auth)
         yield f"127.0.0.1:{port}"
@@ -83,11 +90,15 @@ def cluster(tmp_path_factory):
 
         ray.shutdown()
         for node in reversed(nodes):
-            try:
-                os.killpg(node.pid, signal.SIGTERM)
-                node.wait(timeout=60)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                os.killpg(node.pid, signal.SIGKILL)
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(node.pid, sig)
+                    node.wait(timeout=60)
+                    break
+                except ProcessLookupError:  # the group is gone already
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
 
 
 @pytest.fixture(scope="module")
