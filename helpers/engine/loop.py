@@ -410,8 +410,11 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
     parts = [split(name, label) for name, label in names]
     errors = sum(record.get(f"{name}_errors") or 0 for name, _ in names)
     if errors:
+        from helpers.llm.client import context_limit
+
         top = next((record.get(f"{name}_top_error") for name, _ in names if record.get(f"{name}_top_error")), "")
-        parts.append(f"most common error: {top!r}")
+        too_long = context_limit(str(top))  # "Prompt is too long" says nothing of the limit: name it when known
+        parts.append(f"most common error: {top!r}" + (f" ({too_long})" if too_long else ""))
     patched = [record.get(f"{name}_patched") for name, _ in names]
     if all(isinstance(n, int) for n in patched):
         runs = sum(record.get(f"{name}_runs") or 0 for name, _ in names)

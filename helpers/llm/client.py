@@ -261,6 +261,28 @@ def cut_at_length(completion: Completion) -> bool:
     return completion.raw.get("finish_reason") == "length"
 
 
+_CONTEXT_ERROR = re.compile(r"context.{0,20}(length|size|window|limit)|prompt is too long|too many tokens|"
+                            r"exceeds? the (available )?context", re.I)
+_CONTEXT_LIMIT = (re.compile(r"maximum context length is (\d[\d,]*)", re.I),
+                  re.compile(r"> ?(\d[\d,]*) maximum", re.I),  # Anthropic: "prompt is too long: 9000 tokens > 8192 maximum"
+                  re.compile(r"context (?:length|size|window)(?: limit)?(?: of| is|:)? \(?(\d[\d,]*)", re.I),
+                  re.compile(r"\(?(\d[\d,]*)\)? ?tokens?\)? ?(?:context|is the maximum)", re.I))
+
+
+def context_limit(message: str) -> str | None:
+    """For a server's error saying a request is longer than the model's context ("Prompt is too long",
+    "maximum context length is 8192 tokens", ...): "the request is over the model's context limit of 8,192
+    tokens" (the limit when the text gives one); None for any other error."""
+    text = str(message or "")
+    if not _CONTEXT_ERROR.search(text):
+        return None
+    for pattern in _CONTEXT_LIMIT:
+        found = pattern.search(text)
+        if found:
+            return f"the request is over the model's context limit of {int(found.group(1).replace(',', '')):,} tokens"
+    return "the request is over the model's context limit (the server did not say how long it is)"
+
+
 def cache_key(request: Mapping[str, Any]) -> str:
     """sha256 of the canonical JSON of a request (sorted keys, no whitespace)."""
     canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
@@ -315,5 +337,5 @@ def parse_json_object(text: str) -> dict[str, Any]:
     raise ValueError(f"the answer is not a JSON object: {stripped[:200]!r}")
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "LLMClient", "LLMError", "BudgetExceeded", "cache_key", "output_cap", "cut_at_length", "parse_json_object", "llm_generator",
+    "LLMClient", "LLMError", "BudgetExceeded", "cache_key", "output_cap", "cut_at_length", "context_limit", "parse_json_object", "llm_generator",
 ]

@@ -249,3 +249,17 @@ def test_loop_settings_refuse_an_executor_they_cannot_use():
     with pytest.raises(ValueError, match="executor must be 'local'"):
         LoopSettings("x", executor="threads")
     assert LoopSettings("x", executor="ray://head:10001").executor == "ray://head:10001"
+
+
+@pytest.mark.parametrize("error, says", [
+    ("Error code: 400 - This model's maximum context length is 8192 tokens", "context limit of 8,192 tokens"),
+    ("prompt is too long: 9000 tokens > 8192 maximum", "context limit of 8,192 tokens"),
+    ("the request exceeds the available context size (32768 tokens)", "context limit of 32,768 tokens"),
+    ("Prompt is too long", "the server did not say how long it is"),
+])
+def test_a_context_limit_error_in_the_loop_line_is_named_with_its_size(error, says):
+    record = {"loop": 0, "train_accuracy": None, "train_scored": 0, "train_errors": 2, "train_top_error": error,
+              "test_accuracy": None, "test_scored": 0, "cost_usd": 0.0, "ruleset_rules": 0, "next_ruleset_version": 0,
+              "ruleset_version": 0}
+    assert says in describe_loop(record)
+    assert "context limit" not in describe_loop({**record, "train_top_error": "429 Too Many Requests"})
