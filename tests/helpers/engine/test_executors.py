@@ -62,11 +62,16 @@ def wait_for_nodes(count: int, env: dict[str, str], nodes: list[subprocess.Popen
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster():
     """A head node and a second worker node on loopback, each with 2 CPUs; stopped however the tests end."""
     import secrets
 
-    temp = tmp_path_factory.mktemp("ray")
+    import shutil
+    import tempfile
+
+    # Ray's sockets live under its temp dir, and a unix socket's path may not exceed 107 bytes: pytest's own
+    # temporary folders (…/pytest-of-root/pytest-N/popen-gw0/…) are too deep for it
+    temp = Path(tempfile.mkdtemp(prefix="rt-"))
     port = free_port()
     # Ray's token authentication, as a cluster should run: every node and the driver hold the token
     auth = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16),
@@ -90,7 +95,7 @@ def cluster(tmp_path_factory):
 
         ray.shutdown()
         for node in reversed(nodes):
-            for sig in (signal.SIGTERM, signal.SIGKILL):
+            for sig in (signal.SIGTERM, signal.SIGKILL):  # (below: then the temp dir goes too)
                 try:
                     os.killpg(node.pid, sig)
                     node.wait(timeout=60)
@@ -99,6 +104,7 @@ def cluster(tmp_path_factory):
                     break
                 except subprocess.TimeoutExpired:
                     continue
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
