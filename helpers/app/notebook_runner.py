@@ -26,15 +26,14 @@ import json
 import logging
 import os
 import re
-import signal
 import sys
-import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, TextIO
 
 from helpers.core.config import REPO_ROOT, STATE_DIR, read_env, results_root
+from helpers.core.processes import terminate_as_interrupt
 from helpers.store.records import check_name, write_atomic
 
 SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PHOENIX_API_KEY", "OPENROUTER_API_KEY",
@@ -254,23 +253,6 @@ def _echo(notebook: Path, params: dict[str, Any], enabled: bool) -> Iterator[dic
         logger.propagate = saved[1]
 
 
-@contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM ends the run like Ctrl-C, so the executed copy is still scrubbed on the way out."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def output_path_for(notebook: Path, params: dict[str, Any]) -> Path:
     """act_results/<experiment>/notebooks/<name>: the EXPERIMENT parameter, else the notebook's default,
     else (a notebook that names its experiment itself, as the quickstart does) its name, with
@@ -313,7 +295,7 @@ def run_notebook(notebook: Path | str, params: dict[str, Any] | None = None,
         previous.setdefault("PL_PROGRESS", os.environ.get("PL_PROGRESS"))
         os.environ["PL_PROGRESS"] = "lines"
     try:
-        with _terminate_as_interrupt(), _echo(notebook, params, echo) as printing:
+        with terminate_as_interrupt(), _echo(notebook, params, echo) as printing:
             papermill.execute_notebook(
                 str(notebook), str(output), parameters=params, kernel_name="python3", cwd=str(notebook.parent),
                 progress_bar=False, execution_timeout=timeout_s, extra_arguments=KERNEL_ARGUMENTS, **printing,

@@ -14,6 +14,7 @@ but needs privileges these machines do not grant to every user.
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 import os
 import shutil
 import signal
@@ -23,7 +24,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 SCRATCH_PARENT = "pl-runs"
 CLI_STOP_GRACE_S = 3.0  # after SIGINT to a CLI's process group, before SIGKILL
@@ -224,6 +225,24 @@ def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: s
     return "".join(out), "".join(err), timed_out, time.monotonic() - started
 
 
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends what runs inside like Ctrl-C (its cleanup runs: agents stopped, scratch removed, executed
+    notebooks scrubbed) instead of dying in place. A no-op outside the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def json_lines(stdout: str) -> list[dict[str, Any]]:
     """The JSON objects among a CLI's output lines (other lines skipped)."""
     events = []
@@ -241,4 +260,4 @@ def last_lines(text: str, lines: int = 5) -> str:
     kept = [line for line in text.strip().splitlines() if line.strip()]
     return "\n".join(kept[-lines:])
 
-__all__ = ["run_cli", "sandboxed", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag"]  # public API, documented in CODE_APPENDIX.md
+__all__ = ["run_cli", "sandboxed", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag", "terminate_as_interrupt"]  # public API, documented in CODE_APPENDIX.md

@@ -22,7 +22,6 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import signal
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -34,7 +33,7 @@ import pandas as pd
 
 from helpers.core import config
 from helpers.core.progress import progress_bar
-from helpers.core.processes import kill_processes_in, remove_scratch, scratch_dir, sweep_stale
+from helpers.core.processes import kill_processes_in, terminate_as_interrupt, remove_scratch, scratch_dir, sweep_stale
 from helpers.core.protocols import Agent, AgentResult, EvalResult, Evaluator
 from helpers.store.records import append_jsonl, read_jsonl, ruleset_sha, run_records_path
 from helpers.core.tokens import truncate_chars
@@ -138,7 +137,7 @@ class _Run:
         pool = make_executor(executor, workers)
         self.local = executor == "local"
         try:
-            with _terminate_as_interrupt():
+            with terminate_as_interrupt():
                 waiting = {self.submit(pool, task): (task, config.AGENT_TRANSIENT_RETRIES) for task in todo}
                 while waiting:
                     finished, _ = wait(waiting, return_when=FIRST_COMPLETED)
@@ -332,23 +331,6 @@ def _positive_int(value: Any, name: str) -> int:
 
 def _stop_agent(agent: Agent) -> None:
     agent.stop_all()
-
-
-@contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM ends the run like Ctrl-C (every agent stopped, scratch removed) instead of dying in place."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager
