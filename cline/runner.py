@@ -14,7 +14,8 @@ What a run does (facts measured on Cline CLI 3.0.65; see cline/README.md):
   system prompt under "# Rules";
 - `cline --json [-p] <prompt>` in the workspace, the task text on stdin (no argv limit), its own process
   group, killed with the parent (PR_SET_PDEATHSIG) and on timeout (SIGINT, then SIGKILL);
-- its checkpoint refs (refs/cline/*) removed from the workspace when it ends;
+- the workspace's repository left as Cline left it (its checkpoint refs included): the host takes the
+  patch with a git directory of its own (helpers.families.coding.workspaces), never with the workspace's;
 - at most STARTUP_SLOTS runs starting up at once (start-up is the CPU-heavy part of a run), and
   RUNTIME_ENV for its embedded JavaScriptCore.
 A task-level failure (provider error, crash, timeout) is a result with status "error" or "timeout";
@@ -44,8 +45,7 @@ from helpers.llm.pricing import call_cost_usd
 from helpers.core.processes import die_with_parent, safe_environment, sandboxed, scratch_dir, signal_group, stop_processes
 from helpers.testing.edit_tools import WholeFileEditor
 from helpers.core.protocols import AgentResult, Task
-from helpers.families.coding.git import git
-from helpers.families.coding.workspaces import workspace_patch, write_rules
+from helpers.families.coding.workspaces import adopt_workspace, forget_host_side, workspace_patch, write_rules
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = ".clinerules"
@@ -122,13 +122,6 @@ def child_environment(state_env: dict[str, str], key_env: dict[str, str]) -> dic
     state folders and the one key variable it reads."""
     runtime = {**RUNTIME_ENV, **{k: v for k, v in os.environ.items() if k.startswith("BUN_")}}
     return safe_environment({**runtime, **state_env, **key_env})
-
-
-def remove_checkpoint_refs(workspace: Path) -> None:
-    """Cline records checkpoints as refs/cline/* in the repository; they are not part of its work."""
-    refs = git("for-each-ref", "--format=%(refname)", "refs/cline/", cwd=workspace, check=False).stdout.split()
-    for ref in refs:
-        git("update-ref", "-d", ref, cwd=workspace, check=False)
 
 
 def parse_events(stdout: str) -> tuple[dict[str, Any] | None, list[str]]:
@@ -277,7 +270,6 @@ def run_cline(task: Task, workspace: Path | str, *, model: str = config.AGENT_MO
         out, err, timed_out, duration = _run_cli(args, workspace, env, task_text(task), timeout_s, state, sandbox)
     finally:
         shutil.rmtree(state, ignore_errors=True)
-        remove_checkpoint_refs(workspace)
     final, errors = parse_events(out)
     usage = (final or {}).get("usage") or {}
     tokens = {"input_tokens": int(usage.get("inputTokens") or 0), "output_tokens": int(usage.get("outputTokens") or 0),
@@ -301,15 +293,20 @@ def run_cline(task: Task, workspace: Path | str, *, model: str = config.AGENT_MO
 
 def run_task(task: Task, workspace: Path | str, ruleset: str = "", **settings: Any) -> AgentResult:
     """One task alone, as the engine would run it: the rules written to .clinerules, Cline, then the
-    patch taken from the workspace (rules and debris left out). `settings` are run_cline's."""
+    patch taken from the workspace (rules and debris left out) by the host's own git directory, made
+    before Cline runs (adopt_workspace) and removed after. `settings` are run_cline's."""
     workspace = Path(workspace)
-    take_rules_out = write_rules(workspace, RULES_FILE, ruleset or "")
+    adopt_workspace(workspace, str(task["base_commit"]))
     try:
-        result = run_cline(task, workspace, **settings)
+        take_rules_out = write_rules(workspace, RULES_FILE, ruleset or "")
+        try:
+            result = run_cline(task, workspace, **settings)
+        finally:
+            take_rules_out()
+        if settings.get("mode", "act") == "act":
+            result.patch = workspace_patch(workspace, str(task["base_commit"]))
     finally:
-        take_rules_out()
-    if settings.get("mode", "act") == "act":
-        result.patch = workspace_patch(workspace, str(task["base_commit"]))
+        forget_host_side(workspace)
     return result
 
 

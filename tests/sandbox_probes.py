@@ -66,3 +66,38 @@ def check_nothing_came_back(rows, results: Path, requests_auth: list[str]) -> No
     cwd = added(patch, "probe_cwd.txt").splitlines()
     assert ".env" not in cwd and any(".env: No such file" in line for line in cwd)
     assert subprocess.run(["pgrep", "-f", DAEMON], capture_output=True, text=True).stdout.split() == []
+
+
+# --- what an agent can plant for the host's git, and how to tell whether the host ran it ---------------------
+GIT_VECTORS = ("fsmonitor", "clean", "smudge", "extdiff", "external", "textconv", "hook", "nested")
+
+
+def plant_script(markers: Path) -> str:
+    """A shell script an agent could run in its workspace: for each of GIT_VECTORS, something git would run
+    (on whoever runs git in this workspace next) that touches `markers`/<vector>; plus an ordinary change
+    (README.md edited, new.txt added). Inside the sandbox `markers` does not exist, so a marker appears only
+    if the host runs what was planted."""
+    touch = lambda name: f"touch {markers}/{name}"  # noqa: E731
+    hooks = "post-index-change reference-transaction post-checkout pre-commit post-commit pre-auto-gc"
+    return " ; ".join([
+        f"git config core.fsmonitor '{touch('fsmonitor')}; false'",
+        f"git config filter.pl.clean '{touch('clean')}; cat'",
+        f"git config filter.pl.smudge '{touch('smudge')}; cat'",
+        f"git config filter.pl.required false",
+        f"git config diff.pl.command '{touch('extdiff')}; true'",
+        f"git config diff.external '{touch('external')}; true'",
+        f"git config diff.pl.textconv '{touch('textconv')}; cat'",
+        "printf '* filter=pl diff=pl\\n' > .gitattributes",
+        f"for h in {hooks}; do printf '#!/bin/sh\\n{touch('hook')}\\n' > .git/hooks/$h; chmod +x .git/hooks/$h; done",
+        "git config core.hooksPath .git/hooks",
+        "mkdir -p sub && git -C sub init -q && echo nested > sub/file.txt && git -C sub add file.txt",
+        "git -C sub -c user.name=a -c user.email=a@b -c core.hooksPath=/dev/null commit -qm nested",
+        f"git -C sub config core.fsmonitor '{touch('nested')}; false'",
+        "echo 'changed by the agent' >> README.md",
+        "echo new > new.txt",
+        "echo planted",
+    ])
+
+
+def markers_found(markers: Path) -> list[str]:
+    return sorted(p.name for p in markers.iterdir()) if markers.exists() else []

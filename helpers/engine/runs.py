@@ -35,7 +35,7 @@ from helpers.core import config
 from helpers.core.progress import progress_bar
 from helpers.core.processes import kill_processes_in, terminate_as_interrupt, remove_scratch, scratch_dir, sweep_stale
 from helpers.core.protocols import Agent, AgentResult, EvalResult, Evaluator
-from helpers.store.records import append_jsonl, read_jsonl, ruleset_sha, run_records_path
+from helpers.store.records import append_jsonl, check_name, read_jsonl, ruleset_sha, run_records_path
 from helpers.core.tokens import truncate_chars
 
 TEST_LOG_CHARS = 6_000
@@ -320,7 +320,18 @@ def _check_tasks(tasks: Any) -> pd.DataFrame:
     duplicated = sorted(set(tasks.loc[tasks["instance_id"].duplicated(), "instance_id"]))
     if duplicated:
         raise ValueError(f"Duplicate instance ids in the tasks: {duplicated[:5]}.")
+    unsafe = [value for value in tasks["instance_id"] if not _is_safe_name(value)]
+    if unsafe:  # each becomes a workspace folder and a file name: refused before any exists
+        check_name(unsafe[0], f"instance_id (1 of {len(unsafe)} unsafe: {', '.join(map(repr, unsafe[:3]))})")
     return tasks.reset_index(drop=True)
+
+
+def _is_safe_name(value: Any) -> bool:
+    try:
+        check_name(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _positive_int(value: Any, name: str) -> int:

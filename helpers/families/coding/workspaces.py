@@ -1,10 +1,21 @@
-"""Workspaces: a task's repository at its base commit, as a clean git tree an agent may edit.
+"""Workspaces: a task's repository at its base commit, as a clean git tree an agent may edit, and the one room
+that decides what the host does with a workspace after an agent ran in it.
 
 A task row names its source repository in `repo_path` (a local git repository or mirror: the house
 suite sets it; for SWE-bench, a folder of mirrors, see `swebench_repo_path`). `prepare_workspace`
-clones it (nothing fetched) and checks out `base_commit`. The clone is self-contained: no
-`objects/info/alternates` pointing back into the cache (whose tasks.json holds hidden tests and gold
-patches) and no hardlinks through which an agent could rewrite the cached objects.
+builds `<root>/<instance_id>` with a repository of its own that holds the base commit and its ancestors
+only: no later commit, branch, tag, remote, reflog, stash or unreachable object (a clone of a mirror or of
+a team's repository would hold the fix: SWE-bench issue #465), checked after it is made. It is
+self-contained: no `objects/info/alternates` pointing back into the cache (whose tasks.json holds hidden
+tests and gold patches) and no hardlinks through which an agent could rewrite the cached objects.
+
+Everything in the workspace is the agent's output afterwards, its `.git` included: git obeys a
+repository's config (core.fsmonitor, hooks, filter, diff and textconv drivers) and would run the agent's
+commands on the host. So the host never runs git with the workspace's repository: it keeps a git
+directory of its own beside the workspace, outside the sandbox (`host_git_dir`: its config, index and
+hooks are ours; its objects are the source's, read through alternates), and `workspace_patch` diffs the
+work tree against the base through it. A work tree's `.gitattributes` can then only name drivers that the
+host's configuration defines, and it defines none.
 """
 
 from __future__ import annotations
@@ -24,39 +35,146 @@ def swebench_repo_path(repo: str, mirrors_dir: Path | str) -> Path:
 
 
 def prepare_workspace(task: Task, root: Path | str) -> Path:
-    """A fresh clone of the task's repository at `base_commit` under `root`; returns its path.
+    """A fresh repository of the task's at `base_commit` under `root` (its base and ancestors only), and the
+    host's git directory for it (host_git_dir); returns the workspace's path.
 
-    The repository is the task's `repo_path` (the house suite's, or a mirror in MIRRORS_DIR); a
-    SWE-bench task without one gets a mirror cloned once into the cache (helpers.families.coding.mirrors).
+    The repository is the task's `repo_path` (the house suite's, a mined task's, or a mirror in MIRRORS_DIR);
+    a SWE-bench task without one gets a mirror cloned once into the cache (helpers.families.coding.mirrors).
     Raises WorkspaceError with what to do when the repository or commit is not available, and
     ValueError, touching nothing, when the instance id is not a safe folder name.
     """
     instance_id = check_name(task["instance_id"], "instance_id")
-    source = task.get("repo_path")
-    if not _is_repository(source):
-        if task.get("suite") != "swebench" or not task.get("repo"):
-            raise WorkspaceError(
-                f"{instance_id}: no local repository for {task.get('repo')!r} (repo_path={source!r}). "
-                "House tasks get one from load_house_suite(); SWE-bench tasks get a mirror cloned on first use, "
-                "or from MIRRORS_DIR (a folder of `git clone --mirror` copies named owner__name)."
-            )
-        from helpers.families.coding.mirrors import ensure_mirror
-
-        source = ensure_mirror(str(task["repo"]), str(task["base_commit"]))
+    source = _source_repository(task, instance_id)
     dest = Path(root) / instance_id
-    if dest.exists():
-        shutil.rmtree(check_inside(dest, root))
+    remove_workspace(dest, root)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    clone = git("clone", "--quiet", "--no-hardlinks", "--no-checkout", str(source), str(dest), cwd=dest.parent,
-                check=False)
-    if clone.returncode != 0:
-        raise WorkspaceError(f"{instance_id}: cannot clone {source}: {clone.stderr.strip()}")
-    checkout = git("checkout", "--quiet", "--detach", task["base_commit"], cwd=dest, check=False)
-    if checkout.returncode != 0:
-        raise WorkspaceError(
-            f"{instance_id}: base commit {task['base_commit']} not found in {source}: {checkout.stderr.strip()}"
-        )
+    base = _base_commit(source, str(task["base_commit"]), instance_id)
+    _history_until(base, source, dest, instance_id)
+    check_no_future(dest, base)
+    _host_side(dest, base, objects=_git_dir(source) / "objects")
     return dest
+
+
+def _source_repository(task: Task, instance_id: str) -> Path:
+    source = task.get("repo_path")
+    if _is_repository(source):
+        return Path(str(source))
+    if task.get("suite") != "swebench" or not task.get("repo"):
+        raise WorkspaceError(
+            f"{instance_id}: no local repository for {task.get('repo')!r} (repo_path={source!r}). "
+            "House tasks get one from load_house_suite(); SWE-bench tasks get a mirror cloned on first use, "
+            "or from MIRRORS_DIR (a folder of `git clone --mirror` copies named owner__name)."
+        )
+    from helpers.families.coding.mirrors import ensure_mirror
+
+    return ensure_mirror(str(task["repo"]), str(task["base_commit"]))
+
+
+def _git_dir(repository: Path) -> Path:
+    """A repository's git directory: `<repo>/.git`, or the repository itself when it is bare (a mirror)."""
+    return (repository / ".git") if (repository / ".git").is_dir() else repository
+
+
+def _base_commit(source: Path, commit: str, instance_id: str) -> str:
+    found = git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", cwd=source, check=False)
+    if found.returncode != 0 or not commit.strip():
+        raise WorkspaceError(f"{instance_id}: base commit {commit!r} not found in {source}.")
+    return found.stdout.strip()
+
+
+def _history_until(base: str, source: Path, dest: Path, instance_id: str) -> None:
+    """`dest` as a repository holding `base` and its ancestors only, checked out at `base` (HEAD detached):
+    a fetch of that one commit, so nothing later (commits, refs, tags, remotes, objects) is ever copied."""
+    quiet = ("-c", "core.logAllRefUpdates=false")  # no reflog either
+    made = git("init", "--quiet", str(dest), cwd=dest.parent, check=False)
+    fetched = made.returncode == 0 and git(*quiet, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                                           str(Path(source).resolve()), base, cwd=dest, check=False)
+    if not fetched or fetched.returncode != 0:
+        problem = (fetched or made).stderr.strip()
+        raise WorkspaceError(f"{instance_id}: cannot copy {source} at {base[:12]}: {problem}")
+    git(*quiet, "update-ref", "--no-deref", "HEAD", base, cwd=dest)
+    git(*quiet, "reset", "--quiet", "--hard", base, cwd=dest)
+
+
+def check_no_future(repository: Path | str, base_commit: str) -> None:
+    """Raise WorkspaceError unless `repository` holds `base_commit` and its ancestors only: no other commit
+    object (reachable or not), no ref, tag, remote, reflog or stash. Run on every workspace after it is made."""
+    repository = Path(repository)
+    ancestors = set(git("rev-list", base_commit, cwd=repository).stdout.split())
+    objects = git("cat-file", "--batch-all-objects", "--batch-check=%(objecttype) %(objectname)",
+                  cwd=repository).stdout.split("\n")
+    later = [line.split()[1] for line in objects if line.startswith("commit ") and line.split()[1] not in ancestors]
+    refs = git("for-each-ref", "--format=%(refname)", cwd=repository).stdout.split()
+    remotes = git("remote", cwd=repository).stdout.split()
+    logs = [p for p in (repository / ".git" / "logs").rglob("*") if p.is_file()] if (repository / ".git" / "logs").exists() else []
+    found = [f"{len(later)} commit(s) not in the base's history" if later else "", f"refs {refs[:3]}" if refs else "",
+             f"remotes {remotes}" if remotes else "", "a reflog" if logs else ""]
+    if any(found):
+        raise WorkspaceError(f"{repository.name}: the workspace holds more than the base commit's history: "
+                             f"{', '.join(f for f in found if f)}.")
+
+
+def host_git_dir(workspace: Path | str) -> Path:
+    """The host's own git directory for `workspace`: `<root>/.host/<name>.git`, beside the workspace and never
+    inside it (the sandbox binds the workspace alone). Its config, hooks and index are the host's."""
+    workspace = Path(workspace)
+    return workspace.parent / ".host" / f"{workspace.name}.git"
+
+
+def _host_side(workspace: Path, base: str, objects: Path) -> None:
+    """The host's git directory for `workspace`: bare, objects read through alternates from `objects` (a
+    repository the host owns: the task's source, never the workspace), HEAD and index at `base`."""
+    host = host_git_dir(workspace)
+    shutil.rmtree(host, ignore_errors=True)
+    host.parent.mkdir(parents=True, exist_ok=True)
+    git("init", "--quiet", "--bare", str(host), cwd=host.parent)
+    (host / "objects" / "info" / "alternates").write_text(str(Path(objects).resolve()) + "\n")
+    _host_git(workspace, "update-ref", "--no-deref", "HEAD", base)
+    _host_git(workspace, "read-tree", base)
+
+
+def adopt_workspace(workspace: Path | str, base_commit: str) -> Path:
+    """Make the host's git directory for a workspace the caller prepared (not by prepare_workspace), BEFORE an
+    agent runs in it: the base commit's history is copied out of the workspace's repository while it is still
+    the caller's own. Returns host_git_dir(workspace); remove_workspace or forget_host_side removes it."""
+    workspace = Path(workspace)
+    host = host_git_dir(workspace)
+    shutil.rmtree(host, ignore_errors=True)
+    host.parent.mkdir(parents=True, exist_ok=True)
+    git("init", "--quiet", "--bare", str(host), cwd=host.parent)
+    fetched = git("--git-dir", str(host), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                  str(workspace.resolve()), base_commit, cwd=host.parent, check=False)
+    if fetched.returncode != 0:
+        forget_host_side(workspace)
+        raise WorkspaceError(f"{workspace}: base commit {base_commit} not found: {fetched.stderr.strip()}")
+    _host_git(workspace, "update-ref", "--no-deref", "HEAD", base_commit)
+    _host_git(workspace, "read-tree", base_commit)
+    return host
+
+
+def forget_host_side(workspace: Path | str) -> None:
+    """Delete the host's git directory of `workspace` (missing is fine)."""
+    host = host_git_dir(workspace)
+    shutil.rmtree(host, ignore_errors=True)
+    try:
+        host.parent.rmdir()  # the .host folder, once its last workspace is gone
+    except OSError:
+        pass
+
+
+# git, as the host runs it on a workspace: the host's git directory and configuration only. The -c settings
+# repeat what the host's own config already says (nothing), in case a future git reads a work tree's file.
+HOST_GIT_SETTINGS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "diff.external=",
+                     "-c", "core.untrackedCache=false", "-c", "protocol.allow=never")
+
+
+def _host_git(workspace: Path, *args: str, check: bool = True):
+    host = host_git_dir(workspace)
+    if not (host / "HEAD").exists():
+        raise WorkspaceError(f"{workspace}: the host has no git directory for this workspace; make it with "
+                             "prepare_workspace (or adopt_workspace before the agent runs).")
+    return git(*HOST_GIT_SETTINGS, "--git-dir", str(host), "--work-tree", str(workspace), *args, cwd=workspace,
+               check=check, env={"GIT_INDEX_FILE": str(host / "index")})
 
 
 def _is_repository(path: object) -> bool:
@@ -64,10 +182,11 @@ def _is_repository(path: object) -> bool:
 
 
 def remove_workspace(path: Path | str, root: Path | str | None = None) -> None:
-    """Delete a workspace folder (missing is fine); never `root` itself or anything outside it
-    (default root: the workspace's parent folder, where prepare_workspace put it)."""
+    """Delete a workspace folder and the host's git directory for it (missing is fine); never `root` itself
+    or anything outside it (default root: the workspace's parent folder, where prepare_workspace put it)."""
     target = check_inside(path, Path(path).parent if root is None else root)
     shutil.rmtree(target, ignore_errors=True)
+    forget_host_side(target)
 
 
 # Never part of a patch: what running code leaves behind.
@@ -81,9 +200,12 @@ def write_rules(workspace: Path | str, rules_file: str, ruleset: str) -> Callabl
     rules). A file already there (the team's own) keeps its text: the learned rules (a fenced ruleset's
     region) replace its fenced section, or are added as one. A folder gets a file of its own. The undo
     restores the team's text byte for byte (keeping any edit the agent made to it) and deletes what we
-    created, so the patch holds only the agent's work. An empty ruleset writes nothing.
+    created, so the patch holds only the agent's work. An empty ruleset writes nothing. The undo reads and
+    writes the file only while it is still a plain file inside the workspace: an agent that swapped it for a
+    link elsewhere gets its link left alone, never a write through it.
     """
-    path = Path(workspace) / rules_file
+    workspace = Path(workspace)
+    path = workspace / rules_file
     if not ruleset.strip():
         return lambda: None
     if path.is_dir():
@@ -102,16 +224,21 @@ def write_rules(workspace: Path | str, rules_file: str, ruleset: str) -> Callabl
         _write_exact(path, before + _with_newline(learned) + after)
 
         def undo() -> None:
-            if path.exists() and split_fenced(_read_exact(path)):
+            if _plain_file_inside(path, workspace) and split_fenced(_read_exact(path)):
                 now_before, _, now_after = split_fenced(_read_exact(path))
                 _write_exact(path, now_before + old + now_after)
         return undo
     _write_exact(path, insert_section(original, learned))
 
     def undo() -> None:
-        if path.exists():
+        if _plain_file_inside(path, workspace):
             _write_exact(path, remove_section(_read_exact(path)))
     return undo
+
+
+def _plain_file_inside(path: Path, workspace: Path) -> bool:
+    """`path` is a regular file (not a link) and lies inside `workspace` with no link on the way."""
+    return path.is_file() and not path.is_symlink() and workspace.resolve() in path.resolve().parents
 
 
 def _with_newline(text: str) -> str:
@@ -129,12 +256,16 @@ def _write_exact(path: Path, text: str) -> None:
 
 def workspace_patch(workspace: Path | str, base_commit: str, exclude: Sequence[str] = ()) -> str:
     """The change in `workspace` against `base_commit`, new files included, build debris and `exclude`
-    (glob patterns) left out."""
-    git("add", "-A", "-N", cwd=workspace, check=False)
+    (glob patterns) left out. Taken with the host's git directory (host_git_dir) and configuration: nothing
+    the agent wrote in the workspace's `.git` or its attributes runs or changes what is taken."""
+    workspace = Path(workspace)
+    _host_git(workspace, "add", "--all", "--intent-to-add", check=False)
     excludes = [f":(exclude,glob){pattern}" for pattern in (*PATCH_DEBRIS, *exclude)]
-    return git("diff", base_commit, "--", ".", *excludes, cwd=workspace, check=False).stdout
+    return _host_git(workspace, "diff", "--no-ext-diff", "--no-textconv", "--no-color", base_commit, "--", ".",
+                     *excludes, check=False).stdout
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "prepare_workspace", "remove_workspace", "swebench_repo_path", "git", "WorkspaceError", "write_rules",
-    "workspace_patch", "insert_section", "remove_section",
+    "workspace_patch", "insert_section", "remove_section", "host_git_dir", "adopt_workspace", "forget_host_side",
+    "check_no_future",
 ]

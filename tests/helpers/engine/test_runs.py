@@ -2,6 +2,7 @@
 failures kept to their task, resume, a team's own rules file, batched evaluators, locks and leftovers."""
 
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -376,3 +377,28 @@ def test_runs_the_budget_stopped_are_marked_so_and_run_again_with_budget_left(ho
         with Gateway({"agent": Upstream(server.base_url, "real-key", "openai-compatible")}) as gateway:
             again = run(tasks, GatewayAgent(), results, workers=1, gateway=gateway)
     assert (again.pass_or_fail == "pass").all()  # the stopped runs were not final
+
+
+@pytest.mark.parametrize("bad", ["../escape", "a/b", ".hidden", ""])
+def test_an_unsafe_instance_id_is_one_error_naming_it_before_any_agent_or_workspace(house, results, bad):
+    tasks = house.head(3).copy()
+    tasks.loc[1, "instance_id"] = bad
+    agent = PatchingAgent()
+    with pytest.raises(ValueError, match=r"Invalid instance_id .*1 of 1 unsafe.*" + re.escape(repr(bad))):
+        run(tasks, agent, results)
+    assert agent.calls == [] and not results.exists()  # no record, no lock file: nothing started
+
+
+def test_a_rules_file_the_agent_turned_into_a_link_is_never_written_through(house, results, tmp_path):
+    outside = tmp_path / "outside.md"
+    team = f"Team text.\n{SECTION_START}\n- [R9] old\n{SECTION_END}\n"
+    outside.write_text(team)
+
+    def swap_for_a_link(task, workspace):  # the team's own rules file (README.md here) becomes a link
+        (workspace / "README.md").unlink()
+        (workspace / "README.md").symlink_to(outside)
+
+    tasks = house.head(1).copy()
+    agent = PatchingAgent(rules_file="README.md", also=swap_for_a_link)
+    run(tasks, agent, results, ruleset=RULES, evaluate=False)
+    assert outside.read_text() == team

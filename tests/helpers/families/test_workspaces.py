@@ -70,3 +70,137 @@ def test_remove_workspace_deletes_its_workspace(house_task, tmp_path):
     workspace = prepare_workspace(house_task, tmp_path)
     remove_workspace(workspace)
     assert not workspace.exists() and tmp_path.exists()
+
+
+# --- the host never runs what an agent planted in a workspace's git ------------------------------------------
+import subprocess  # noqa: E402
+
+from sandbox_probes import GIT_VECTORS, markers_found, plant_script  # noqa: E402
+
+from helpers.families.coding.git import git  # noqa: E402
+from helpers.families.coding.workspaces import adopt_workspace, host_git_dir, workspace_patch  # noqa: E402
+
+
+def plant(workspace, markers):
+    markers.mkdir(exist_ok=True)
+    planted = subprocess.run(["bash", "-c", plant_script(markers)], cwd=workspace, capture_output=True, text=True)
+    assert "planted" in planted.stdout, planted.stderr
+
+
+def test_what_an_agent_plants_in_git_would_run_for_whoever_runs_git_in_its_workspace(house_task, tmp_path):
+    """The control: these vectors are real. Plain git in the workspace runs them (as the host once did)."""
+    workspace, markers = prepare_workspace(house_task, tmp_path / "root"), tmp_path / "markers"
+    plant(workspace, markers)
+    git("add", "-A", "-N", cwd=workspace, check=False)
+    git("diff", house_task["base_commit"], cwd=workspace, check=False)
+    assert {"fsmonitor", "clean", "hook"} <= set(markers_found(markers))
+
+
+def test_taking_the_patch_runs_nothing_the_agent_planted_and_keeps_its_work(house_task, tmp_path):
+    workspace, markers = prepare_workspace(house_task, tmp_path / "root"), tmp_path / "markers"
+    plant(workspace, markers)
+    patch = workspace_patch(workspace, house_task["base_commit"])
+    assert markers_found(markers) == [], f"the host ran what the agent planted: {markers_found(markers)}"
+    assert "+changed by the agent" in patch and "+++ b/new.txt" in patch and "+++ b/.gitattributes" in patch
+    assert "core.fsmonitor" not in patch and ".git/" not in patch.replace(".gitattributes", "")
+    assert set(GIT_VECTORS) >= {"fsmonitor", "clean", "extdiff", "textconv", "hook"}
+
+
+def test_the_hosts_git_directory_lies_outside_the_workspace_and_is_the_hosts_own(house_task, tmp_path):
+    workspace = prepare_workspace(house_task, tmp_path / "root")
+    host = host_git_dir(workspace)
+    assert host.is_dir() and workspace.resolve() not in host.resolve().parents
+    (workspace / ".git" / "config").write_text("[core]\n\tfsmonitor = touch /nonexistent\n")
+    assert "fsmonitor" not in (host / "config").read_text()
+    remove_workspace(workspace)
+    assert not host.exists() and not workspace.exists()
+
+
+def test_commits_and_refs_the_agent_makes_do_not_change_the_patch(house_task, tmp_path):
+    workspace = prepare_workspace(house_task, tmp_path / "root")
+    (workspace / "new.txt").write_text("new\n")
+    git("add", "-A", cwd=workspace)
+    git("commit", "-qm", "the agent's own commit", cwd=workspace)
+    git("update-ref", "refs/cline/checkpoints/1", "HEAD", cwd=workspace)
+    patch = workspace_patch(workspace, house_task["base_commit"])
+    assert "+++ b/new.txt" in patch and patch.count("diff --git") == 1
+
+
+def test_a_workspace_the_caller_made_is_adopted_before_the_agent_runs(house_task, tmp_path):
+    own = tmp_path / "own"
+    git("clone", "-q", house_task["repo_path"], str(own), cwd=tmp_path)
+    adopt_workspace(own, house_task["base_commit"])
+    plant(own, tmp_path / "markers")
+    assert "+++ b/new.txt" in workspace_patch(own, house_task["base_commit"])
+    assert markers_found(tmp_path / "markers") == []
+
+
+def test_a_workspace_the_host_has_no_git_directory_for_gives_no_patch_but_an_error(house_task, tmp_path):
+    own = tmp_path / "own"
+    git("clone", "-q", house_task["repo_path"], str(own), cwd=tmp_path)
+    with pytest.raises(WorkspaceError, match="no git directory"):
+        workspace_patch(own, house_task["base_commit"])
+
+
+# --- a workspace holds the base commit and its ancestors, nothing later ----------------------------------------
+from helpers.families.coding.git import WorkspaceError  # noqa: E402
+from helpers.families.coding.mirrors import ensure_mirror  # noqa: E402
+from helpers.families.coding.workspaces import check_no_future  # noqa: E402
+
+
+@pytest.fixture
+def repository_with_a_future(tmp_path):
+    """(a team's repository whose later commits hold the fix, on a branch, a tag and a stash too; its base
+    commit; the commits after it)."""
+    repo = tmp_path / "remote" / "octo" / "widget.git"
+    repo.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=repo)
+
+    def commit(text):
+        (repo / "widget.py").write_text(text)
+        git("add", "-A", cwd=repo)
+        git("commit", "-qm", text, cwd=repo)
+        return git("rev-parse", "HEAD", cwd=repo).stdout.strip()
+
+    commit("version = 1\n")
+    base = commit("version = 2  # the bug\n")
+    fix = commit("version = 2  # THE GOLD FIX\n")
+    git("tag", "v3", cwd=repo)
+    git("checkout", "-q", "-b", "feature", cwd=repo)
+    later = commit("version = 4\n")
+    (repo / "widget.py").write_text("stashed work\n")
+    git("stash", "-q", cwd=repo)
+    return repo, base, {fix, later}
+
+
+def assert_base_and_ancestors_only(workspace, base, future):
+    everything = git("rev-list", "--all", "--reflog", cwd=workspace).stdout.split()
+    assert set(everything) == set(git("rev-list", base, cwd=workspace).stdout.split()) and base in everything
+    for sha in future:
+        assert git("cat-file", "-e", sha, cwd=workspace, check=False).returncode != 0  # not even unreachable
+    assert git("for-each-ref", cwd=workspace).stdout == "" and git("remote", cwd=workspace).stdout == ""
+    assert "GOLD FIX" not in git("log", "--all", "-p", cwd=workspace).stdout
+    assert git("rev-parse", "HEAD", cwd=workspace).stdout.strip() == base
+    check_no_future(workspace, base)
+
+
+def test_a_mined_tasks_workspace_holds_no_commit_after_its_base(repository_with_a_future, tmp_path):
+    repo, base, future = repository_with_a_future
+    task = {"instance_id": "widget__1", "repo": "octo/widget", "repo_path": str(repo), "base_commit": base}
+    assert_base_and_ancestors_only(prepare_workspace(task, tmp_path / "root"), base, future)
+
+
+def test_a_swebench_mirror_tasks_workspace_holds_no_commit_after_its_base(repository_with_a_future, tmp_path):
+    repo, base, future = repository_with_a_future
+    mirror = ensure_mirror("octo/widget", base, cache_dir=tmp_path / "cache", remote_base=f"file://{tmp_path / 'remote'}",
+                           progress=lambda line: None)
+    assert all(git("cat-file", "-e", sha, cwd=mirror, check=False).returncode == 0 for sha in future)  # the leak
+    task = {"instance_id": "octo__widget-1", "repo": "octo/widget", "suite": "swebench", "repo_path": str(mirror),
+            "base_commit": base}
+    assert_base_and_ancestors_only(prepare_workspace(task, tmp_path / "root"), base, future)
+
+
+def test_the_check_names_what_a_repository_holds_beyond_its_base(repository_with_a_future, tmp_path):
+    repo, base, _ = repository_with_a_future
+    with pytest.raises(WorkspaceError, match="commit.*not in the base's history.*refs"):
+        check_no_future(repo, base)
