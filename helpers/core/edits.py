@@ -3,7 +3,8 @@
 An edit is a JSON object a model wrote: add {text}; update {id, text}; merge {ids, text}; delete {id}.
 apply_edits refuses (with the reason) an edit that is malformed, names no rule, would make a rule longer
 than config.RULE_MAX_CHARS or add a rule beyond config.RULES_MAX_COUNT, and, when asked, one whose text
-looks like a planted instruction (helpers.core.planted).
+looks like a planted instruction (helpers.core.planted) or that would take the rules over a token budget
+(config.RULES_MAX_TOKENS).
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from typing import Any, Mapping, Sequence
 
 from helpers.core import config
 from helpers.core.planted import planted_note, planted_reasons
-from helpers.core.rules import Rule, Ruleset, make_rule, normalize_rule_text
+from helpers.core.rules import Rule, Ruleset, make_rule, normalize_rule_text, render_ruleset
+from helpers.core.tokens import count_tokens
 
 EDIT_OPS = ("add", "update", "merge", "delete")
 
 
-def apply_edits(ruleset: Ruleset, edits: Sequence[Mapping[str, Any]], *,
-                refuse_planted: bool = False) -> tuple[Ruleset, list[dict], list[dict]]:
+def apply_edits(ruleset: Ruleset, edits: Sequence[Mapping[str, Any]], *, refuse_planted: bool = False,
+                max_tokens: int | None = None) -> tuple[Ruleset, list[dict], list[dict]]:
     """Apply the optimizer's edits in order: (new ruleset, applied edits, rejected edits).
 
     add {text}; update {id, text}; merge {ids: [two or more], text} (the merged rule takes a new id at
@@ -31,8 +33,12 @@ def apply_edits(ruleset: Ruleset, edits: Sequence[Mapping[str, Any]], *,
 
     `refuse_planted`: an edit whose text looks like a planted instruction (helpers.core.planted) is
     rejected as "planted instruction: <reasons>" (planted_note), its reasons also listed under `planted`.
+    `max_tokens`: an edit that would make the rules longer than this (rules_tokens) and longer than they
+    were is rejected as "would make the rules N tokens, over RULES_MAX_TOKENS=M"; an edit that shrinks
+    rules already over it applies.
     """
     rules, next_id = list(ruleset.rules), ruleset.next_id
+    size = rules_tokens(ruleset) if max_tokens else 0
     applied, rejected = [], []
     for raw in edits:
         if not isinstance(raw, Mapping):
@@ -45,11 +51,22 @@ def apply_edits(ruleset: Ruleset, edits: Sequence[Mapping[str, Any]], *,
             rejected.append({**edit, "rejection": planted_note(planted), "planted": planted})
             continue
         try:
-            rules, next_id = _apply_one(rules, next_id, edit)
+            new_rules, new_next_id = _apply_one(rules, next_id, edit)
+            new_size = rules_tokens(Ruleset(new_rules, new_next_id)) if max_tokens else 0
+            if max_tokens and new_size > max(max_tokens, size):
+                edit.pop("new_id", None)  # no rule was made
+                raise ValueError(f"would make the rules {new_size} tokens, over RULES_MAX_TOKENS={max_tokens}: "
+                                 "merge, shorten or delete rules to make room")
+            rules, next_id, size = new_rules, new_next_id, new_size
             applied.append(edit)
         except ValueError as error:
             rejected.append({**edit, "rejection": str(error)})
     return Ruleset(rules, next_id), applied, rejected
+
+
+def rules_tokens(ruleset: Ruleset) -> int:
+    """Tokens of the rules as the agent reads them (rendered, header line included): what RULES_MAX_TOKENS caps."""
+    return count_tokens(render_ruleset(ruleset))
 
 
 def _apply_one(rules: list[Rule], next_id: int, edit: dict[str, Any]) -> tuple[list[Rule], int]:
@@ -112,4 +129,4 @@ def _check_provenance(edit: Mapping[str, Any]) -> None:
         raise ValueError(f"`sources` must be a list of instance ids (strings), not {sources!r:.80}")
 
 
-__all__ = ["apply_edits", "EDIT_OPS"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["apply_edits", "rules_tokens", "EDIT_OPS"]  # the public API, documented in CODE_APPENDIX.md

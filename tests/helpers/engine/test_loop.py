@@ -271,6 +271,16 @@ def test_the_loop_line_counts_runs_that_produced_no_patch_and_says_why_the_judge
     assert "produced a patch" not in describe_loop({**record, "train_patched": 2, "test_patched": 2})
 
 
+def test_the_rules_budget_goes_from_the_loop_settings_to_the_optimizer(house):
+    from helpers.engine.families import CodingLoopFamily
+
+    settings = LoopSettings("budget", loops=1, agent=HouseAgent(), rules_max_tokens=300)
+    session = Session(False, "gpt-4.1", "gpt-4.1", "gpt-4.1", base_url="http://127.0.0.1:9/v1", api_key="test-key-0")
+    assert CodingLoopFamily(*house, settings, session).optimizer().rules_max_tokens == 300
+    with pytest.raises(ValueError, match="rules_max_tokens must be a whole number of at least 1"):
+        LoopSettings("budget", rules_max_tokens=0)
+
+
 def test_loop_settings_refuse_an_executor_they_cannot_use():
     with pytest.raises(ValueError, match="executor must be 'local'"):
         LoopSettings("x", executor="threads")

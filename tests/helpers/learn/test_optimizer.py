@@ -8,6 +8,7 @@ import pytest
 from helpers.core import config
 from helpers.llm.client import LLMClient
 from helpers.learn.optimizer import OPTIMIZER_SYSTEM_PROMPT, PromptLearningOptimizer, leaky_identifiers
+from helpers.core.edits import rules_tokens
 from helpers.core.rules import FENCE_END, FENCE_START, parse_ruleset
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text
 from helpers.core.tokens import count_message_tokens
@@ -166,6 +167,27 @@ def test_planted_flag_applies_a_planted_edit_and_flags_it_for_a_person(tmp_path)
     assert "GITHUB_TOKEN" in text and not opt.last_report.edits_rejected
     (flagged,) = opt.last_report.edits_flagged
     assert flagged["text"] == PLANTED and flagged["flag"].startswith("planted instruction: fetches and runs code")
+
+
+def test_a_rules_budget_is_told_to_the_model_and_refuses_an_edit_that_would_pass_it_while_a_smaller_one_lands(tmp_path):
+    long, short = "Write " + "every public function's docstring with its arguments, " * 8 + "and examples.", "Log, never print."
+    budget = rules_tokens(parse_ruleset(f"- [R1] {short}\n"))
+    with ScriptedModelServer(Script(default=edits(add(long), add(short)))) as server:
+        opt = optimizer(server, tmp_path, rules_max_tokens=budget)
+        text = run(opt, dataset(1))
+        user = message_text(server.chat_requests()[0], "user")
+    assert [r.text for r in parse_ruleset(text).rules] == [short] and rules_tokens(parse_ruleset(text)) == budget
+    (refused,) = opt.last_report.edits_rejected
+    too_big = rules_tokens(parse_ruleset(f"- [R1] {long}\n"))
+    assert refused["text"] == long and refused["rejection"].startswith(
+        f"would make the rules {too_big} tokens, over RULES_MAX_TOKENS={budget}")
+    assert f"The rules may take at most {budget} tokens as the agent reads them; they take 0 now." in user
+
+
+def test_without_a_budget_the_request_says_nothing_of_one(tmp_path):
+    with ScriptedModelServer(Script(default=edits(add(ORDINARY)))) as server:
+        run(optimizer(server, tmp_path), dataset(1))
+        assert "Budget for the rules" not in message_text(server.chat_requests()[0], "user")
 
 
 def test_identifiers_shared_by_several_tasks_are_not_leaks():

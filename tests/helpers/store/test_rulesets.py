@@ -9,7 +9,7 @@ import pytest
 from helpers.core import config
 from helpers.core.planted import PlantedTextWarning
 from helpers.store.records import append_jsonl, loops_path, ruleset_sha, split_results_path, write_csv
-from helpers.core.edits import apply_edits
+from helpers.core.edits import apply_edits, rules_tokens
 from helpers.core.rules import FENCE_END, FENCE_START, Rule, Ruleset, diff_rulesets, import_rules_file, parse_rules_text, parse_ruleset, render_ruleset, split_fenced, with_learned_section
 from helpers.store.rulesets import RulesetStore
 
@@ -108,6 +108,20 @@ def test_rules_beyond_the_count_and_length_caps_are_refused_with_the_reason():
     assert "RULES_MAX_COUNT" in rejected[0]["rejection"] and "RULE_MAX_CHARS" in rejected[-1]["rejection"]
     updated, _, refused = apply_edits(new, [{"op": "update", "id": "R1", "text": "y" * (config.RULE_MAX_CHARS + 1)}])
     assert updated == new and "RULE_MAX_CHARS" in refused[0]["rejection"]
+
+
+def test_rules_over_their_token_budget_may_shrink_but_never_grow():
+    over = Ruleset([Rule("R1", "Keep functions short and name them for what they return."), Rule("R2", "Log, never print.")], 3)
+    budget = rules_tokens(over) - 5  # a budget set below rules written before it
+    edits = [{"op": "update", "id": "R2", "text": "Log through the package logger, never print, in every module."},
+             {"op": "update", "id": "R1", "text": "Keep functions short."}, {"op": "add", "text": "Use Decimal."}]
+    new, applied, rejected = apply_edits(over, edits, max_tokens=budget)
+    assert [e["text"] for e in applied] == ["Keep functions short."] and rules_tokens(new) < rules_tokens(over)
+    grown = [apply_edits(over, edits[:1])[0], apply_edits(new, edits[2:])[0]]  # what the refused edits would make
+    assert [r["rejection"].split(":")[0] for r in rejected] == [
+        f"would make the rules {rules_tokens(rules)} tokens, over RULES_MAX_TOKENS={budget}" for rules in grown]
+    assert all(rules_tokens(rules) > budget for rules in grown)
+    assert apply_edits(over, edits)[0].get("R2").text.startswith("Log through")  # no budget: no refusal
 
 
 def test_a_fence_splits_a_prompt_into_three_parts_that_join_back_byte_for_byte():
