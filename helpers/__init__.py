@@ -26,7 +26,7 @@ _EXPORTS = {
     "count_tokens": "helpers.core.tokens",
     "parse_ruleset": "helpers.core.rules",
     "render_ruleset": "helpers.core.rules",
-    "apply_edits": "helpers.core.rules",
+    "apply_edits": "helpers.core.edits",
     "import_rules_file": "helpers.core.rules",
     "paired_comparison": "helpers.core.stats",
     "accuracy_interval": "helpers.core.stats",

@@ -51,7 +51,8 @@ from helpers.continual.health import RuleHealth
 from helpers.continual.repository import branch_exists, commit_rules
 from helpers.continual.trust import TrustPolicy, flags_of
 from helpers.core import config
-from helpers.core.rules import apply_edits, parse_rules_text, rules_file_for
+from helpers.core.edits import apply_edits
+from helpers.core.rules import parse_rules_text, rules_file_for
 from helpers.store.records import append_jsonl, check_name, read_jsonl, write_json
 from helpers.store.rulesets import RulesetStore
 
@@ -159,7 +160,9 @@ class Inbox:
     # --- proposals ---
     def propose(self, optimizer: Any, *, context_size_k: int = config.CONTEXT_SIZE_K) -> Proposal | None:
         """Run `optimizer` (a PromptLearningOptimizer; its budget_usd caps the cost) over the new feedback
-        against the current rules and store the result as a pending Proposal.
+        against the current rules and store the result as a pending Proposal. Built with planted="flag"
+        (as 05_continual builds it), an edit that looks like a planted instruction reaches the proposal
+        flagged for a person; with its default it is refused before.
 
         Returns None when there is no new feedback or no edit is left (`last_note` says which; the
         feedback then counts as used). Raises ProposalUnfinished, storing nothing, when the optimizer

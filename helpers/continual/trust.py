@@ -10,9 +10,11 @@ instructions. The policy (documented in the README's continual section):
   only when a reviewer promotes it (Inbox.promote).
 - JUnit reports, notes and Phoenix annotations come through the team's own channels (its CI, the person
   running the inbox, its Phoenix) and count; their text is still quoted as data.
-- Every proposal's edits are checked for what an injected instruction looks like (a command to run, a
-  link, a secret, an order to ignore rules): such an edit is flagged, and a flagged proposal is never
-  auto-approved.
+- Every proposal's edits are checked for what an injected instruction looks like (a command that fetches
+  and runs code, a link, a secret sent or shown, an order to ignore instructions: helpers.core.planted,
+  the same check the batch optimizer refuses edits with): such an edit is flagged, and a flagged proposal
+  is never auto-approved. Build the optimizer with planted="flag" so such edits reach the proposal, for a
+  person to see; with the default it refuses them before they do.
 
     policy = TrustPolicy(logins=("release-bot",), bots=("release-bot",))
     policy = TrustPolicy.with_codeowners(".github/CODEOWNERS")
@@ -26,29 +28,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from helpers.core.planted import planted_reasons
+
 TRUSTED_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
 TEAM_CHANNELS = ("junit", "note", "phoenix")  # sources with no outside author
 # Bot-like logins GitHub does not mark as bots (a "User" account run by automation).
 BOT_NAME = re.compile(r"\[bot\]$|[-_.]bot$|^bot[-_.]|^(dependabot|renovate|github-actions|codecov|sonarcloud|snyk|"
                       r"mergify|greenkeeper|imgbot|allcontributors|netlify|vercel|coderabbit(ai)?|copilot)\b", re.I)
-# What an instruction smuggled into feedback tends to ask for; any of these in an edit flags it.
-FLAGS = {
-    "runs a command": re.compile(
-        r"`[^`\n]*\b(curl|wget|bash|sh|zsh|sudo|rm|chmod|chown|pip|npm|npx|yarn|eval|exec|nc|ncat|powershell|iwr|"
-        r"base64|ssh|scp)\b[^`\n]*`|\b(curl|wget|iwr)\s+\S|\|\s*(ba|z)?sh\b|\b(run|execute|exec|invoke)\s+(the\s+)?"
-        r"(command|script|`)", re.I),
-    "links out": re.compile(r"https?://|\bwww\.[a-z0-9-]+\.[a-z]{2,}|\b[a-z0-9-]+\.(sh|io|ru|xyz|top)/", re.I),
-    "mentions secrets": re.compile(
-        r"\b(api[_ -]?keys?|secrets?|tokens?|passwords?|passwd|credentials?|private[_ -]?keys?|ssh[_ -]?keys?|"
-        r"env(ironment)? var(iable)?s?)\b|(^|[^\w.])\.env\b|\bsk-[A-Za-z0-9_-]{8,}|\bAKIA[0-9A-Z]{16}\b|"
-        r"\bghp_[A-Za-z0-9]{20,}",
-        re.I),
-    "overrides instructions": re.compile(
-        r"\b(ignore|disregard|forget|override|bypass|skip)\b[^.\n]{0,40}\b(previous|prior|above|all|other|earlier|"
-        r"existing|these|those|your|the)\b[^.\n]{0,25}\b(rules?|instructions?|prompts?|guidelines?|checks?|reviews?)|"
-        r"\bsystem prompt\b|\byou are now\b|\bnew instructions\b|\bdo not (tell|mention|report)\b|"
-        r"\bwithout (asking|review|approval)\b", re.I),
-}
 
 
 @dataclass(frozen=True)
@@ -99,8 +85,9 @@ def is_bot(record: Any) -> bool:
 
 
 def flags_of(text: str) -> list[str]:
-    """What in `text` looks like an injected instruction (FLAGS' names), in FLAGS' order; [] when nothing."""
-    return [name for name, pattern in FLAGS.items() if pattern.search(str(text or ""))]
+    """What in `text` looks like an injected instruction: helpers.core.planted.planted_reasons, the check the
+    batch optimizer refuses edits with; [] when nothing."""
+    return planted_reasons(text)
 
 
 def parse_codeowners(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -124,4 +111,4 @@ def owners_of(path: str, codeowners: tuple[tuple[str, tuple[str, ...]], ...]) ->
     return found
 
 
-__all__ = ["TrustPolicy", "is_bot", "flags_of", "parse_codeowners", "owners_of", "FLAGS"]  # in CODE_APPENDIX.md
+__all__ = ["TrustPolicy", "is_bot", "flags_of", "parse_codeowners", "owners_of"]  # in CODE_APPENDIX.md

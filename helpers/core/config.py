@@ -101,6 +101,7 @@ STATS_NOISE_FLIP_RATE = 0.2  # share of tasks assumed to flip by chance between 
 # --- ruleset limits: what the optimizer may store (edits beyond these are refused and reported) ---
 RULES_MAX_COUNT = 60  # rules in one ruleset
 RULE_MAX_CHARS = 1_000  # characters in one rule
+RULES_MAX_TOKENS: int | None = None  # tokens the rules may take in all, as the agent reads them; None: no budget
 
 # Prices come from genai-prices' maintained table (helpers/llm/pricing.py); these override it (USD per 1M
 # tokens: input, output), for models it lacks or a contract price. Add yours here or pass `prices=`.

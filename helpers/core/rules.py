@@ -20,8 +20,7 @@ To let the optimizer edit only part of a whole system prompt, put the rules betw
 FENCE_START and FENCE_END, each at the start of its line; everything outside them is kept byte for
 byte (see split_fenced).
 
-apply_edits refuses (with the reason) an edit that would make a rule longer than config.RULE_MAX_CHARS
-or add a rule beyond config.RULES_MAX_COUNT; hand-written rulesets are parsed as they are.
+The optimizer's edits are applied by helpers.core.edits; hand-written rulesets are parsed as they are.
 """
 
 from __future__ import annotations
@@ -29,9 +28,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from helpers.core import config
+from helpers.core.planted import warn_planted
 
 FENCE_START = "<!-- prompt-learning:rules:start -->"
 FENCE_END = "<!-- prompt-learning:rules:end -->"
@@ -229,97 +228,6 @@ def render_stats(text: str | None) -> dict[str, int]:
     return {"rules": rules, "tokens": count_tokens(text or "")}
 
 
-# --- edits -----------------------------------------------------------------------------------------
-EDIT_OPS = ("add", "update", "merge", "delete")
-
-
-def apply_edits(ruleset: Ruleset, edits: Sequence[Mapping[str, Any]]) -> tuple[Ruleset, list[dict], list[dict]]:
-    """Apply the optimizer's edits in order: (new ruleset, applied edits, rejected edits).
-
-    add {text}; update {id, text}; merge {ids: [two or more], text} (the merged rule takes a new id at
-    the first one's place); delete {id}. Each may carry `reason` (a string) and `sources` (a list of
-    instance ids). Never raises on what a model wrote: an edit that is malformed (not an object, an
-    unknown op, a missing field, a field of the wrong type) or cannot be applied (an unknown id, a
-    text over config.RULE_MAX_CHARS, an add beyond config.RULES_MAX_COUNT) is returned in `rejected`
-    with a `rejection` saying why; the others still apply. Applied adds and merges record the id they
-    created as `new_id`.
-    """
-    rules, next_id = list(ruleset.rules), ruleset.next_id
-    applied, rejected = [], []
-    for raw in edits:
-        if not isinstance(raw, Mapping):
-            rejected.append({"op": None, "value": raw, "rejection": "an edit must be a JSON object with an "
-                             f"`op`, not {type(raw).__name__}"})
-            continue
-        edit = dict(raw)
-        try:
-            rules, next_id = _apply_one(rules, next_id, edit)
-            applied.append(edit)
-        except ValueError as error:
-            rejected.append({**edit, "rejection": str(error)})
-    return Ruleset(rules, next_id), applied, rejected
-
-
-def _apply_one(rules: list[Rule], next_id: int, edit: dict[str, Any]) -> tuple[list[Rule], int]:
-    """The rules after one edit; ValueError saying why it cannot apply."""
-    op = edit.get("op")
-    if not isinstance(op, str) or op not in EDIT_OPS:
-        raise ValueError(f"unknown op {op!r}: use one of {', '.join(EDIT_OPS)}")
-    _check_provenance(edit)
-    ids = [r.id for r in rules]
-
-    def existing(rule_id: Any) -> int:
-        if not isinstance(rule_id, str):
-            raise ValueError(f"{op} needs `id`: a rule id such as 'R3', not {rule_id!r}")
-        if rule_id not in ids:
-            raise ValueError(f"no rule {rule_id!r} to {op} (rules: {', '.join(ids) or 'none'})")
-        return ids.index(rule_id)
-
-    if op == "add":
-        rule = make_rule(f"R{next_id}", _edit_text(edit))
-        if len(rules) >= config.RULES_MAX_COUNT:
-            raise ValueError(f"the ruleset already holds {len(rules)} rules, the most allowed "
-                             f"(RULES_MAX_COUNT={config.RULES_MAX_COUNT}): merge or delete rules first")
-        edit["new_id"] = rule.id
-        return rules + [rule], next_id + 1
-    if op == "update":
-        index = existing(edit.get("id"))
-        return rules[:index] + [make_rule(rules[index].id, _edit_text(edit))] + rules[index + 1:], next_id
-    if op == "delete":
-        index = existing(edit.get("id"))
-        return rules[:index] + rules[index + 1:], next_id
-    merged = edit.get("ids")  # op == "merge"
-    if not isinstance(merged, list) or not all(isinstance(i, str) for i in merged) or len(set(merged)) < 2:
-        raise ValueError(f"merge needs `ids`: a list of two or more rule ids such as ['R2', 'R5'], not {merged!r}")
-    first = min(existing(rule_id) for rule_id in merged)
-    rule = make_rule(f"R{next_id}", _edit_text(edit))
-    edit["new_id"] = rule.id
-    kept = [r for r in rules if r.id not in merged]
-    position = len([r for r in rules[:first] if r.id not in merged])
-    return kept[:position] + [rule] + kept[position:], next_id + 1
-
-
-def _edit_text(edit: Mapping[str, Any]) -> str:
-    """The edit's rule text, normalized; ValueError when missing, not a string, empty or too long."""
-    text = edit.get("text")
-    if not isinstance(text, str):
-        raise ValueError(f"{edit.get('op')} needs `text`: the rule as a string, not {text!r:.80}")
-    body = normalize_rule_text(text)
-    if len(body) > config.RULE_MAX_CHARS:
-        raise ValueError(f"the rule has {len(body)} characters, more than RULE_MAX_CHARS={config.RULE_MAX_CHARS}: "
-                         "write it shorter, or as several rules")
-    return body
-
-
-def _check_provenance(edit: Mapping[str, Any]) -> None:
-    """ValueError when `reason` is not a string or `sources` not a list of strings (both optional)."""
-    if "reason" in edit and not isinstance(edit["reason"], str):
-        raise ValueError(f"`reason` must be a string, not {edit['reason']!r:.80}")
-    sources = edit.get("sources", [])
-    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
-        raise ValueError(f"`sources` must be a list of instance ids (strings), not {sources!r:.80}")
-
-
 # --- diff ------------------------------------------------------------------------------------------
 @dataclass
 class RulesetDiff:
@@ -421,7 +329,8 @@ def rules_file_for(format: str) -> str:
 
 def import_rules_file(path: Path | str) -> str:
     """A team's existing rules file as a starting ruleset that keeps its structure (headings, prose, code
-    blocks) byte for byte: see with_learned_section."""
+    blocks) byte for byte: see with_learned_section. A line that looks like a planted instruction is kept
+    too, and said: one helpers.core.planted.PlantedTextWarning per line, naming the line and why."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"No rules file at {path}: give the path of the team's rules file.")
@@ -430,6 +339,7 @@ def import_rules_file(path: Path | str) -> str:
     except UnicodeDecodeError as error:
         raise ValueError(f"{path} is not UTF-8 ({error.reason} at byte {error.start}): rules files are read and "
                          "written as UTF-8. Convert it (e.g. iconv -f latin1 -t utf-8), commit, and import again.") from None
+    warn_planted(text, str(path))
     return with_learned_section(text)
 
 
@@ -443,7 +353,7 @@ def with_learned_section(text: str) -> str:
 
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "Ruleset", "Rule", "RulesetDiff", "parse_ruleset", "render_ruleset", "parse_rules_text", "apply_edits",
+    "Ruleset", "Rule", "RulesetDiff", "parse_ruleset", "render_ruleset", "parse_rules_text",
     "diff_rulesets", "split_fenced", "render_stats", "import_rules_file", "with_learned_section", "rules_file_for",
     "insert_section", "remove_section", "FENCE_START", "FENCE_END", "LEARNED_FILE",
 ]

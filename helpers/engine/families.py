@@ -77,7 +77,7 @@ class CodingLoopFamily:
         from helpers.learn.optimizer import PromptLearningOptimizer
 
         return PromptLearningOptimizer(prompt=self.base_prompt, budget_usd=self.settings.optimizer_budget_usd,
-                                       **self.session.optimizer_kwargs())
+                                       rules_max_tokens=self.settings.rules_max_tokens, **self.session.optimizer_kwargs())
 
 
 class PromptLoopFamily:
@@ -116,7 +116,8 @@ class PromptLoopFamily:
         from helpers.learn.optimizer import PromptLearningOptimizer
 
         return PromptLearningOptimizer(prompt="", system_prompt=self.family.optimizer_prompt, leaks=self.family.leaks,
-                                       budget_usd=self.settings.optimizer_budget_usd, **self.session.optimizer_kwargs())
+                                       budget_usd=self.settings.optimizer_budget_usd,
+                                       rules_max_tokens=self.settings.rules_max_tokens, **self.session.optimizer_kwargs())
 
 
 def splits_of(train_df: pd.DataFrame, test_df: pd.DataFrame, val_df: pd.DataFrame | None) -> dict[str, pd.DataFrame]:

@@ -62,9 +62,11 @@ class LoopSettings:
     agent: Any = config.AGENT  # an agent's registered name (helpers.core.registry), or an Agent object
     attempts: int = 1  # runs of each task per ruleset: accuracy is the mean over attempts, with its interval
     executor: str = "local"  # where agent runs execute: "local", or a Ray cluster (helpers.engine.executors)
+    rules_max_tokens: int | None = config.RULES_MAX_TOKENS  # the rules' budget, told to the optimizer and enforced
 
     def __post_init__(self) -> None:
-        for name in ("loops", "workers", "context_size_k", "attempts"):
+        budget = () if self.rules_max_tokens is None else ("rules_max_tokens",)  # None: no budget
+        for name in ("loops", "workers", "context_size_k", "attempts", *budget):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number of at least 1, not {value!r}.")

@@ -20,10 +20,19 @@
   input unchanged with `last_report.transient_error` set (see OptimizerReport).
 - Every edit is validated field by field (apply_edits): a malformed edit, or one past the caps
   config.RULES_MAX_COUNT and config.RULE_MAX_CHARS, is rejected with the reason in the report.
+- A budget for the rules (`rules_max_tokens`, default config.RULES_MAX_TOKENS; None: none): the request
+  tells the model the budget and what the rules take now, and an edit that would take the rules over
+  it is rejected with the reason (apply_edits(max_tokens=...)); smaller edits of the same answer apply.
 - When the rules end as they started (no edit applied), optimize() returns its input byte for byte.
 - Only answers that were used are cached (LLMClient.remember): a malformed one is asked for again.
 - The leakage guard flags rules that name something only one training task has (its instance id, a
   file, test or identifier found in only its patches) and, by default, rejects them.
+- The planted-instruction guard: an edit whose text looks like an order smuggled in through the
+  feedback (fetch and run a script, a link, send or show a secret, ignore instructions:
+  helpers.core.planted) is, by default, refused with its reasons (apply_edits(refuse_planted=True)), so
+  it never reaches a ruleset or an export; planted="flag" applies it and flags it for a person instead
+  (continual mode, where a person approves every change).
+- Neither guard's refusal asks the model for a repair: a held-back edit is a decision, not a bad answer.
 - With rules fenced by FENCE_START/FENCE_END inside a whole system prompt, only the fenced part is
   edited; the rest comes back byte for byte.
 - Not only for coding agents: rows need only the output and feedback columns (an `instance_id` names
@@ -45,7 +54,9 @@ import pandas as pd
 
 from helpers.core import config
 from helpers.llm.client import LLMClient, LLMError, cut_at_length, parse_json_object
-from helpers.core.rules import Ruleset, apply_edits, parse_ruleset, render_ruleset, split_fenced
+from helpers.core.planted import planted_note, planted_reasons
+from helpers.core.edits import apply_edits, rules_tokens
+from helpers.core.rules import Ruleset, parse_ruleset, render_ruleset, split_fenced
 from helpers.core.tokens import count_message_tokens, count_tokens, truncate_tokens
 
 OPTIMIZER_SYSTEM_PROMPT = """\
@@ -72,6 +83,7 @@ REPAIR_PROMPT = ("Your answer could not be used: {problem}. Answer again with on
                  '{{"edits": [...]}} in the format given, using the rule ids shown under "## Current rules".')
 NO_RULES = "(none yet: write the first rules from scratch)"
 LEAKAGE_MODES = ("reject", "flag", "off")
+PLANTED_MODES = ("reject", "flag")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _COMMON = set(keyword.kwlist) | set(dir(builtins)) | {"self", "cls", "None", "True", "False"}
 
@@ -112,22 +124,34 @@ class PromptLearningOptimizer:
     def __init__(self, prompt: str = "", model_choice: str | None = None, openai_api_key: str | None = None, *,
                  base_url: str | None = None, budget_usd: float | None = None, leakage: str = "reject",
                  client: LLMClient | None = None, system_prompt: str = OPTIMIZER_SYSTEM_PROMPT,
-                 leaks: Callable[[pd.DataFrame], dict[str, set[str]]] | None = None):
+                 leaks: Callable[[pd.DataFrame], dict[str, set[str]]] | None = None, planted: str = "reject",
+                 rules_max_tokens: int | None = None):
         """`system_prompt`: the meta-prompt's instructions (the coding-agent ones by default; a task family
         passes its own, asking for the same JSON edits). `leaks`: rows -> {name: the one task it belongs
-        to}, the names a rule must not mention (default: leaky_identifiers, for coding tasks)."""
+        to}, the names a rule must not mention (default: leaky_identifiers, for coding tasks). `planted`:
+        "reject" (refuse edits that look like planted instructions) or "flag" (apply and flag them, for
+        a person to decide). `rules_max_tokens`: the rules' budget in tokens (None: config.RULES_MAX_TOKENS,
+        itself None for no budget)."""
         if leakage not in LEAKAGE_MODES:
             raise ValueError(f"leakage must be one of {LEAKAGE_MODES}, not {leakage!r}.")
+        if planted not in PLANTED_MODES:
+            raise ValueError(f"planted must be one of {PLANTED_MODES}, not {planted!r}.")
+        rules_max_tokens = config.RULES_MAX_TOKENS if rules_max_tokens is None else rules_max_tokens
+        if rules_max_tokens is not None and (type(rules_max_tokens) is not int or rules_max_tokens < 1):
+            raise ValueError(f"rules_max_tokens must be a whole number of at least 1, or None, not {rules_max_tokens!r}.")
         self.prompt = prompt
         self.system_prompt = system_prompt
         self.leaks = leaks or leaky_identifiers
         self.model = model_choice or config.OPTIMIZER_MODEL
         self.leakage = leakage
+        self.planted = planted
+        self.rules_max_tokens = rules_max_tokens
         self.client = client or LLMClient(self.model, api_key=openai_api_key, base_url=base_url, budget_usd=budget_usd)
         self.last_report: OptimizerReport | None = None
 
     def __repr__(self) -> str:
-        return f"PromptLearningOptimizer(model={self.model!r}, leakage={self.leakage!r})"
+        return (f"PromptLearningOptimizer(model={self.model!r}, leakage={self.leakage!r}, planted={self.planted!r}, "
+                f"rules_max_tokens={self.rules_max_tokens!r})")
 
     def optimize(self, dataset: pd.DataFrame, output_column: str, feedback_columns: Sequence[str],
                  ruleset: str = "", context_size_k: int = config.CONTEXT_SIZE_K) -> str:
@@ -174,8 +198,11 @@ class PromptLearningOptimizer:
     def messages(self, rules: Ruleset, examples: Sequence[str]) -> list[dict[str, str]]:
         """The optimizer's request for these rules and rendered examples."""
         current = "\n".join(f"[{r.id}] {r.text}" for r in rules.rules) or NO_RULES
+        budget = (f"## Budget for the rules\nThe rules may take at most {self.rules_max_tokens} tokens as the agent "
+                  f"reads them; they take {rules_tokens(rules)} now. An edit that would take them over is refused: "
+                  "merge, shorten or delete rules to make room.\n\n") if self.rules_max_tokens else ""
         user = (f"## The agent's base prompt (read-only)\n{self.prompt.strip() or '(not given)'}\n\n"
-                f"## Current rules\n{current}\n\n## Examples\n" + "\n\n".join(examples))
+                f"## Current rules\n{current}\n\n{budget}## Examples\n" + "\n\n".join(examples))
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
 
     def _next_batch(self, queue: list[tuple[str, str]], rules: Ruleset, budget: int) -> list[tuple[str, str]]:
@@ -242,7 +269,7 @@ class PromptLearningOptimizer:
     def _use(self, text: str, rules: Ruleset, leaks: dict[str, set[str]],
              report: OptimizerReport) -> tuple[Ruleset, str | None]:
         """(rules after the answer's edits, None), or (rules unchanged, why the answer is unusable):
-        unparseable, or edits of which none applies (and none was held back by the leakage guard)."""
+        unparseable, or edits of which none applies (and none was held back by a guard)."""
         try:
             edits = parse_json_object(text).get("edits")
             if not isinstance(edits, list):
@@ -250,12 +277,15 @@ class PromptLearningOptimizer:
         except ValueError as error:
             return rules, str(error)
         allowed, leaked = self._guard(edits, leaks)
-        new_rules, applied, rejected = apply_edits(rules, allowed)
-        if edits and not applied and not leaked:
+        new_rules, applied, rejected = apply_edits(rules, allowed, refuse_planted=self.planted == "reject",
+                                                   max_tokens=self.rules_max_tokens)
+        if edits and not applied and not leaked and not any("planted" in r for r in rejected):
             return rules, "no edit could be applied: " + "; ".join(r["rejection"] for r in rejected)
+        planted = [{**e, "flag": planted_note(reasons), "planted": reasons} for e in applied
+                   if (reasons := planted_reasons(str(e.get("text") or "")))]  # found only in "flag" mode
         report.edits_applied += applied
         report.edits_rejected += rejected + [e for e in leaked if self.leakage == "reject"]
-        report.edits_flagged += leaked
+        report.edits_flagged += leaked + planted
         return new_rules, None
 
     def _guard(self, edits: list[Any], leaks: dict[str, set[str]]) -> tuple[list[Any], list[dict]]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from helpers.core import config
+from helpers.core.planted import warn_planted
 from helpers.store.records import loops_path, read_jsonl, ruleset_sha, rulesets_dir, write_atomic, write_json
 from helpers.core.rules import (LEARNED_FILE, Ruleset, RulesetDiff, diff_rulesets, insert_section, parse_rules_text,
                                  render_stats, rules_file_for, split_fenced)
@@ -243,7 +244,9 @@ class RulesetStore:
         file); None: the default agent's (config.AGENT). A missing file is created with
         the version's text. An existing file keeps the team's text byte for byte: the learned rules go
         into its fenced section (replaced when it has one, added when not); overwrite=True replaces the
-        whole file instead. A folder of rule files gets a file of its own in it.
+        whole file instead. A folder of rule files gets a file of its own in it. Every line of the file
+        written that looks like a planted instruction (the team's or a version's) is written all the same,
+        and said: one helpers.core.planted.PlantedTextWarning per line, naming the line and why.
         """
         text = self.load(version)
         project = Path(project_dir)
@@ -254,11 +257,14 @@ class RulesetStore:
             target = target / LEARNED_FILE
         if overwrite or not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
-            return write_atomic(target, text)
-        original = target.read_bytes().decode("utf-8", errors="surrogateescape")
-        fenced, learned = split_fenced(original), (split_fenced(text) or ("", text, ""))[1]
-        updated = (fenced[0] + learned + fenced[2]) if fenced else insert_section(original, learned)
-        return write_atomic(target, updated.encode("utf-8", errors="surrogateescape"))
+            written = write_atomic(target, text)
+        else:
+            original = target.read_bytes().decode("utf-8", errors="surrogateescape")
+            fenced, learned = split_fenced(original), (split_fenced(text) or ("", text, ""))[1]
+            text = (fenced[0] + learned + fenced[2]) if fenced else insert_section(original, learned)
+            written = write_atomic(target, text.encode("utf-8", errors="surrogateescape"))
+        warn_planted(text, str(written))  # after writing, so warnings raised as errors still leave a whole file
+        return written
 
 
 def _as_dict(report: Any) -> dict[str, Any]:
