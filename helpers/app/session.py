@@ -241,8 +241,8 @@ def require_key(role: str, model: str, base_url: str | None) -> None:
 
 
 def default_agent_model(agent: str) -> str:
-    """The model an agent runs on unless told: its class's `default_model` (an agent whose CLI speaks one
-    provider's API only), else config.AGENT_MODEL."""
+    """The model an agent runs on unless told: its class's `default_model` (a CLI that speaks one provider's API
+    only, or one API of it: Claude Code, Cline), else config.AGENT_MODEL."""
     from helpers.core.registry import agent_class
 
     return getattr(agent_class(agent), "default_model", None) or config.AGENT_MODEL
