@@ -40,7 +40,10 @@ from helpers.testing.edit_tools import ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "CLAUDE.md"
-DEFAULT_MODEL = "claude-sonnet-4-5"  # Claude Code speaks Anthropic's API only
+# Claude Code speaks Anthropic's API only. Claude Sonnet 5.5 is Anthropic's current Sonnet and its named replacement
+# for claude-sonnet-4-5, which retires on 2026-11-30 (platform.claude.com/docs/en/models/sonnet-4-5/overview, read
+# 2026-11-25); the pinned Claude Code 2.1.328 maps its own "sonnet" alias to it; $2 / $10 per 1M tokens.
+DEFAULT_MODEL = "claude-sonnet-5-5"
 BASE_PROMPT = (
     "You are Claude Code, Anthropic's autonomous coding agent, working in a git repository with tools to "
     "read, search and edit files (Read, Edit, Write) and to run shell commands (Bash). You are given an "

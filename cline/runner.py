@@ -1,8 +1,8 @@
 """One Cline run on one task: the pinned CLI, isolated, headless, with a timeout we enforce.
 
-    agent = ClineAgent(model="gpt-4.1")                      # the Agent protocol (helpers.core.protocols)
+    agent = ClineAgent()                                     # the Agent protocol (helpers.core.protocols)
     result = agent.run(task, workspace, ruleset)             # -> AgentResult; the engine takes the patch
-    result = run_task(task, workspace, ruleset, model="gpt-4.1")   # one task alone, patch included
+    result = run_task(task, workspace, ruleset, model=DEFAULT_MODEL)   # one task alone, patch included
 
 What a run does (facts measured on Cline CLI 3.0.65; see cline/README.md):
 - its own HOME and CLINE_DIR in a temporary state folder, the local session backend (no hub daemon on
@@ -49,6 +49,13 @@ from helpers.families.coding.workspaces import adopt_workspace, forget_host_side
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = ".clinerules"
+# Cline's own default, not config.AGENT_MODEL: through the gateway Cline speaks OpenAI's Chat Completions, where
+# OpenAI's current reasoning models (gpt-6*, gpt-5.6*) refuse function tools unless reasoning_effort is "none"
+# (developers.openai.com/api/docs/models/gpt-6-sol, read 2026-11-25), and Cline 3.0.65 sends no reasoning_effort
+# (measured here). gpt-4.1 calls tools there and is served until 2027-01-14 (config.ANNOUNCED_SHUTDOWNS), when
+# this must move: to a Claude id (Anthropic's Messages API), or to Cline on the Responses API through the gateway.
+DEFAULT_MODEL = "gpt-4.1"
+
 # Cline's own fixed instructions as the optimizer should see them (read-only context): the rules it
 # writes are appended to Cline's system prompt under "# Rules".
 BASE_PROMPT = (
@@ -252,7 +259,7 @@ def _run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: 
     return "".join(out), "".join(err), timed_out, time.monotonic() - started
 
 
-def run_cline(task: Task, workspace: Path | str, *, model: str = config.AGENT_MODEL, base_url: str | None = None,
+def run_cline(task: Task, workspace: Path | str, *, model: str = DEFAULT_MODEL, base_url: str | None = None,
               api_key: str | None = None, provider: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S,
               mode: str = "act", state_root: Path | str | None = None, sandbox: str | None = "required") -> AgentResult:
     """Run Cline once on `task` in `workspace` (a clean git tree at the task's base commit, its rules
@@ -321,6 +328,7 @@ class ClineAgent(CLIAgent):
     runs start up a few at a time (run_cline), so it runs them itself rather than through the base's run."""
 
     name = "cline"
+    default_model = DEFAULT_MODEL  # sessions with AGENT="cline" take it (helpers.app.session)
     rules_file = RULES_FILE
     base_prompt = BASE_PROMPT
     package_dir, binary_path = PACKAGE_DIR, _binary_path()

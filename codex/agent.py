@@ -1,6 +1,6 @@
 """One Codex CLI run on one task: the pinned CLI, isolated, headless, with a timeout we enforce.
 
-    agent = CodexAgent(model="gpt-5")                         # the Agent protocol (helpers.core.protocols)
+    agent = CodexAgent()              # on config.AGENT_MODEL; the Agent protocol (helpers.core.protocols)
     result = agent.run(task, workspace, ruleset)             # -> AgentResult; the engine takes the patch
 
 What a run does (measured on Codex CLI 0.169.0; see codex/README.md):
@@ -65,7 +65,8 @@ def provider_settings(model: str, base_url: str | None, api_key: str | None) -> 
     if settings.provider == "anthropic":
         raise ValueError(
             f"Codex speaks only the OpenAI Responses API, and {model!r} is a Claude model served by Anthropic. Run "
-            "it on an OpenAI model (AGENT_MODEL='gpt-5'), or set OPENAI_BASE_URL to a server with /responses for it."
+            f"it on an OpenAI model (AGENT_MODEL={config.AGENT_MODEL!r}), or set OPENAI_BASE_URL to a server with "
+            "/responses for it."
         )
     return settings.base_url or OPENAI_URL, settings.require_key()
 

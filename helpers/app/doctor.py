@@ -92,6 +92,32 @@ def check_llm() -> Check:
                  "OpenRouter) in the environment or in .env at the repository root.")
 
 
+def check_models(agent: str | None = None, agent_model: str | None = None, judge_model: str | None = None,
+                 optimizer_model: str | None = None) -> Check:
+    """Whether each configured model (the agent's, the judge's, the optimizer's: the defaults in
+    helpers/core/config.py unless given) is one its server lists, asked with the official SDKs as a session
+    asks before any work (helpers.app.session.require_served_models)."""
+    from helpers.app.session import MODEL_SETTINGS, Session, default_agent_model, is_dry_run, require_key, require_served_models
+    from helpers.llm.model_list import ModelNotServed
+
+    if is_dry_run():
+        return Check("models", True, "no key: every role is the scripted model (SCRIPTED DRY RUN)")
+    agent = agent or config.AGENT
+    models = {"agent": agent_model or default_agent_model(agent), "judge": judge_model or config.JUDGE_MODEL,
+              "optimizer": optimizer_model or config.OPTIMIZER_MODEL}
+    chosen = ", ".join(f"{MODEL_SETTINGS[role]} {model!r}" for role, model in models.items())
+    try:
+        for role in ("judge", "optimizer"):
+            require_key(role, models[role], None)
+        notes = require_served_models(Session(False, models["agent"], models["judge"], models["optimizer"], agent=agent))
+    except ModelNotServed as error:
+        return Check("models", False, str(error), "Set the model ids named to ones their servers serve (the defaults "
+                     "are in helpers/core/config.py; notebooks take AGENT_MODEL, JUDGE_MODEL and OPTIMIZER_MODEL).")
+    except Exception as error:  # a doctor reports: a missing key, an agent that cannot run on its model
+        return Check("models", False, f"{chosen}: {error}", "Set what the message names.")
+    return Check("models", True, f"{chosen}: " + ("; ".join(notes) or "each one its server lists"))
+
+
 def check_git() -> Check:
     git = shutil.which("git")
     return Check("git", bool(git), git or "not found", "" if git else "Install git.")
@@ -166,8 +192,8 @@ def check_environment(phoenix_url: str | None = None, executor: str = "local"):
     import pandas as pd
 
     checks = [check_python(), check_packages(), check_node(), *check_agents(), check_git(), check_sandbox(), check_llm(),
-              check_phoenix(phoenix_url), check_swebench_runtime(), check_cluster(executor)]
+              check_models(), check_phoenix(phoenix_url), check_swebench_runtime(), check_cluster(executor)]
     return pd.DataFrame([asdict(c) for c in checks])
 
 
-__all__ = ["check_environment", "check_cluster", "Check"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["check_environment", "check_cluster", "check_models", "Check"]  # the public API, documented in CODE_APPENDIX.md

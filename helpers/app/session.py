@@ -10,6 +10,9 @@ optimizer get its URL and a token, agents get a token per task from the engine (
 and the provider keys stay on the gateway's far side. It meters every call, enforces `budget_usd` across
 all roles, and traces every call into Phoenix (a project per experiment) when Phoenix is on.
 
+Before any work, every configured model is checked against its server's model list (require_served_models):
+a retired or misspelled id stops the session with one message naming it, its role, the server and what to set.
+
 In a dry run every role points at the scripted model server (helpers.testing.dry_run) and every number the
 run shows is labeled SCRIPTED DRY RUN.
 """
@@ -23,6 +26,7 @@ from helpers.core import config
 
 DRY_RUN_LABEL = "SCRIPTED DRY RUN — scripted model, not real results"
 DRY_RUN_KEY = "scripted-dry-run-no-key"  # the scripted server ignores keys; agent CLIs want one
+MODEL_SETTINGS = {"agent": "AGENT_MODEL", "judge": "JUDGE_MODEL", "optimizer": "OPTIMIZER_MODEL"}  # what a user sets
 
 
 @dataclass
@@ -38,6 +42,7 @@ class Session:
     scripted_server: Any = field(default=None, repr=False)
     gateway: Any = field(default=None, repr=False)
     agent: str = config.AGENT  # the agent's name (helpers.core.registry): its own provider is the agent role's
+    model_check: list[str] | None = None  # what the model check had to say (require_served_models); None: not done
     _closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
 
     @property
@@ -72,8 +77,14 @@ class Session:
                  f"  agent model:   {self.agent_model}", f"  judge:         {self.judge_model}",
                  f"  optimizer:     {self.optimizer_model}",
                  f"  base URL:      {'scripted model server on loopback' if self.dry_run else self._where()}",
+                 f"  model check:   {self._checked()}",
                  f"  Phoenix:       {self.phoenix_url or 'off'}"]
         return "\n".join(lines)
+
+    def _checked(self) -> str:
+        if self.model_check is None:
+            return "not done (check_models=False)"
+        return "; ".join(self.model_check) or "each model is one its server lists"
 
     def _where(self) -> str:
         """Where the roles' requests really go beyond the gateway (OPENAI_BASE_URL, ANTHROPIC_BASE_URL included)."""
@@ -122,8 +133,11 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
                  judge_model: str | None = None, optimizer_model: str | None = None,
                  base_url: str | None = None, phoenix: bool = True, phoenix_url: str | None = None,
                  phoenix_api_key: str | None = None, gateway: bool = True,
-                 budget_usd: float | None = None, agent: str | None = None, dry_run_tasks: Any = None) -> Session:
-    """Resolve models and Phoenix for a run. Fails early, with what to set, when a key is missing.
+                 budget_usd: float | None = None, agent: str | None = None, dry_run_tasks: Any = None,
+                 check_models: bool = True) -> Session:
+    """Resolve models and Phoenix for a run. Fails early, with what to set, when a key is missing or a
+    configured model is not one its server lists (ModelNotServed; check_models=False skips that check, for a
+    server that serves ids it does not list).
 
     A model left None takes its default from helpers.core.config (the agent model by `agent`'s name);
     dry_run=None means a dry run exactly when no key and no OPENAI_BASE_URL is configured.
@@ -156,7 +170,61 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
     if gateway:
         session.gateway = start_gateway(session, budget_usd)
         session._closers.insert(0, session.gateway.stop)
+    if check_models:
+        try:
+            session.model_check = require_served_models(session)
+        except BaseException:
+            session.close()
+            raise
     return session
+
+
+def require_served_models(session: Session) -> list[str]:
+    """Check, before any work, that every configured model (the agent's, the judge's, the optimizer's) is one
+    its server lists (helpers.llm.model_list): each server is asked once, through the session's gateway when it
+    has one (with a token of the role's upstream), else directly. Returns what to say once: each server whose
+    list could not be had (the check was skipped there, and why), each model whose provider announced a
+    shutdown date. Raises ModelNotServed naming every id its server does not list, its role, the server and
+    what to set."""
+    from helpers.llm.model_list import ModelNotServed, NoModelList, not_served
+
+    models = {"agent": session.agent_model, "judge": session.judge_model, "optimizer": session.optimizer_model}
+    upstreams = session.gateway.upstreams if session.gateway is not None else role_upstreams(session)
+    lists: dict[tuple[str, str], dict[str, str | None] | str] = {}
+    wrong, retiring = [], []
+    for role, model in models.items():
+        upstream, setting = upstreams[role], MODEL_SETTINGS[role]
+        where = (upstream.url, upstream.kind)
+        if where not in lists:
+            try:
+                lists[where] = _model_list(session, role, upstream)
+            except NoModelList as why:
+                lists[where] = f"skipped for {upstream.url}: {why}"
+        served = lists[where]
+        if isinstance(served, str):
+            continue
+        who = f"the {session.agent} agent" if role == "agent" else f"the {role}"
+        if model not in served:
+            wrong.append(not_served(setting, who, model, upstream.url, served))
+        elif served[model]:
+            retiring.append(f"{setting} {model!r} ({who}): its provider shuts it down on {served[model]}")
+    if wrong:
+        raise ModelNotServed("\n".join(wrong))
+    return [note for note in lists.values() if isinstance(note, str)] + retiring
+
+
+def _model_list(session: Session, role: str, upstream: Any) -> dict[str, str | None]:
+    """The model list of `role`'s server: through the session's gateway (a token of its own, revoked after)
+    when it has one, else from the server itself."""
+    from helpers.llm.model_list import served_models
+
+    if session.gateway is None:
+        return served_models(upstream.url, upstream.api_key, upstream.kind)
+    token = session.gateway.issue_token(role, role=role)
+    try:
+        return served_models(session.gateway.url_for(role), token, upstream.kind)
+    finally:
+        session.gateway.revoke_token(token)
 
 
 def require_key(role: str, model: str, base_url: str | None) -> None:
@@ -173,8 +241,8 @@ def require_key(role: str, model: str, base_url: str | None) -> None:
 
 
 def default_agent_model(agent: str) -> str:
-    """The model an agent runs on unless told: its class's `default_model` (an agent whose CLI speaks one
-    provider's API only), else config.AGENT_MODEL."""
+    """The model an agent runs on unless told: its class's `default_model` (a CLI that speaks one provider's API
+    only, or one API of it: Claude Code, Cline), else config.AGENT_MODEL."""
     from helpers.core.registry import agent_class
 
     return getattr(agent_class(agent), "default_model", None) or config.AGENT_MODEL
@@ -210,14 +278,20 @@ def agent_upstream(session: Session) -> Any:
     return Upstream(*own) if own else role_upstream(session.agent_model, session.base_url, session.api_key, "agent")
 
 
+def role_upstreams(session: Session) -> dict[str, Any]:
+    """Where each role's calls go beyond the gateway: {"agent", "judge", "optimizer"} -> Upstream."""
+    upstreams = {role: role_upstream(model, session.base_url, session.api_key, role)
+                 for role, model in (("judge", session.judge_model), ("optimizer", session.optimizer_model))}
+    return {"agent": agent_upstream(session), **upstreams}
+
+
 def start_gateway(session: Session, budget_usd: float | None = None) -> Any:
     """The session's model gateway: one upstream per role, the budget across all of them, and every call
     traced into Phoenix (a project per experiment) when the session has Phoenix."""
     from helpers.llm.gateway import Gateway
 
     models = {"agent": session.agent_model, "judge": session.judge_model, "optimizer": session.optimizer_model}
-    upstreams = {role: role_upstream(models[role], session.base_url, session.api_key, role) for role in ("judge", "optimizer")}
-    upstreams["agent"] = agent_upstream(session)
+    upstreams = role_upstreams(session)
     trace = ExperimentTracer(session.phoenix_url, session.phoenix_api_key) if session.phoenix_url else None
     # The judge and the optimizer are our own clients and call exactly their model; an agent CLI may call a
     # second model of its provider for small tasks, so its calls are held to the endpoints and the budget.
@@ -248,5 +322,5 @@ class ExperimentTracer:
             tracer.flush()
             tracer.close()
 
-__all__ = ["open_session", "is_dry_run", "Session", "start_gateway", "role_upstream", "agent_upstream",
-           "require_key", "ExperimentTracer", "default_agent_model"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["open_session", "is_dry_run", "Session", "start_gateway", "role_upstream", "agent_upstream", "role_upstreams",
+           "require_key", "require_served_models", "ExperimentTracer", "default_agent_model"]  # the public API, documented in CODE_APPENDIX.md

@@ -34,11 +34,22 @@ def cache_root() -> Path:
     return Path(os.environ.get("PL_CACHE_DIR") or CACHE_DIR)
 
 # --- the agent and model ids: change them here, not in notebooks -----------------------------------
+# Each default is an id its provider serves and lists as current on 2026-11-25, priced in genai-prices 0.2.3 (a
+# test fails when the table drops one, or on the day a shutdown below passes); a session stops before any work
+# on an id its server does not list. An agent class's `default_model` wins over AGENT_MODEL (Cline, Claude Code).
 AGENT = "cline"  # the coding agent notebooks run by default (a name registered in helpers.core.registry)
-AGENT_MODEL = "gpt-4.1"  # the model the coding agent runs on (an agent class's `default_model` wins)
-JUDGE_MODEL = "gpt-4.1"  # explains why each patch passed or failed
-OPTIMIZER_MODEL = "gpt-5"  # rewrites the rules (the cookbook's choice)
+# gpt-6.1-sol: OpenAI's replacement for gpt-5 (which it shuts down on 2026-12-11) on its deprecations page,
+# developers.openai.com/api/docs/deprecations, read 2026-11-25; released 2026-09-29; $2 / $10 per 1M tokens.
+AGENT_MODEL = "gpt-6.1-sol"  # an agent without a default of its own (Codex, on the Responses API)
+JUDGE_MODEL = "gpt-6.1-sol"  # explains why each patch passed or failed (was gpt-4.1)
+OPTIMIZER_MODEL = "gpt-6.1-sol"  # rewrites the rules (was gpt-5, the cookbook's choice)
 SCRIPTED_MODEL = "scripted-dry-run"  # the model id the scripted server answers as
+# Shutdown dates providers announced for ids the defaults use or used (a test fails on the day one passes):
+ANNOUNCED_SHUTDOWNS = {
+    "gpt-4.1": "2027-01-14",  # OpenAI's notice of 2026-10-14 (developers.openai.com/api/docs/deprecations)
+    "gpt-5": "2026-12-11",  # OpenAI's notice of 2026-06-11 (the same page)
+    "claude-sonnet-4-5": "2026-11-30",  # Anthropic (platform.claude.com/docs/en/models/sonnet-4-5/overview)
+}
 
 # --- the cookbook's loop parameters --------------------------------------------------------------
 LOOPS = 5

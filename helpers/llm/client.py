@@ -245,7 +245,7 @@ class LLMClient:
         write_json(self._cache_path(key), {**data, "remembered": True})
 
 
-REASONING_MODELS = ("gpt-5", "o1", "o3", "o4")  # OpenAI models that take max_completion_tokens, not max_tokens
+REASONING_MODELS = ("gpt-5", "gpt-6", "o1", "o3", "o4")  # OpenAI models that take max_completion_tokens, not max_tokens
 
 
 def output_cap(model: str, params: Mapping[str, Any]) -> dict[str, Any]:

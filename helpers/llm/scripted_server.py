@@ -27,7 +27,8 @@ a rule fire N times only (e.g. one 429 then normal answers).
 
 A Reply can also misbehave as real model servers do (Reply.fault, helpers.llm.scripts.FAULTS). Each request's
 record says how many stream events were `written` and whether its client was `gone` before the answer was
-complete (`wait_gone(n)`). `answers_as` makes answers name one model id, as a one-model server does.
+complete (`wait_gone(n)`). `answers_as` makes answers name one model id, as a one-model server does. Its model
+list (GET /v1/models) names `models`, else `answers_as`, else `model`; `lists_models=False`: a 404, as some servers.
 """
 
 from __future__ import annotations
@@ -40,10 +41,10 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Sequence
 
 from helpers.core.config import SCRIPTED_MODEL
-from helpers.llm.scripts import (ANTHROPIC_STOP, FAULTS, TEXT_CHUNK, Reply, Rule, Script, _api_of, _estimate_tokens, _text_of,  # noqa: F401
+from helpers.llm.scripts import (ANTHROPIC_STOP, FAULTS, TEXT_CHUNK, Reply, Rule, Script, _api_of, _estimate_tokens, _model_list, _text_of,  # noqa: F401
                                  assistant_turns, message_text, normalize_request, tool_call, tool_names)
 
 NOT_JSON_EVENT = b"data: {this is not JSON\n\n"
@@ -60,10 +61,12 @@ class ScriptedModelServer:
     """Serves a Script on a free loopback port; use as a context manager or call start()/stop()."""
 
     def __init__(self, script: Script | None = None, host: str = "127.0.0.1", port: int = 0,
-                 model: str = SCRIPTED_MODEL, answers_as: str | None = None):
+                 model: str = SCRIPTED_MODEL, answers_as: str | None = None, models: Sequence[str] = (),
+                 lists_models: bool = True):
         self.script = script or Script()
         self.model = model
         self.answers_as = answers_as
+        self.models, self.lists_models = list(models) or [answers_as or model], lists_models  # its model list
         self.requests: list[dict[str, Any]] = []
         self._requests_lock = threading.Lock()
         self._went = threading.Condition(self._requests_lock)
@@ -153,8 +156,8 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
 
         def do_GET(self) -> None:
-            if self.path.split("?")[0].rstrip("/").endswith("/models"):
-                self._json(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
+            if self.path.split("?")[0].rstrip("/").endswith("/models") and server.lists_models:
+                self._json(200, _model_list(server.models))
             elif self.path.rstrip("/") in ("/health", "/healthz", ""):
                 self._json(200, {"status": "ok"})
             else:

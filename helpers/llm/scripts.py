@@ -211,6 +211,14 @@ def _responses_messages(body: dict) -> list[dict]:
     return messages
 
 
+def _model_list(models: Sequence[str]) -> dict:
+    """A model list as OpenAI (object, owned_by) and Anthropic (type, display_name, has_more) both write it."""
+    data = [{"id": m, "object": "model", "type": "model", "created": 0, "created_at": "2026-01-01T00:00:00Z",
+             "display_name": m, "owned_by": "scripted"} for m in models]
+    return {"object": "list", "data": data, "has_more": False, "first_id": models[0] if models else None,
+            "last_id": models[-1] if models else None}
+
+
 def _api_of(path: str) -> str | None:
     path = path.split("?")[0].rstrip("/")
     for suffix, api in (("/chat/completions", "chat"), ("/messages/count_tokens", "count_tokens"),

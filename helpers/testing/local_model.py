@@ -3,7 +3,7 @@
     with LocalModelServer() as server:          # builds once into .cache/llama/, then starts on loopback
         server.base_url                          # http://127.0.0.1:P/v1: chat completions and Responses
         server.anthropic_base_url                # http://127.0.0.1:P: Anthropic Messages (POST /v1/messages)
-        server.model                             # the one model id it serves (any id asked for is served)
+        server.model                             # the one id its model list names (it answers any id asked for)
 
     python -m helpers.testing.local_model serve   # the same, in the foreground, for a person to point at
 

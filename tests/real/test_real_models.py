@@ -77,16 +77,18 @@ def test_the_cline_quickstart_runs_end_to_end_on_a_real_server(local_model, isol
 
 @pytest.mark.parametrize("agent, variables", [
     ("codex", {"OPENAI_BASE_URL": "base_url", "OPENAI_API_KEY": None}),
-    ("claude-code", {"ANTHROPIC_BASE_URL": "anthropic_base_url", "ANTHROPIC_API_KEY": None}),
+    # Claude Code's calls go to ANTHROPIC_BASE_URL, the judge's and optimizer's to OPENAI_BASE_URL: both this server
+    ("claude-code", {"ANTHROPIC_BASE_URL": "anthropic_base_url", "ANTHROPIC_API_KEY": None,
+                     "OPENAI_BASE_URL": "base_url", "OPENAI_API_KEY": None}),
 ])
 def test_each_agent_reaches_the_real_server_through_the_gateway(local_model, isolated, monkeypatch, agent, variables):
     for name, attribute in variables.items():
         monkeypatch.setenv(name, getattr(local_model, attribute) if attribute else "local-server-needs-no-key")
     tasks = load_house_suite().head(1)
-    # with only ANTHROPIC_* set, Claude ids reach that server (the judge on its /v1/chat/completions); it serves any id
-    roles_model = local_model.model if agent == "codex" else f"claude-{local_model.model}"
-    with open_session(agent=agent, agent_model=local_model.model if agent == "codex" else None,
-                      judge_model=roles_model, optimizer_model=roles_model, phoenix=False) as session:
+    # every role on the one id the server lists (it answers any id, but the session checks its model list)
+    with open_session(agent=agent, agent_model=local_model.model, judge_model=local_model.model,
+                      optimizer_model=local_model.model, phoenix=False) as session:
+        assert session.model_check == []
         runner = make_agent(agent, **session.agent_kwargs(), timeout_s=AGENT_TIMEOUT_S)
         frame = run_tasks(tasks, runner, run_id="real", experiment=f"real-{agent}", gateway=session.gateway,
                           workers=1, progress=False)

@@ -1,6 +1,8 @@
 """The setup check reports what is here and how to fix what is missing, and never raises."""
 
-from helpers.app.doctor import check_environment
+import pytest
+
+from helpers.app.doctor import check_environment, check_models
 
 
 def test_the_environment_check_finds_the_installed_parts_and_explains_the_rest(monkeypatch):
@@ -17,3 +19,31 @@ def test_the_environment_check_finds_the_installed_parts_and_explains_the_rest(m
 def test_an_unreachable_phoenix_is_reported_not_raised():
     checks = check_environment("http://127.0.0.1:9").set_index("component")
     assert not checks.loc["Phoenix", "ok"] and "unset it" in checks.loc["Phoenix", "fix"]
+
+
+@pytest.fixture
+def openai_base_url(monkeypatch, tmp_path):
+    """A scripted server as OPENAI_BASE_URL (listing two ids), and no other key or .env."""
+    from helpers.llm.scripted_server import ScriptedModelServer
+
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("helpers.core.config.REPO_ROOT", tmp_path)
+    with ScriptedModelServer(models=["gpt-6.1-sol", "local"]) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "local-server-key-123")
+        yield server
+
+
+def test_the_setup_check_names_a_configured_model_its_server_does_not_list_and_what_to_set(openai_base_url):
+    check = check_models(agent_model="local", judge_model="gpt-6.1-sol", optimizer_model="gpt-6.1-sool")
+    assert not check.ok and check.component == "models"
+    assert check.detail.startswith(f"OPTIMIZER_MODEL 'gpt-6.1-sool' (the optimizer) is not served by {openai_base_url.base_url}")
+    assert "OPTIMIZER_MODEL" in check.fix and "helpers/core/config.py" in check.fix
+
+
+def test_the_setup_check_passes_models_their_server_lists(openai_base_url):
+    check = check_models(agent_model="local", judge_model="gpt-6.1-sol", optimizer_model="gpt-6.1-sol")
+    assert check.ok and check.detail.endswith("each one its server lists"), check.detail
+    assert openai_base_url.model_requests() == []  # it asked for the list only

@@ -3,8 +3,11 @@
 import httpx
 import pytest
 
+from helpers.core import config
 from helpers.core.config import MissingCredentials
-from helpers.app.session import DRY_RUN_LABEL, open_session
+from helpers.app.session import DRY_RUN_LABEL, default_agent_model, open_session
+from helpers.llm.model_list import ModelNotServed
+from helpers.llm.scripted_server import Reply, Script, ScriptedModelServer
 
 
 @pytest.fixture
@@ -35,7 +38,7 @@ def test_without_a_key_every_role_goes_to_the_scripted_server_through_the_gatewa
 
 def test_the_judge_and_the_optimizer_get_a_gateway_token_never_the_key(no_keys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key-123456789")
-    session = open_session(phoenix=False)
+    session = open_session(phoenix=False, check_models=False)  # (OpenAI itself is not asked from a test)
     try:
         for settings in (session.judge_kwargs(), session.optimizer_kwargs()):
             assert "test-openai-key-123456789" not in str(settings) and "127.0.0.1" in str(settings)
@@ -52,23 +55,24 @@ def test_asking_for_real_models_without_a_key_is_one_error_naming_what_to_set(no
 
 def test_a_key_in_the_environment_means_real_models_with_the_config_defaults(no_keys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-123456789")
-    session = open_session(phoenix=False, judge_model="gpt-4.1-mini")
-    assert not session.dry_run and session.label == ""
-    assert session.judge_model == "gpt-4.1-mini" and session.agent_model == "gpt-4.1"
-    assert "sk-test" not in repr(session)
+    with open_session(phoenix=False, judge_model="gpt-4.1-mini", check_models=False) as session:
+        assert not session.dry_run and session.label == ""
+        assert session.judge_model == "gpt-4.1-mini" and session.agent_model == default_agent_model(config.AGENT)
+        assert session.optimizer_model == config.OPTIMIZER_MODEL and "sk-test" not in repr(session)
+        assert "model check:   not done" in session.describe()
 
 
 def test_anthropic_base_url_alone_sends_claude_codes_calls_and_claude_judges_to_that_server(no_keys, monkeypatch):
     import anthropic
     import openai
 
-    from helpers.llm.scripted_server import Reply, Script, ScriptedModelServer
-
-    with ScriptedModelServer(Script(default=Reply("scripted answer"))) as server:
+    served = ["claude-agent", "claude-judge", "claude-opt"]
+    with ScriptedModelServer(Script(default=Reply("scripted answer")), models=served) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.origin)  # Anthropic-style: no /v1
         monkeypatch.setenv("ANTHROPIC_API_KEY", "local-proxy-key-123")
-        with open_session(agent="claude-code", judge_model="claude-judge", optimizer_model="claude-opt",
-                          phoenix=False) as session:
+        with open_session(agent="claude-code", agent_model="claude-agent", judge_model="claude-judge",
+                          optimizer_model="claude-opt", phoenix=False) as session:
+            assert session.model_check == []  # its model list, asked as Anthropic's (agent) and OpenAI's (roles)
             assert not session.dry_run
             agent = session.gateway.upstreams["agent"]
             assert (agent.url, agent.kind) == (server.origin, "anthropic")
@@ -89,3 +93,50 @@ def test_with_only_anthropic_base_url_an_openai_judge_is_one_error_naming_what_t
     with pytest.raises(MissingCredentials) as error:
         open_session(agent="claude-code", phoenix=False)  # the default judge is an OpenAI model
     assert "judge" in str(error.value) and "OPENAI_BASE_URL" in str(error.value) and "JUDGE_MODEL" in str(error.value)
+
+
+@pytest.fixture
+def server_at_openai_base_url(no_keys, monkeypatch):
+    """A scripted server as OPENAI_BASE_URL, listing a few OpenAI-style ids."""
+    with ScriptedModelServer(Script(default=Reply("answer")), models=["gpt-4.1", "gpt-6-sol", "gpt-6.1-sol", "local"]) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "local-server-key-123")
+        yield server
+
+
+def test_a_model_its_server_does_not_list_stops_the_session_before_any_agent_starts_naming_it_and_its_role(
+        server_at_openai_base_url):
+    server = server_at_openai_base_url
+    with pytest.raises(ModelNotServed) as error:
+        open_session(agent_model="local", judge_model="gpt-4.l", optimizer_model="local", phoenix=False)
+    assert str(error.value) == (f"JUDGE_MODEL 'gpt-4.l' (the judge) is not served by {server.base_url} (it lists 4 "
+                                "models; closest: 'gpt-4.1'). Set JUDGE_MODEL to one it serves.")
+    assert server.model_requests() == []  # no agent, judge or optimizer call was made
+
+
+def test_every_model_its_server_does_not_list_is_named_in_the_one_error(server_at_openai_base_url):
+    with pytest.raises(ModelNotServed) as error:
+        open_session(agent="codex", agent_model="gpt-5", judge_model="local", optimizer_model="gpt-6.1-sool", phoenix=False)
+    lines = str(error.value).splitlines()
+    assert len(lines) == 2 and lines[0].startswith("AGENT_MODEL 'gpt-5' (the codex agent) is not served by")
+    assert lines[1].startswith("OPTIMIZER_MODEL 'gpt-6.1-sool' (the optimizer)") and "closest: 'gpt-6.1-sol'" in lines[1]
+
+
+def test_models_their_server_lists_pass_the_check_through_the_gateway_at_no_cost(server_at_openai_base_url):
+    with open_session(agent_model="local", judge_model="gpt-6.1-sol", optimizer_model="gpt-6-sol", phoenix=False) as session:
+        assert session.model_check == [] and "model check:   each model is one its server lists" in session.describe()
+        assert session.usage() == {"calls": 1, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}  # one list, free
+
+
+def test_a_server_without_a_model_list_is_not_an_error_and_is_named_once(no_keys, monkeypatch):
+    with ScriptedModelServer(Script(default=Reply("answer")), lists_models=False) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "local-server-key-123")
+        with open_session(agent_model="any", judge_model="any", optimizer_model="other", phoenix=False) as session:
+            assert session.model_check == [f"skipped for {server.base_url}: it has no model list (HTTP 404)"]
+            assert f"model check:   skipped for {server.base_url}" in session.describe()
+
+
+def test_the_dry_run_passes_the_check_on_the_scripted_servers_own_list(no_keys):
+    with open_session(phoenix=False) as session:
+        assert session.dry_run and session.model_check == []

@@ -219,3 +219,12 @@ def test_cache_entries_of_answers_nobody_vouched_for_are_ignored(tmp_path):
         path.write_text(json.dumps(stale))
         assert llm.complete(MESSAGES).text == "fresh"
     assert len(server.chat_requests()) == 1
+
+
+def test_the_default_judge_and_optimizer_models_get_their_output_cap_as_max_completion_tokens():
+    # OpenAI's reasoning models (gpt-6.1-sol among them) refuse max_tokens
+    from helpers.core import config
+    from helpers.llm.client import output_cap
+
+    for model in (config.JUDGE_MODEL, config.OPTIMIZER_MODEL, "gpt-6-sol"):
+        assert output_cap(model, {"max_tokens": 10}) == {"max_completion_tokens": 10}

@@ -243,3 +243,24 @@ def test_a_hang_or_stall_holds_until_the_client_goes_away_and_the_server_sees_it
 def test_an_unknown_fault_is_refused():
     with pytest.raises(ValueError, match="end_early"):
         Reply(fault="explode")
+
+
+def test_its_model_list_names_the_ids_it_answers_as_in_a_shape_both_sdks_read():
+    import anthropic
+
+    from helpers.core.config import SCRIPTED_MODEL
+
+    with ScriptedModelServer(answers_as="smollm2-135m-instruct") as one_model, \
+            ScriptedModelServer(models=["claude-judge", "claude-opt"]) as several, ScriptedModelServer() as plain:
+        assert [m.id for m in client(one_model).models.list()] == ["smollm2-135m-instruct"]
+        listed = anthropic.Anthropic(base_url=several.origin, api_key="test-key", max_retries=0).models.list()
+        assert [m.id for m in listed] == ["claude-judge", "claude-opt"]
+        assert [m.id for m in client(plain).models.list()] == [SCRIPTED_MODEL]
+
+
+def test_a_server_without_a_model_list_answers_404_as_some_local_servers_do():
+    import openai
+
+    with ScriptedModelServer(lists_models=False) as server:
+        with pytest.raises(openai.NotFoundError):
+            client(server).models.list()
