@@ -33,7 +33,7 @@ _SECRET = (r"(?-i:\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY
            r"|\b(?:api|access|secret|private|ssh|signing|deploy)[ _-]?keys?\b"
            r"|\b(?:secrets?|passwords?|credentials?|keys?|tokens?)\s+files?\b"
            r"|\b(?:secrets?|passwords?|passwd|credentials?|tokens?|env(?:ironment)?\s+var(?:iable)?s?)\b"
-           r"|(?<![\w.])\.env\b|/proc/\S*environ\b|~?/?\.ssh/|\bid_(?:rsa|ed25519|ecdsa)\b|\.aws/credentials\b|\.netrc\b")
+           r"|(?<![\w.])\.env\b|/proc/\S{0,40}environ\b|~?/?\.ssh/|\bid_(?:rsa|ed25519|ecdsa)\b|\.aws/credentials\b|\.netrc\b")
 # ... followed by what ends a noun phrase: the secret is the object ("send the API key to ..."), not a
 # modifier of another noun ("log failed password attempts", "print the token count").
 _OBJECT_END = (r"(?=\s*(?:$|[^\w\s]|\b(?:to|into|in|on|at|as|so|and|or|with|from|for|when|whenever|if|before|"
@@ -42,20 +42,20 @@ _OBJECT_END = (r"(?=\s*(?:$|[^\w\s]|\b(?:to|into|in|on|at|as|so|and|or|with|from
 # kind -> (pattern, whether a negation earlier in the clause ("Never ...", "do not ...") makes it a prohibition)
 PLANTED: dict[str, tuple[re.Pattern[str], bool]] = {
     "fetches and runs code": (re.compile(
-        rf"{_FETCH}[^\n]*?(?:\||&&|;)\s*{_RUNNER}|\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b|(?:\$\(|<\()\s*{_FETCH}"
-        r"|\|\s*(?:iex|invoke-expression)\b|\bpowershell(?:\.exe)?\b[^\n]*\s-e(?:nc|ncodedcommand)?\s"
-        r"|\bbase64\s+(?:-d|--decode)\b[^\n]*\|", re.I), False),
+        rf"{_FETCH}[^\n]{{0,200}}?(?:\||&&|;)\s*{_RUNNER}|\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b|(?:\$\(|<\()\s*{_FETCH}"
+        r"|\|\s*(?:iex|invoke-expression)\b|\bpowershell(?:\.exe)?\b[^\n]{0,120}?\s-e(?:nc|ncodedcommand)?\s"
+        r"|\bbase64\s+(?:-d|--decode)\b[^\n]{0,120}?\|", re.I), False),
     "opens a remote shell": (re.compile(
-        r"/dev/(?:tcp|udp)/|\b(?:nc|ncat|netcat)\b[^\n]*?\s-[ec]\s|\bsocat\b[^\n]*\bexec:|\bbash\s+-i\s*>&", re.I), False),
+        r"/dev/(?:tcp|udp)/|\b(?:nc|ncat|netcat)\b[^\n]{0,80}?\s-[ec]\s|\bsocat\b[^\n]{0,120}?\bexec:|\bbash\s+-i\s*>&", re.I), False),
     "links out": (re.compile(
-        r"\b(?:https?|ftp|file)://\S+|\bwww\.[a-z0-9-]+\.[a-z]{2,}\S*|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:sh|io|ru|xyz|top)/\S*",
+        r"\b(?:https?|ftp|file)://\S+|\bwww\.[a-z0-9-]{1,63}\.[a-z]{2,}\S*|\b[a-z0-9-]{1,63}\.(?:sh|io|ru|xyz|top)/\S*",
         re.I), False),
     "holds a secret": (re.compile(
         r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_\w{20,}"
         r"|\bxox[abprs]-[A-Za-z0-9-]{10,}|\bhf_[A-Za-z0-9]{20,}|-----BEGIN [A-Z ]*PRIVATE KEY-----"), False),
     "sends or shows a secret": (re.compile(
         rf"{_DISCLOSE}[^.;:!?\n]{{0,40}}?(?:{_SECRET}){_OBJECT_END}"
-        r"|/proc/\S*environ\b|~?/?\.ssh/|\bid_(?:rsa|ed25519|ecdsa)\b|\.aws/credentials\b", re.I), True),
+        r"|/proc/\S{0,40}environ\b|~?/?\.ssh/|\bid_(?:rsa|ed25519|ecdsa)\b|\.aws/credentials\b", re.I), True),
     "overrides instructions": (re.compile(
         r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,30}?\b(?:previous|prior|above|earlier|preceding|"
         r"original|your|system)\b[^.\n]{0,20}?\b(?:rules?|instructions?|prompts?|directives?|guidelines?|guardrails?)\b"
@@ -74,6 +74,7 @@ PLANTED: dict[str, tuple[re.Pattern[str], bool]] = {
 }
 _NEGATION = re.compile(r"\b(?:never|not|no|don't|dont|avoid|without|nor|instead of|rather than|mustn't|cannot|can't|"
                        r"won't|shouldn't)\b", re.I)
+_CLAUSE_CHARS = 200  # how far back a negation is looked for (bounded, so a long text costs linear time)
 # Where a clause starts again: a negation before these does not reach the words after them.
 _CLAUSE_BREAK = re.compile(r"[.;:!?\n]|\b(?:always|then|but|instead|also)\b", re.I)
 
@@ -132,7 +133,7 @@ def warn_planted(text: str, where: str) -> list[dict[str, Any]]:
 
 def _negated(text: str, start: int) -> bool:
     """Whether the clause before `start` forbids what follows ("Never print tokens", "do not send keys")."""
-    return bool(_NEGATION.search(_CLAUSE_BREAK.split(text[:start])[-1]))
+    return bool(_NEGATION.search(_CLAUSE_BREAK.split(text[max(0, start - _CLAUSE_CHARS):start])[-1]))
 
 
 def _excerpt(kind: str, found: str) -> str:
