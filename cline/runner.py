@@ -42,7 +42,8 @@ from typing import Any
 from helpers.agents.base import CLIAgent, task_text
 from helpers.core import config
 from helpers.llm.pricing import call_cost_usd
-from helpers.core.processes import die_with_parent, safe_environment, sandboxed, scratch_dir, signal_group, stop_processes
+from helpers.core.processes import (die_with_parent, reached_at, relayed, safe_environment, scratch_dir, signal_group,
+                                    stop_processes)
 from helpers.testing.edit_tools import WholeFileEditor
 from helpers.core.protocols import AgentResult, Task
 from helpers.families.coding.workspaces import adopt_workspace, forget_host_side, workspace_patch, write_rules
@@ -210,15 +211,21 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
-def _run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str,
-             timeout_s: float, home: Path | None = None, sandbox: str | None = None) -> tuple[str, str, bool, float]:
-    """(stdout, stderr, timed_out, seconds it ran) of one CLI run, stopped as a process group on timeout.
+def _run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
+             home: Path | None = None, sandbox: str | None = None,
+             reach: str | None = None) -> tuple[str, str, bool, float]:
+    """(stdout, stderr, timed_out, seconds it ran) of one CLI run, stopped as a process group on timeout; in
+    the sandbox, `reach` (the gateway) is the one address in reach, for as long as the run lasts."""
+    with relayed(args, workspace, home, [PACKAGE_DIR], sandbox, reach=reach) as command:
+        return _run_in_slots(command, workspace, env, stdin_text, timeout_s)
 
-    Runs in this process start up a few at a time (STARTUP_SLOTS): a pool of workers that
+
+def _run_in_slots(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str,
+                  timeout_s: float) -> tuple[str, str, bool, float]:
+    """Runs in this process start up a few at a time (STARTUP_SLOTS): a pool of workers that
     all start together otherwise stays in lockstep, every run burning CPU at once, then every run idle
     on the model at once.
     """
-    args = sandboxed(args, workspace, home, [PACKAGE_DIR], sandbox)
     slots = _startup_slots(max(1, STARTUP_SLOTS or os.cpu_count() or 1))
     slots.acquire()
     holding = True
@@ -267,14 +274,16 @@ def run_cline(task: Task, workspace: Path | str, *, model: str = DEFAULT_MODEL, 
     if mode not in ("act", "plan"):
         raise ValueError(f"mode must be 'act' or 'plan', not {mode!r}.")
     workspace = Path(workspace)
-    provider_id, entry, key_env = provider_settings(model, base_url, api_key, provider)
+    # In the sandbox only base_url (the gateway) is in reach: a remote one at 127.0.0.1 (reached_at)
+    provider_id, entry, key_env = provider_settings(model, reached_at(base_url, sandbox), api_key, provider)
     args = [str(cline_binary()), "--json", "-c", str(workspace), *(["-p"] if mode == "plan" else []),
             "Resolve the task given below."]
     instance_id = str(task["instance_id"])
     state = Path(tempfile.mkdtemp(prefix="cline-state-", dir=state_root)) if state_root else scratch_dir("cline-state")
     try:
         env = child_environment(write_cline_state(state, provider_id, entry), key_env)
-        out, err, timed_out, duration = _run_cli(args, workspace, env, task_text(task), timeout_s, state, sandbox)
+        out, err, timed_out, duration = _run_cli(args, workspace, env, task_text(task), timeout_s, state, sandbox,
+                                                   reach=base_url)
     finally:
         shutil.rmtree(state, ignore_errors=True)
     final, errors = parse_events(out)

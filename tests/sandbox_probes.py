@@ -7,7 +7,12 @@ holds it) and the run going through the gateway (which alone holds the key).
 
 import json
 import subprocess
+import sys
+import threading
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Iterator
 
 from helpers.core.config import REPO_ROOT
 
@@ -28,9 +33,15 @@ PROBE_SCRIPT = " ; ".join([
 
 
 def probe_run(agent_at, shell_call, kind: str, results: Path):
-    """(rows, the credentials the scripted server received) of one house task run by `agent_at(base_url)`
-    (its key SECRET) through a gateway of upstream `kind`, the model asking once for PROBE_SCRIPT through
-    `shell_call` (its shell tool's call); requests without tools (an agent's side calls) just get "Done."."""
+    """(rows, the credentials the scripted server received) of scripted_run, `shell_call` running PROBE_SCRIPT."""
+    rows, requests = scripted_run(agent_at, shell_call, kind, results)
+    return rows, [r.get("authorization") or r.get("x-api-key") or "" for r in requests]
+
+
+def scripted_run(agent_at, shell_call, kind: str, results: Path):
+    """(rows, every request the scripted server received) of one house task run by `agent_at(base_url)` (its
+    key SECRET) through a gateway of upstream `kind`, the model asking once for `shell_call` (its shell tool's
+    call); requests without tools (an agent's side calls) just get "Done."."""
     from helpers.engine.runs import run_tasks
     from helpers.families.coding.house_suite import load_house_suite
     from helpers.llm.gateway import Gateway, Upstream
@@ -41,8 +52,8 @@ def probe_run(agent_at, shell_call, kind: str, results: Path):
     with ScriptedModelServer(script) as server, Gateway({"agent": Upstream(server.base_url, SECRET, kind)}) as gateway:
         rows = run_tasks(load_house_suite().head(1), agent_at(server.base_url), run_id="probes", experiment="probes",
                          progress=False, results_root=results, evaluate=False, gateway=gateway)
-        sent = [r.get("authorization") or r.get("x-api-key") or "" for r in server.requests]
-    return rows, sent
+        requests = list(server.requests)
+    return rows, requests
 
 
 def added(patch: str, name: str) -> str:
@@ -101,3 +112,49 @@ def plant_script(markers: Path) -> str:
 
 def markers_found(markers: Path) -> list[str]:
     return sorted(p.name for p in markers.iterdir()) if markers.exists() else []
+
+# --- the network: an agent's command reaches the gateway and nothing else on loopback -----------------
+LOOPBACK_SECRET = "loopback-secret-" + "5" * 24  # what a service on another loopback port (Phoenix, Ray) holds
+
+
+@contextmanager
+def loopback_service() -> Iterator[ThreadingHTTPServer]:
+    """An HTTP server on another loopback port that answers LOOPBACK_SECRET; its `hits` lists its requests."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            server.hits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(LOOPBACK_SECRET.encode())
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads, server.hits = True, []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def fetch_script(port: int) -> str:
+    """A shell command fetching the service on `port` into probe_net.txt (its page, or the error), then its exit."""
+    fetch = f'import urllib.request as u; print(u.urlopen(\\"http://127.0.0.1:{port}/\\", timeout=20).read().decode())'
+    return f'{sys.executable} -I -c "{fetch}" > probe_net.txt 2>&1; echo "exit=$?" >> probe_net.txt'
+
+
+def check_only_the_gateway_was_reached(rows, requests: list[dict], service: ThreadingHTTPServer) -> None:
+    """The fetch failed (refused: nothing listens on that port in the sandbox) and the service saw nothing,
+    while the run completed: its streamed model calls, before and after the command, went through."""
+    patch = rows["output"][0]
+    assert rows["status"][0] == "completed", rows["error"][0]
+    fetched = added(patch, "probe_net.txt")
+    assert "Connection refused" in fetched and fetched.endswith("exit=1"), fetched
+    assert LOOPBACK_SECRET not in patch + json.dumps(rows.to_dict("records"), default=str)
+    assert service.hits == []
+    calls = [r for r in requests if r.get("api") in ("chat", "anthropic", "responses") and r["body"].get("tools")]
+    assert len(calls) >= 2 and all(r["body"].get("stream") for r in calls)  # the command's turn, then the answer

@@ -8,12 +8,14 @@
 
 CLIAgent gives each agent: settings checked once (model, base_url, api_key, timeout_s, mode), the task
 text, the binary lookup with the fix when it is missing, a per-run state folder (its HOME) removed
-afterwards, the run as one process group in the sandbox (helpers.core.sandbox) with a timeout we enforce,
-`through_gateway` (a copy calling the model gateway with a run token), and `stop_all`.
+afterwards, the run as one process group in the sandbox (helpers.core.sandbox: its base_url, the gateway,
+the one address in reach) with a timeout we enforce, `through_gateway` (a copy calling the model gateway
+with a run token), and `stop_all`.
 """
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import threading
 from dataclasses import dataclass, field
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 from helpers.core import config
-from helpers.core.processes import remove_scratch, run_cli, scratch_dir, stop_processes
+from helpers.core.processes import reached_at, remove_scratch, run_cli, scratch_dir, stop_processes
 from helpers.core.protocols import AgentResult, Task
 
 MODES = ("act", "plan")
@@ -136,16 +138,27 @@ class CLIAgent(AgentBase):
         state = scratch_dir(f"{self.name}-state")
         invocation = None
         try:
-            invocation = self.invoke(task, Path(workspace), state)
+            invocation = self._as_seen_inside().invoke(task, Path(workspace), state)
             out, err, timed_out, duration = run_cli(invocation.args, Path(workspace), invocation.env, invocation.stdin,
                                                     self.timeout_s, self._live, self._live_lock,
                                                     pass_fds=invocation.pass_fds, home=state,
-                                                    read_only=[self.package_dir], sandbox=self.sandbox)
+                                                    read_only=[self.package_dir], sandbox=self.sandbox,
+                                                    reach=self.base_url)
         finally:
             for close in (invocation.close if invocation else []):
                 close()
             remove_scratch(state)
         return self.result(task, out, err, timed_out, duration)
+
+    def _as_seen_inside(self) -> "CLIAgent":
+        """This agent with the base URL its run uses: in the sandbox, only `base_url` (the gateway) is in reach,
+        at the same URL when it is on loopback, else (a remote gateway) at 127.0.0.1 on the same port."""
+        inside = reached_at(self.base_url, self.sandbox)
+        if inside == self.base_url:
+            return self
+        moved = copy.copy(self)
+        moved.base_url = inside
+        return moved
 
     def through_gateway(self, base_url: str, api_key: str, kind: str) -> "CLIAgent":
         """This agent, calling the model gateway with a run token instead of the provider and its key."""

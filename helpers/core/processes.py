@@ -168,30 +168,73 @@ def _feed(stream, text: str) -> None:
         pass  # it exited before reading its task; its output says why
 
 
-def sandboxed(args: list[str], workspace: Path, home: Path | None, read_only: Sequence[Path | str] = (),
-              sandbox: str | None = "required") -> list[str]:
-    """`args` as they run: in the sandbox (helpers.core.sandbox: its own PID namespace, the workspace and
-    `home` writable, `read_only` and this Python's environment visible) unless `sandbox` is None; "required"
-    refuses to run without one (unless the user opted out), "if-available" (the scripted dry run) runs on the
-    host when no sandbox can start here."""
-    from helpers.core.sandbox import sandbox_command, use_sandbox
+def _runs_sandboxed(sandbox: str | None) -> bool:
+    from helpers.core.sandbox import use_sandbox
 
-    if sandbox is None or not use_sandbox(required=sandbox == "required"):
+    return sandbox is not None and use_sandbox(required=sandbox == "required")
+
+
+def reached_at(reach: str | None, sandbox: str | None) -> str | None:
+    """The URL a run's command uses for `reach` (see `sandboxed`): in the sandbox, helpers.core.sandbox's
+    inside_url(reach) (reach itself on loopback; a remote gateway's URL with 127.0.0.1 for its host); on the
+    host, reach itself."""
+    from helpers.core.sandbox import inside_url
+
+    return inside_url(reach) if reach and _runs_sandboxed(sandbox) else reach
+
+
+def sandboxed(args: list[str], workspace: Path, home: Path | None, read_only: Sequence[Path | str] = (),
+              sandbox: str | None = "required", *, reach: str | None = None, network: bool = False) -> list[str]:
+    """`args` as they run: in the sandbox (helpers.core.sandbox: its own PID and network namespaces, the
+    workspace and `home` writable, `read_only` and this Python's environment visible) unless `sandbox` is
+    None; "required" refuses to run without one (unless the user opted out), "if-available" (the scripted dry
+    run) runs on the host when no sandbox can start here.
+
+    Network: none, except `reach` (the gateway's URL: reachable inside at `reached_at(reach, sandbox)`, while
+    `relayed` holds the relay open, as run_cli does); `network=True` shares the host's network (a set-up
+    command the user allowed to download)."""
+    from helpers.core.sandbox import sandbox_command
+
+    if not _runs_sandboxed(sandbox):
         return list(args)
-    return sandbox_command(args, workspace, home or workspace, read_only=[*read_only, sys.prefix])
+    if reach and not network and home is None:
+        raise ValueError("a sandbox with `reach` needs the run's `home`: the relay's socket lives there")
+    return sandbox_command(args, workspace, home or workspace, read_only=[*read_only, sys.prefix], reach=reach,
+                           network=network)
+
+
+@contextmanager
+def relayed(args: list[str], workspace: Path, home: Path | None, read_only: Sequence[Path | str] = (),
+            sandbox: str | None = "required", *, reach: str | None = None,
+            network: bool = False) -> Iterator[list[str]]:
+    """`sandboxed(...)`'s command, with the relay that carries its connections to `reach` open while the
+    block runs (start the command inside it); on leaving, nothing of the relay is left."""
+    from helpers.core.sandbox import reach_relay
+
+    command = sandboxed(args, workspace, home, read_only, sandbox, reach=reach, network=network)
+    with reach_relay(reach if _runs_sandboxed(sandbox) and not network else None, home or workspace):
+        yield command
 
 
 def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
             live: set[subprocess.Popen], lock: threading.Lock, pass_fds: tuple[int, ...] = (), *,
             home: Path | None = None, read_only: Sequence[Path | str] = (),
-            sandbox: str | None = None) -> tuple[str, str, bool, float]:
+            sandbox: str | None = None, reach: str | None = None,
+            network: bool = False) -> tuple[str, str, bool, float]:
     """(stdout, stderr, timed_out, seconds) of one CLI run in its own process group (in the sandbox with
-    `home` and `read_only` unless `sandbox` is None: see `sandboxed`).
+    `home`, `read_only`, `reach` and `network` unless `sandbox` is None: see `sandboxed`; the relay to `reach`
+    lives exactly as long as the run).
 
     On timeout the group gets SIGINT, then SIGKILL after CLI_STOP_GRACE_S; whatever is left in the group is
     killed when the CLI ends. The child dies with the thread that started it (die_with_parent).
     """
-    args = sandboxed(args, workspace, home, read_only, sandbox)
+    with relayed(args, workspace, home, read_only, sandbox, reach=reach, network=network) as command:
+        return _run_group(command, workspace, env, stdin_text, timeout_s, live, lock, pass_fds)
+
+
+def _run_group(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
+               live: set[subprocess.Popen], lock: threading.Lock,
+               pass_fds: tuple[int, ...]) -> tuple[str, str, bool, float]:
     out: list[str] = []
     err: list[str] = []
     started = time.monotonic()
@@ -260,4 +303,4 @@ def last_lines(text: str, lines: int = 5) -> str:
     kept = [line for line in text.strip().splitlines() if line.strip()]
     return "\n".join(kept[-lines:])
 
-__all__ = ["run_cli", "sandboxed", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag", "terminate_as_interrupt"]  # public API, documented in CODE_APPENDIX.md
+__all__ = ["run_cli", "sandboxed", "relayed", "reached_at", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag", "terminate_as_interrupt"]  # public API, documented in CODE_APPENDIX.md

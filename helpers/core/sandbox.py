@@ -7,32 +7,55 @@ An agent runs commands a model chose, over code strangers wrote. Inside the sand
 - a filesystem holding only the system folders read-only (/usr, /etc, the interpreter's and Node's
   install folders, the agent's CLI), a per-run home and its workspace read-write, and an empty /tmp:
   not the checkout (its `.env`, `.cache/` with hidden tests, results, other workspaces), not the user's
-  home.
-What it does not do: filter the network. The agent reaches the model only through the gateway on
-loopback with a token of its own (the key never enters the sandbox), but its commands can still open
-outside connections, as the user's own shell could. `srt` (Anthropic's sandbox-runtime) adds a
-network allow-list on top of the same mechanism; on macOS it (or `sandbox-exec`) is the only option,
-and nothing here sandboxes macOS runs: the opt-out below is required there.
+  home;
+- its own network namespace, holding only `lo`: no other loopback service (Phoenix with its gold patches,
+  a Ray cluster, any server), no other host, no DNS (no resolver is reachable: a lookup fails at once).
+  The one way out is `reach`, the gateway's URL: a forwarder inside (sandbox_forwarder.py, run with the
+  interpreter in isolated mode, listening before the agent starts) listens on the gateway's loopback
+  address and port, so the agent keeps its base URL, and pipes each connection to a Unix socket bound in
+  from the run's home; there a relay on the host (reach_relay, threads of the process that started the
+  run) connects it to the gateway, as Anthropic's sandbox-runtime and Codex's proxy routing do. Bytes pass
+  as they come (streams stay streams). A gateway on another machine (PL_GATEWAY_HOST, remote Ray nodes)
+  cannot be given its own address inside: the agent is handed 127.0.0.1 on the same port (inside_url).
+  `network=True` shares the host's network instead: only for a set-up command the user allowed to
+  download.
+On macOS nothing here applies (`srt`, Anthropic's sandbox-runtime, or `sandbox-exec` would be the
+mechanism there): the opt-out below is required.
 
-Measured choice (benchmarks/bench_sandbox.py): bwrap adds well under 0.1 s to a run's start; it needs either
-root or unprivileged user namespaces (both hold on these machines and most Linux distributions).
+Measured choice (benchmarks/bench_sandbox.py, 2 loaded cores): bwrap adds well under 0.1 s to a run's start,
+its network namespace with the forwarder and the relay 0.03 to 0.06 s more (mostly the forwarder's Python
+starting), and a model call gains about 0.2 ms on a kept-alive connection (p99 under 2 ms), about 1 ms on
+a fresh one (p99 under 6 ms). It needs either root or unprivileged user namespaces (both hold on these
+machines and most Linux distributions).
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
+from urllib.parse import urlsplit
+
+from helpers.core.sandbox_forwarder import pipe
 
 # The explicit, unsafe opt-out: agents run on the host, seeing what the user's shell sees.
 UNSAFE_OPT_OUT = "PL_UNSAFE_NO_SANDBOX"
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap)"
 SYSTEM_FOLDERS = ("/usr", "/etc", "/opt/conda")
 ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+LOOPBACK = "127.0.0.1"
+RELAY_SOCKET = ".gateway.sock"  # in the run's home: the relay listens there, the forwarder connects
+INSIDE = "/run/pl-sandbox"  # where the forwarder and the relay's socket appear inside the sandbox
+FORWARDER = Path(__file__).with_name("sandbox_forwarder.py")
+RELAY_CONNECT_S = 10.0  # a gateway that does not answer a connect by then is not there
 
 
 class SandboxUnavailable(RuntimeError):
@@ -49,7 +72,8 @@ def unavailable_reason() -> str | None:
         return f"the sandbox uses Linux namespaces and this is {sys.platform}"
     if not shutil.which("bwrap"):
         return f"bwrap was not found: {INSTALL_HINT}"
-    probe = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--die-with-parent", "true"],
+    probe = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--die-with-parent",
+                            "true"],
                            capture_output=True, text=True, timeout=30)
     if probe.returncode != 0:
         return (f"bwrap cannot create namespaces here ({probe.stderr.strip()[:200]}); enable unprivileged user "
@@ -106,14 +130,20 @@ def _install_prefix(executable: str | None) -> Path | None:
 
 
 def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str,
-                    read_only: Sequence[Path | str] = ()) -> list[str]:
+                    read_only: Sequence[Path | str] = (), *, reach: str | None = None,
+                    network: bool = False) -> list[str]:
     """`args` wrapped to run in the sandbox: `workspace` and `home` read-write, `read_only` folders (the
-    agent's CLI, a virtualenv) visible read-only at their own paths, the working directory `workspace`."""
+    agent's CLI, a virtualenv) visible read-only at their own paths, the working directory `workspace`.
+
+    Network: none (its own namespace, only `lo`), except `reach`, a URL (the gateway's) whose host and port
+    are reachable inside through the forwarder, at `inside_url(reach)`; reach_relay(reach, home) must be
+    open while the command runs. `network=True` shares the host's network instead (everything in reach).
+    """
     # No --new-session: the caller runs bwrap without a terminal, in a process group of its own (TIOCSTI
     # has nothing to inject into), and signals to that group reach the CLI too. bwrap does not forward
     # signals: an interrupt ends bwrap, and --die-with-parent then kills what runs inside.
     command = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-               "--unshare-cgroup-try"]
+               "--unshare-cgroup-try", *([] if network else ["--unshare-net"])]
     for folder in SYSTEM_FOLDERS:
         command += ["--ro-bind-try", folder, folder]
     for link in ROOT_LINKS:  # merged-/usr systems link these; others have real folders
@@ -127,10 +157,143 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     for folder in dict.fromkeys(str(p) for p in extra if p):
         if Path(folder).exists() and not any(folder.startswith(s + "/") or folder == s for s in SYSTEM_FOLDERS):
             command += ["--ro-bind", folder, folder]
-    command += ["--bind", str(home), str(home), "--bind", str(workspace), str(workspace),
-                "--chdir", str(workspace), "--"]
+    command += ["--bind", str(home), str(home), "--bind", str(workspace), str(workspace)]
+    if reach and not network:
+        command += ["--ro-bind", str(_relay_socket(home)), f"{INSIDE}/gateway.sock",
+                    "--ro-bind", str(FORWARDER), f"{INSIDE}/forwarder.py"]
+        host, port = _address(reach)
+        # The interpreter's real path: its install folder is visible (above), a virtualenv's may not be.
+        args = [os.path.realpath(sys.executable), "-I", "-S", f"{INSIDE}/forwarder.py", f"{INSIDE}/gateway.sock",
+                _listen_host(host), str(port), "--", *args]
+    command += ["--chdir", str(workspace), "--"]
     return command + [str(a) for a in args]
 
 
-__all__ = ["sandbox_command", "use_sandbox", "require_sandbox", "unavailable_reason", "opted_out", "SandboxUnavailable",
+# --- reaching the gateway from inside: a relay on the host, a forwarder inside (sandbox_forwarder.py) ---
+def _relay_socket(home: Path | str) -> Path:
+    """The Unix socket, in the run's `home`, that the relay listens on and the forwarder connects to."""
+    return Path(home) / RELAY_SOCKET
+
+
+def _address(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    if not parts.hostname:
+        raise ValueError(f"reach must be a URL with a host (the gateway's), not {url!r}")
+    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def _listen_host(host: str) -> str:
+    """Where the forwarder listens for `host`: the host itself when it is a loopback address, else 127.0.0.1
+    (inside, only `lo` exists: a remote gateway's address cannot be bound there)."""
+    try:
+        return host if ipaddress.ip_address(host).is_loopback else LOOPBACK
+    except ValueError:
+        return LOOPBACK  # a name (localhost, a driver's host name)
+
+
+def inside_url(url: str) -> str:
+    """The URL a command in the sandbox uses for `url` when it is the sandbox's `reach`: `url` itself when
+    its host is a loopback address; else (a remote gateway, PL_GATEWAY_HOST) `url` with its host swapped for
+    127.0.0.1, where the forwarder listens, on the same port. The relay still connects to the real host."""
+    host, port = _address(url)
+    if _listen_host(host) == host:
+        return url
+    parts = urlsplit(url)
+    return parts._replace(netloc=f"{LOOPBACK}:{port}").geturl()
+
+
+class _Relay:
+    """Accepts connections on a Unix socket and connects each to `target` (host, port), both ways."""
+
+    def __init__(self, path: Path, target: tuple[str, int]):
+        self.path, self.target = path, target
+        self.lock = threading.Lock()
+        self.threads: list[threading.Thread] = []
+        self.sockets: set[socket.socket] = set()
+        self.closed = False
+        path.unlink(missing_ok=True)
+        self.listener = socket.socket(socket.AF_UNIX)
+        # A socket's path may not exceed 107 bytes and a run's home can lie deeper: bind it through a
+        # descriptor of its folder (/proc/self/fd/N is that folder).
+        folder = os.open(path.parent, os.O_PATH)
+        try:
+            self.listener.bind(f"/proc/self/fd/{folder}/{path.name}")
+        finally:
+            os.close(folder)
+        self.listener.listen(128)
+        self._spawn(self._accept)
+
+    def _spawn(self, target, *args) -> None:
+        thread = threading.Thread(target=target, args=args, daemon=True, name="sandbox-relay")
+        with self.lock:
+            self.threads.append(thread)
+        thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                inside, _ = self.listener.accept()
+            except OSError:
+                return  # closed: the run is over
+            self._spawn(self._carry, inside)
+
+    def _carry(self, inside: socket.socket) -> None:
+        try:
+            outside = socket.create_connection(self.target, timeout=RELAY_CONNECT_S)
+            outside.settimeout(None)
+        except OSError:
+            inside.close()  # the gateway is not there: the agent sees its connection close
+            return
+        outside.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # small SSE events leave at once
+        with self.lock:
+            self.sockets |= {inside, outside}
+            if self.closed:
+                _end(inside, outside)
+        back = threading.Thread(target=pipe, args=(outside, inside), daemon=True, name="sandbox-relay")
+        back.start()
+        pipe(inside, outside)
+        back.join()
+        with self.lock:
+            self.sockets -= {inside, outside}
+        inside.close()
+        outside.close()
+
+    def close(self) -> None:
+        """End every connection, wait for every thread, remove the socket."""
+        with self.lock:
+            self.closed = True
+            _end(self.listener, *self.sockets)  # shutdown wakes a blocked accept() or recv(); close() would not
+        while self.threads:
+            with self.lock:
+                thread = self.threads.pop()
+            thread.join()
+        self.listener.close()
+        self.path.unlink(missing_ok=True)
+
+
+def _end(*sockets: socket.socket) -> None:
+    for sock in sockets:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+@contextmanager
+def reach_relay(reach: str | None, home: Path | str) -> Iterator[None]:
+    """While open, a sandbox started with `reach` (sandbox_command) reaches it: each connection its
+    forwarder makes to the socket in `home` is connected to reach's host and port, and bytes pass both
+    ways as they come. On leaving, every connection is ended, every thread joined, the socket removed.
+    A no-op without `reach`."""
+    if not reach:
+        yield
+        return
+    relay = _Relay(_relay_socket(home), _address(reach))
+    try:
+        yield
+    finally:
+        relay.close()
+
+
+__all__ = ["sandbox_command", "reach_relay", "inside_url", "use_sandbox", "require_sandbox", "unavailable_reason", "opted_out", "SandboxUnavailable",
            "UNSAFE_OPT_OUT"]  # documented in CODE_APPENDIX.md

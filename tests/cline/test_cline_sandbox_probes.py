@@ -5,9 +5,10 @@ Needs bubblewrap (as every run with a real model does); skipped, saying so, wher
 """
 
 import pytest
-from sandbox_probes import PROBE_SCRIPT, SECRET, check_nothing_came_back
+from sandbox_probes import (PROBE_SCRIPT, SECRET, check_nothing_came_back,
+                            check_only_the_gateway_was_reached, fetch_script, loopback_service, scripted_run)
 
-from cline import run_act
+from cline import ClineAgent, run_act
 from helpers.core.sandbox import unavailable_reason
 from helpers.families.coding.house_suite import load_house_suite
 from helpers.llm.gateway import Gateway, Upstream
@@ -26,3 +27,13 @@ def test_probes_inside_a_cline_run_find_no_key_no_hidden_tests_no_outside_files_
                        api_key=SECRET, results_root=tmp_path, progress=False, gateway=gateway, evaluate=False)
         sent = [r["authorization"] for r in server.requests]
     check_nothing_came_back(rows, tmp_path, sent)
+
+
+def test_a_command_in_a_run_reaches_no_loopback_service_while_its_streamed_model_calls_complete(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    with loopback_service() as service:
+        shell = tool_call("run_commands", commands=[fetch_script(service.server_port)])
+        rows, requests = scripted_run(lambda base_url: ClineAgent("gpt-4.1", base_url=base_url, api_key=SECRET), shell,
+                                      "openai-compatible", tmp_path)
+    check_only_the_gateway_was_reached(rows, requests, service)

@@ -101,3 +101,163 @@ def test_stopping_the_sandbox_ends_every_process_it_started(tmp_path, how):
     while subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0:
         assert time.monotonic() < stop, "a process of the killed sandbox survived"
         time.sleep(0.05)
+
+
+# --- the network: only `reach` (the gateway) is in reach ----------------------------------------------
+import errno  # noqa: E402
+import threading  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+
+from helpers.core.processes import reached_at, run_cli  # noqa: E402
+
+PAGE = "page-of-the-server-" + "3" * 12
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """GET / answers PAGE; GET /stream sends one event, waits for GET /ack, then a second one."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.hits.append(self.path)
+        self.send_response(200)
+        self.end_headers()
+        if self.path == "/stream":
+            self.wfile.write(b"data: first\n\n")
+            self.wfile.flush()
+            self.server.acked_before_the_end = self.server.acked.wait(60)
+            self.wfile.write(b"data: second\n\n")
+        elif self.path == "/ack":
+            self.server.acked.set()
+        elif self.path == "/hold":
+            self.server.held.wait(60)  # a call in flight when the run ends
+        else:
+            self.wfile.write(PAGE.encode())
+
+
+@contextmanager
+def http_server(host: str = "127.0.0.1"):
+    server = ThreadingHTTPServer((host, 0), _Handler)
+    server.daemon_threads = True
+    server.hits, server.acked, server.held, server.acked_before_the_end = [], threading.Event(), threading.Event(), None
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.held.set()
+        server.shutdown()
+        server.server_close()
+
+
+def fetch(url: str) -> str:
+    """A Python one-liner that prints what GET `url` answers, or the error's errno and text."""
+    return (f"import urllib.request as u\ntry: print(u.urlopen({url!r}, timeout=30).read().decode())\n"
+            "except Exception as e: print('failed', getattr(getattr(e, 'reason', e), 'errno', None), e)\n")
+
+
+def python_args(script: str, tmp_path: Path) -> list[str]:
+    return [sys.executable, "-I", "-c", script, "marker-" + tmp_path.name]  # the marker finds its processes
+
+
+def run_boxed(script: str, tmp_path: Path, reach: str | None = None, **settings) -> str:
+    """What `script` (Python) prints when run_cli runs it in the sandbox with `reach`."""
+    workspace, home = tmp_path / "ws", tmp_path / "home"
+    workspace.mkdir(exist_ok=True), home.mkdir(exist_ok=True)
+    out, err, timed_out, _ = run_cli(python_args(script, tmp_path), workspace, {"PATH": "/usr/bin:/bin"}, "", 120,
+                                     set(), threading.Lock(), home=home, sandbox="required", reach=reach, **settings)
+    assert not timed_out, err
+    return out
+
+
+def test_a_command_inside_reaches_the_reach_url_and_no_other_loopback_port(tmp_path):
+    with http_server() as gateway, http_server() as other:
+        reach = f"http://127.0.0.1:{gateway.server_port}/u/agent/v1"
+        out = run_boxed(fetch(reach) + fetch(f"http://127.0.0.1:{other.server_port}/"), tmp_path, reach)
+    assert out.splitlines()[0] == PAGE and gateway.hits == ["/u/agent/v1"]
+    assert out.splitlines()[1].startswith(f"failed {errno.ECONNREFUSED}") and other.hits == []
+
+
+def test_without_reach_nothing_is_reachable_and_with_network_the_hosts_network_is_shared(tmp_path):
+    with http_server() as other:
+        url = f"http://127.0.0.1:{other.server_port}/"
+        assert run_boxed(fetch(url), tmp_path).startswith(f"failed {errno.ECONNREFUSED}")
+        assert run_boxed(fetch(url), tmp_path, network=True).strip() == PAGE  # a set-up command the user allowed
+
+
+def test_names_do_not_resolve_and_outside_addresses_are_unreachable_at_once(tmp_path):
+    # No resolver and no route: both fail on the spot (errors, not timeouts), well within the run's limit.
+    script = ("import socket\n"
+              "try: socket.getaddrinfo('pypi.org', 443)\nexcept OSError as e: print('dns failed', e)\n"
+              "try: socket.create_connection(('1.1.1.1', 443), timeout=30)\n"
+              "except OSError as e: print('connect', e.errno)\n")
+    out = run_boxed(script, tmp_path)
+    assert "dns failed" in out and f"connect {errno.ENETUNREACH}" in out
+
+
+def test_a_stream_through_the_relay_and_forwarder_arrives_in_pieces_as_it_is_sent(tmp_path):
+    # The server holds its answer's end until the client, having read the first event, says so: a stream
+    # buffered anywhere on the way would only arrive at its end.
+    with http_server() as gateway:
+        url = f"http://127.0.0.1:{gateway.server_port}"
+        script = (f"import urllib.request as u\nr = u.urlopen('{url}/stream', timeout=90)\nfirst = r.readline()\n"
+                  f"u.urlopen('{url}/ack', timeout=30).read()\n"
+                  "print(first.decode().strip(), r.read().decode().split())\n")
+        out = run_boxed(script, tmp_path, url)
+    assert gateway.acked_before_the_end is True
+    assert out.split()[:2] == ["data:", "first"] and "'second'" in out
+
+
+def test_a_remote_gateway_is_reached_at_loopback_inside_on_the_same_port(tmp_path):
+    # A host that is not a loopback address (here a name; on a cluster the driver's) cannot exist in the
+    # sandbox's namespace: the agent is given 127.0.0.1 on the same port, the relay connects to the host.
+    with http_server() as gateway:
+        reach = f"http://localhost:{gateway.server_port}/u/agent/v1"
+        inside = reached_at(reach, "required")
+        out = run_boxed(fetch(inside), tmp_path, reach)
+    assert inside == f"http://127.0.0.1:{gateway.server_port}/u/agent/v1"
+    assert out.strip() == PAGE and reached_at(reach, None) == reach  # on the host, the URL as it is
+
+
+def _leftovers(tmp_path: Path) -> list[str]:
+    """Relay threads, files in the run's home (the relay's socket) and forwarder processes still there."""
+    import time
+
+    stop = time.monotonic() + 60  # the kernel ends a killed sandbox's processes asynchronously
+    while forwarders := subprocess.run(["pgrep", "-f", f"forwarder.py .*marker-{tmp_path.name}"],
+                                       capture_output=True, text=True).stdout.split():
+        if time.monotonic() > stop:
+            break
+        time.sleep(0.05)
+    relay_threads = [t.name for t in threading.enumerate() if t.name == "sandbox-relay"]
+    return relay_threads + forwarders + [p.name for p in (tmp_path / "home").iterdir()]
+
+
+def test_after_the_run_no_relay_thread_socket_or_forwarder_is_left(tmp_path):
+    with http_server() as gateway:
+        url = f"http://127.0.0.1:{gateway.server_port}/"
+        assert run_boxed(fetch(url), tmp_path, url).strip() == PAGE
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_run_killed_with_a_call_in_flight_leaves_nothing_either(tmp_path):
+    import signal
+    import time
+
+    from helpers.core.processes import relayed
+
+    workspace, home = tmp_path / "ws", tmp_path / "home"
+    workspace.mkdir(), home.mkdir()
+    with http_server() as gateway:
+        url = f"http://127.0.0.1:{gateway.server_port}"
+        script = f"import urllib.request as u\nu.urlopen('{url}/hold', timeout=90).read()\n"
+        with relayed(python_args(script, tmp_path), workspace, home, reach=url) as command:
+            process = subprocess.Popen(command, cwd=workspace, start_new_session=True, preexec_fn=die_with_parent())
+            stop = time.monotonic() + 60
+            while gateway.hits != ["/hold"]:  # the call is in flight through the relay
+                assert time.monotonic() < stop and process.poll() is None, "the call never reached the server"
+                time.sleep(0.05)
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=60)
+        assert _leftovers(tmp_path) == []
