@@ -1,10 +1,14 @@
-"""Benchmark: evaluating one house-suite task (clone, apply, run its tests) takes at most 3 s.
+"""Benchmark: evaluating one house-suite task (clone, set aside, apply, run its tests in the sandbox) takes
+at most 3 s.
 
-    .venv/bin/python benchmarks/bench_evaluation.py
+    .venv/bin/python benchmarks/bench_evaluation.py [rounds]     # rounds: each task graded that many times (3)
+
+Prints each task's median over the rounds, then the mean and worst median.
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 import tempfile
 import time
@@ -15,20 +19,25 @@ from helpers.families.coding.house_suite import load_house_suite
 TARGET_S = 3.0
 
 
-def main() -> int:
+def main(rounds: int = 3) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-eval-") as root:
         tasks = load_house_suite(root)
-        times = []
-        for _, row in tasks.iterrows():
-            started = time.perf_counter()
-            result = evaluate_patch(row, row["patch"])
-            times.append(time.perf_counter() - started)
-            assert result.resolved, result.log
-            print(f"{row['instance_id']}: {times[-1]:.2f} s")
-    print(f"{len(times)} tasks: mean {sum(times) / len(times):.2f} s, max {max(times):.2f} s; "
-          f"target <= {TARGET_S:.0f} s each: {'OK' if max(times) <= TARGET_S else 'MISSED'}")
-    return 0 if max(times) <= TARGET_S else 1
+        evaluate_patch(tasks.iloc[0], tasks.iloc[0]["patch"])  # warm-up: the sandbox probe, first imports
+        times: dict[str, list[float]] = {row["instance_id"]: [] for _, row in tasks.iterrows()}
+        for _ in range(rounds):
+            for _, row in tasks.iterrows():
+                started = time.perf_counter()
+                result = evaluate_patch(row, row["patch"])
+                times[row["instance_id"]].append(time.perf_counter() - started)
+                assert result.resolved, result.log
+    medians = {task: statistics.median(runs) for task, runs in times.items()}
+    for task, median in medians.items():
+        print(f"{task}: median {median:.2f} s of {rounds}")
+    worst = max(medians.values())
+    print(f"{len(medians)} tasks x {rounds} rounds: mean {statistics.mean(medians.values()):.2f} s, worst median "
+          f"{worst:.2f} s; target <= {TARGET_S:.0f} s each: {'OK' if worst <= TARGET_S else 'MISSED'}")
+    return 0 if worst <= TARGET_S else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(int(sys.argv[1]) if len(sys.argv) > 1 else 3))

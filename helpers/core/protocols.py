@@ -64,11 +64,13 @@ class EvalResult:
     """The tests' verdict on one patch, graded like SWE-bench.
 
     resolved is True only when every FAIL_TO_PASS and PASS_TO_PASS test passed. `error` is set when
-    the patch could not be evaluated at all (did not apply, timed out, harness unavailable); then
-    resolved is False. `infra` is True when that was not the patch's doing (the harness crashed, Docker
+    the patch could not be evaluated at all (did not apply, timed out, harness unavailable) or its test
+    run contradicted itself (an exit status that disagrees with its report); then resolved is False. `infra` is True when that was not the patch's doing (the harness crashed, Docker
     or Modal failed, no report was written): the engine records it as an error, never as a fail, and
     evaluates it again on the next call. `log` is the test output (or the reason), `tests` maps test
-    id -> "PASSED" | "FAILED" | "ERROR" | "MISSING".
+    id -> "PASSED" | "FAILED" | "ERROR" | "SKIPPED" | "MISSING". `set_aside` lists the paths whose changes
+    the patch made but grading did not apply (tests and test configuration: the task's own decide it; see
+    helpers.families.coding.patches, whose set_aside_note says it in a sentence).
     """
 
     instance_id: str
@@ -79,6 +81,7 @@ class EvalResult:
     duration_s: float = 0.0
     log_path: str = ""
     infra: bool = False
+    set_aside: list[str] = field(default_factory=list)
 
     @property
     def failed_tests(self) -> list[str]:

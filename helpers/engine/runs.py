@@ -43,7 +43,8 @@ MODES = ("act", "plan")
 COLUMNS = ("instance_id", "repo", "problem_statement", "ground_truth_patch", "test_patch", "output", "mode",
            "pass_or_fail", "status", "error", "iterations", "input_tokens", "output_tokens", "cost_usd",
            "duration_s", "run_id", "attempt", "ruleset_sha", "agent", "model", "eval_error", "failed_tests",
-           "test_log", "log_path", "FAIL_TO_PASS", "PASS_TO_PASS", "suite", "transient", "trajectory_summary")
+           "test_log", "log_path", "FAIL_TO_PASS", "PASS_TO_PASS", "suite", "transient", "trajectory_summary",
+           "set_aside")  # set_aside: paths of the patch grading did not apply (absent from older records)
 PENDING = "pending"  # pass_or_fail of a finished agent run whose batched evaluation has not run yet
 HARNESS_ERROR = "error"  # pass_or_fail when the evaluation itself failed (eval_error says why): evaluated again
 # Errors worth running again on the next call: the provider was busy or gone, not the task wrong.
@@ -81,7 +82,8 @@ def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str
         if evaluator is None:
             from helpers.families.coding.evaluation import evaluator_for
 
-            evaluator = evaluator_for(frame, model_name=agent.name)
+            # grading follows the agent's sandbox policy: a real run's refuses to grade unsandboxed
+            evaluator = evaluator_for(frame, model_name=agent.name, sandbox=getattr(agent, "sandbox", "required"))
         evaluator.check(frame.to_dict("records"))
     else:
         evaluator = None
@@ -268,6 +270,7 @@ def record(task: dict[str, Any], result: AgentResult, output: str, verdict: Eval
         "input_tokens": result.usage.get("input_tokens", 0), "output_tokens": result.usage.get("output_tokens", 0),
         "cost_usd": result.cost_usd, "duration_s": result.duration_s, **ids, "agent": agent.name,
         "model": result.model or agent.model, "eval_error": "", "failed_tests": [], "test_log": "", "log_path": "",
+        "set_aside": [],
         "FAIL_TO_PASS": list(task.get("FAIL_TO_PASS") or []), "PASS_TO_PASS": list(task.get("PASS_TO_PASS") or []),
         "suite": task.get("suite", ""), "transient": bool(result.transient),
         "trajectory_summary": result.trajectory_summary, **outcome,
@@ -279,7 +282,7 @@ def _verdict_fields(verdict: EvalResult) -> dict[str, Any]:
     outcome = HARNESS_ERROR if verdict.infra else "pass" if verdict.resolved else "fail"
     return {"pass_or_fail": outcome, "eval_error": verdict.error,
             "failed_tests": verdict.failed_tests, "test_log": truncate_chars(verdict.log, TEST_LOG_CHARS),
-            "log_path": verdict.log_path}
+            "log_path": verdict.log_path, "set_aside": list(verdict.set_aside)}
 
 
 def _evaluate(evaluator: Evaluator, task: dict[str, Any], patch: str) -> EvalResult:

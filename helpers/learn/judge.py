@@ -5,8 +5,8 @@
 Adds `correctness` ("correct" | "incorrect"), `explanation`, `judge_raw` (the model's answer),
 `judge_error` ("" when fine), `judge_transient` (True when that error was a rate limit, an outage or a
 spent budget, so a rerun may succeed) and `judge_cost_usd` to every row. The judge sees the problem statement,
-the agent's output (the patch, or the plan in plan mode), the tests' outcome (failing tests and a log
-excerpt) and, for training rows, the gold patch. Long texts are cut with a visible marker. A row whose
+the agent's output (the patch, or the plan in plan mode), the tests' outcome (failing tests, a log
+excerpt, and which of the patch's files grading set aside) and, for training rows, the gold patch. Long texts are cut with a visible marker. A row whose
 answer cannot be parsed, or whose request fails, gets a judge error; no row ever raises, and a spent
 budget stops the remaining rows cleanly.
 """
@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from helpers.core import config
+from helpers.families.coding.patches import set_aside_note
 from helpers.llm.client import BudgetExceeded, LLMClient, LLMError, cut_at_length, parse_json_object
 from helpers.core.tokens import truncate_tokens
 
@@ -60,6 +61,9 @@ def judge_messages(row: dict[str, Any], output_column: str = "output", include_g
             lines.append(f"failing tests: {failed}")
         if row.get("eval_error"):
             lines.append(f"evaluation error: {row.get('eval_error')}")
+        aside = row.get("set_aside")
+        if isinstance(aside, list) and aside:
+            lines.append(f"set aside: {set_aside_note(aside)}")
         log = str(row.get("test_log") or "")
         if log.strip():
             lines.append("test log excerpt:\n" + truncate_tokens(log, MAX_LOG_TOKENS))

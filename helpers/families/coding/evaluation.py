@@ -1,50 +1,55 @@
 """Evaluating a patch with the task's tests, graded like SWE-bench.
 
-    result = evaluate_patch(task_row, patch)      # EvalResult(resolved, log, error, tests, ...)
+    result = evaluate_patch(task_row, patch)      # EvalResult(resolved, log, error, tests, set_aside, ...)
 
 House tasks (and any task with a local `repo_path` and no SWE-bench image) run here: a fresh clone at
-`base_commit`, the patch, then the test patch, then exactly the FAIL_TO_PASS + PASS_TO_PASS tests under
-pytest with a timeout. Tasks mined from a team's repository (helpers.families.coding.mining) carry their
-own `setup_command` and `test_command`, and run in the sandbox (helpers.families.coding.repo_tests). SWE-bench tasks go to the swebench harness (Docker or Modal).
+`base_commit`, the graded part of the patch (helpers.families.coding.patches: its changes to tests and test
+configuration set aside), then the test patch, then exactly the FAIL_TO_PASS + PASS_TO_PASS tests, in the
+sandbox with a timeout (helpers.families.coding.repo_tests, the one way tests run): the code under test sees
+no key, no host file and no host process, and nothing it starts outlives the evaluation. House tasks run
+under the harness's own pytest command (repo_tests.GRADING_COMMAND); tasks mined from a team's repository
+(helpers.families.coding.mining) carry their own `setup_command` and `test_command`. Outcomes are read from
+the junit report the harness asked pytest for; a run whose exit status disagrees with it (0 with a named test
+failed or missing, or non-zero with every named test passed) is a failed grade, never a pass.
+SWE-bench tasks go to the swebench harness (Docker or Modal).
 The agent's workspace is never touched; a bad patch is a failed task, never an exception.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Sequence
 
 from helpers.core import config
-from helpers.core.processes import safe_environment
 from helpers.core.protocols import EvalResult, Task
 from helpers.families.coding.git import WorkspaceError, git
-from helpers.families.coding.repo_tests import run_repo_tests
+from helpers.families.coding.patches import grading_patch
+from helpers.families.coding.repo_tests import GRADING_COMMAND, TestRun, run_repo_tests
 from helpers.families.coding.workspaces import prepare_workspace
 
-LOG_TAIL_CHARS = 20_000
+SANDBOX_POLICIES = ("required", "if-available", None)
+DISAGREEMENT = "the test run's exit status disagrees with its report"
 
 
 def is_local_task(task: Task) -> bool:
     return task.get("suite") == "house" or (bool(task.get("repo_path")) and task.get("suite") != "swebench")
 
 
-def evaluate_patch(task: Task, patch: str, *, timeout_s: float = config.EVAL_TIMEOUT_S) -> EvalResult:
-    """The tests' verdict on `patch` for `task` (see helpers.core.protocols.EvalResult)."""
-    evaluator = evaluator_for([task], timeout_s=timeout_s)
+def evaluate_patch(task: Task, patch: str, *, timeout_s: float = config.EVAL_TIMEOUT_S,
+                   sandbox: str | None = "required") -> EvalResult:
+    """The tests' verdict on `patch` for `task` (helpers.core.protocols.EvalResult); `sandbox` as LocalEvaluator's."""
+    evaluator = evaluator_for([task], timeout_s=timeout_s, sandbox=sandbox)
     evaluator.check([task])
     return evaluator.evaluate(task, patch)
 
 
-def evaluator_for(tasks: Any, *, model_name: str = "prompt-learning", timeout_s: float | None = None) -> Any:
+def evaluator_for(tasks: Any, *, model_name: str = "prompt-learning", timeout_s: float | None = None,
+                  sandbox: str | None = "required") -> Any:
     """The Evaluator that `tasks` (a DataFrame or rows) need: local pytest for house and local tasks, the
-    swebench harness for SWE-bench rows. A mix of both is refused: run them as two runs."""
+    swebench harness for SWE-bench rows. A mix of both is refused: run them as two runs. `sandbox` is the
+    local tests' sandbox policy (the engine passes the agent's: see LocalEvaluator)."""
     rows = tasks.to_dict("records") if hasattr(tasks, "to_dict") else list(tasks)
     local = {bool(is_local_task(row)) for row in rows}
     if local == {True, False}:
@@ -54,19 +59,28 @@ def evaluator_for(tasks: Any, *, model_name: str = "prompt-learning", timeout_s:
         from helpers.families.coding.swebench_harness import SWEbenchEvaluator
 
         return SWEbenchEvaluator(model_name=model_name, **({"timeout_s": timeout_s} if timeout_s else {}))
-    return LocalEvaluator(timeout_s or config.EVAL_TIMEOUT_S)
+    return LocalEvaluator(timeout_s or config.EVAL_TIMEOUT_S, sandbox=sandbox)
 
 
 class LocalEvaluator:
-    """Runs a task's named tests with pytest in a scratch clone (the Evaluator protocol)."""
+    """Runs a task's named tests with pytest in a scratch clone, in the sandbox (the Evaluator protocol).
+
+    `sandbox` follows the agent's policy: "required" (every real run) grades only in the sandbox, and check()
+    raises helpers.core.sandbox.SandboxUnavailable, saying how to get one, before any agent runs;
+    "if-available" (the scripted dry run, whose patches come from our own script) grades on the host, saying
+    so, where no sandbox can start; None grades on the host (the agent's own explicit, unsafe choice).
+    """
 
     batched = False
 
-    def __init__(self, timeout_s: float = config.EVAL_TIMEOUT_S):
-        self.timeout_s = timeout_s
+    def __init__(self, timeout_s: float = config.EVAL_TIMEOUT_S, *, sandbox: str | None = "required"):
+        if sandbox not in SANDBOX_POLICIES:
+            raise ValueError(f"sandbox must be 'required', 'if-available' or None (unsafe), not {sandbox!r}.")
+        self.timeout_s, self.sandbox = timeout_s, sandbox
 
     def check(self, tasks: Sequence[Task]) -> None:
-        """Every task needs a local repository and named tests; raises ValueError naming those that lack them."""
+        """Every task needs a local repository and named tests; raises ValueError naming those that lack them,
+        and SandboxUnavailable when grading requires a sandbox and none can start here."""
         no_repo = [str(t["instance_id"]) for t in tasks if not t.get("repo_path") or not Path(t["repo_path"]).exists()]
         if no_repo:
             raise ValueError(f"No local repository for {len(no_repo)} task(s) ({', '.join(no_repo[:5])}): their "
@@ -75,30 +89,45 @@ class LocalEvaluator:
         if no_tests:
             raise ValueError(f"{len(no_tests)} task(s) name no tests in FAIL_TO_PASS or PASS_TO_PASS "
                              f"({', '.join(no_tests[:5])}): nothing could decide whether a patch resolves them.")
+        if self.sandbox is not None:
+            from helpers.core.sandbox import use_sandbox
+
+            use_sandbox(required=self.sandbox == "required")
 
     def evaluate(self, task: Task, patch: str) -> EvalResult:
+        """The verdict on `patch`; never raises for a bad patch (helpers.core.protocols.EvalResult)."""
         started = time.monotonic()
         instance_id = str(task["instance_id"])
+        graded, set_aside = grading_patch(patch, task.get("test_patch") or "")
         with tempfile.TemporaryDirectory(prefix="eval-") as scratch:
             try:
                 repo = prepare_workspace(task, scratch)
             except WorkspaceError as error:
-                return EvalResult(instance_id, False, log=str(error), error=str(error))
-            problem = _apply(repo, patch, "the agent's patch") or _apply(repo, task.get("test_patch") or "", "the test patch")
+                return EvalResult(instance_id, False, log=str(error), error=str(error), set_aside=set_aside)
+            problem = (_apply(repo, graded, "the agent's patch")
+                       or _apply(repo, task.get("test_patch") or "", "the test patch"))
             if problem:
-                return EvalResult(instance_id, False, log=problem, error=problem,
+                return EvalResult(instance_id, False, log=problem, error=problem, set_aside=set_aside,
                                   duration_s=time.monotonic() - started)
             names = list(task.get("FAIL_TO_PASS") or []) + list(task.get("PASS_TO_PASS") or [])
-            if task.get("test_command"):  # a mined task: the repository's own commands, sandboxed
-                run = run_repo_tests(repo, names, setup_command=task.get("setup_command") or "",
-                                     test_command=task["test_command"], timeout_s=self.timeout_s)
-                log, outcomes, error = run.log, run.tests, run.problem
-            else:
-                log, outcomes, error = _run_pytest(repo, names, self.timeout_s)
-        tests = {name: outcomes.get(name, "MISSING") for name in names}
+            run = run_repo_tests(repo, names, setup_command=task.get("setup_command") or "",
+                                 test_command=task.get("test_command") or GRADING_COMMAND,
+                                 timeout_s=self.timeout_s, sandbox=self.sandbox)
+        tests = {name: run.tests.get(name, "MISSING") for name in names}
+        error = run.problem or _disagreement(run, tests)
         resolved = not error and bool(names) and all(v == "PASSED" for v in tests.values())
-        return EvalResult(instance_id, resolved, log=_tail(log), error=error, tests=tests,
+        return EvalResult(instance_id, resolved, log=run.log, error=error, tests=tests, set_aside=set_aside,
                           duration_s=time.monotonic() - started)
+
+
+def _disagreement(run: TestRun, tests: dict[str, str]) -> str:
+    """DISAGREEMENT when the run's exit status contradicts its report on the named tests, else "". Only a run
+    that wrote the harness's report is checked (a mined task's own command may report through its output)."""
+    if not run.reported or run.exit_status is None or not tests:
+        return ""
+    passed = all(outcome == "PASSED" for outcome in tests.values())
+    broken = any(outcome in ("FAILED", "ERROR", "MISSING") for outcome in tests.values())
+    return DISAGREEMENT if (run.exit_status == 0 and broken) or (run.exit_status != 0 and passed) else ""
 
 
 def _apply(repo: Path, patch: str, what: str) -> str:
@@ -111,42 +140,5 @@ def _apply(repo: Path, patch: str, what: str) -> str:
         return f"{what} does not apply: {applied.stderr.strip()[:2000]}"
     return ""
 
-
-def _run_pytest(repo: Path, names: list[str], timeout_s: float) -> tuple[str, dict[str, str], str]:
-    """(output, node id -> PASSED|FAILED|ERROR|SKIPPED, error) for `names` run in `repo`."""
-    if not names:
-        return "no tests named (FAIL_TO_PASS and PASS_TO_PASS are empty)", {}, "no tests to run"
-    report = repo / ".eval-junit.xml"
-    env = safe_environment({"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1",
-                            "PYTHONPATH": str(repo)})  # no keys for the code under test
-    command = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "--tb=short",
-               f"--junitxml={report}", "-o", "junit_family=xunit1", *names]
-    process = subprocess.Popen(command, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, start_new_session=True)
-    try:
-        output, _ = process.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        return f"{output}\n[tests timed out after {timeout_s:.0f} s]", {}, f"tests timed out after {timeout_s:.0f} s"
-    return output, _outcomes(report), ""
-
-
-def _outcomes(report: Path) -> dict[str, str]:
-    """node id -> outcome, from pytest's junit XML (classname a.b.test_x + name -> a/b/test_x.py::name)."""
-    if not report.exists():
-        return {}
-    outcomes = {}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        path = case.get("file") or case.get("classname", "").replace(".", "/") + ".py"
-        node = f"{path}::{case.get('name')}"
-        kinds = {child.tag for child in case}
-        outcomes[node] = ("FAILED" if "failure" in kinds else "ERROR" if "error" in kinds
-                          else "SKIPPED" if "skipped" in kinds else "PASSED")
-    return outcomes
-
-
-def _tail(log: str) -> str:
-    return log if len(log) <= LOG_TAIL_CHARS else "[... earlier output cut ...]\n" + log[-LOG_TAIL_CHARS:]
 
 __all__ = ["evaluate_patch", "evaluator_for", "LocalEvaluator"]  # the public API, documented in CODE_APPENDIX.md

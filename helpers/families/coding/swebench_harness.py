@@ -31,6 +31,7 @@ from typing import Any, Sequence
 
 from helpers.core import config
 from helpers.core.protocols import EvalResult, Task
+from helpers.families.coding.patches import grading_patch
 
 DEFAULT_MODEL_NAME = "prompt-learning"  # the harness files runs under logs/run_evaluation/<run_id>/<model>/<id>/
 HARNESS_COMMAND = [sys.executable, "-m", "swebench.harness.run_evaluation"]
@@ -177,7 +178,8 @@ class SWEbenchEvaluator:
     (call it before any agent runs); ValueError when `dataset` is a local file that lacks some task.
 
     evaluate_batch(tasks, patches, *, run_key) -> list[EvalResult], one per task, in order: ONE harness
-    call for all non-empty patches. Its run id is `run_key` sanitized (the engine makes it unique per
+    call for all non-empty patches, each without its changes to tests and test configuration (set aside as
+    the local evaluator does: helpers.families.coding.patches; listed in EvalResult.set_aside). Its run id is `run_key` sanitized (the engine makes it unique per
     experiment, split, loop and attempt, e.g. "exp.train_3.a0") plus a digest of the predictions, and
     its predictions file (<work_dir>/predictions-<run id>.jsonl) is its own. The same key with the same
     patches re-reads the harness's reports (it skips instances it has graded); the same key with other
@@ -227,9 +229,11 @@ class SWEbenchEvaluator:
         """One harness call for every non-empty patch; an EvalResult per task (see the class docstring)."""
         tasks = _rows(tasks)
         ids = [str(t["instance_id"]) for t in tasks]
-        patches = [p or "" for p in patches]
         if len(ids) != len(patches):
             raise ValueError(f"{len(ids)} tasks but {len(patches)} patches.")
+        # the harness resets only the test patch's files: the rest of what decides a task is set aside here
+        graded_parts = [grading_patch(p or "", t.get("test_patch") or "") for t, p in zip(tasks, patches)]
+        patches = [kept for kept, _ in graded_parts]
         if len(set(ids)) != len(ids):
             raise ValueError("each instance may appear once in a batch (the harness keys predictions by id).")
         if self._chosen is None:
@@ -239,7 +243,10 @@ class SWEbenchEvaluator:
         rows = {str(t["instance_id"]): t for t in tasks}
         output = self._run_harness(run_id, graded, [rows[i] for i, _ in graded]) if graded else ""
         error_ids = self._error_ids(run_id) if graded else set()
-        return [self._result(run_id, i, p, output, i in error_ids) for i, p in zip(ids, patches)]
+        results = [self._result(run_id, i, p, output, i in error_ids) for i, p in zip(ids, patches)]
+        for result, (_, aside) in zip(results, graded_parts):
+            result.set_aside = aside
+        return results
 
     def _run_harness(self, run_id: str, predictions: list[tuple[str, str]], tasks: list[Task]) -> str:
         """Run the harness once in work_dir; returns its output (also kept in harness-<run id>.log)."""

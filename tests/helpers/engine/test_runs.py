@@ -402,3 +402,24 @@ def test_a_rules_file_the_agent_turned_into_a_link_is_never_written_through(hous
     agent = PatchingAgent(rules_file="README.md", also=swap_for_a_link)
     run(tasks, agent, results, ruleset=RULES, evaluate=False)
     assert outside.read_text() == team
+def test_the_row_records_what_grading_set_aside_from_the_patch(house, results):
+    agent = PatchingAgent(also=lambda task, workspace: (workspace / "conftest.py").write_text("x = 1\n"))
+    row = run(house.head(1), agent, results).iloc[0]
+    assert row.pass_or_fail == "pass" and "+++ b/conftest.py" in row.output
+    assert row.set_aside == ["conftest.py"]
+
+
+def test_grading_follows_the_agents_sandbox_policy(house, results, monkeypatch):
+    from helpers.core import sandbox
+
+    for probe in ("_reason", "unavailable_reason"):  # no sandbox can start here
+        monkeypatch.setattr(sandbox, probe, lambda: "bwrap was not found: install bubblewrap")
+    monkeypatch.delenv(sandbox.UNSAFE_OPT_OUT, raising=False)
+    dry_run = PatchingAgent()
+    dry_run.sandbox = "if-available"  # our own script chose every command: graded on the host, saying so
+    assert list(run(house.head(1), dry_run, results).pass_or_fail) == ["pass"]
+    real = PatchingAgent()
+    real.sandbox = "required"
+    with pytest.raises(sandbox.SandboxUnavailable, match="bubblewrap"):
+        run(house.head(1), real, results, run_id="real_0")
+    assert real.calls == []  # refused before any agent ran

@@ -225,3 +225,16 @@ def test_grading_follows_the_task_source_not_swebench_lite(lite, tmp_path):
     assert json.loads(row["FAIL_TO_PASS"]) == verified["FAIL_TO_PASS"]  # JSON text, as the hub rows hold it
     with pytest.raises(ValueError, match="no rows for"):  # naming Lite explicitly still checks against it
         SWEbenchEvaluator(command=[sys.executable, str(STAND_IN)], dataset=str(FIXTURES / "lite_sample.jsonl")).check([verified])
+
+
+def test_the_patchs_changes_to_tests_and_test_configuration_never_reach_the_harness(lite, stand_in, tmp_path):
+    tasks = [lite.loc[i].to_dict() for i in TRIO[:2]]
+    forcing = ("diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n+++ b/conftest.py\n"
+               "@@ -0,0 +1 @@\n+FIXED\n")  # the stand-in would call it resolved
+    results = stand_in.evaluate_batch(tasks, [forcing, FIXED + forcing.replace("conftest.py", "tests/test_mine.py")],
+                                      run_key="exp.train_0")
+    assert [r.resolved for r in results] == [False, True]
+    assert results[0].error == "the patch is empty: nothing to test" and results[0].set_aside == ["conftest.py"]
+    assert results[1].set_aside == ["tests/test_mine.py"]
+    rows = [json.loads(line) for line in open(argument(harness_calls(tmp_path)[0], "--predictions_path"))]
+    assert [(r["instance_id"], r["model_patch"]) for r in rows] == [(TRIO[1], FIXED)]

@@ -112,3 +112,12 @@ def test_reasoning_models_get_their_cap_as_max_completion_tokens():
     assert output_cap("gpt-5", {"max_tokens": 10}) == {"max_completion_tokens": 10}
     assert output_cap("o3-mini", {"max_tokens": 10, "temperature": 0}) == {"max_completion_tokens": 10, "temperature": 0}
     assert output_cap("gpt-4.1", {"max_tokens": 10}) == {"max_tokens": 10}
+
+
+def test_the_judge_is_told_which_of_the_patchs_files_grading_set_aside():
+    from helpers.learn.judge import judge_messages
+
+    shown = judge_messages(rows(1, set_aside=["conftest.py"]).iloc[0].to_dict())[1]["content"]
+    assert "set aside: the patch's conftest.py was not used in grading" in shown
+    for old in ({}, {"set_aside": ""}, {"set_aside": []}):  # records from before grading set anything aside
+        assert "set aside" not in judge_messages(rows(1, **old).iloc[0].to_dict())[1]["content"]

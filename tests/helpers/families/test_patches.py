@@ -1,0 +1,97 @@
+"""A patch cut per file the way git apply reads it, and what of an agent's patch grading sets aside."""
+
+import pytest
+
+from helpers.families.coding.git import git
+from helpers.families.coding.patches import grading_patch, is_set_aside, patch_files, patch_paths, set_aside_note
+
+
+def section(path, old="a\n", new="b\n"):
+    return (f"diff --git a/{path} b/{path}\nindex 1111111..2222222 100644\n--- a/{path}\n+++ b/{path}\n"
+            f"@@ -1 +1 @@\n-{old}+{new}")
+
+
+FIX = section("ledger/accounts.py")
+TEST_PATCH = ("diff --git a/tests/test_hidden.py b/tests/test_hidden.py\nnew file mode 100644\n--- /dev/null\n"
+              "+++ b/tests/test_hidden.py\n@@ -0,0 +1 @@\n+def test_x(): pass\n")
+
+
+def test_a_patch_is_cut_into_one_section_per_file_and_the_sections_join_back_into_it():
+    patch = FIX + section("conftest.py") + TEST_PATCH
+    files = patch_files(patch)
+    assert [paths for paths, _ in files] == [["ledger/accounts.py"], ["conftest.py"], ["tests/test_hidden.py"]]
+    assert "".join(text for _, text in files) == patch
+
+
+@pytest.mark.parametrize("path", [
+    "conftest.py", "src/pkg/conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "sitecustomize.py",
+    "usercustomize.py", "src/evil.pth", "tests/helpers.py", "tests/data/expected.json", "pkg/testing/fake.py",
+    "test_money.py", "pkg/money_test.py", "tests/test_hidden.py",
+])
+def test_tests_test_configuration_and_start_up_files_are_set_aside(path):
+    assert is_set_aside(path, patch_paths(TEST_PATCH))
+
+
+@pytest.mark.parametrize("path", ["ledger/accounts.py", "CHANGELOG.md", "README.md", "setup.py", "ledger/contest.py"])
+def test_the_code_and_its_documents_are_graded(path):
+    assert not is_set_aside(path, patch_paths(TEST_PATCH))
+
+
+def test_any_path_the_test_patch_names_is_set_aside_wherever_it_is():
+    test_patch = section("docs/expected_output.txt")
+    assert is_set_aside("docs/expected_output.txt", patch_paths(test_patch))
+    assert not is_set_aside("docs/expected_output.txt")
+
+
+def test_grading_keeps_the_fix_and_lists_what_it_set_aside():
+    kept, aside = grading_patch(FIX + section("conftest.py") + section("tests/test_hidden.py"), TEST_PATCH)
+    assert kept == FIX and aside == ["conftest.py", "tests/test_hidden.py"]
+    assert grading_patch(FIX, TEST_PATCH) == (FIX, [])
+    assert grading_patch("", TEST_PATCH) == ("", [])
+
+
+def test_the_note_says_in_a_sentence_what_was_not_used():
+    assert set_aside_note([]) == ""
+    assert set_aside_note(["conftest.py"]) == ("the patch's conftest.py was not used in grading (tests and test "
+                                               "configuration are the task's own)")
+    assert set_aside_note(["a.py", "b.py", "c.py"]).startswith("the patch's a.py, b.py and c.py were not used")
+
+
+def test_a_traditional_diff_without_git_headers_is_cut_per_file_too():
+    patch = ("--- a/ledger/money.py\t2024-01-01 00:00:00\n+++ b/ledger/money.py\t2024-01-01 00:00:01\n@@ -1 +1 @@\n-a\n+b\n"
+             "--- a/conftest.py\n+++ b/conftest.py\n@@ -1 +1 @@\n-a\n+b\n")
+    kept, aside = grading_patch(patch)
+    assert aside == ["conftest.py"] and kept == patch.split("--- a/conftest.py")[0]
+
+
+def test_a_removed_line_that_reads_like_a_header_stays_in_its_hunk():
+    tricky = ("diff --git a/ledger/sql.py b/ledger/sql.py\n--- a/ledger/sql.py\n+++ b/ledger/sql.py\n"
+              "@@ -1,2 +1,2 @@\n--- old comment\n+++ new comment\n-x\n+y\n")
+    assert patch_files(tricky) == [(["ledger/sql.py"], tricky)]
+
+
+def test_renames_quoted_names_and_binary_files_name_every_path(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "--quiet", cwd=repo)
+    (repo / "tests").mkdir()
+    (repo / "tests" / "old_helpers.py").write_text("x = 1\n" * 20)
+    (repo / "data.bin").write_bytes(b"\0\1\2")
+    (repo / "café.py").write_text("a = 1\n")
+    git("add", "-A", cwd=repo)
+    git("commit", "--quiet", "-m", "base", cwd=repo)
+    git("mv", "tests/old_helpers.py", "ledger_helpers.py", cwd=repo)  # a rename out of the tests folder
+    (repo / "data.bin").write_bytes(b"\0\1\3")
+    (repo / "café.py").write_text("a = 2\n")
+    (repo / "my conftest.py").write_text("")
+    (repo / "sub dir").mkdir()
+    (repo / "sub dir" / "conftest.py").write_text("x = 1\n")
+    git("add", "-A", cwd=repo)
+    patch = git("diff", "--cached", "-M", "--binary", "HEAD", cwd=repo).stdout
+    paths = [sorted(p) for p, _ in patch_files(patch)]
+    assert ["ledger_helpers.py", "tests/old_helpers.py"] in paths
+    assert ["data.bin"] in paths and ["café.py"] in paths and ["sub dir/conftest.py"] in paths
+    kept, aside = grading_patch(patch)
+    assert aside == ["ledger_helpers.py", "sub dir/conftest.py", "tests/old_helpers.py"]
+    git("reset", "--quiet", "--hard", "HEAD", cwd=repo)
+    assert git("apply", "--check", "-", cwd=repo, input=kept, check=False).returncode == 0  # the rest still applies

@@ -1,0 +1,71 @@
+"""A repository's tests run in the sandbox and read back from the report pytest writes for the harness."""
+
+from helpers.families.coding.repo_tests import GRADING_COMMAND, junit_outcomes, run_repo_tests
+
+TESTS = '''import pytest
+
+
+class TestAccounts:
+    def test_opens(self):
+        pass
+
+    def test_breaks(self):
+        assert False
+
+
+@pytest.mark.parametrize("amount", ["1", "x y"])
+def test_amounts(amount):
+    assert amount == "1"
+
+
+@pytest.mark.xfail
+def test_known_bug():
+    assert False
+
+
+@pytest.mark.skip
+def test_later():
+    pass
+'''
+
+
+def workspace(tmp_path, files):
+    root = tmp_path / "ws"
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    return root
+
+
+def test_outcomes_come_from_the_report_by_pytests_own_node_ids(tmp_path):
+    root = workspace(tmp_path, {"tests/test_a.py": TESTS, "tests/test_broken.py": "import nowhere\n"})
+    run = run_repo_tests(root, ["tests/test_a.py", "tests/test_broken.py"], test_command=GRADING_COMMAND,
+                         timeout_s=120, sandbox="if-available")
+    assert run.reported and run.exit_status == 2  # a collection error interrupts the session
+    assert run.tests == {
+        "tests/test_broken.py": "ERROR",
+    }
+    run = run_repo_tests(root, ["tests/test_a.py"], test_command=GRADING_COMMAND, timeout_s=120, sandbox="if-available")
+    assert run.reported and run.exit_status == 1
+    assert run.tests == {
+        "tests/test_a.py::TestAccounts::test_opens": "PASSED", "tests/test_a.py::TestAccounts::test_breaks": "FAILED",
+        "tests/test_a.py::test_amounts[1]": "PASSED", "tests/test_a.py::test_amounts[x y]": "FAILED",
+        "tests/test_a.py::test_known_bug": "FAILED", "tests/test_a.py::test_later": "SKIPPED",
+    }
+
+
+def test_the_repositorys_pytest_configuration_and_a_pytest_module_in_the_workspace_change_nothing(tmp_path):
+    root = workspace(tmp_path, {
+        "tests/test_a.py": "def test_ok():\n    pass\n",
+        "pytest.ini": "[pytest]\naddopts = -p no_such_plugin --collect-only\n",
+        "pytest.py": "raise SystemExit('not the real pytest')\n",
+    })
+    run = run_repo_tests(root, ["tests/test_a.py::test_ok"], test_command=GRADING_COMMAND, timeout_s=120,
+                         sandbox="if-available")
+    assert run.exit_status == 0 and run.tests == {"tests/test_a.py::test_ok": "PASSED"}, run.log
+
+
+def test_no_report_or_a_broken_one_reads_as_no_outcomes(tmp_path):
+    assert junit_outcomes(tmp_path / "missing.xml") == {}
+    (tmp_path / "broken.xml").write_text("<testsuites><testcase")
+    assert junit_outcomes(tmp_path / "broken.xml") == {}
