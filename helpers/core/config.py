@@ -73,6 +73,9 @@ AGENT_TRAJECTORY_STEP_CHARS = 2_000  # one step's text within it
 AGENT_MAX_OUTPUT_TOKENS = 16_384
 AGENT_TRANSIENT_RETRIES = 2  # an agent run that failed transiently (a broken model stream) runs again, this often
 EVAL_TIMEOUT_S = 120.0  # per task, local evaluator
+# A mined repository's set-up command (pip install ...) gets the host's network only when this is True; its
+# tests and every agent never do (the sandbox's own network namespace: README, Security model).
+SETUP_NETWORK = False
 LLM_MAX_RETRIES = 5
 LLM_MAX_CONCURRENCY = 8
 LLM_REQUEST_TIMEOUT_S = 600.0

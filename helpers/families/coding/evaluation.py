@@ -112,7 +112,8 @@ class LocalEvaluator:
             names = list(task.get("FAIL_TO_PASS") or []) + list(task.get("PASS_TO_PASS") or [])
             run = run_repo_tests(repo, names, setup_command=task.get("setup_command") or "",
                                  test_command=task.get("test_command") or GRADING_COMMAND,
-                                 timeout_s=self.timeout_s, sandbox=self.sandbox)
+                                 timeout_s=self.timeout_s, sandbox=self.sandbox,
+                                 setup_network=bool(task.get("setup_network")))
         tests = {name: run.tests.get(name, "MISSING") for name in names}
         error = run.problem or _disagreement(run, tests)
         resolved = not error and bool(names) and all(v == "PASSED" for v in tests.values())

@@ -97,12 +97,14 @@ def mine_repository(repo: Path | str, experiment: str, *, branch: str = "HEAD", 
                     test_command: str = DEFAULT_TEST_COMMAND, timeout_s: float = config.EVAL_TIMEOUT_S,
                     reruns: int = 1, issues_json: Path | str | None = None, workers: int = config.WORKERS,
                     results_root: Path | str | None = None, progress: bool = True,
-                    sandbox: str | None = "required") -> MiningReport:
+                    sandbox: str | None = "required", setup_network: bool = config.SETUP_NETWORK) -> MiningReport:
     """Mine `repo`'s history into tasks and save them to act_results/<experiment>/tasks.jsonl.
 
     `commits` (a git range such as "v1.0..main") or the last `max_commits` commits of `branch` (first
     parent, newest first) are scanned. `setup_command` and `test_command` run in each clone (see
-    helpers.families.coding.repo_tests: `{python}`, `{tests}`), each within `timeout_s`. `issues_json`: a
+    helpers.families.coding.repo_tests: `{python}`, `{tests}`), each within `timeout_s`, with no network but
+    for `setup_network=True` (the set-up command alone gets the host's network; the tasks keep it, so grading
+    sets up the same way). `issues_json`: a
     JSON list of issues or pull requests as GitHub's REST API returns them, for statements. Bad arguments
     raise before anything runs."""
     repo, experiment = _check_repo(repo), check_name(experiment, "experiment")
@@ -114,10 +116,10 @@ def mine_repository(repo: Path | str, experiment: str, *, branch: str = "HEAD", 
     shas = _commits(repo, branch, commits, max_commits)
     folder = experiment_dir(experiment, results_root)
     folder.mkdir(parents=True, exist_ok=True)
-    digest = _digest(setup_command, test_command, timeout_s, reruns, sorted(issues))
+    digest = _digest(setup_command, test_command, timeout_s, reruns, sorted(issues), *(["network"] if setup_network else []))
     decided = {r["sha"]: r for r in read_jsonl(folder / "mining.jsonl") if r.get("settings") == digest}
     settings = dict(setup_command=setup_command, test_command=test_command, timeout_s=timeout_s, reruns=reruns,
-                    sandbox=sandbox)
+                    sandbox=sandbox, setup_network=bool(setup_network))
     todo = [sha for sha in shas if sha not in decided]
     lock = threading.Lock()
 
@@ -199,7 +201,7 @@ def _run_both_ends(repo: Path, sha: str, parent: str, patch: str, test_patch: st
     """(drop reason, detail, FAIL_TO_PASS, PASS_TO_PASS): reason "" when the commit is a task."""
     workspace = prepare_workspace({"instance_id": sha, "repo_path": str(repo), "base_commit": parent,
                                    "suite": SUITE}, scratch)
-    run = {k: settings[k] for k in ("setup_command", "test_command", "timeout_s", "sandbox")}
+    run = {k: settings[k] for k in ("setup_command", "test_command", "timeout_s", "sandbox", "setup_network")}
     try:
         _apply(workspace, test_patch, "the test changes")
         before = [run_repo_tests(workspace, files, **run) for _ in range(1 + settings["reruns"])]
@@ -248,7 +250,7 @@ def _task_row(repo: Path, sha: str, parent: str, patch: str, test_patch: str, st
             "patch": patch, "test_patch": test_patch, "FAIL_TO_PASS": fail_to_pass, "PASS_TO_PASS": pass_to_pass,
             "problem_statement": statement, "created_at": created, "version": sha[:10], "environment_setup_commit": parent,
             "hints_text": "", "repo_path": str(repo), "suite": SUITE, "setup_command": settings["setup_command"],
-            "test_command": settings["test_command"]}
+            "test_command": settings["test_command"], "setup_network": settings["setup_network"]}
 
 
 # --- small helpers --------------------------------------------------------------------------------------

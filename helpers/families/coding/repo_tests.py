@@ -98,10 +98,12 @@ def pytest_outcomes(output: str) -> dict[str, str]:
 
 def run_repo_tests(workspace: Path | str, tests: Sequence[str], *, setup_command: str = DEFAULT_SETUP_COMMAND,
                    test_command: str = DEFAULT_TEST_COMMAND, timeout_s: float = config.EVAL_TIMEOUT_S,
-                   sandbox: str | None = "required") -> TestRun:
+                   sandbox: str | None = "required", setup_network: bool = config.SETUP_NETWORK) -> TestRun:
     """Run `setup_command` then `test_command` on `tests` in `workspace`, in the sandbox (`sandbox`: "required",
     "if-available" or None, as helpers.core.processes.sandboxed), each within `timeout_s`; the workspace keeps
-    whatever they wrote (so a second run sees the first one's files). Whatever they start ends with them."""
+    whatever they wrote (so a second run sees the first one's files). Whatever they start ends with them.
+    Neither has any network, but for `setup_network=True`, which gives the set-up command (alone) the host's
+    network to download what the project needs."""
     workspace = Path(workspace)
     home = scratch_dir("repo-tests-home")
     report = home / "report.xml"  # outside the workspace: the tree the code under test ships
@@ -109,7 +111,7 @@ def run_repo_tests(workspace: Path | str, tests: Sequence[str], *, setup_command
         env = _environment(workspace, home)
         if setup_command.strip():
             setup = _filled(setup_command, [], report)
-            out, err, timed_out, _ = _shell(setup, workspace, env, home, timeout_s, sandbox)
+            out, err, timed_out, _ = _shell(setup, workspace, env, home, timeout_s, sandbox, network=setup_network)
             log = _tail(out + err)
             if timed_out:
                 return TestRun(log=log, problem=f"set-up timed out after {timeout_s:.0f} s", kind="timeout")
@@ -174,11 +176,11 @@ def _filled(command: str, tests: Sequence[str], report: Path) -> str:
 
 
 def _shell(command: str, workspace: Path, env: dict[str, str], home: Path, timeout_s: float,
-           sandbox: str | None) -> tuple[str, str, bool, float]:
+           sandbox: str | None, network: bool = False) -> tuple[str, str, bool, float]:
     # the exit status goes last on stdout: run_cli reports output, not the status
     script = f"{command}\nstatus=$?\necho\necho \"__exit_status__=$status\""
     return run_cli(["bash", "-c", script], workspace, env, "", timeout_s, _live, _live_lock, home=home,
-                   sandbox=sandbox)
+                   sandbox=sandbox, network=network)
 
 
 def _exit_status(out: str) -> int | None:

@@ -69,3 +69,28 @@ def test_no_report_or_a_broken_one_reads_as_no_outcomes(tmp_path):
     assert junit_outcomes(tmp_path / "missing.xml") == {}
     (tmp_path / "broken.xml").write_text("<testsuites><testcase")
     assert junit_outcomes(tmp_path / "broken.xml") == {}
+
+
+# --- the network: none for tests, the host's for a set-up command only when the user allows it -----------------
+import pytest  # noqa: E402
+from sandbox_probes import LOOPBACK_SECRET, loopback_service  # noqa: E402
+
+from helpers.core.sandbox import unavailable_reason  # noqa: E402
+
+FETCH = "{python} -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:%d/', timeout=20).read().decode())\""
+PASSING = {"tests/test_ok.py": "def test_ok():\n    pass\n"}
+
+
+@pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox here: {unavailable_reason()}")
+@pytest.mark.parametrize("setup_network", [False, True])
+def test_a_set_up_command_reaches_the_network_only_when_allowed_and_the_tests_never(tmp_path, setup_network):
+    with loopback_service() as service:
+        port = service.server_address[1]
+        run = run_repo_tests(workspace(tmp_path, PASSING), ["tests/test_ok.py"], setup_command=FETCH % port,
+                             test_command=f"({FETCH % port} || echo no-network) && {GRADING_COMMAND}",
+                             setup_network=setup_network)
+    fetched_by_setup = "set-up failed" not in run.problem
+    assert fetched_by_setup is setup_network, run.log
+    if setup_network:
+        assert service.hits == ["/"] and "no-network" in run.log  # the tests' own fetch found nothing
+        assert run.tests == {"tests/test_ok.py::test_ok": "PASSED"}
