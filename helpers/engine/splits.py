@@ -82,6 +82,18 @@ def split_summary(train_df: pd.DataFrame, test_df: pd.DataFrame, val_df: pd.Data
     return pd.DataFrame(rows).set_index("split")
 
 
+def validation_note(train_df: pd.DataFrame, val_df: pd.DataFrame | None) -> str:
+    """What the validation side does in this split, in one sentence; without one (VAL_SIZE=0, or a pool of
+    one task), what that costs: the version kept is the latest, not one chosen by data."""
+    if val_df is not None and len(val_df):
+        return (f"Validation: {len(val_df)} of the pool's {len(train_df) + len(val_df)} tasks decide which ruleset "
+                "version is kept; the optimizer never sees them.")
+    tasks = f"{len(train_df)} train task{'' if len(train_df) == 1 else 's'}"
+    return (f"No validation side ({tasks}, none held out): the version kept is simply the "
+            "latest, not one chosen by data, and the final test compares it with no rules. Give VAL_SIZE (at "
+            "least 1, with a pool of 2 or more) to choose on held-out tasks.")
+
+
 def upload_split(session: Any, experiment: str, train_df: pd.DataFrame, test_df: pd.DataFrame,
                  agent: str = config.AGENT, val_df: pd.DataFrame | None = None) -> dict[str, Any] | None:
     """Every side as a Phoenix dataset ("<agent>: <experiment> train|val|test"); None without Phoenix."""
@@ -95,4 +107,4 @@ def upload_split(session: Any, experiment: str, train_df: pd.DataFrame, test_df:
             if frame is not None and len(frame)}
 
 
-__all__ = ["load_or_make_split", "carve_validation", "split_summary", "upload_split"]  # documented in CODE_APPENDIX.md
+__all__ = ["load_or_make_split", "carve_validation", "split_summary", "validation_note", "upload_split"]  # documented in CODE_APPENDIX.md

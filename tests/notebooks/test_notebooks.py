@@ -79,6 +79,17 @@ def test_the_quickstart_dry_run_runs_end_to_end_labeled_and_resumes_without_new_
     assert loops[1]["train_accuracy"] > loops[0]["train_accuracy"]
 
 
+@pytest.mark.parametrize("sizes", [{"TRAIN_SIZE": 1}, {"TRAIN_SIZE": 2, "VAL_SIZE": 0}], ids=["one-train-task", "val-size-0"])
+def test_the_quickstart_runs_without_a_validation_side_and_says_the_kept_version_is_the_latest(isolated, sizes):
+    experiment = f"ci-no-val-{sizes['TRAIN_SIZE']}"
+    params = {**TINY, "TEST_SIZE": 2, **sizes, "EXPERIMENT": experiment, "PHOENIX_URL": isolated["phoenix"]}
+    shown = outputs(run_notebook(NOTEBOOKS / "quickstart.ipynb", params))
+    loops = [json.loads(line) for line in (isolated["root"] / f"act_results/{experiment}/loops.jsonl").read_text().splitlines()]
+    assert [r["loop"] for r in loops] == [0, 1] and all(r["val_size"] == 0 for r in loops)
+    assert "No validation side" in shown  # said before any agent runs ...
+    assert "the latest version: no validation results, so it was not chosen by data" in shown  # ... and after
+
+
 def test_the_results_notebook_reads_a_finished_experiment(isolated):
     if not (isolated["root"] / "act_results/ci-quickstart/loops.jsonl").exists():
         run_notebook(NOTEBOOKS / "quickstart.ipynb", {**TINY, "EXPERIMENT": "ci-quickstart", "PHOENIX_URL": isolated["phoenix"]})

@@ -263,3 +263,40 @@ def test_a_context_limit_error_in_the_loop_line_is_named_with_its_size(error, sa
               "ruleset_version": 0}
     assert says in describe_loop(record)
     assert "context limit" not in describe_loop({**record, "train_top_error": "429 Too Many Requests"})
+
+
+# --- a split without a validation side (VAL_SIZE=0, or a pool of one task) ------------------------------------
+def test_a_split_without_a_validation_side_runs_keeps_the_latest_version_and_says_it_was_not_chosen(isolated, house, capsys):
+    from helpers.store.loops import kept_version
+
+    train, test = house
+    with ScriptedModelServer(script_with()) as server:
+        loops = run_loop(train, test, LoopSettings("no-val", loops=2, workers=2, agent=HouseAgent()),
+                         session_on(server), val_df=train.iloc[:0])
+    shown = capsys.readouterr().out
+
+    # the table has the columns every notebook selects, the validation side's empty
+    table = loops[["loop", "ruleset_version", "train_accuracy", "val_accuracy", "test_accuracy", "cost"]]
+    assert table.loop.tolist() == [0, 1] and table.val_accuracy.isna().all() and loops.val_size.tolist() == [0, 0]
+    assert "validation" not in shown.split("Kept version")[0]  # no "validation n/a" in the loop lines
+    choice = kept_version("no-val")
+    assert choice.version == loops.next_ruleset_version.iloc[-1]  # the latest version ...
+    assert "not chosen by data" in choice.how and "not chosen by data" in shown  # ... and the run says so
+
+
+def test_the_loops_table_has_every_splits_accuracy_even_for_records_written_before_validation_existed():
+    from helpers.engine.loop_lines import loops_table
+
+    old = {"loop": 0, "train_accuracy": 0.5, "test_accuracy": 0.25, "cost_usd": None, "unpriced": ["agent"]}
+    table = loops_table([old])
+    assert table.train_accuracy[0] == 0.5 and pd.isna(table.val_accuracy[0]) and table.test_accuracy[0] == 0.25
+    assert table.cost.tolist() == ["agent unpriced"]
+
+
+def test_the_validation_note_says_what_a_split_without_validation_costs():
+    from helpers.engine.splits import validation_note
+
+    tasks = load_house_suite()
+    assert validation_note(tasks.head(5), tasks.iloc[5:8]).startswith("Validation: 3 of the pool's 8 tasks decide")
+    note = validation_note(tasks.head(1), tasks.iloc[:0])
+    assert "No validation side" in note and "the latest, not one chosen by data" in note
