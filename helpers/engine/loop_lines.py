@@ -23,10 +23,16 @@ def loops_table(records: Any) -> pd.DataFrame:
     return table.reindex(columns=[*table.columns, *missing])
 
 
+ROLES = ("agent", "judge", "optimizer")
+
+
 def cost_label(record: dict[str, Any]) -> str:
     """A loop's cost as shown in tables: dollars for what is priced, and the roles that are unpriced or run
     on a local server named as such ("$0.41 (judge unpriced)", "unpriced", "local: no charge"); never $0.00
-    for what has no price."""
+    for what has no price. A scripted dry run is charged nothing and says so, with the tokens it used
+    ("scripted: no charge, 46,411 agent tokens")."""
+    if record.get("dry_run"):
+        return f"scripted: no charge, {tokens_text(record)}"
     unpriced, local = record.get("unpriced") or [], record.get("local") or []
     cost = record.get("cost_usd")
     cost = None if isinstance(cost, float) and cost != cost else cost  # NaN from a frame
@@ -40,9 +46,19 @@ def cost_label(record: dict[str, Any]) -> str:
                                                           else "; ".join(notes))
 
 
+def tokens_text(record: dict[str, Any]) -> str:
+    """The tokens a loop used, by role, as far as its record counts them: "46,411 agent tokens", or
+    "47,000 tokens (agent 46,411, judge 589)" when other roles' `<role>_tokens` are recorded too."""
+    counted = [(role, int(n)) for role in ROLES if isinstance(n := record.get(f"{role}_tokens"), (int, float)) and n == n]
+    if len(counted) == 1:
+        return f"{counted[0][1]:,} {counted[0][0]} tokens"
+    total = sum(n for _, n in counted)
+    return f"{total:,} tokens ({', '.join(f'{role} {n:,}' for role, n in counted)})" if counted else "tokens not counted"
+
+
 def cost_text(record: dict[str, Any]) -> str:
-    """The loop's cost for its line: "cost " and cost_label."""
-    return f"cost {cost_label(record)}"
+    """The loop's cost for its line: "cost " and cost_label ("scripted: no charge, ..." alone for a dry run)."""
+    return cost_label(record) if record.get("dry_run") else f"cost {cost_label(record)}"
 
 
 def kept_line(experiment: str) -> str:
@@ -101,4 +117,4 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
     return f"Loop {record['loop']}: " + "; ".join(parts) + (f" [{label}]" if label else "")
 
 
-__all__ = ["describe_loop", "kept_line", "cost_label", "cost_text", "loops_table", "SPLITS"]  # documented in CODE_APPENDIX.md
+__all__ = ["describe_loop", "kept_line", "cost_label", "cost_text", "tokens_text", "loops_table", "SPLITS"]  # documented in CODE_APPENDIX.md

@@ -234,6 +234,17 @@ def test_a_model_server_on_this_machine_is_reported_as_tokens_with_no_charge():
     assert "cost $0.04 (agent local: no charge, 10,020 agent tokens)" in describe_loop(record)
 
 
+def test_a_scripted_dry_run_is_shown_as_no_charge_with_its_tokens_never_as_dollars():
+    from helpers.engine.loop_lines import cost_label, loops_table
+
+    record = {"loop": 0, "dry_run": True, "cost_usd": 0.0, "agent_cost_usd": 0.0, "unpriced": [], "local": [],
+              "agent_tokens": 46411, "ruleset_rules": 0, "ruleset_version": 0, "next_ruleset_version": 1}
+    line = describe_loop(record)
+    assert "; scripted: no charge, 46,411 agent tokens;" in line and "$" not in line
+    assert cost_label({**record, "judge_tokens": 589}) == "scripted: no charge, 47,000 tokens (agent 46,411, judge 589)"
+    assert loops_table([record]).cost.tolist() == ["scripted: no charge, 46,411 agent tokens"]
+
+
 def test_the_loop_line_counts_runs_that_produced_no_patch_and_says_why_the_judge_failed():
     record = {"loop": 0, "train_accuracy": 0.0, "train_passed": 0, "train_scored": 2, "train_runs": 2, "train_patched": 0,
               "test_accuracy": 0.0, "test_passed": 0, "test_scored": 2, "test_runs": 2, "test_patched": 0,
