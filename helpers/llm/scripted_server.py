@@ -43,7 +43,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from helpers.core.config import SCRIPTED_MODEL
-from helpers.llm.scripts import (ANTHROPIC_STOP, FAULTS, TEXT_CHUNK, Reply, Rule, Script, _api_of, _estimate_tokens, _text_of,  # noqa: F401
+from helpers.llm.scripts import (ANTHROPIC_STOP, FAULTS, TEXT_CHUNK, WRONG_API, Reply, Rule, Script, _api_of, _estimate_tokens, _text_of,  # noqa: F401
                                  assistant_turns, message_text, normalize_request, tool_call, tool_names)
 
 NOT_JSON_EVENT = b"data: {this is not JSON\n\n"
@@ -208,8 +208,9 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         def _whole(self, api: str, request: dict, reply: Reply, entry: dict) -> None:
-            answer = {"chat": _completion, "anthropic": _anthropic_message, "responses": _response}[api]
-            if reply.fault in (None, "no_end_marker"):
+            shape = WRONG_API[api] if reply.fault == "wrong_api" else api
+            answer = {"chat": _completion, "anthropic": _anthropic_message, "responses": _response}[shape]
+            if reply.fault in (None, "no_end_marker", "wrong_api"):
                 return self._json(200, answer(request, reply, server.model))
             data = NOT_JSON_BODY if reply.fault == "malformed" else json.dumps(answer(request, reply, server.model)).encode()
             self.send_response(200)
@@ -229,8 +230,9 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Connection", "close")
             self.end_headers()
             self.close_connection = True
-            for n, event in enumerate(_sse_events(api, request, reply, server.model)):
-                if reply.fault is not None and n == reply.fault_after:
+            shape = WRONG_API[api] if reply.fault == "wrong_api" else api
+            for n, event in enumerate(_sse_events(shape, request, reply, server.model)):
+                if reply.fault not in (None, "wrong_api") and n == reply.fault_after:
                     if reply.fault != "malformed":
                         return self._misbehave(reply.fault, entry)
                     self._chunk(NOT_JSON_EVENT)

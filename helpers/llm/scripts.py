@@ -54,7 +54,11 @@ FAULTS = {
     "hang": "nothing at all is sent, not even a status line, until the client goes away",
     "malformed": "after `fault_after` events a data: line that is not JSON, then the rest of the stream; a whole "
                  "answer: status 200 with a body that is not JSON",
+    "wrong_api": "status 200 and valid JSON, but in another API's shape (a chat-completions request is answered "
+                 "with an Anthropic message, the others with a chat completion), as a server or proxy that "
+                 "serves one API on another's path",
 }
+WRONG_API = {"chat": "anthropic", "anthropic": "chat", "responses": "chat"}  # the shape a "wrong_api" fault answers in
 
 
 def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -221,4 +225,4 @@ def _api_of(path: str) -> str | None:
 
 
 __all__ = ["Script", "Rule", "Reply", "tool_call", "message_text", "tool_names", "normalize_request",
-           "assistant_turns", "FAULTS"]  # documented in CODE_APPENDIX.md
+           "assistant_turns", "FAULTS", "WRONG_API"]  # documented in CODE_APPENDIX.md

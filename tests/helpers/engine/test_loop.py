@@ -86,6 +86,19 @@ def test_a_judge_out_of_budget_leaves_the_loop_unfinished_and_a_rerun_completes_
     assert len(agent.calls) == runs_before, "the rerun ran no agent again"
 
 
+def test_a_judge_answered_with_something_other_than_a_completion_is_counted_and_named_and_the_loop_finishes(isolated, house):
+    from helpers.learn.judge import JUDGE_SYSTEM_PROMPT
+
+    train, test = house
+    wrong = Rule(system_contains=JUDGE_SYSTEM_PROMPT.splitlines()[0], reply=Reply("{}", fault="wrong_api"))
+    with ScriptedModelServer(script_with(wrong)) as server:
+        loops = run_loop(train, test, LoopSettings("judge-wrong-api", loops=1, workers=2, agent=HouseAgent()),
+                         session_on(server), verbose=False)
+    record = loops.iloc[0].to_dict()
+    assert record["judge_errors"] == 2 and "the body is not a chat completion" in record["judge_top_error"]
+    assert "judge failed on 2 rows (LLM request to gpt-4.1 failed: the server answered 200" in describe_loop(record)
+
+
 def test_a_failed_optimizer_request_leaves_the_loop_unfinished(isolated, house):
     from helpers.learn.optimizer import OPTIMIZER_SYSTEM_PROMPT
 
