@@ -133,7 +133,10 @@ def power_note(n: int, alpha: float = ALPHA) -> str:
     floor, mde = smallest_significant_gain(n, alpha), minimum_detectable_gain(n, alpha)
     if floor is None:  # say why: the best a test split this small can do is every task flipping one way
         least = next(k for k in range(1, 1000) if 2 * 0.5 ** k < alpha)
-        return (f"With {n} test tasks no difference can be significant at {alpha:g}: even if all {n} changed outcome "
+        if n == 0:
+            return f"With no test tasks nothing can be tested: add test tasks ({least} at the very least)."
+        every = {1: "its one task", 2: "both tasks"}.get(n, f"all {n}")
+        return (f"With {n} test tasks no difference can be significant at {alpha:g}: even if {every} changed outcome "
                 f"the same way, the exact McNemar p-value would be {min(1.0, 2 * 0.5 ** n):.3g}, so the decision can "
                 f"only be 'noise'. Use more test tasks ({least} at the very least).")
     text = f"With {n} test tasks, an observed gain under {floor * 100:.0f} points can never be significant"
