@@ -329,17 +329,18 @@ def _describe(error: Any, model: str, attempt: int) -> str:
         404: " Check the model id and the base URL (OPENAI_BASE_URL).",
         429: " Rate limited: lower the workers or wait.",
     }.get(status or 0, "")
-    return f"LLM request to {model} failed{tries}: {_what_failed(error, status)}: {message}.{hint}"
+    return f"LLM request to {model} failed{tries}: {_what_failed(error, status, message).rstrip('.')}.{hint}"
 
 
-def _what_failed(error: Any, status: int | None) -> str:
-    """The HTTP status, or what went wrong without one, in words (never the SDK's class name)."""
+def _what_failed(error: Any, status: int | None, message: str) -> str:
+    """The HTTP status and the server's message, or what went wrong without an answer, in words (never the
+    SDK's class names)."""
     import openai
 
     if status:
-        return f"HTTP {status}"
+        return f"HTTP {status}: {message}"
     if isinstance(error, openai.APITimeoutError):
-        return "no answer in time"
+        return "no answer in time (the request timed out)"
     cause = getattr(error, "__cause__", None) or getattr(error, "__context__", None)
     return "the model server could not be reached" + (f" ({cause})" if cause is not None and str(cause) else "")
 

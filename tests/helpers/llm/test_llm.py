@@ -183,7 +183,7 @@ def test_a_timeout_and_a_refused_connection_are_transient(tmp_path):
     assert timed_out.value.transient and refused.value.transient
     assert timed_out.value.status_code is None and refused.value.status_code is None
     # said in words, not by the SDK's class names (APITimeoutError, APIConnectionError)
-    assert ": no answer in time:" in str(timed_out.value) and "Error:" not in str(timed_out.value)
+    assert ": no answer in time (the request timed out)." in str(timed_out.value) and "Error" not in str(timed_out.value)
     assert ": the model server could not be reached" in str(refused.value) and "APIConnectionError" not in str(refused.value)
 
 
