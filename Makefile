@@ -22,7 +22,7 @@ NB     ?= notebooks/quickstart.ipynb
 PARAMS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup sandbox phoenix-server quickstart notebook test test-real local-model bench phoenix clean
+.PHONY: setup sandbox phoenix-server quickstart notebook test test-real local-model local-model-build bench phoenix clean
 
 AGENT_CLIS := cline/node_modules/.installed claude_code/node_modules/.installed codex/node_modules/.installed
 
@@ -75,9 +75,13 @@ test: setup
 
 # The real-model tier, kept out of `make test` and CI: llama.cpp's llama-server (built once from the sources in
 # llama-cpp-python's sdist, ~6 min on 2 cores, cached in .cache/llama/) serving SmolLM2-135M from a PyPI wheel;
-# every agent, the judge and the optimizer against it, through the gateway and the sandbox.
-test-real: setup
+# every agent, the judge and the optimizer against it, through the gateway and the sandbox. The server is built
+# and fetched first, as a step of its own: inside the first test it would count against that test's timeout.
+test-real: setup local-model-build
 	$(PY) -m pytest -m real tests/real -v -s -p no:cacheprovider $(PYTEST_ARGS)
+
+local-model-build: setup
+	$(PY) -m helpers.testing.local_model build
 
 # The same server for a person: OPENAI_BASE_URL / ANTHROPIC_BASE_URL are printed (README, Using a local model).
 local-model: setup

@@ -6,7 +6,7 @@
 
 Parameters are checked against the notebook's `parameters` cell before any kernel starts: an unknown
 name, a value of the wrong type (the default's, or the cell's annotation: `X: Optional[float] = None`)
-or a count below 1 is one error saying what to write instead. The executed copy goes to
+or a count below 1 (`VAL_SIZE` may be 0: no validation side) is one error saying what to write instead. The executed copy goes to
 act_results/<EXPERIMENT>/notebooks/<name>.ipynb. Before it is saved, every output is scrubbed: API keys (and anything shaped like one) are redacted and this machine's paths are
 replaced by <repo> and ~, so an executed notebook can be shared as it is.
 
@@ -44,6 +44,7 @@ TYPE_NAMES = {"int": int, "float": float, "str": str, "bool": bool, "None": type
 SAID_AS = {int: "an int", type(None): "None"}  # else "a <type>"
 POSITIVE_NAMES = ("WORKERS", "LOOPS", "ATTEMPTS")  # counts and sizes below 1 hang or do nothing
 POSITIVE_SUFFIXES = ("_SIZE", "_SIZE_K")
+MAY_BE_ZERO = ("VAL_SIZE",)  # 0: no validation side (the kept version is then the latest); below 0 is refused
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # The kernel's own start-up warnings ("Kernel is running over TCP without encryption": it only talks to
 # this process, on loopback) are not the run's news.
@@ -99,9 +100,10 @@ def parameter_problem(name: str, value: Any, types: tuple[type, ...], default: s
             number_as_text = str in types and type(value) in (int, float)
             quote = f"; to pass it as text, quote it: {name}=\"'{value}'\"" if number_as_text else ""
             return value, f"{name}={value!r} is {given}, expected {expected} (default {default}){quote}"
+    least = 0 if name in MAY_BE_ZERO else 1
     positive = name in POSITIVE_NAMES or name.endswith(POSITIVE_SUFFIXES)
-    if positive and type(value) in (int, float) and value < 1:
-        return value, f"{name}={value!r}: must be at least 1"
+    if positive and type(value) in (int, float) and value < least:
+        return value, f"{name}={value!r}: must be at least {least}"
     return value, None
 
 

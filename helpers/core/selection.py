@@ -131,9 +131,14 @@ def minimum_detectable_gain(n: int, alpha: float = ALPHA, power: float = POWER,
 def power_note(n: int, alpha: float = ALPHA) -> str:
     """How much a test split of `n` tasks can show, in one sentence."""
     floor, mde = smallest_significant_gain(n, alpha), minimum_detectable_gain(n, alpha)
-    if floor is None:
-        return (f"With {n} test tasks no difference can be significant at {alpha:g}: the decision can only be "
-                "'noise'. Use more test tasks.")
+    if floor is None:  # say why: the best a test split this small can do is every task flipping one way
+        least = next(k for k in range(1, 1000) if 2 * 0.5 ** k < alpha)
+        if n == 0:
+            return f"With no test tasks nothing can be tested: add test tasks ({least} at the very least)."
+        every = {1: "its one task", 2: "both tasks"}.get(n, f"all {n}")
+        return (f"With {n} test tasks no difference can be significant at {alpha:g}: even if {every} changed outcome "
+                f"the same way, the exact McNemar p-value would be {min(1.0, 2 * 0.5 ** n):.3g}, so the decision can "
+                f"only be 'noise'. Use more test tasks ({least} at the very least).")
     text = f"With {n} test tasks, an observed gain under {floor * 100:.0f} points can never be significant"
     if mde is None:
         return text + f"; no gain is detected with {POWER:.0%} power."

@@ -20,7 +20,8 @@ A failure never reads as a result: each run's outcome comes from helpers.core.ou
 errors are counted and left out of accuracy, rule-induced ones count as failures), the loop
 line says how many and why, a loop where every run errored stops (LoopStopped), and a judge or
 optimizer that failed for a transient reason (rate limit, outage, spent budget) leaves the loop
-unfinished (LoopUnfinished) so that a rerun completes it.
+unfinished (LoopUnfinished) so that a rerun completes it. What the loop prints (each loop's line, the kept
+version, the loops table) is in helpers.engine.loop_lines.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ from helpers.core import config
 from helpers.core.outcomes import outcome_counts
 from helpers.engine.families import FEEDBACK_COLUMNS, CodingLoopFamily, LoopFamily, PromptLoopFamily
 from helpers.store.loops import completed_loops, save_loop
+from helpers.engine.loop_lines import SPLITS, cost_label, cost_text, describe_loop, kept_line, loops_table
 from helpers.store.records import LOOP_RECORD_FIELDS
+
 
 class LoopStopped(RuntimeError):
     """Every agent run of a loop errored: nothing was learned, and the loop is not recorded."""
@@ -175,8 +178,7 @@ def loop_over(family: LoopFamily, settings: LoopSettings, session: Any, initial_
             print(describe_loop(record, session.label) + (" (already finished)" if loop in done else ""))
     if verbose:
         print(kept_line(settings.experiment))
-    records = sorted(completed_loops(settings.experiment).values(), key=lambda r: r["loop"])
-    return pd.DataFrame([{**r, "cost": cost_label(r)} for r in records])  # cost as shown: "unpriced", never 0
+    return loops_table(completed_loops(settings.experiment).values())
 
 
 def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,
@@ -292,17 +294,20 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
                              "to complete it (finished agent runs and cached answers are reused).")
     plan = settings.mode == "plan"
     sides = {"train": train, **({"val": val} if val is not None and len(val) else {}), "test": test}
-    counts = {split: outcome_counts(frame, plan) for split, frame in sides.items()}
+    # Every record has every split's fields, so tables and plots read one shape: a split without a
+    # validation side has val_size 0 and val_accuracy None (its kept version is then the latest).
+    every_side = {split: sides.get(split, train.iloc[:0]) for split in SPLITS}
+    counts = {split: outcome_counts(frame, plan) for split, frame in every_side.items()}
     changed = new_ruleset != ruleset
     new_version = (store.save(new_ruleset, parent=version, loop=loop, report=report, model=session.optimizer_model,
                               dry_run=session.dry_run) if changed else version)
     cost = loop_cost(sides, report, session)
     stats = render_stats(ruleset)
-    evidence = loop_evidence(sides)
+    evidence = loop_evidence(every_side)
     record = {
         "experiment": settings.experiment, "loop": loop, "ruleset_version": version,
         **{f"{split}_{key}": value for split, c in counts.items() for key, value in c.items()},
-        **{f"{split}_size": len(frame) for split, frame in sides.items()}, "ruleset_rules": stats["rules"],
+        **{f"{split}_size": len(frame) for split, frame in every_side.items()}, "ruleset_rules": stats["rules"],
         "ruleset_tokens": stats["tokens"], "judge_errors": judge_failed, "judge_top_error": judge_top_error(train),
         "optimizer_changed": changed, "optimizer_edits": len(report.get("edits_applied") or []),
         "optimizer_rejected": len(report.get("edits_rejected") or []), "optimizer_errors": report.get("errors") or [],
@@ -349,28 +354,6 @@ def loop_cost(sides: dict[str, pd.DataFrame], report: dict[str, Any], session: A
             "local": local, "agent_tokens": int(tokens.sum()) if len(tokens) else 0}
 
 
-def cost_label(record: dict[str, Any]) -> str:
-    """A loop's cost as shown in tables: dollars for what is priced, and the roles that are unpriced or run
-    on a local server named as such ("$0.41 (judge unpriced)", "unpriced", "local: no charge"); never $0.00
-    for what has no price."""
-    unpriced, local = record.get("unpriced") or [], record.get("local") or []
-    cost = record.get("cost_usd")
-    cost = None if isinstance(cost, float) and cost != cost else cost  # NaN from a frame
-    notes = [f"{', '.join(unpriced)} unpriced"] if unpriced else []
-    if local:
-        notes.append(f"{', '.join(local)} local: no charge, {record.get('agent_tokens', 0):,} agent tokens"
-                     if "agent" in local else f"{', '.join(local)} local: no charge")
-    if cost is None and not notes:
-        return "unpriced"
-    return (f"${cost:.2f}" if cost is not None else "") + (f" ({'; '.join(notes)})" if notes and cost is not None
-                                                          else "; ".join(notes))
-
-
-def cost_text(record: dict[str, Any]) -> str:
-    """The loop's cost for its line: "cost " and cost_label."""
-    return f"cost {cost_label(record)}"
-
-
 def loop_evidence(sides: dict[str, pd.DataFrame]) -> dict[str, Any]:
     """Each side's accuracy interval (no p-values: the one test is the kept version's, evidence_summary)."""
     from helpers.core.outcomes import plan_scored
@@ -383,64 +366,10 @@ def loop_evidence(sides: dict[str, pd.DataFrame]) -> dict[str, Any]:
     return fields
 
 
-def kept_line(experiment: str) -> str:
-    """The version kept so far and how, in one line (its test against the start: evidence_summary)."""
-    from helpers.store.loops import kept_version
-
-    choice = kept_version(experiment)
-    return "No loop finished yet." if choice is None else (
-        f"Kept version: {choice.how}. Its one test against the start: evidence_summary({experiment!r}).")
-
-
-def describe_loop(record: dict[str, Any], label: str = "") -> str:
-    """The loop in one line, failures included: errored runs, judge failures, an optimizer that changed nothing.
-    The test accuracy is marked exploratory: the loop line carries no p-value (see evidence_summary)."""
-    record = {k: (None if isinstance(v, float) and v != v else v) for k, v in record.items()}  # NaN from a frame
-
-    def split(name: str, label: str) -> str:
-        acc = record.get(f"{name}_accuracy")
-        scored = record.get(f"{name}_scored", record.get(f"{name}_size"))
-        text = f"{label} " + ("n/a" if acc is None else f"{acc:.2f} ({record.get(f'{name}_passed', '?')}/{scored})")
-        low, high = record.get(f"{name}_ci_low"), record.get(f"{name}_ci_high")
-        if acc is not None and low is not None and high is not None:
-            text += f" [95% CI {low:.2f}-{high:.2f}]"
-        errors, rule_errors = record.get(f"{name}_errors") or 0, record.get(f"{name}_rule_errors") or 0
-        text += f", {rule_errors} rule-induced errors counted as fails" if rule_errors else ""
-        return text + (f", {errors} errored runs left out" if errors else "")
-
-    names = [("train", "train"), *([("val", "validation")] if record.get("val_size") else []), ("test", "test (exploratory)")]
-    parts = [split(name, label) for name, label in names]
-    errors = sum(record.get(f"{name}_errors") or 0 for name, _ in names)
-    if errors:
-        from helpers.llm.client import context_limit
-
-        top = next((record.get(f"{name}_top_error") for name, _ in names if record.get(f"{name}_top_error")), "")
-        too_long = context_limit(str(top))  # "Prompt is too long" says nothing of the limit: name it when known
-        parts.append(f"most common error: {top!r}" + (f" ({too_long})" if too_long else ""))
-    patched = [record.get(f"{name}_patched") for name, _ in names]
-    if all(isinstance(n, int) for n in patched):
-        runs = sum(record.get(f"{name}_runs") or 0 for name, _ in names)
-        if sum(patched) < runs:
-            parts.append(f"{sum(patched)} of {runs} runs produced a patch")
-    if record.get("judge_errors"):
-        why = f" ({record['judge_top_error']})" if record.get("judge_top_error") else ""
-        parts.append(f"judge failed on {record['judge_errors']} rows{why}")
-    if "optimizer_changed" in record:
-        change = (f"rules changed ({record.get('optimizer_edits', 0)} edits)" if record["optimizer_changed"]
-                  else "optimizer changed nothing")
-        if record.get("optimizer_errors"):
-            change += f" ({len(record['optimizer_errors'])} optimizer errors: {record['optimizer_errors'][0]})"
-        parts.append(change)
-    parts.append(cost_text(record))
-    if record.get("next_ruleset_version") == record.get("ruleset_version"):
-        parts.append(f"rules {record.get('ruleset_rules')}, unchanged (version {record.get('ruleset_version')} again)")
-    else:
-        parts.append(f"rules {record.get('ruleset_rules')} -> version {record.get('next_ruleset_version')}")
-    return f"Loop {record['loop']}: " + "; ".join(parts) + (f" [{label}]" if label else "")
-
-
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "LoopSettings", "run_loop", "run_prompt_loop", "loop_over", "run_one_loop", "start_experiment", "finish_loop",
-    "describe_loop", "kept_line", "meta_prompt", "check_runs", "log_loop_to_phoenix", "LoopStopped",
-    "LoopUnfinished", "loop_evidence", "loop_cost", "cost_text", "cost_label", "choose_start_version", "FEEDBACK_COLUMNS",
+    "meta_prompt", "check_runs", "log_loop_to_phoenix", "LoopStopped", "LoopUnfinished", "loop_evidence", "loop_cost",
+    "choose_start_version", "FEEDBACK_COLUMNS",
+    # the loop in words, from helpers.engine.loop_lines (importable from here too)
+    "describe_loop", "kept_line", "cost_text", "cost_label", "loops_table", "SPLITS",
 ]

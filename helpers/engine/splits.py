@@ -16,7 +16,7 @@ def load_or_make_split(experiment: str, source: str, train_size: int, test_size:
                        val_size: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(train, validation, test): the experiment's saved split if it has one (sizes must match), else a new
     one, saved. `train_size` tasks form the train pool, of which `val_size` (None: the saved size, or a
-    third of the pool for a new split) are the validation side: they decide which ruleset version is kept
+    third of the pool, rounded down, for a new split) are the validation side: they decide which ruleset version is kept
     and the optimizer never sees them. `mirrors_dir` locates SWE-bench repositories for the agent's
     workspaces (None: mirrors cloned on first use)."""
     from helpers.families.coding.tasks import load_tasks, split_dataset
@@ -47,9 +47,11 @@ def load_or_make_split(experiment: str, source: str, train_size: int, test_size:
 
 
 def _val_size(train_size: int, val_size: int | None) -> int:
-    """The validation side's size, checked: a third of the pool by default, leaving at least one train task."""
+    """The validation side's size, checked. By default a third of the pool, rounded down (training keeps the
+    larger share: the optimizer needs it more), and at least one task when the pool has two or more; a pool
+    of one task has no validation side."""
     if val_size is None:
-        return round(train_size * config.VAL_FRACTION) if train_size > 1 else 0
+        return max(1, int(train_size * config.VAL_FRACTION)) if train_size > 1 else 0
     if isinstance(val_size, bool) or not isinstance(val_size, int) or not 0 <= val_size < train_size:
         raise ValueError(f"val_size must be a whole number from 0 to train_size - 1 ({train_size - 1}): the "
                          f"validation tasks come out of the train pool, and one must be left to learn from; "
@@ -82,6 +84,18 @@ def split_summary(train_df: pd.DataFrame, test_df: pd.DataFrame, val_df: pd.Data
     return pd.DataFrame(rows).set_index("split")
 
 
+def validation_note(train_df: pd.DataFrame, val_df: pd.DataFrame | None) -> str:
+    """What the validation side does in this split, in one sentence; without one (VAL_SIZE=0, or a pool of
+    one task), what that costs: the version kept is the latest, not one chosen by data."""
+    if val_df is not None and len(val_df):
+        return (f"Validation: {len(val_df)} of the pool's {len(train_df) + len(val_df)} tasks decide which ruleset "
+                "version is kept; the optimizer never sees them.")
+    tasks = f"{len(train_df)} train task{'' if len(train_df) == 1 else 's'}"
+    return (f"No validation side ({tasks}, none held out): the version kept is simply the "
+            "latest, not one chosen by data, and the final test compares it with no rules. Give VAL_SIZE (at "
+            "least 1, with a pool of 2 or more) to choose on held-out tasks.")
+
+
 def upload_split(session: Any, experiment: str, train_df: pd.DataFrame, test_df: pd.DataFrame,
                  agent: str = config.AGENT, val_df: pd.DataFrame | None = None) -> dict[str, Any] | None:
     """Every side as a Phoenix dataset ("<agent>: <experiment> train|val|test"); None without Phoenix."""
@@ -95,4 +109,4 @@ def upload_split(session: Any, experiment: str, train_df: pd.DataFrame, test_df:
             if frame is not None and len(frame)}
 
 
-__all__ = ["load_or_make_split", "carve_validation", "split_summary", "upload_split"]  # documented in CODE_APPENDIX.md
+__all__ = ["load_or_make_split", "carve_validation", "split_summary", "validation_note", "upload_split"]  # documented in CODE_APPENDIX.md

@@ -12,6 +12,9 @@
 - Every LLMError says whether it is `transient` (rate limit, overload, outage, timeout, dropped
   connection, spent budget: a later rerun may succeed), decided by the SDK's exception type and HTTP
   status code, never by the message's wording.
+- A 200 answer that is not what the API promises (no choices, as another API's body or an error would
+  be; a message without content) raises LLMError naming what was wrong (not transient): a failure of
+  that call, which the judge and the optimizer count with its reason, never a crash further down.
 - A concurrency cap, token usage and cost per call and in total, and a budget in dollars: once spent,
   complete() raises BudgetExceeded before sending anything (calls already in flight may finish).
 - An on-disk response cache keyed by the canonical request (model, messages, parameters), on by
@@ -212,6 +215,10 @@ class LLMClient:
             raise TryAgain(None, LLMError(_describe(error, self.model, attempt), transient=True)) from None
 
     def _to_completion(self, response: Any, key: str) -> Completion:
+        problem = not_a_completion(response)
+        if problem:  # a failure of this call, named; never a TypeError further down
+            raise LLMError(f"LLM request to {self.model} failed: the server answered 200, but {problem}. Check that "
+                           "its base URL serves OpenAI-compatible /v1/chat/completions.", status_code=200)
         choice = response.choices[0]
         usage = getattr(response, "usage", None)
         input_tokens = getattr(usage, "prompt_tokens", 0) or 0
@@ -243,6 +250,29 @@ class LLMClient:
     def _cache_put(self, key: str, completion: Completion) -> None:
         data = {k: v for k, v in vars(completion).items() if k != "cached"}
         write_json(self._cache_path(key), {**data, "remembered": True})
+
+
+def not_a_completion(response: Any) -> str | None:
+    """Why `response` (the SDK's reading of a 200 answer) is not the chat completion its API promises, in
+    words, or None when it is one: no choices (another API's body, or an error in a 200), a choice without
+    a message, or a message with neither text nor tool calls (unless it was cut at its length limit, which
+    callers name themselves: cut_at_length)."""
+    choices = getattr(response, "choices", None)
+    if not choices:
+        body = response.to_dict() if hasattr(response, "to_dict") else {}
+        error = body.get("error")
+        if isinstance(error, (dict, str)) and error:
+            said = error.get("message") if isinstance(error, dict) else error
+            return f"with an error instead of a completion: {str(said)[:300]}"
+        kind = f' (a "{body["type"]}" object, as another API answers)' if isinstance(body.get("type"), str) else ""
+        return f"the body is not a chat completion{kind}: it has no choices (its fields: {', '.join(sorted(body)[:10])})"
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    if message is None:
+        return "its first choice has no message"
+    if message.content is None and not getattr(message, "tool_calls", None) and choice.finish_reason != "length":
+        return f"its message has no content (finish_reason {choice.finish_reason!r})"
+    return None
 
 
 REASONING_MODELS = ("gpt-5", "gpt-6", "o1", "o3", "o4")  # OpenAI models that take max_completion_tokens, not max_tokens
@@ -299,8 +329,20 @@ def _describe(error: Any, model: str, attempt: int) -> str:
         404: " Check the model id and the base URL (OPENAI_BASE_URL).",
         429: " Rate limited: lower the workers or wait.",
     }.get(status or 0, "")
-    where = f"HTTP {status}" if status else type(error).__name__
-    return f"LLM request to {model} failed{tries}: {where}: {message}.{hint}"
+    return f"LLM request to {model} failed{tries}: {_what_failed(error, status, message).rstrip('.')}.{hint}"
+
+
+def _what_failed(error: Any, status: int | None, message: str) -> str:
+    """The HTTP status and the server's message, or what went wrong without an answer, in words (never the
+    SDK's class names)."""
+    import openai
+
+    if status:
+        return f"HTTP {status}: {message}"
+    if isinstance(error, openai.APITimeoutError):
+        return "no answer in time (the request timed out)"
+    cause = getattr(error, "__cause__", None) or getattr(error, "__context__", None)
+    return "the model server could not be reached" + (f" ({cause})" if cause is not None and str(cause) else "")
 
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
@@ -338,4 +380,5 @@ def parse_json_object(text: str) -> dict[str, Any]:
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "LLMClient", "LLMError", "BudgetExceeded", "cache_key", "output_cap", "cut_at_length", "context_limit", "parse_json_object", "llm_generator",
+    "not_a_completion",
 ]

@@ -44,7 +44,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Sequence
 
 from helpers.core.config import SCRIPTED_MODEL
-from helpers.llm.scripts import (ANTHROPIC_STOP, FAULTS, TEXT_CHUNK, Reply, Rule, Script, _api_of, _estimate_tokens, _model_list, _text_of,  # noqa: F401
+from helpers.llm.scripts import (ANTHROPIC_STOP, FAULTS, TEXT_CHUNK, WRONG_API, Reply, Rule, Script, _api_of, _calls, _error_body,  # noqa: F401
+                                 _estimate_tokens, _model_list, _text_of,
                                  assistant_turns, message_text, normalize_request, tool_call, tool_names)
 
 NOT_JSON_EVENT = b"data: {this is not JSON\n\n"
@@ -211,8 +212,9 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         def _whole(self, api: str, request: dict, reply: Reply, entry: dict) -> None:
-            answer = {"chat": _completion, "anthropic": _anthropic_message, "responses": _response}[api]
-            if reply.fault in (None, "no_end_marker"):
+            shape = WRONG_API[api] if reply.fault == "wrong_api" else api
+            answer = {"chat": _completion, "anthropic": _anthropic_message, "responses": _response}[shape]
+            if reply.fault in (None, "no_end_marker", "wrong_api"):
                 return self._json(200, answer(request, reply, server.model))
             data = NOT_JSON_BODY if reply.fault == "malformed" else json.dumps(answer(request, reply, server.model)).encode()
             self.send_response(200)
@@ -232,8 +234,9 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Connection", "close")
             self.end_headers()
             self.close_connection = True
-            for n, event in enumerate(_sse_events(api, request, reply, server.model)):
-                if reply.fault is not None and n == reply.fault_after:
+            shape = WRONG_API[api] if reply.fault == "wrong_api" else api
+            for n, event in enumerate(_sse_events(shape, request, reply, server.model)):
+                if reply.fault not in (None, "wrong_api") and n == reply.fault_after:
                     if reply.fault != "malformed":
                         return self._misbehave(reply.fault, entry)
                     self._chunk(NOT_JSON_EVENT)
@@ -275,23 +278,6 @@ def _sse_events(api: str, request: dict, reply: Reply, model: str) -> list[bytes
         return chunks + [b"data: [DONE]\n\n"]
     events = _anthropic_events if api == "anthropic" else _responses_events
     return [f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events(request, reply, model)]
-
-
-def _error_body(message: str, kind: str, api: str | None = None) -> dict:
-    if api in ("anthropic", "count_tokens"):
-        return {"type": "error", "error": {"type": kind, "message": message}}
-    return {"error": {"message": message, "type": kind, "code": kind}}
-
-
-def _calls(reply: Reply) -> list[dict[str, Any]]:
-    """The reply's tool calls as {"id", "name", "arguments" (JSON text), "input" (dict)}."""
-    calls = []
-    for call in reply.tool_calls:
-        arguments = call["arguments"]
-        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-        calls.append({"id": call.get("id") or f"call_{uuid.uuid4().hex[:12]}", "name": call["name"],
-                      "arguments": text, "input": json.loads(text) if isinstance(arguments, str) else dict(arguments)})
-    return calls
 
 
 def _usage(request: dict, reply: Reply, calls: list[dict]) -> dict[str, int]:

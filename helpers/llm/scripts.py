@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, Union
 
@@ -54,7 +55,11 @@ FAULTS = {
     "hang": "nothing at all is sent, not even a status line, until the client goes away",
     "malformed": "after `fault_after` events a data: line that is not JSON, then the rest of the stream; a whole "
                  "answer: status 200 with a body that is not JSON",
+    "wrong_api": "status 200 and valid JSON, but in another API's shape (a chat-completions request is answered "
+                 "with an Anthropic message, the others with a chat completion), as a server or proxy that "
+                 "serves one API on another's path",
 }
+WRONG_API = {"chat": "anthropic", "anthropic": "chat", "responses": "chat"}  # the shape a "wrong_api" fault answers in
 
 
 def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -228,5 +233,24 @@ def _api_of(path: str) -> str | None:
     return None
 
 
+# --- wire pieces the scripted server shares ---
+def _error_body(message: str, kind: str, api: str | None = None) -> dict:
+    if api in ("anthropic", "count_tokens"):
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"message": message, "type": kind, "code": kind}}
+
+
+def _calls(reply: Reply) -> list[dict[str, Any]]:
+    """The reply's tool calls as {"id", "name", "arguments" (JSON text), "input" (dict)}."""
+    calls = []
+    for call in reply.tool_calls:
+        arguments = call["arguments"]
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        calls.append({"id": call.get("id") or f"call_{uuid.uuid4().hex[:12]}", "name": call["name"],
+                      "arguments": text, "input": json.loads(text) if isinstance(arguments, str) else dict(arguments)})
+    return calls
+
+
+
 __all__ = ["Script", "Rule", "Reply", "tool_call", "message_text", "tool_names", "normalize_request",
-           "assistant_turns", "FAULTS"]  # documented in CODE_APPENDIX.md
+           "assistant_turns", "FAULTS", "WRONG_API"]  # documented in CODE_APPENDIX.md

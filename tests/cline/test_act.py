@@ -235,5 +235,5 @@ def test_a_run_whose_stream_keeps_breaking_ends_as_a_transient_error_after_the_r
         df = run_act(tasks=tasks.head(1), run_id="broken", workers=1, model="scripted-dry-run", base_url=server.base_url,
                      api_key=KEY, results_root=tmp_path, progress=False, gateway=gateway)
     assert df.status[0] == "error" and bool(df.transient[0])  # run again on the next call, never final
-    assert "the model server ended the stream early after 1 chunks" in df.error[0]
+    assert "the model server ended the stream early after 1 chunk: the connection closed" in df.error[0]
     assert broken.fired == 1 + config.AGENT_TRANSIENT_RETRIES  # bounded: the run and its retries, no more

@@ -79,6 +79,38 @@ def test_the_quickstart_dry_run_runs_end_to_end_labeled_and_resumes_without_new_
     assert loops[1]["train_accuracy"] > loops[0]["train_accuracy"]
 
 
+CLASS_NAME = re.compile(r"\b(?:[A-Z][a-z0-9]+){2,}(?:Error|Exception)\b")  # ClientPayloadError, APIConnectionError, ...
+
+
+def test_the_quickstart_dry_run_with_its_defaults_tells_one_story_labeled_as_scripted(isolated):
+    """Validation climbs with the rules, so the version kept is the learned one; the 4-task test calls even
+    +100 points noise and says why; no loop line shows dollars or a library's class name."""
+    params = {"EXPERIMENT": "ci-quickstart-defaults", "DRY_RUN": True, "PHOENIX_URL": isolated["phoenix"]}
+    shown = outputs(run_notebook(NOTEBOOKS / "quickstart.ipynb", params))
+    loops = [json.loads(line) for line in
+             (isolated["root"] / "act_results/ci-quickstart-defaults/loops.jsonl").read_text().splitlines()]
+    validation = [r["val_accuracy"] for r in loops]
+    assert validation == sorted(validation) and validation[0] == 0.0 and validation[-1] == 1.0
+    assert f"Kept version: v{loops[-1]['ruleset_version']}: the highest validation accuracy (1.00" in shown
+    assert loops[-1]["ruleset_version"] > 0 and loops[-1]["test_accuracy"] > loops[0]["test_accuracy"]
+    assert "Noise: the test does not show" in shown  # 4 of 4 flipping is p = 0.125 ...
+    assert "even if all 4 changed outcome the same way, the exact McNemar p-value would be 0.125" in shown  # ... said
+    lines = [line for line in shown.splitlines() if line.startswith("Loop ")]
+    assert len(lines) == 3 and all("scripted: no charge" in line and "tokens" in line for line in lines)
+    assert "$0.00" not in shown and not CLASS_NAME.findall("\n".join(lines))
+
+
+@pytest.mark.parametrize("sizes", [{"TRAIN_SIZE": 1}, {"TRAIN_SIZE": 2, "VAL_SIZE": 0}], ids=["one-train-task", "val-size-0"])
+def test_the_quickstart_runs_without_a_validation_side_and_says_the_kept_version_is_the_latest(isolated, sizes):
+    experiment = f"ci-no-val-{sizes['TRAIN_SIZE']}"
+    params = {**TINY, "TEST_SIZE": 2, **sizes, "EXPERIMENT": experiment, "PHOENIX_URL": isolated["phoenix"]}
+    shown = outputs(run_notebook(NOTEBOOKS / "quickstart.ipynb", params))
+    loops = [json.loads(line) for line in (isolated["root"] / f"act_results/{experiment}/loops.jsonl").read_text().splitlines()]
+    assert [r["loop"] for r in loops] == [0, 1] and all(r["val_size"] == 0 for r in loops)
+    assert "No validation side" in shown  # said before any agent runs ...
+    assert "the latest version: no validation results, so it was not chosen by data" in shown  # ... and after
+
+
 def test_the_results_notebook_reads_a_finished_experiment(isolated):
     if not (isolated["root"] / "act_results/ci-quickstart/loops.jsonl").exists():
         run_notebook(NOTEBOOKS / "quickstart.ipynb", {**TINY, "EXPERIMENT": "ci-quickstart", "PHOENIX_URL": isolated["phoenix"]})

@@ -51,20 +51,47 @@ class Limits:
         self.idle_s, self.call_s = idle_s, call_s
 
 
+def chunks_text(chunks: int) -> str:
+    return f"{chunks} chunk{'' if chunks == 1 else 's'}"
+
+
 def read_fault(error: BaseException, limits: Limits, chunks: int | None = None, answered: bool = True) -> UpstreamFault:
-    """What a failed read of the upstream means. `chunks`: events of a stream relayed so far (None: a whole
-    answer); `answered`: whether its status line had come."""
-    after = "" if chunks is None else f" after {chunks} chunks"
+    """What a failed read of the upstream means, in words that name what happened (never the HTTP library's
+    class names). `chunks`: events of a stream relayed so far (None: a whole answer); `answered`: whether its
+    status line had come."""
+    after = "" if chunks is None else f" after {chunks_text(chunks)}"
     if isinstance(error, aiohttp.SocketTimeoutError):
         return UpstreamFault(f"the model server sent nothing for {limits.idle_s:g} s{after}", 504, "upstream_timeout")
     if isinstance(error, asyncio.TimeoutError) and not isinstance(error, aiohttp.ConnectionTimeoutError):
         return UpstreamFault(f"the call took longer than the gateway's limit of {limits.call_s:g} s{after}", 504,
                              "upstream_timeout")
     if not answered:
-        return UpstreamFault(f"upstream unreachable: {type(error).__name__}: {error}", 502, "upstream_unreachable")
+        return UpstreamFault(f"upstream unreachable: {connection_trouble(error)}", 502, "upstream_unreachable")
     if chunks is None:
-        return UpstreamFault(f"the model server ended its answer early ({type(error).__name__})")
-    return UpstreamFault(f"the model server ended the stream early{after} ({type(error).__name__})")
+        return UpstreamFault(f"the model server ended its answer early: {connection_trouble(error)}")
+    return UpstreamFault(f"the model server ended the stream early{after}: {connection_trouble(error)}")
+
+
+def connection_trouble(error: BaseException) -> str:
+    """What went wrong with the connection to a model server, in plain words ("the connection closed before
+    the answer was complete", "nothing answers at 127.0.0.1:9 (connection refused)")."""
+    if isinstance(error, aiohttp.ClientPayloadError):
+        return "the connection closed before the answer was complete"
+    if isinstance(error, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection"
+    if isinstance(error, aiohttp.ClientConnectorDNSError):
+        return f"the host name {error.host} does not resolve"
+    if isinstance(error, aiohttp.ClientConnectorCertificateError):
+        return f"the TLS certificate of {error.host} was not accepted"
+    if isinstance(error, aiohttp.ClientConnectorError):
+        cause = error.os_error
+        why = "connection refused" if isinstance(cause, ConnectionRefusedError) else (cause.strerror or "no connection")
+        return f"nothing answers at {error.host}:{error.port} ({why.lower()})"
+    if isinstance(error, ConnectionResetError) or isinstance(getattr(error, "__cause__", None), ConnectionResetError):
+        return "the connection was reset"
+    if isinstance(error, aiohttp.ConnectionTimeoutError):
+        return "connecting took too long"
+    return "the connection failed"
 
 
 def check_json(body: bytes, status: int) -> None:
@@ -106,7 +133,7 @@ class Stream:
             except READ_ERRORS as error:
                 raise read_fault(error, self.limits, self.chunks) from None
             if not chunk:
-                raise UpstreamFault(f"the model server ended the stream early after {self.chunks} chunks "
+                raise UpstreamFault(f"the model server ended the stream early after {chunks_text(self.chunks)} "
                                     "(no end marker)")
             events = self._split(chunk)
             if events:
@@ -126,8 +153,8 @@ class Stream:
             try:
                 parsed = json.loads(data) if data and data != b"[DONE]" else None
             except ValueError:
-                self._fault = UpstreamFault(f"the model server sent an event that is not JSON after {self.chunks} "
-                                            f"chunks ({data[:40]!r})")
+                self._fault = UpstreamFault(f"the model server sent an event that is not JSON after "
+                                            f"{chunks_text(self.chunks)} ({data[:40]!r})")
                 break
             events.append((raw + b"\n\n", parsed))
             self.chunks += bool(data)

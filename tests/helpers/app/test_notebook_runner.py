@@ -177,6 +177,15 @@ def test_the_cookbook_notebooks_take_what_their_tests_and_the_readme_pass():
         check_parameters(NOTEBOOKS / "quickstart.ipynb", {"LOOP": 1})
 
 
+def test_a_validation_side_of_zero_is_a_choice_the_notebooks_take_and_below_zero_is_refused():
+    for name in ("quickstart", "01_dataset_split", "02_optimize_cline_act", "04_cline_plan_mode"):
+        assert check_parameters(NOTEBOOKS / f"{name}.ipynb", {"VAL_SIZE": 0}) == {"VAL_SIZE": 0}
+    with pytest.raises(ValueError, match="VAL_SIZE=-1: must be at least 0"):
+        check_parameters(NOTEBOOKS / "quickstart.ipynb", {"VAL_SIZE": -1})
+    with pytest.raises(ValueError, match="TRAIN_SIZE=0: must be at least 1"):
+        check_parameters(NOTEBOOKS / "quickstart.ipynb", {"TRAIN_SIZE": 0})
+
+
 def talking_notebook(folder, last_cell="print('loop 0: train 2/4 passed')"):
     """Two sections that print, and a last cell given by the test."""
     book = nbformat.v4.new_notebook()

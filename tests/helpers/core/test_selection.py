@@ -51,4 +51,8 @@ def test_the_power_of_the_exact_mcnemar_test_matches_a_simulation():
 def test_more_tasks_detect_smaller_gains_and_tiny_splits_say_they_cannot_decide():
     assert minimum_detectable_gain(150) < minimum_detectable_gain(50) < minimum_detectable_gain(20)
     assert "no difference can be significant" in power_note(4)
+    assert "even if all 4 changed outcome the same way, the exact McNemar p-value would be 0.125" in power_note(4)
+    assert "(6 at the very least)" in power_note(4)  # 2 * 0.5**6 = 0.031 is the first under 0.05
+    assert "even if both tasks changed outcome the same way, the exact McNemar p-value would be 0.5" in power_note(2)
+    assert power_note(0).startswith("With no test tasks nothing can be tested")
     assert "a true gain of" in power_note(150) and "80% power" in power_note(150)

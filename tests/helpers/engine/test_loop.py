@@ -86,6 +86,19 @@ def test_a_judge_out_of_budget_leaves_the_loop_unfinished_and_a_rerun_completes_
     assert len(agent.calls) == runs_before, "the rerun ran no agent again"
 
 
+def test_a_judge_answered_with_something_other_than_a_completion_is_counted_and_named_and_the_loop_finishes(isolated, house):
+    from helpers.learn.judge import JUDGE_SYSTEM_PROMPT
+
+    train, test = house
+    wrong = Rule(system_contains=JUDGE_SYSTEM_PROMPT.splitlines()[0], reply=Reply("{}", fault="wrong_api"))
+    with ScriptedModelServer(script_with(wrong)) as server:
+        loops = run_loop(train, test, LoopSettings("judge-wrong-api", loops=1, workers=2, agent=HouseAgent()),
+                         session_on(server), verbose=False)
+    record = loops.iloc[0].to_dict()
+    assert record["judge_errors"] == 2 and "the body is not a chat completion" in record["judge_top_error"]
+    assert "judge failed on 2 rows (LLM request to gpt-4.1 failed: the server answered 200" in describe_loop(record)
+
+
 def test_a_failed_optimizer_request_leaves_the_loop_unfinished(isolated, house):
     from helpers.learn.optimizer import OPTIMIZER_SYSTEM_PROMPT
 
@@ -260,6 +273,17 @@ def test_a_model_server_on_this_machine_is_reported_as_tokens_with_no_charge():
     assert "cost $0.04 (agent local: no charge, 10,020 agent tokens)" in describe_loop(record)
 
 
+def test_a_scripted_dry_run_is_shown_as_no_charge_with_its_tokens_never_as_dollars():
+    from helpers.engine.loop_lines import cost_label, loops_table
+
+    record = {"loop": 0, "dry_run": True, "cost_usd": 0.0, "agent_cost_usd": 0.0, "unpriced": [], "local": [],
+              "agent_tokens": 46411, "ruleset_rules": 0, "ruleset_version": 0, "next_ruleset_version": 1}
+    line = describe_loop(record)
+    assert "; scripted: no charge, 46,411 agent tokens;" in line and "$" not in line
+    assert cost_label({**record, "judge_tokens": 589}) == "scripted: no charge, 47,000 tokens (agent 46,411, judge 589)"
+    assert loops_table([record]).cost.tolist() == ["scripted: no charge, 46,411 agent tokens"]
+
+
 def test_the_loop_line_counts_runs_that_produced_no_patch_and_says_why_the_judge_failed():
     record = {"loop": 0, "train_accuracy": 0.0, "train_passed": 0, "train_scored": 2, "train_runs": 2, "train_patched": 0,
               "test_accuracy": 0.0, "test_passed": 0, "test_scored": 2, "test_runs": 2, "test_patched": 0,
@@ -299,3 +323,40 @@ def test_a_context_limit_error_in_the_loop_line_is_named_with_its_size(error, sa
               "ruleset_version": 0}
     assert says in describe_loop(record)
     assert "context limit" not in describe_loop({**record, "train_top_error": "429 Too Many Requests"})
+
+
+# --- a split without a validation side (VAL_SIZE=0, or a pool of one task) ------------------------------------
+def test_a_split_without_a_validation_side_runs_keeps_the_latest_version_and_says_it_was_not_chosen(isolated, house, capsys):
+    from helpers.store.loops import kept_version
+
+    train, test = house
+    with ScriptedModelServer(script_with()) as server:
+        loops = run_loop(train, test, LoopSettings("no-val", loops=2, workers=2, agent=HouseAgent()),
+                         session_on(server), val_df=train.iloc[:0])
+    shown = capsys.readouterr().out
+
+    # the table has the columns every notebook selects, the validation side's empty
+    table = loops[["loop", "ruleset_version", "train_accuracy", "val_accuracy", "test_accuracy", "cost"]]
+    assert table.loop.tolist() == [0, 1] and table.val_accuracy.isna().all() and loops.val_size.tolist() == [0, 0]
+    assert "validation" not in shown.split("Kept version")[0]  # no "validation n/a" in the loop lines
+    choice = kept_version("no-val")
+    assert choice.version == loops.next_ruleset_version.iloc[-1]  # the latest version ...
+    assert "not chosen by data" in choice.how and "not chosen by data" in shown  # ... and the run says so
+
+
+def test_the_loops_table_has_every_splits_accuracy_even_for_records_written_before_validation_existed():
+    from helpers.engine.loop_lines import loops_table
+
+    old = {"loop": 0, "train_accuracy": 0.5, "test_accuracy": 0.25, "cost_usd": None, "unpriced": ["agent"]}
+    table = loops_table([old])
+    assert table.train_accuracy[0] == 0.5 and pd.isna(table.val_accuracy[0]) and table.test_accuracy[0] == 0.25
+    assert table.cost.tolist() == ["agent unpriced"]
+
+
+def test_the_validation_note_says_what_a_split_without_validation_costs():
+    from helpers.engine.splits import validation_note
+
+    tasks = load_house_suite()
+    assert validation_note(tasks.head(5), tasks.iloc[5:8]).startswith("Validation: 3 of the pool's 8 tasks decide")
+    note = validation_note(tasks.head(1), tasks.iloc[:0])
+    assert "No validation side" in note and "the latest, not one chosen by data" in note

@@ -63,6 +63,15 @@ def test_an_unparseable_answer_or_a_failed_request_is_a_judge_error_on_that_row_
     assert judged.judge_error[2] == "" and judged.correctness[2] == "incorrect"
 
 
+def test_a_judge_answered_by_a_body_that_is_not_a_chat_completion_counts_a_failure_with_its_reason(tmp_path):
+    """As with only ANTHROPIC_BASE_URL set and a server answering the judge's /v1/chat/completions with a
+    Messages body: each row is a judge failure saying what was wrong, never a crash of the loop."""
+    with ScriptedModelServer(Script(default=Reply(VERDICT, fault="wrong_api"))) as server:
+        judged = judge(server, tmp_path, rows(2))
+    assert judged.correctness.tolist() == ["", ""] and judged.judge_transient.tolist() == [False, False]
+    assert all("the body is not a chat completion" in e and "no choices" in e for e in judged.judge_error)
+
+
 def test_a_rerun_with_the_same_inputs_is_answered_from_the_cache(tmp_path):
     with ScriptedModelServer(Script(default=Reply(VERDICT))) as server:
         first = judge(server, tmp_path, rows())

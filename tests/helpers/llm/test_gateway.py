@@ -406,7 +406,9 @@ def test_an_unreachable_upstream_is_a_502_recorded_as_transient():
         answer = httpx.post(gateway.url_for("gone") + "/chat/completions", json={"model": "gpt-4.1"},
                             headers={"Authorization": f"Bearer {token}"})
         record, = gateway.calls()
-    assert answer.status_code == 502 and "unreachable" in answer.json()["error"]["message"]
+    message = answer.json()["error"]["message"]
+    assert answer.status_code == 502 and "upstream unreachable: nothing answers at 127.0.0.1:" in message
+    assert message.endswith("(connection refused)") and "ClientConnector" not in message  # what happened, not a class
     assert record["retries"] == 1 and is_transient(gateway.last_status(token))
 
 

@@ -71,6 +71,21 @@ def test_a_chat_stream_that_ends_early_reaches_the_openai_sdk_as_an_error_saying
     assert "ended the stream early after 3 chunks" in line and "upstream-key" not in line
 
 
+@pytest.mark.parametrize("fault", ["end_early", "reset"])
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+def test_a_broken_connection_is_named_by_what_happened_not_by_the_http_librarys_class(fault, stream):
+    with serve(default=Reply(LONG, fault=fault, fault_after=1)) as server, gateway_for(server) as gateway:
+        with pytest.raises(openai.APIError):
+            answer = openai_client(gateway, gateway.issue_token("s")).chat.completions.create(
+                model="gpt-4.1", messages=ASK, stream=stream)
+            list(answer) if stream else None
+        record, = gateway.calls()
+
+    where = "ended the stream early after 1 chunk:" if stream else "ended its answer early:"
+    assert f"{where} the connection closed before the answer was complete" in record["error"]
+    assert "Error" not in record["error"]  # no ClientPayloadError, TransferEncodingError, ...
+
+
 @pytest.mark.parametrize("fault", FAULTS_MID_STREAM)
 def test_an_anthropic_stream_that_ends_early_ends_with_an_api_error_event(fault, caplog):
     with serve(default=Reply(LONG, fault=fault, fault_after=3)) as server, gateway_for(server) as gateway:

@@ -182,6 +182,39 @@ def test_a_timeout_and_a_refused_connection_are_transient(tmp_path):
         nobody.complete(MESSAGES)
     assert timed_out.value.transient and refused.value.transient
     assert timed_out.value.status_code is None and refused.value.status_code is None
+    # said in words, not by the SDK's class names (APITimeoutError, APIConnectionError)
+    assert ": no answer in time (the request timed out)." in str(timed_out.value) and "Error" not in str(timed_out.value)
+    assert ": the model server could not be reached" in str(refused.value) and "APIConnectionError" not in str(refused.value)
+
+
+def test_a_200_answer_that_is_not_a_chat_completion_is_a_named_failure_of_that_call(tmp_path):
+    with ScriptedModelServer(Script(default=Reply("a Messages body", fault="wrong_api"))) as server:
+        with pytest.raises(LLMError) as failed:
+            make_client(server, tmp_path).complete(MESSAGES)
+    said = str(failed.value)
+    assert "the server answered 200, but the body is not a chat completion" in said
+    assert '(a "message" object, as another API answers): it has no choices' in said and "TypeError" not in said
+    assert not failed.value.transient and failed.value.status_code == 200  # a rerun would get the same
+
+
+def test_a_completion_without_content_or_with_an_error_instead_is_named_as_such():
+    from types import SimpleNamespace
+
+    from openai.types.chat import ChatCompletion
+
+    from helpers.llm.client import not_a_completion
+
+    def completion(message, finish_reason="stop"):
+        return ChatCompletion.construct(id="x", object="chat.completion", created=0, model="m",
+                                        choices=[SimpleNamespace(message=message, finish_reason=finish_reason)])
+
+    empty = SimpleNamespace(content=None, tool_calls=None)
+    assert not_a_completion(completion(empty)) == "its message has no content (finish_reason 'stop')"
+    assert not_a_completion(completion(empty, "length")) is None  # cut at its cap: callers name that (cut_at_length)
+    assert not_a_completion(completion(SimpleNamespace(content="fine", tool_calls=None))) is None
+    assert not_a_completion(completion(None)) == "its first choice has no message"
+    error = ChatCompletion.construct(error={"message": "upstream overloaded"})
+    assert not_a_completion(error) == "with an error instead of a completion: upstream overloaded"
 
 
 def test_a_spent_budget_is_transient(tmp_path):

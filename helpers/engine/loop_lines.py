@@ -1,0 +1,120 @@
+"""A loop's record in words: its one line (describe_loop), the version kept so far (kept_line), its cost as
+shown (cost_label: never "$0.00" for what has no price), and the loops as a table (loops_table).
+
+Pure functions over the records of loops.jsonl (helpers.engine.loop writes them); the notebooks and the
+loop print what these return.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+SPLITS = ("train", "val", "test")  # the sides of every loop record, in this order
+
+
+def loops_table(records: Any) -> pd.DataFrame:
+    """The loop records as a table, in loop order, with the cost as shown ("unpriced", never 0) and every
+    split's accuracy column, empty for a split the experiment has none of (a loop without a validation side,
+    or one recorded before validation existed)."""
+    table = pd.DataFrame([{**r, "cost": cost_label(r)} for r in sorted(records, key=lambda r: r["loop"])])
+    missing = [f"{split}_accuracy" for split in SPLITS if f"{split}_accuracy" not in table]
+    return table.reindex(columns=[*table.columns, *missing])
+
+
+ROLES = ("agent", "judge", "optimizer")
+
+
+def cost_label(record: dict[str, Any]) -> str:
+    """A loop's cost as shown in tables: dollars for what is priced, and the roles that are unpriced or run
+    on a local server named as such ("$0.41 (judge unpriced)", "unpriced", "local: no charge"); never $0.00
+    for what has no price. A scripted dry run is charged nothing and says so, with the tokens it used
+    ("scripted: no charge, 46,411 agent tokens")."""
+    if record.get("dry_run"):
+        return f"scripted: no charge, {tokens_text(record)}"
+    unpriced, local = record.get("unpriced") or [], record.get("local") or []
+    cost = record.get("cost_usd")
+    cost = None if isinstance(cost, float) and cost != cost else cost  # NaN from a frame
+    notes = [f"{', '.join(unpriced)} unpriced"] if unpriced else []
+    if local:
+        notes.append(f"{', '.join(local)} local: no charge, {record.get('agent_tokens', 0):,} agent tokens"
+                     if "agent" in local else f"{', '.join(local)} local: no charge")
+    if cost is None and not notes:
+        return "unpriced"
+    return (f"${cost:.2f}" if cost is not None else "") + (f" ({'; '.join(notes)})" if notes and cost is not None
+                                                          else "; ".join(notes))
+
+
+def tokens_text(record: dict[str, Any]) -> str:
+    """The tokens a loop used, by role, as far as its record counts them: "46,411 agent tokens", or
+    "47,000 tokens (agent 46,411, judge 589)" when other roles' `<role>_tokens` are recorded too."""
+    counted = [(role, int(n)) for role in ROLES if isinstance(n := record.get(f"{role}_tokens"), (int, float)) and n == n]
+    if len(counted) == 1:
+        return f"{counted[0][1]:,} {counted[0][0]} tokens"
+    total = sum(n for _, n in counted)
+    return f"{total:,} tokens ({', '.join(f'{role} {n:,}' for role, n in counted)})" if counted else "tokens not counted"
+
+
+def cost_text(record: dict[str, Any]) -> str:
+    """The loop's cost for its line: "cost " and cost_label ("scripted: no charge, ..." alone for a dry run)."""
+    return cost_label(record) if record.get("dry_run") else f"cost {cost_label(record)}"
+
+
+def kept_line(experiment: str) -> str:
+    """The version kept so far and how, in one line (its test against the start: evidence_summary)."""
+    from helpers.store.loops import kept_version
+
+    choice = kept_version(experiment)
+    return "No loop finished yet." if choice is None else (
+        f"Kept version: {choice.how}. Its one test against the start: evidence_summary({experiment!r}).")
+
+
+def describe_loop(record: dict[str, Any], label: str = "") -> str:
+    """The loop in one line, failures included: errored runs, judge failures, an optimizer that changed nothing.
+    The test accuracy is marked exploratory: the loop line carries no p-value (see evidence_summary)."""
+    record = {k: (None if isinstance(v, float) and v != v else v) for k, v in record.items()}  # NaN from a frame
+
+    def split(name: str, label: str) -> str:
+        acc = record.get(f"{name}_accuracy")
+        scored = record.get(f"{name}_scored", record.get(f"{name}_size"))
+        text = f"{label} " + ("n/a" if acc is None else f"{acc:.2f} ({record.get(f'{name}_passed', '?')}/{scored})")
+        low, high = record.get(f"{name}_ci_low"), record.get(f"{name}_ci_high")
+        if acc is not None and low is not None and high is not None:
+            text += f" [95% CI {low:.2f}-{high:.2f}]"
+        errors, rule_errors = record.get(f"{name}_errors") or 0, record.get(f"{name}_rule_errors") or 0
+        text += f", {rule_errors} rule-induced errors counted as fails" if rule_errors else ""
+        return text + (f", {errors} errored runs left out" if errors else "")
+
+    names = [("train", "train"), *([("val", "validation")] if record.get("val_size") else []), ("test", "test (exploratory)")]
+    parts = [split(name, label) for name, label in names]
+    errors = sum(record.get(f"{name}_errors") or 0 for name, _ in names)
+    if errors:
+        from helpers.llm.client import context_limit
+
+        top = next((record.get(f"{name}_top_error") for name, _ in names if record.get(f"{name}_top_error")), "")
+        too_long = context_limit(str(top))  # "Prompt is too long" says nothing of the limit: name it when known
+        parts.append(f"most common error: {top!r}" + (f" ({too_long})" if too_long else ""))
+    patched = [record.get(f"{name}_patched") for name, _ in names]
+    if all(isinstance(n, int) for n in patched):
+        runs = sum(record.get(f"{name}_runs") or 0 for name, _ in names)
+        if sum(patched) < runs:
+            parts.append(f"{sum(patched)} of {runs} runs produced a patch")
+    if record.get("judge_errors"):
+        why = f" ({record['judge_top_error']})" if record.get("judge_top_error") else ""
+        parts.append(f"judge failed on {record['judge_errors']} rows{why}")
+    if "optimizer_changed" in record:
+        change = (f"rules changed ({record.get('optimizer_edits', 0)} edits)" if record["optimizer_changed"]
+                  else "optimizer changed nothing")
+        if record.get("optimizer_errors"):
+            change += f" ({len(record['optimizer_errors'])} optimizer errors: {record['optimizer_errors'][0]})"
+        parts.append(change)
+    parts.append(cost_text(record))
+    if record.get("next_ruleset_version") == record.get("ruleset_version"):
+        parts.append(f"rules {record.get('ruleset_rules')}, unchanged (version {record.get('ruleset_version')} again)")
+    else:
+        parts.append(f"rules {record.get('ruleset_rules')} -> version {record.get('next_ruleset_version')}")
+    return f"Loop {record['loop']}: " + "; ".join(parts) + (f" [{label}]" if label else "")
+
+
+__all__ = ["describe_loop", "kept_line", "cost_label", "cost_text", "tokens_text", "loops_table", "SPLITS"]  # documented in CODE_APPENDIX.md
