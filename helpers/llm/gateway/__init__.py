@@ -5,7 +5,7 @@
         token = gateway.issue_token("openai", experiment="lite", split="train", loop=0, task="t1", role="agent")
         client = OpenAI(base_url=gateway.url_for("openai"), api_key=token)   # http://127.0.0.1:P/u/openai/v1
         ...
-        gateway.usage(experiment="lite", role="agent")     # {"calls", "input_tokens", "output_tokens", "cost_usd"}
+        gateway.usage(experiment="lite", role="agent")     # {"calls", "input_tokens", "cached_tokens", "output_tokens", "cost_usd"}
         gateway.last_status(token)                          # 200, 429, 502, "budget", ... or None
 
 - URLs: `url_for(name)` is the upstream's base URL with its origin swapped for
@@ -48,8 +48,9 @@
   upstream at most 1 + max_retries times end to end.
 - Metering: one record per call (`calls()`), with the token's attributes, tokens from the upstream's usage
   (JSON body, the final SSE usage chunk, Anthropic message_start/message_delta, Responses
-  response.completed), cost from helpers.llm.pricing (None: unpriced or no usage reported), latency and
-  retries. Cached input tokens count at the full input price (an upper bound).
+  response.completed), the part of the input read from the provider's prompt cache (`cached_tokens`, as
+  the answer reports it: metering.py), cost from helpers.llm.pricing (None: unpriced or no usage
+  reported), latency and retries. Cached input tokens count at the full input price (an upper bound).
 - Budget: once the priced calls' cost reaches `budget_usd`, new calls get 429 with a JSON error saying the
   budget is spent and the header `x-gateway-budget: spent`; their record says status "budget". Calls in
   flight finish, so the spend can overshoot by what they cost.
