@@ -174,18 +174,21 @@ def plot_test_outcomes(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str 
 
 
 def plot_ablation(effects: pd.DataFrame, experiment: str = "", dry_run: bool = False) -> Figure:
-    """A forest plot of each rule's effect of removal (helpers.engine.ablation.ablate) with its 95% interval:
-    left of zero the rule helps; right of zero (red) removing it helped: a candidate for deletion."""
-    figure, ax = _figure(7.0, 1.2 + 0.45 * max(1, len(effects)))
+    """A forest plot of each rule's effect of removal (helpers.engine.ablation.ablate) with its 95% interval,
+    each rule labeled with its weight in tokens: left of zero the rule helps; right of zero (red) removing it
+    helped; orange: it costs tokens and shows no effect (dead weight). Red and orange: candidates for deletion."""
+    figure, ax = _figure(7.0, 1.4 + 0.45 * max(1, len(effects)))
     for row, effect in enumerate(effects.itertuples()):
-        color = "tab:red" if effect.harmful else "tab:blue"
+        color = "tab:red" if effect.harmful else "tab:orange" if getattr(effect, "dead_weight", False) else "tab:blue"
         ax.errorbar([effect.effect_of_removal], [row], capsize=4, marker="o", color=color,
                     xerr=[[max(0.0, effect.effect_of_removal - effect.ci_low)], [max(0.0, effect.ci_high - effect.effect_of_removal)]])
     ax.axvline(0, color="grey", linewidth=1)
-    ax.set_yticks(range(len(effects)), [f"{r.rule}: {r.text[:40]}" for r in effects.itertuples()], fontsize="small")
+    labels = [f"{r.rule}" + (f" ({int(r.tokens)} tokens)" if "tokens" in effects else "") + f": {r.text[:40]}"
+              for r in effects.itertuples()]
+    ax.set_yticks(range(len(effects)), labels, fontsize="small")
     title = f"Effect of leaving each rule out (accuracy change, 95% CI): {experiment}"
-    ax.set(xlabel="accuracy change when the rule is removed", xlim=(-1.05, 1.05),
-           title=f"{title}\n{DRY_RUN_TITLE}" if dry_run else title)
+    ax.set(xlabel="accuracy change when the rule is removed\n(red: removing it helped; orange: costs tokens, no effect shown)",
+           xlim=(-1.05, 1.05), title=f"{title}\n{DRY_RUN_TITLE}" if dry_run else title)
     ax.grid(alpha=0.3, axis="x")
     return figure
 

@@ -137,6 +137,21 @@ def test_leaving_one_rule_out_finds_the_rule_its_conventions_tasks_depend_on(iso
     assert by_rule.loc["R1", "effect_of_removal"] == -1.0 and not by_rule.loc["R1", "harmful"]
     assert by_rule.loc["R2", "effect_of_removal"] == 0.0
     assert "no rules" in effects.attrs["reference"]
+    # each rule's weight beside its effect; the one that costs tokens and shows no effect is flagged
+    assert by_rule.loc["R1", "tokens"] > by_rule.loc["R2", "tokens"] > 0
+    assert not by_rule.loc["R1", "dead_weight"] and by_rule.loc["R2", "dead_weight"]
+    assert by_rule.loc["R2", "summary"].endswith("it costs tokens and shows no effect")
+
+
+def test_a_rules_weight_is_the_tokens_of_its_line_in_the_rules_file():
+    from helpers.core.tokens import count_tokens
+    from helpers.engine.ablation import rule_tokens
+
+    lines = ["- [R1] Raise the package's own errors.\n", "- [R2] Write every docstring as a contract, in full sentences.\n"]
+    weights = rule_tokens("".join(lines))
+    assert set(weights) == {"R1", "R2"} and weights["R2"] > weights["R1"] > 0
+    for rule, line in zip(("R1", "R2"), lines):
+        assert abs(weights[rule] - count_tokens(line)) <= 1
 
 
 def test_ablation_variants_name_each_rule_and_refuse_unknown_ones():

@@ -75,12 +75,16 @@ def test_accuracy_carries_its_intervals_and_counts_errored_runs_apart():
 def test_the_ablation_forest_plot_marks_rules_whose_removal_helped():
     from helpers.analysis.plots import plot_ablation
 
-    effects = pd.DataFrame({"rule": ["R1", "R2"], "text": ["Helps.", "Hurts."], "effect_of_removal": [-0.5, 0.25],
-                            "ci_low": [-0.8, -0.1], "ci_high": [-0.2, 0.6], "harmful": [False, True]})
+    effects = pd.DataFrame({"rule": ["R1", "R2", "R3"], "text": ["Helps.", "Hurts.", "Weighs."],
+                            "effect_of_removal": [-0.5, 0.25, 0.0], "ci_low": [-0.8, -0.1, -0.3],
+                            "ci_high": [-0.2, 0.6, 0.3], "harmful": [False, True, False], "tokens": [12, 9, 40],
+                            "dead_weight": [False, True, True]})
     ax = plot_ablation(effects, "x", dry_run=True).axes[0]
     assert DRY_RUN_TITLE in ax.get_title()
     colors = [c.lines[0].get_color() for c in ax.containers]
-    assert colors == ["tab:blue", "tab:red"]
+    assert colors == ["tab:blue", "tab:red", "tab:orange"]  # orange: costs tokens and shows no effect
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["R1 (12 tokens): Helps.", "R2 (9 tokens): Hurts.",
+                                                           "R3 (40 tokens): Weighs."]
 
 
 def test_the_cost_plot_labels_unpriced_and_local_loops_instead_of_drawing_them_as_zero():
