@@ -125,6 +125,13 @@ def mean_ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(base > 0, b.mean(axis=-1) / np.where(base > 0, base, 1.0) - 1, math.nan)
 
 
+def role_tokens(sides: dict[str, pd.DataFrame], report: dict) -> dict[str, int]:
+    """The judge's and the optimizer's tokens in one loop (input + output, known in every mode, priced or not):
+    `judge_tokens` summed over the judged rows of every split, `optimizer_tokens` from its report."""
+    judged = [pd.to_numeric(f["judge_tokens"], errors="coerce").fillna(0).sum() for f in sides.values() if "judge_tokens" in f]
+    return {"judge_tokens": int(sum(judged)), "optimizer_tokens": int(report.get("tokens") or 0)}
+
+
 def _percent(value: float) -> str:
     """A relative change as a signed whole percentage: 0.183 -> "+18%"."""
     return f"{value * 100:+.0f}%"
@@ -139,4 +146,4 @@ def _amount(value: float, unit: str, signed: bool = False) -> str:
     return f"{sign}{size:,.0f} {unit}" if unit == "tokens" or size >= 10 else f"{sign}{size:.1f} {unit}"
 
 
-__all__ = ["PairedChange", "paired_change", "mean_diff", "mean_ratio", "RUN_MEASURES"]  # documented in CODE_APPENDIX.md
+__all__ = ["PairedChange", "paired_change", "mean_diff", "mean_ratio", "role_tokens", "RUN_MEASURES"]  # documented in CODE_APPENDIX.md

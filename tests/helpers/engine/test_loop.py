@@ -263,3 +263,16 @@ def test_a_context_limit_error_in_the_loop_line_is_named_with_its_size(error, sa
               "ruleset_version": 0}
     assert says in describe_loop(record)
     assert "context limit" not in describe_loop({**record, "train_top_error": "429 Too Many Requests"})
+
+
+def test_a_loop_record_counts_each_roles_tokens_whatever_the_price(isolated, house):
+    from helpers.store.loops import loop_rows
+
+    train, test = house
+    with ScriptedModelServer(script_with()) as server:
+        loops = run_loop(train, test, LoopSettings("tokens", loops=1, workers=2, agent=HouseAgent()),
+                         session_on(server, model="scripted-dry-run"), verbose=False)
+    record = loops.iloc[0]
+    judged = loop_rows("tokens", "train", 0)["judge_tokens"]  # act mode: the judge explains the training runs
+    assert record.judge_tokens == judged.sum() > 0 and (judged > 0).all() and record.optimizer_tokens > 0  # unpriced, still counted
+    assert pd.isna(record.cost_usd)
