@@ -49,11 +49,13 @@ def cost_changes(start_rows: pd.DataFrame, kept_rows: pd.DataFrame, label_start:
 def no_charge_note(records: list[dict[str, Any]]) -> str:
     """Why the agent's runs carry no dollars: "scripted: no charge" (the dry run), "local: no charge" (a model
     server on this machine) or "unpriced" (a model with no price)."""
+    from helpers.core.costs import LOCAL_NO_CHARGE, SCRIPTED_NO_CHARGE, UNPRICED
+
     if any(r.get("dry_run") for r in records):
-        return "scripted: no charge"
+        return SCRIPTED_NO_CHARGE
     if any("agent" in (r.get("local") or []) for r in records):
-        return "local: no charge"
-    return "unpriced"
+        return LOCAL_NO_CHARGE
+    return UNPRICED
 
 
 def _cost_lines(result: dict[str, Any]) -> list[str]:

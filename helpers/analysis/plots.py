@@ -23,7 +23,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from helpers.core.costs import RUN_MEASURES
+from helpers.core.costs import LOCAL_NO_CHARGE, RUN_MEASURES, SCRIPTED_NO_CHARGE, UNPRICED
 from helpers.core.outcomes import INFRA, run_outcome
 from helpers.store.loops import kept_version, loop_records, loop_rows
 from helpers.store.records import experiment_dir
@@ -132,11 +132,11 @@ def cost_notes(loops: pd.DataFrame) -> list[str]:
     notes = []
     for _, row in loops.iterrows():
         if _is_true(row.get("dry_run")):
-            notes.append("scripted: no charge")
+            notes.append(SCRIPTED_NO_CHARGE)
             continue
         unpriced, local = listed(row.get("unpriced")), listed(row.get("local"))
-        parts = ([f"{', '.join(unpriced)} unpriced"] if unpriced else []) + (
-            [f"{', '.join(local)} local: no charge"] if local else [])
+        parts = ([f"{', '.join(unpriced)} {UNPRICED}"] if unpriced else []) + (
+            [f"{', '.join(local)} {LOCAL_NO_CHARGE}"] if local else [])
         notes.append("; ".join(parts))
     return notes
 
@@ -150,7 +150,7 @@ def cost_labels(loops: pd.DataFrame) -> list[str]:
                                pd.to_numeric(loops.get("cost_usd", pd.Series(float("nan"), index=loops.index)),
                                              errors="coerce")):
         if _is_true(dry) or pd.isna(cost):
-            labels.append(note or "unpriced")
+            labels.append(note or UNPRICED)
         else:
             labels.append(_dollars(cost) + (f" ({note})" if note else ""))
     return labels

@@ -21,6 +21,8 @@ import pandas as pd
 from helpers.core.stats import CONFIDENCE, N_BOOT, paired_bootstrap, paired_values
 
 METHOD = "per-task mean over attempts; paired percentile bootstrap over tasks; no test (reported, not tested)"
+# Why a cost has no dollars, in the words every table, line and figure uses (never "$0.00" for them).
+SCRIPTED_NO_CHARGE, LOCAL_NO_CHARGE, UNPRICED = "scripted: no charge", "local: no charge", "unpriced"
 # What a run costs, from its record (helpers.engine.runs.COLUMNS): measure -> (columns summed, wording, unit).
 RUN_MEASURES = {"tokens": (("input_tokens", "output_tokens"), "tokens per run", "tokens"),
                 "cost_usd": (("cost_usd",), "cost per run", "USD"),
@@ -146,4 +148,5 @@ def _amount(value: float, unit: str, signed: bool = False) -> str:
     return f"{sign}{size:,.0f} {unit}" if unit == "tokens" or size >= 10 else f"{sign}{size:.1f} {unit}"
 
 
-__all__ = ["PairedChange", "paired_change", "mean_diff", "mean_ratio", "role_tokens", "RUN_MEASURES"]  # documented in CODE_APPENDIX.md
+__all__ = ["PairedChange", "paired_change", "mean_diff", "mean_ratio", "role_tokens", "RUN_MEASURES",
+           "SCRIPTED_NO_CHARGE", "LOCAL_NO_CHARGE", "UNPRICED"]  # documented in CODE_APPENDIX.md
