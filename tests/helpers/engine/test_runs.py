@@ -364,21 +364,6 @@ class GatewayAgent(PatchingAgent):
         return super().run(task, workspace, ruleset)
 
 
-def test_runs_the_budget_stopped_are_marked_so_and_run_again_with_budget_left(house, results):
-    from helpers.llm.gateway import Gateway, Upstream
-    from helpers.llm.scripted_server import Reply, Script, ScriptedModelServer
-
-    tasks = house.head(3)
-    with ScriptedModelServer(Script(default=Reply("ok"))) as server:
-        with Gateway({"agent": Upstream(server.base_url, "real-key", "openai-compatible")}, budget_usd=1e-9) as gateway:
-            first = run(tasks, GatewayAgent(), results, workers=1, gateway=gateway)
-        assert first.status.tolist()[0] == "completed" and set(first.status.tolist()[1:]) == {"budget"}
-        assert first.cost_usd[0] > 0  # metered by the gateway
-        with Gateway({"agent": Upstream(server.base_url, "real-key", "openai-compatible")}) as gateway:
-            again = run(tasks, GatewayAgent(), results, workers=1, gateway=gateway)
-    assert (again.pass_or_fail == "pass").all()  # the stopped runs were not final
-
-
 def test_a_runs_tokens_and_cost_come_from_the_gateway_and_an_unpriced_scripted_run_costs_none_not_zero(house, results):
     from helpers.core import config
     from helpers.llm.gateway import Gateway, Upstream
@@ -398,3 +383,18 @@ def test_a_runs_tokens_and_cost_come_from_the_gateway_and_an_unpriced_scripted_r
     assert priced.cost_usd.tolist() == pytest.approx([(1200 * 2.0 + 80 * 8.0) / 1e6] * 2)
     saved = pd.read_json(run_records_path("engine", "scripted", results), lines=True)
     assert saved.cost_usd.isna().all() and (saved.cached_tokens == 1000).all()
+
+
+def test_runs_the_budget_stopped_are_marked_so_and_run_again_with_budget_left(house, results):
+    from helpers.llm.gateway import Gateway, Upstream
+    from helpers.llm.scripted_server import Reply, Script, ScriptedModelServer
+
+    tasks = house.head(3)
+    with ScriptedModelServer(Script(default=Reply("ok"))) as server:
+        with Gateway({"agent": Upstream(server.base_url, "real-key", "openai-compatible")}, budget_usd=1e-9) as gateway:
+            first = run(tasks, GatewayAgent(), results, workers=1, gateway=gateway)
+        assert first.status.tolist()[0] == "completed" and set(first.status.tolist()[1:]) == {"budget"}
+        assert first.cost_usd[0] > 0  # metered by the gateway
+        with Gateway({"agent": Upstream(server.base_url, "real-key", "openai-compatible")}) as gateway:
+            again = run(tasks, GatewayAgent(), results, workers=1, gateway=gateway)
+    assert (again.pass_or_fail == "pass").all()  # the stopped runs were not final
