@@ -67,12 +67,19 @@ def _cost_lines(result: dict[str, Any]) -> list[str]:
     for measure, change in changes.items():
         if measure == "cost_usd" and change.n == 0:
             lines.append(f"- cost per run: {result['no_charge']}")
+        elif not _recorded(change):
+            lines.append(f"- {change.wording}: not recorded by these runs")
         else:
             lines.append(f"- {change.summary()}: {change.details()}")
     weight = result["rules_tokens"]
     lines.append(f"- the rules' own weight: {weight['kept']:,} tokens in the kept rules (start: {weight['start']:,}), "
                  "read with every agent call")
     return lines
+
+
+def _recorded(change: Any) -> bool:
+    """Whether the runs recorded the measure at all (an agent whose usage nobody metered has 0 tokens everywhere)."""
+    return change is not None and change.n > 0 and bool(change.mean_a or change.mean_b)
 
 
 def primary_result(experiment: str) -> dict[str, Any] | None:
@@ -97,7 +104,7 @@ def primary_result(experiment: str) -> dict[str, Any] | None:
         comparison = primary_test(start_rows, kept_rows, start_label, f"v{choice.version}")
         changes = cost_changes(start_rows, kept_rows, start_label, f"v{choice.version}")
     tokens = changes.get("tokens")
-    verdict = (decision(comparison, tokens.summary() if tokens is not None and tokens.n else "")
+    verdict = (decision(comparison, tokens.summary() if _recorded(tokens) else "")
                if comparison is not None else
                f"No test: the kept version is the start ({start_label}), so nothing learned is claimed.")
     split = load_split(experiment) or {}

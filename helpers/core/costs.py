@@ -65,14 +65,15 @@ class PairedChange:
 
     def summary(self) -> str:
         """The change in a few words, relative when it can be: "+18% tokens per run (95% CI +9% to +27%)";
-        "+$0.0021 cost per run (95% CI ...)" when the start measured 0; "cost per run: not measured" with no task."""
+        in its unit when the start measured 0: "+1,200 tokens per run (95% CI ...)", "+$0.0021 per run";
+        "cost per run: not measured" with no task."""
         level = f"{self.confidence * 100:g}% CI"
         if self.n == 0:
             return f"{self.wording}: not measured"
         if not math.isnan(self.relative):
             return f"{_percent(self.relative)} {self.wording} ({level} {_percent(self.rel_low)} to {_percent(self.rel_high)})"
         unit = RUN_MEASURES[self.measure][2]
-        return (f"{_amount(self.diff, unit, signed=True)} {self.wording} ({level} "
+        return (f"{_amount(self.diff, unit, signed=True)} per run ({level} "
                 f"{_amount(self.ci_low, unit, signed=True)} to {_amount(self.ci_high, unit, signed=True)})")
 
     def details(self) -> str:

@@ -89,7 +89,7 @@ def decision(comparison: Comparison, cost: str = "") -> str:
         return f"The rules help: {comparison.headline()}{at}."
     if comparison.significant:
         return f"The rules hurt: {comparison.headline()}{at}."
-    return f"Noise: the test does not show that the kept rules differ from the start ({comparison.headline()}){at}."
+    return f"Noise: {comparison.headline()}{at}; the test does not show that the kept rules differ from the start."
 
 
 # --- power --------------------------------------------------------------------------------------------

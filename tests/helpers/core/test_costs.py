@@ -52,3 +52,10 @@ def test_the_change_counts_the_runs_accuracy_counts_and_an_unpriced_cost_is_not_
     assert no_column.n == 0 and math.isnan(no_column.relative)
     with pytest.raises(ValueError, match="measure"):
         paired_change(a, b, "dollars")
+
+
+def test_a_change_from_zero_is_said_in_its_unit_not_as_a_percentage():
+    a, b = run_rows([0, 0, 0]), run_rows([1200, 1200, 1200])
+    tokens = paired_change(a, b, "tokens")
+    assert math.isnan(tokens.relative) and tokens.summary() == "+1,200 tokens per run (95% CI +1,200 tokens to +1,200 tokens)"
+    assert paired_change(a, b, "cost_usd").summary().startswith("+$0.0024 per run")
