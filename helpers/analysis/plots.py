@@ -169,9 +169,11 @@ def plot_cost(loops: pd.DataFrame, experiment: str = "") -> Figure:
         ax.bar(loops["loop"], values, bottom=bottom, label=role)
         bottom = bottom + values
     top = float(bottom.max()) if len(bottom) else 0.0
+    width = max(8, 90 // max(1, len(loops)))  # characters of x-small text a bar's slot holds (~90 across the axes)
     for loop, height, label in zip(loops["loop"], bottom, cost_labels(loops)):
-        ax.annotate(textwrap.fill(label, 22), (loop, height), textcoords="offset points", xytext=(0, 3),
-                    ha="center", va="bottom", fontsize="small")
+        text = "\n".join(textwrap.fill(line, width) for line in label.replace(" (", "\n(").split("\n"))
+        ax.annotate(text, (loop, height), textcoords="offset points", xytext=(0, 3), ha="center", va="bottom",
+                    fontsize="x-small")
     if top <= 0:
         ax.annotate("no token counts recorded for these loops", (0.5, 0.5), xycoords="axes fraction", ha="center")
     ax.set_ylim(0, top * 1.3 if top > 0 else 1.0)  # room for the labels above the bars
@@ -223,13 +225,17 @@ def plot_cost_accuracy(points: pd.DataFrame, experiment: str = "", dry_run: bool
     if len(points):
         ax.plot(x, y, color="grey", linestyle=":", linewidth=1)
         ax.errorbar(x, y, yerr=[(y - low).clip(lower=0).fillna(0), (high - y).clip(lower=0).fillna(0)], fmt="o",
-                    capsize=4, color="tab:blue", label="version (95% CI)")
+                    capsize=4, color="tab:blue", label="version (95% CI)", clip_on=False)  # a point at 0 shows whole
         kept = points["kept"].astype(bool)
-        ax.plot(x[kept], y[kept], marker="*", markersize=16, linestyle="none", color="tab:orange", label="kept version")
-        for xi, yi, point in zip(x, y, points.itertuples()):
-            name = f"v{point.version}" + (" (no rules)" if not point.ruleset_tokens else "")
-            ax.annotate(name, (xi, yi), textcoords="offset points", xytext=(6, 6), fontsize="small")
-        ax.legend(loc="best", fontsize="small")
+        ax.plot(x[kept], y[kept], marker="*", markersize=16, linestyle="none", color="tab:orange", label="kept version",
+                clip_on=False)
+        for i, (xi, yi, point) in enumerate(zip(x, y, points.itertuples())):
+            # short names, staggered, so that versions with close token counts stay readable
+            ax.annotate(f"v{point.version}", (xi, yi), textcoords="offset points", xytext=(6, 6 + 12 * (i % 2)),
+                        fontsize="small")
+        bare = [f"v{v}" for v, t in zip(points["version"], points["ruleset_tokens"]) if not t]
+        ax.legend(loc="best", fontsize="small", title=f"{', '.join(bare)}: no rules" if bare else None,
+                  title_fontsize="small")
     if not (x > 0).any():
         ax.annotate("no token counts recorded", (0.5, 0.5), xycoords="axes fraction", ha="center")
     ax.set_xlim(0, float(x.max()) * 1.2 if (x > 0).any() else 1.0)
@@ -299,7 +305,7 @@ def plot_ablation(effects: pd.DataFrame, experiment: str = "", dry_run: bool = F
     """A forest plot of each rule's effect of removal (helpers.engine.ablation.ablate) with its 95% interval,
     each rule labeled with its weight in tokens: left of zero the rule helps; right of zero (red) removing it
     helped; orange: it costs tokens and shows no effect (dead weight). Red and orange: candidates for deletion."""
-    figure, ax = _figure(7.0, 1.4 + 0.45 * max(1, len(effects)))
+    figure, ax = _figure(8.0, 1.8 + 0.45 * max(1, len(effects)))
     for row, effect in enumerate(effects.itertuples()):
         color = "tab:red" if effect.harmful else "tab:orange" if getattr(effect, "dead_weight", False) else "tab:blue"
         ax.errorbar([effect.effect_of_removal], [row], capsize=4, marker="o", color=color,
@@ -308,8 +314,8 @@ def plot_ablation(effects: pd.DataFrame, experiment: str = "", dry_run: bool = F
     labels = [f"{r.rule}" + (f" ({int(r.tokens)} tokens)" if "tokens" in effects else "") + f": {r.text[:40]}"
               for r in effects.itertuples()]
     ax.set_yticks(range(len(effects)), labels, fontsize="small")
-    title = f"Effect of leaving each rule out (accuracy change, 95% CI): {experiment}"
-    ax.set(xlabel="accuracy change when the rule is removed\n(red: removing it helped; orange: costs tokens, no effect shown)",
+    title = f"Leaving each rule out: accuracy change (95% CI)\n{experiment}"
+    ax.set(xlabel="accuracy change when the rule is removed\nred: removing it helped; orange: costs tokens, no effect shown",
            xlim=(-1.05, 1.05), title=f"{title}\n{DRY_RUN_TITLE}" if dry_run else title)
     ax.grid(alpha=0.3, axis="x")
     return figure

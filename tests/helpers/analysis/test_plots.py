@@ -183,4 +183,4 @@ def test_the_cost_accuracy_figure_places_each_version_by_its_tokens_per_run_and_
     assert list(star.get_xdata()) == [12_000] and list(star.get_ydata()) == [0.75]  # the kept version
     assert ax.get_xlim()[0] == 0 and ax.get_ylim()[0] == 0
     assert ax.get_xlabel().startswith("tokens per run") and ax.get_ylabel() == "validation accuracy"
-    assert [t.get_text() for t in ax.texts] == ["v0 (no rules)", "v1", "v2"]
+    assert [t.get_text() for t in ax.texts] == ["v0", "v1", "v2"] and ax.get_legend().get_title().get_text() == "v0: no rules"
