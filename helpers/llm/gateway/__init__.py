@@ -48,12 +48,13 @@
   upstream at most 1 + max_retries times end to end.
 - Metering: one record per call (`calls()`), with the token's attributes, tokens from the upstream's usage
   (JSON body, the final SSE usage chunk, Anthropic message_start/message_delta, Responses
-  response.completed), the part of the input read from the provider's prompt cache (`cached_tokens`, as
-  the answer reports it: metering.py), cost from helpers.llm.pricing (None: unpriced or no usage
-  reported), latency and retries. Cached input tokens count at the full input price (an upper bound).
+  response.completed), cost from helpers.llm.pricing (None: unpriced or no usage reported), latency and
+  retries. Cached input tokens count at the full input price (an upper bound).
 - Budget: once the priced calls' cost reaches `budget_usd`, new calls get 429 with a JSON error saying the
   budget is spent and the header `x-gateway-budget: spent`; their record says status "budget". Calls in
   flight finish, so the spend can overshoot by what they cost.
+- Prompt cache: each record's `cached_tokens` is the part of its input the provider read from its prompt
+  cache, as the answer reports it (metering.py), and `usage()` sums it; None when the answer does not say.
 - Traces: `trace(payload)` is called (in a worker thread) for every finished call, with the record plus
   the request and response cut to `trace_chars`; `phoenix_tracer(endpoint, project)` makes one that sends
   OpenInference LLM spans to Phoenix.
