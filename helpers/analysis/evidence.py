@@ -8,6 +8,11 @@ the kept version; the test split compares it once with the start (loop 0's rows:
 task by task (exact McNemar, Newcombe's paired interval, infrastructure errors left out of both sides
 and counted). A gain inside the noise is called noise, and the summary says how much the test split can
 show at its size.
+
+Beside the gain, what the kept rules cost on the same test tasks and runs: the paired change in tokens,
+dollars (when priced) and wall time per run, each with a 95% bootstrap interval over tasks
+(helpers.core.costs.paired_change), and the rules' own weight in tokens, read with every agent call. The
+cost is reported, never tested: accuracy stays the one pre-declared test.
 """
 
 from __future__ import annotations
@@ -32,10 +37,58 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str) -> Any
     return paired_comparison(scored(a), scored(b), label_a=label_a, label_b=label_b)
 
 
+def cost_changes(start_rows: pd.DataFrame, kept_rows: pd.DataFrame, label_start: str, label_kept: str) -> dict[str, Any]:
+    """The paired change per run from the start to the kept version on the same tasks, for each of
+    helpers.core.costs.RUN_MEASURES (tokens, cost_usd, duration_s): {measure: PairedChange}."""
+    from helpers.core.costs import RUN_MEASURES, paired_change
+
+    return {measure: paired_change(scored(start_rows), scored(kept_rows), measure, label_a=label_start,
+                                   label_b=label_kept) for measure in RUN_MEASURES}
+
+
+def no_charge_note(records: list[dict[str, Any]]) -> str:
+    """Why the agent's runs carry no dollars: "scripted: no charge" (the dry run), "local: no charge" (a model
+    server on this machine) or "unpriced" (a model with no price)."""
+    from helpers.core.costs import LOCAL_NO_CHARGE, SCRIPTED_NO_CHARGE, UNPRICED
+
+    if any(r.get("dry_run") for r in records):
+        return SCRIPTED_NO_CHARGE
+    if any("agent" in (r.get("local") or []) for r in records):
+        return LOCAL_NO_CHARGE
+    return UNPRICED
+
+
+def _cost_lines(result: dict[str, Any]) -> list[str]:
+    """The cost beside the gain, a line per measure, and the rules' weight; [] when nothing was compared."""
+    changes = result.get("cost") or {}
+    if not changes:
+        return []
+    lines = ["What the kept rules cost on the same test runs (reported beside the test, not tested):"]
+    for measure, change in changes.items():
+        if measure == "cost_usd" and change.n == 0:
+            lines.append(f"- cost per run: {result['no_charge']}")
+        elif not _recorded(change):
+            lines.append(f"- {change.wording}: not recorded by these runs")
+        else:
+            lines.append(f"- {change.summary()}: {change.details()}")
+    weight = result["rules_tokens"]
+    lines.append(f"- the rules' own weight: {weight['kept']:,} tokens in the kept rules (start: {weight['start']:,}), "
+                 "read with every agent call")
+    return lines
+
+
+def _recorded(change: Any) -> bool:
+    """Whether the runs recorded the measure at all (an agent whose usage nobody metered has 0 tokens everywhere)."""
+    return change is not None and change.n > 0 and bool(change.mean_a or change.mean_b)
+
+
 def primary_result(experiment: str) -> dict[str, Any] | None:
     """The experiment's answer as plain data: kept version, how it was chosen, the candidates' validation
-    table, the primary test (a Comparison, None when the start itself is kept), its decision, the split's
-    sizes, the power note and the decision rule; None before any loop has finished."""
+    table, the primary test (a Comparison, None when the start itself is kept), its decision (with the change in
+    tokens per run beside the gain), the split's sizes, the power note and the decision rule; and what the kept
+    rules cost on the same test tasks: `cost` ({measure: PairedChange}, {} without a test), `rules_tokens`
+    ({"kept", "start"}: the rules' own weight) and `no_charge` (why runs without dollars have none). None
+    before any loop has finished."""
     from helpers.core.selection import DECISION_RULE, decision, power_note, primary_test
 
     done = loop_records(experiment)
@@ -46,10 +99,13 @@ def primary_result(experiment: str) -> dict[str, Any] | None:
     start_label = _label(first, first["ruleset_version"])
     kept_loop = next(r for r in done if r["ruleset_version"] == choice.version)
     start_rows, kept_rows = loop_rows(experiment, "test", first["loop"]), loop_rows(experiment, "test", kept_loop["loop"])
-    comparison = None
+    comparison, changes = None, {}
     if choice.version != first["ruleset_version"] and start_rows is not None and kept_rows is not None:
         comparison = primary_test(start_rows, kept_rows, start_label, f"v{choice.version}")
-    verdict = (decision(comparison) if comparison is not None else
+        changes = cost_changes(start_rows, kept_rows, start_label, f"v{choice.version}")
+    tokens = changes.get("tokens")
+    verdict = (decision(comparison, tokens.summary() if _recorded(tokens) else "")
+               if comparison is not None else
                f"No test: the kept version is the start ({start_label}), so nothing learned is claimed.")
     split = load_split(experiment) or {}
     sizes = (f"Split: {len(split.get('train', []))} train, {len(split.get('validation', []))} validation, "
@@ -58,12 +114,15 @@ def primary_result(experiment: str) -> dict[str, Any] | None:
     return {"kept_version": choice.version, "how": choice.how, "candidates": choice.candidates, "split": sizes,
             "start": start_label, "comparison": comparison, "decision": verdict,
             "power": power_note(len(start_rows) if start_rows is not None else 0), "rule": DECISION_RULE,
-            "dry_run": any(r.get("dry_run") for r in done), "loops": len(done)}
+            "dry_run": any(r.get("dry_run") for r in done), "loops": len(done), "cost": changes,
+            "rules_tokens": {"kept": int(kept_loop.get("ruleset_tokens") or 0), "start": int(first.get("ruleset_tokens") or 0)},
+            "no_charge": no_charge_note(done)}
 
 
 def evidence_summary(experiment: str) -> str:
     """The split, the kept version and how validation chose it, its one test against the start with the
-    decision, the power at this size and the decision rule; labeled SCRIPTED DRY RUN first when the loops were scripted."""
+    decision (the change in tokens per run beside the gain), what the kept rules cost on the same test runs,
+    the power at this size and the decision rule; labeled SCRIPTED DRY RUN first when the loops were scripted."""
     result = primary_result(experiment)
     if result is None:
         return "No finished loop yet: nothing to compare with the starting rules."
@@ -72,7 +131,7 @@ def evidence_summary(experiment: str) -> str:
     lines += [result["split"], f"Kept version: {result['how']}."]
     if result["comparison"] is not None:
         lines.append(f"Primary test: {result['comparison'].summary()} (test split).")
-    lines += [result["decision"], result["power"], result["rule"]]
+    lines += [result["decision"], *_cost_lines(result), result["power"], result["rule"]]
     return "\n".join(lines)
 
 
@@ -90,4 +149,4 @@ def side_by_side(experiments: list[str], split: str = "test") -> pd.DataFrame:
     return pd.DataFrame(columns).rename_axis("loop")
 
 
-__all__ = ["primary_result", "evidence_summary", "compare", "side_by_side"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["primary_result", "evidence_summary", "compare", "side_by_side", "cost_changes", "no_charge_note"]  # the public API, documented in CODE_APPENDIX.md

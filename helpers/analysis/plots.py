@@ -3,25 +3,33 @@
     paths = plot_all("quickstart", show=True)      # shows each figure and saves it as PNG in plots/
 
 Figures: train and test accuracy per loop; ruleset size per loop (rules and tokens); resolved rate per
-repository per loop; cost per loop; which test tasks passed in which loop (the flips). Every title
-says SCRIPTED DRY RUN when the results came from the scripted model server. Figures are built with
-matplotlib's object API and saved with the Agg canvas: nothing here changes pyplot's backend.
+repository per loop; tokens per role per loop with the cost as labels; tokens per run against validation
+accuracy, per version (the kept one marked); which test tasks passed in which loop (the flips). Every title
+says SCRIPTED DRY RUN when the results came from the scripted model server; no legend sits on a title; the
+cost figures never draw what has no price as $0 (they say "unpriced", "local: no charge" or "scripted: no
+charge") and their axes start at 0. Figures are built with matplotlib's object API and saved with the Agg
+canvas: nothing here changes pyplot's backend.
 """
 
 from __future__ import annotations
 
 import io
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
-from helpers.store.loops import loop_records, loop_rows
+from helpers.core.costs import LOCAL_NO_CHARGE, RUN_MEASURES, SCRIPTED_NO_CHARGE, UNPRICED
+from helpers.core.outcomes import INFRA, run_outcome
+from helpers.store.loops import kept_version, loop_records, loop_rows
 from helpers.store.records import experiment_dir
 
 DRY_RUN_TITLE = "SCRIPTED DRY RUN (not real results)"
+ROLES = ("agent", "judge", "optimizer")  # the model roles whose tokens a loop records (<role>_tokens)
 
 
 def load_loops(experiment: str, results_root: Path | str | None = None) -> pd.DataFrame:
@@ -43,9 +51,13 @@ def load_split_rows(experiment: str, split: str, results_root: Path | str | None
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["instance_id", "repo", "loop", "pass_or_fail"])
 
 
+def _dry(loops: pd.DataFrame) -> bool:
+    """Whether any of these loops ran on the scripted model."""
+    return "dry_run" in loops and any(_is_true(value) for value in loops["dry_run"])
+
+
 def _title(text: str, loops: pd.DataFrame) -> str:
-    dry = "dry_run" in loops and bool(loops["dry_run"].fillna(False).astype(bool).any())
-    return f"{text}\n{DRY_RUN_TITLE}" if dry else text
+    return f"{text}\n{DRY_RUN_TITLE}" if _dry(loops) else text
 
 
 def _figure(width: float = 7.0, height: float = 4.0) -> tuple[Figure, Any]:
@@ -81,15 +93,17 @@ def plot_accuracy(loops: pd.DataFrame, experiment: str = "") -> Figure:
 
 
 def plot_ruleset_size(loops: pd.DataFrame, experiment: str = "") -> Figure:
-    """Rules (bars) and tokens (line) of the ruleset each loop ran with."""
+    """Rules (bars) and tokens (line) of the ruleset each loop ran with; one legend for both, below the axes."""
     figure, ax = _figure()
     ax.bar(loops["loop"], loops["ruleset_rules"], color="tab:blue", alpha=0.7, label="rules")
     ax.set(xlabel="loop", ylabel="rules", title=_title(f"Size of the rules each loop ran with: {experiment}", loops))
     ax.set_xticks(list(loops["loop"]))
     tokens = ax.twinx()
     tokens.plot(loops["loop"], loops["ruleset_tokens"], color="tab:orange", marker="o", label="tokens")
-    tokens.set_ylabel("tokens")
-    figure.legend(loc="upper left")
+    tokens.set_ylabel("tokens (read with every agent call)")
+    ax.set_ylim(bottom=0)
+    tokens.set_ylim(bottom=0)
+    figure.legend(loc="outside lower center", ncols=2)  # outside the axes: never on the title or the data
     return figure
 
 
@@ -110,38 +124,152 @@ def plot_repo_resolved(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str 
 
 
 def cost_notes(loops: pd.DataFrame) -> list[str]:
-    """Per loop, what its bar leaves out: roles whose calls had no price ("judge unpriced") or ran on a
-    local server ("agent local: no charge"); "" when everything was priced."""
+    """Per loop, what its dollars leave out: "scripted: no charge" (a dry run), roles whose calls had no price
+    ("judge unpriced") or ran on a local server ("agent local: no charge"); "" when everything was priced."""
     def listed(value: Any) -> list[str]:
         return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
 
     notes = []
     for _, row in loops.iterrows():
+        if _is_true(row.get("dry_run")):
+            notes.append(SCRIPTED_NO_CHARGE)
+            continue
         unpriced, local = listed(row.get("unpriced")), listed(row.get("local"))
-        parts = ([f"{', '.join(unpriced)} unpriced"] if unpriced else []) + (
-            [f"{', '.join(local)} local: no charge"] if local else [])
+        parts = ([f"{', '.join(unpriced)} {UNPRICED}"] if unpriced else []) + (
+            [f"{', '.join(local)} {LOCAL_NO_CHARGE}"] if local else [])
         notes.append("; ".join(parts))
     return notes
 
 
+def cost_labels(loops: pd.DataFrame) -> list[str]:
+    """Per loop, its cost in words: the priced dollars ("$1.30"), with what they leave out ("$0.30 (agent local:
+    no charge)"); "scripted: no charge", "unpriced" or "... local: no charge" alone when nothing was priced.
+    Never "$0.00" for what has no price."""
+    labels = []
+    for note, dry, cost in zip(cost_notes(loops), loops.get("dry_run", pd.Series(False, index=loops.index)),
+                               pd.to_numeric(loops.get("cost_usd", pd.Series(float("nan"), index=loops.index)),
+                                             errors="coerce")):
+        if _is_true(dry) or pd.isna(cost):
+            labels.append(note or UNPRICED)
+        else:
+            labels.append(_dollars(cost) + (f" ({note})" if note else ""))
+    return labels
+
+
 def plot_cost(loops: pd.DataFrame, experiment: str = "") -> Figure:
-    """Cost per loop in USD, stacked by role: agent, judge, optimizer. What has no price (or runs on this
-    machine) is not drawn as $0: each such loop is labelled "unpriced" or "local: no charge"."""
+    """Tokens per loop, stacked by role (agent runs, judge, optimizer: known in every mode), each bar labeled
+    with the loop's cost (cost_labels: dollars where priced, "unpriced", "local: no charge", "scripted: no
+    charge"). The axis starts at 0; a loop with no token count recorded says so instead of an empty frame."""
     figure, ax = _figure()
     bottom = pd.Series(0.0, index=loops.index)
-    for column, label in (("agent_cost_usd", "agent"), ("judge_cost_usd", "judge"), ("optimizer_cost_usd", "optimizer")):
-        values = pd.to_numeric(loops.get(column, pd.Series(float("nan"), index=loops.index)), errors="coerce")
-        ax.bar(loops["loop"], values.fillna(0.0), bottom=bottom, label=label)
-        bottom = bottom + values.fillna(0.0)
-    for loop, height, note in zip(loops["loop"], bottom, cost_notes(loops)):
-        if note:
-            ax.annotate(note, (loop, height), textcoords="offset points", xytext=(0, 4), ha="center", fontsize="small")
-    priced = pd.to_numeric(loops.get("cost_usd", pd.Series(dtype=float)), errors="coerce").notna().any()
-    ax.set(xlabel="loop", ylabel="USD" if priced else "USD (nothing priced: see the labels)",
-           title=_title(f"Cost per loop: {experiment}", loops))
+    for role in ROLES:
+        if f"{role}_tokens" not in loops:
+            continue  # older loop records counted the agent's tokens only
+        values = pd.to_numeric(loops[f"{role}_tokens"], errors="coerce").fillna(0.0).clip(lower=0)
+        ax.bar(loops["loop"], values, bottom=bottom, label=role)
+        bottom = bottom + values
+    top = float(bottom.max()) if len(bottom) else 0.0
+    width = max(8, 90 // max(1, len(loops)))  # characters of x-small text a bar's slot holds (~90 across the axes)
+    for loop, height, label in zip(loops["loop"], bottom, cost_labels(loops)):
+        text = "\n".join(textwrap.fill(line, width) for line in label.replace(" (", "\n(").split("\n"))
+        ax.annotate(text, (loop, height), textcoords="offset points", xytext=(0, 3), ha="center", va="bottom",
+                    fontsize="x-small")
+    if top <= 0:
+        ax.annotate("no token counts recorded for these loops", (0.5, 0.5), xycoords="axes fraction", ha="center")
+    ax.set_ylim(0, top * 1.3 if top > 0 else 1.0)  # room for the labels above the bars
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+    ax.set(xlabel="loop", ylabel="tokens (input + output)",
+           title=_title(f"Tokens per loop by role, cost as labels: {experiment}", loops))
     ax.set_xticks(list(loops["loop"]))
-    ax.legend()
+    if ax.containers:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")  # beside the axes, off the title
     return figure
+
+
+def version_costs(experiment: str, results_root: Path | str | None = None) -> pd.DataFrame:
+    """Per ruleset version, at its first measurement: tokens per run and accuracy (with its 95% interval) on
+    validation, the split that chose the kept version; on train when the experiment has no validation side
+    (`split` says which). Columns: version, loop, split, accuracy, ci_low, ci_high, tokens_per_run (NaN when
+    no run recorded tokens), ruleset_tokens, kept. Tokens count the runs accuracy counts (infrastructure
+    errors left out)."""
+    columns = ["version", "loop", "split", "accuracy", "ci_low", "ci_high", "tokens_per_run", "ruleset_tokens", "kept"]
+    records = loop_records(experiment, results_root)
+    choice = kept_version(experiment, results_root=results_root)
+    if not records or choice is None:
+        return pd.DataFrame(columns=columns)
+    split = "val" if (choice.candidates["scored"] > 0).any() else "train"
+    points, seen = [], set()
+    for record in records:
+        version, loop = record["ruleset_version"], record["loop"]
+        rows = loop_rows(experiment, split, loop, results_root)
+        if version in seen or rows is None:
+            continue
+        seen.add(version)
+        points.append({"version": version, "loop": loop, "split": split, "accuracy": record.get(f"{split}_accuracy"),
+                       "ci_low": record.get(f"{split}_ci_low"), "ci_high": record.get(f"{split}_ci_high"),
+                       "tokens_per_run": _tokens_per_run(rows), "ruleset_tokens": record.get("ruleset_tokens"),
+                       "kept": version == choice.version})
+    return pd.DataFrame(points, columns=columns)
+
+
+def plot_cost_accuracy(points: pd.DataFrame, experiment: str = "", dry_run: bool = False) -> Figure:
+    """Each version (version_costs) as a point: x its tokens per run, y its validation accuracy with the 95%
+    interval; versions joined in order; the kept version a star. Up and to the left is better: more accuracy
+    for fewer tokens. Axes start at 0."""
+    figure, ax = _figure()
+    split = points["split"].iloc[0] if len(points) else "val"
+    x = pd.to_numeric(points["tokens_per_run"], errors="coerce").fillna(0.0)
+    y = pd.to_numeric(points["accuracy"], errors="coerce")
+    low = pd.to_numeric(points["ci_low"], errors="coerce")
+    high = pd.to_numeric(points["ci_high"], errors="coerce")
+    if len(points):
+        ax.plot(x, y, color="grey", linestyle=":", linewidth=1)
+        ax.errorbar(x, y, yerr=[(y - low).clip(lower=0).fillna(0), (high - y).clip(lower=0).fillna(0)], fmt="o",
+                    capsize=4, color="tab:blue", label="version (95% CI)", clip_on=False)  # a point at 0 shows whole
+        kept = points["kept"].astype(bool)
+        ax.plot(x[kept], y[kept], marker="*", markersize=16, linestyle="none", color="tab:orange", label="kept version",
+                clip_on=False)
+        for i, (xi, yi, point) in enumerate(zip(x, y, points.itertuples())):
+            # short names, staggered, so that versions with close token counts stay readable
+            ax.annotate(f"v{point.version}", (xi, yi), textcoords="offset points", xytext=(6, 6 + 12 * (i % 2)),
+                        fontsize="small")
+        bare = [f"v{v}" for v, t in zip(points["version"], points["ruleset_tokens"]) if not t]
+        ax.legend(loc="best", fontsize="small", title=f"{', '.join(bare)}: no rules" if bare else None,
+                  title_fontsize="small")
+    if not (x > 0).any():
+        ax.annotate("no token counts recorded", (0.5, 0.5), xycoords="axes fraction", ha="center")
+    ax.set_xlim(0, float(x.max()) * 1.2 if (x > 0).any() else 1.0)
+    ax.set_ylim(0, 1.05)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+    which = ("validation accuracy" if split == "val" else
+             "train accuracy (no validation side: the tasks the optimizer learned from)")
+    title = f"Tokens per run and {which.split(' (')[0]}, per version: {experiment}"
+    ax.set(xlabel="tokens per run (input + output)", ylabel=which if split == "val" else "train accuracy",
+           title=f"{title}\n{DRY_RUN_TITLE}" if dry_run else title)
+    if split != "val":
+        ax.annotate("no validation side: the kept version is the latest, not chosen by data", (0.01, 0.01),
+                    xycoords="axes fraction", fontsize="small", color="tab:red")
+    ax.grid(alpha=0.3)
+    return figure
+
+
+def _tokens_per_run(rows: pd.DataFrame) -> float:
+    """Mean input + output tokens over the runs accuracy counts (NaN when none recorded tokens)."""
+    columns = list(RUN_MEASURES["tokens"][0])
+    if rows.empty or not set(columns) <= set(rows.columns):
+        return float("nan")
+    counted = rows[[run_outcome(row) != INFRA for row in rows.to_dict("records")]]
+    return float(counted[columns].apply(pd.to_numeric, errors="coerce").sum(axis=1, min_count=len(columns)).mean())
+
+
+def _dollars(value: float) -> str:
+    """"$1.30", "$0.0041": enough digits that a small priced cost never reads as $0.00."""
+    return f"${value:.2f}" if value >= 0.1 or value == 0 else f"${value:.2g}"
+
+
+def _is_true(value: Any) -> bool:
+    """A flag as saved (True, numpy's True, "True" from a CSV); NaN and None are false."""
+    return str(value).lower() in ("true", "1")
 
 
 def flipped_tasks(experiment: str, results_root: Path | str | None = None) -> pd.DataFrame:
@@ -174,18 +302,21 @@ def plot_test_outcomes(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str 
 
 
 def plot_ablation(effects: pd.DataFrame, experiment: str = "", dry_run: bool = False) -> Figure:
-    """A forest plot of each rule's effect of removal (helpers.engine.ablation.ablate) with its 95% interval:
-    left of zero the rule helps; right of zero (red) removing it helped: a candidate for deletion."""
-    figure, ax = _figure(7.0, 1.2 + 0.45 * max(1, len(effects)))
+    """A forest plot of each rule's effect of removal (helpers.engine.ablation.ablate) with its 95% interval,
+    each rule labeled with its weight in tokens: left of zero the rule helps; right of zero (red) removing it
+    helped; orange: it costs tokens and shows no effect (dead weight). Red and orange: candidates for deletion."""
+    figure, ax = _figure(8.0, 1.8 + 0.45 * max(1, len(effects)))
     for row, effect in enumerate(effects.itertuples()):
-        color = "tab:red" if effect.harmful else "tab:blue"
+        color = "tab:red" if effect.harmful else "tab:orange" if getattr(effect, "dead_weight", False) else "tab:blue"
         ax.errorbar([effect.effect_of_removal], [row], capsize=4, marker="o", color=color,
                     xerr=[[max(0.0, effect.effect_of_removal - effect.ci_low)], [max(0.0, effect.ci_high - effect.effect_of_removal)]])
     ax.axvline(0, color="grey", linewidth=1)
-    ax.set_yticks(range(len(effects)), [f"{r.rule}: {r.text[:40]}" for r in effects.itertuples()], fontsize="small")
-    title = f"Effect of leaving each rule out (accuracy change, 95% CI): {experiment}"
-    ax.set(xlabel="accuracy change when the rule is removed", xlim=(-1.05, 1.05),
-           title=f"{title}\n{DRY_RUN_TITLE}" if dry_run else title)
+    labels = [f"{r.rule}" + (f" ({int(r.tokens)} tokens)" if "tokens" in effects else "") + f": {r.text[:40]}"
+              for r in effects.itertuples()]
+    ax.set_yticks(range(len(effects)), labels, fontsize="small")
+    title = f"Leaving each rule out: accuracy change (95% CI)\n{experiment}"
+    ax.set(xlabel="accuracy change when the rule is removed\nred: removing it helped; orange: costs tokens, no effect shown",
+           xlim=(-1.05, 1.05), title=f"{title}\n{DRY_RUN_TITLE}" if dry_run else title)
     ax.grid(alpha=0.3, axis="x")
     return figure
 
@@ -206,6 +337,7 @@ def plot_all(experiment: str, results_root: Path | str | None = None, show: bool
         "ruleset_size": plot_ruleset_size(loops, experiment),
         "resolved_by_repo": plot_repo_resolved(both, loops, experiment),
         "cost": plot_cost(loops, experiment),
+        "cost_accuracy": plot_cost_accuracy(version_costs(experiment, results_root), experiment, _dry(loops)),
         "test_outcomes": plot_test_outcomes(test_rows, loops, experiment),
     }
     folder = experiment_dir(experiment, results_root) / "plots"
@@ -221,5 +353,6 @@ def plot_all(experiment: str, results_root: Path | str | None = None, show: bool
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "plot_all", "flipped_tasks", "load_loops", "load_split_rows", "plot_accuracy", "plot_ruleset_size",
-    "plot_repo_resolved", "plot_cost", "cost_notes", "plot_test_outcomes", "plot_ablation",
+    "plot_repo_resolved", "plot_cost", "cost_notes", "cost_labels", "plot_test_outcomes", "plot_ablation",
+    "version_costs", "plot_cost_accuracy",
 ]

@@ -119,9 +119,8 @@ RULES_MAX_TOKENS: int | None = None  # tokens the rules may take in all, as the 
 
 # Prices come from genai-prices' maintained table (helpers/llm/pricing.py); these override it (USD per 1M
 # tokens: input, output), for models it lacks or a contract price. Add yours here or pass `prices=`.
-PRICE_OVERRIDES: dict[str, tuple[float, float]] = {
-    SCRIPTED_MODEL: (0.0, 0.0),
-}
+# The scripted model has no price on purpose: its calls are "scripted: no charge", never "$0.00".
+PRICE_OVERRIDES: dict[str, tuple[float, float]] = {}
 
 ANTHROPIC_OPENAI_COMPAT_URL = "https://api.anthropic.com/v1/"
 

@@ -47,8 +47,8 @@ class AgentResult:
     error: str = ""
     iterations: int = 0
     duration_s: float = 0.0
-    usage: dict[str, int] = field(default_factory=dict)  # input_tokens, output_tokens, ...
-    cost_usd: float = 0.0
+    usage: dict[str, int] = field(default_factory=dict)  # input_tokens, cached_tokens (of the input), output_tokens
+    cost_usd: float | None = None  # None: nothing priced the run (an unpriced model, or no account of it)
     final_text: str = ""
     model: str = ""
     trajectory: list[dict[str, Any]] = field(default_factory=list)

@@ -1,5 +1,5 @@
-"""Statistics for comparing rulesets: paired comparisons and accuracy intervals (helpers.core.selection
-uses them to keep a version and to decide whether it beats the start).
+"""Statistics for comparing rulesets: paired comparisons, accuracy intervals and the paired change in what a
+run costs (helpers.core.selection uses them to keep a version and to decide whether it beats the start).
 
 Every comparison the product prints goes through `paired_comparison`: two result frames (rows of the
 engine: `instance_id`, `pass_or_fail`, optionally `attempt` and `status`) over the same tasks, compared
@@ -16,6 +16,9 @@ Which rows count:
 - one row per task on both sides: one attempt per task (McNemar and Newcombe's interval); more rows
   per task on either side (an `attempt` column, k attempts per ruleset): each task's mean outcome,
   a task-level bootstrap interval and a sign-flip permutation test.
+
+What a run costs (tokens, dollars, wall time: helpers.core.costs) is paired on the same tasks and counted
+by the same rows (`paired_values`), with a paired bootstrap interval over tasks (`paired_bootstrap`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from statistics import NormalDist
 
@@ -35,7 +38,7 @@ from helpers.core.outcomes import INFRA, RESOLVED, infra_reason, run_outcome
 
 
 __all__ = ["Comparison", "GateDecision", "paired_comparison", "accuracy_interval", "wilson_interval",
-           "mcnemar_exact"]
+           "mcnemar_exact", "paired_values", "paired_bootstrap", "NOT_MEASURED"]
 
 # Defaults (candidates for helpers/core/config.py).
 ALPHA = config.STATS_ALPHA
@@ -46,6 +49,8 @@ EXACT_FLIPS_MAX = 16  # the sign-flip test enumerates all 2**m flips up to this 
 METHOD_ONE_ATTEMPT = "exact McNemar test; Newcombe hybrid score interval for paired proportions (method 10)"
 METHOD_ATTEMPTS = ("per-task mean over attempts; task-level percentile bootstrap interval; "
                    "paired sign-flip permutation test on task means")
+
+NOT_MEASURED = "not measured"  # why a task whose counted runs lack a measure (an unpriced cost) is left out
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,10 @@ class Comparison:
         """Plain JSON-ready data: every field, plus `n_excluded` and `summary`."""
         return {**asdict(self), "excluded": dict(self.excluded), "n_excluded": self.n_excluded,
                 "summary": self.summary()}
+
+    def headline(self) -> str:
+        """The gain and its p-value, as the decision line states them: "+12.0 points (p = 0.01)"."""
+        return f"{_points(self.diff)} points ({_format_p(self.p_value)})"
 
 
 @dataclass(frozen=True)
@@ -197,6 +206,54 @@ def accuracy_interval(frame: pd.DataFrame, outcome: str = "pass_or_fail", confid
     else:
         low, high = _bootstrap_mean(means, n_boot, seed, confidence)
     return float(means.mean()), low, high, len(means)
+
+
+def paired_values(a: pd.DataFrame, b: pd.DataFrame, columns: Sequence[str], on: str = "instance_id",
+                  outcome: str = "pass_or_fail", *, label_a: str = "a", label_b: str = "b",
+                  errors_as_fail: bool = False) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """(values of a, values of b, tasks left out by reason): per task both frames have, the mean over its
+    counted runs of the sum of `columns` (tokens: input + output). Runs are counted as `paired_comparison`
+    counts them (infrastructure errors left out of both sides, rule-induced errors kept); a task where a
+    counted run lacks a column or a number (an unpriced cost) is left out as NOT_MEASURED. Tasks in id order."""
+    rows_a = _usable(a, on, outcome, errors_as_fail, tuple(columns))
+    rows_b = _usable(b, on, outcome, errors_as_fail, tuple(columns))
+    reasons: Counter[str] = Counter()
+    values_a, values_b = [], []
+    for task in sorted(set(rows_a) | set(rows_b)):
+        if task not in rows_b or task not in rows_a:
+            reasons[f"missing in {label_b if task not in rows_b else label_a}"] += 1
+        elif not rows_a[task]["passed"] or not rows_b[task]["passed"]:
+            side = rows_a[task] if not rows_a[task]["passed"] else rows_b[task]
+            reasons[side["reasons"].most_common(1)[0][0]] += 1
+        elif None in rows_a[task]["values"] + rows_b[task]["values"]:
+            reasons[NOT_MEASURED] += 1
+        else:
+            values_a.append(np.mean(rows_a[task]["values"]))
+            values_b.append(np.mean(rows_b[task]["values"]))
+    return np.array(values_a, dtype=float), np.array(values_b, dtype=float), dict(reasons.most_common())
+
+
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                     *, n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Percentile bootstrap interval of `statistic(a, b)` over pairs: each resample draws n tasks with
+    replacement and keeps each task's two values together (a[i] with b[i]); `n_boot` resamples, seeded, so the
+    same data give the same interval. `statistic` takes two arrays whose last axis is the tasks and returns
+    one value per resample (e.g. `lambda a, b: b.mean(-1) - a.mean(-1)`); resamples where it is not finite (a
+    ratio over a zero) are dropped. Percentiles are numpy's linear ones. (nan, nan) with no pair or no
+    finite resample."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) != len(b):
+        raise ValueError(f"paired values need the same length, not {len(a)} and {len(b)}.")
+    if len(a) == 0:
+        return math.nan, math.nan
+    picks = np.random.default_rng(seed).integers(0, len(a), size=(n_boot, len(a)))
+    values = np.asarray(statistic(a[picks], b[picks]), dtype=float)
+    values = values[np.isfinite(values)]
+    if len(values) == 0:
+        return math.nan, math.nan
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(values, [tail, 1 - tail])
+    return float(low), float(high)
 
 
 def wilson_interval(successes: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -318,21 +375,33 @@ def _sign_flip_p(diffs: np.ndarray, n_boot: int, seed: int) -> float:
 
 # --- reading result frames ---------------------------------------------------------------------------
 
-def _usable(frame: pd.DataFrame, on: str, outcome: str, errors_as_fail: bool) -> dict[str, dict]:
-    """{task: {"passed": [1/0 per usable row], "reasons": Counter of why other rows are unusable}}, each
-    row's outcome decided by helpers.core.outcomes.run_outcome (rule-induced errors are fails)."""
+def _usable(frame: pd.DataFrame, on: str, outcome: str, errors_as_fail: bool,
+            measure: tuple[str, ...] = ()) -> dict[str, dict]:
+    """{task: {"passed": [1/0 per usable row], "values": [the sum of the `measure` columns per usable row,
+    None where one is missing], "reasons": Counter of why other rows are unusable}}, each row's outcome
+    decided by helpers.core.outcomes.run_outcome (rule-induced errors are fails)."""
     tasks: dict[str, dict] = {}
     for row in frame.to_dict("records"):
         task = row.get(on)
         if task is None or (isinstance(task, float) and math.isnan(task)):
             continue
-        entry = tasks.setdefault(str(task), {"passed": [], "reasons": Counter()})
+        entry = tasks.setdefault(str(task), {"passed": [], "values": [], "reasons": Counter()})
         kind = run_outcome(row, outcome)
         if kind == INFRA and not errors_as_fail:
             entry["reasons"][infra_reason(row, outcome)] += 1
         else:
             entry["passed"].append(1 if kind == RESOLVED else 0)
+            entry["values"].append(_row_value(row, measure))
     return tasks
+
+
+def _row_value(row: Mapping, columns: tuple[str, ...]) -> float | None:
+    """The sum of a row's `columns` as numbers; None when one is missing or not a number (an unpriced cost)."""
+    try:
+        values = [float(row[c]) for c in columns]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return None if any(math.isnan(v) for v in values) else sum(values)
 
 
 def _caller_exclusions(excluded: Mapping[str, str] | Iterable[str] | None) -> dict[str, str]:

@@ -2,6 +2,9 @@
 
     effects = ablate("quickstart", version=2, agent=agent)       # each rule left out in turn
     comparison = transfer("quickstart", other_agent)             # another agent with these rules
+
+A rule is read on every model call of every run, so each rule's effect comes with its weight in tokens,
+and a rule that costs tokens and shows no effect is flagged (`dead_weight`): a candidate for deletion.
 """
 
 from __future__ import annotations
@@ -44,6 +47,16 @@ def ablation_rulesets(ruleset: str, rules: list[str] | None = None) -> dict[str,
     return variants
 
 
+def rule_tokens(ruleset: str) -> dict[str, int]:
+    """Each rule's weight: the tokens the ruleset loses without it (its text, id and line), by rule id; both
+    sides rendered alike, so a hand-written file's own layout does not count."""
+    from helpers.core.rules import parse_ruleset, render_ruleset, render_stats
+
+    whole = render_stats(render_ruleset(parse_ruleset(ruleset)))["tokens"]
+    return {name.removeprefix("without "): whole - render_stats(text)["tokens"]
+            for name, text in ablation_rulesets(ruleset).items() if name.startswith("without ")}
+
+
 def ablation_cost(experiment: str, runs: int) -> tuple[float | None, str]:
     """(estimated USD, the sentence saying so) for `runs` agent runs, at the experiment's observed cost per run."""
     done = loop_records(experiment)
@@ -61,8 +74,10 @@ def ablate(experiment: str, version: int, split: str = "test", rules: list[str] 
            progress: bool = False) -> pd.DataFrame:
     """Each rule's measured effect: the agent on `tasks` (default: the experiment's `split` tasks) with the
     whole ruleset, with no rules, and with each rule left out. One row per rule: the paired change when
-    it is removed (negative: the rule helps), its interval and p-value, and `harmful` when removing it
-    raised accuracy. States the cost before it runs; resumes like every run (one run id per variant)."""
+    it is removed (negative: the rule helps), its interval and p-value, `harmful` when removing it
+    raised accuracy, `tokens` its weight (rule_tokens, read with every agent call) and `dead_weight` when it
+    costs tokens and shows no effect (removing it did not lower accuracy: a candidate for deletion; on a few
+    tasks, read its interval). States the cost before it runs; resumes like every run (one run id per variant)."""
     from helpers.store.rulesets import RulesetStore
     from helpers.engine.runs import run_tasks
 
@@ -77,16 +92,19 @@ def ablate(experiment: str, version: int, split: str = "test", rules: list[str] 
     rows = []
     from helpers.core.rules import parse_ruleset
 
-    texts = {r.id: r.text for r in parse_ruleset(ruleset).rules}
+    texts, weights = {r.id: r.text for r in parse_ruleset(ruleset).rules}, rule_tokens(ruleset)
     for name, frame in frames.items():
         if not name.startswith("without "):
             continue
         rule_id = name.removeprefix("without ")
         comparison = compare(frames["all"], frame, f"v{version}", f"v{version} without {rule_id}")
+        dead_weight = weights[rule_id] > 0 and comparison.n > 0 and comparison.diff >= 0
         rows.append({"rule": rule_id, "text": texts[rule_id], "effect_of_removal": comparison.diff,
                      "ci_low": comparison.ci_low, "ci_high": comparison.ci_high, "p_value": comparison.p_value,
                      "significant": comparison.significant, "harmful": comparison.diff > 0,
-                     "summary": comparison.summary()})
+                     "tokens": weights[rule_id], "dead_weight": dead_weight,
+                     "summary": comparison.summary() + f"; the rule weighs {weights[rule_id]:,} tokens on every call"
+                                + (": it costs tokens and shows no effect" if dead_weight else "")})
     reference = compare(frames["none"], frames["all"], "no rules", f"v{version}")
     result = pd.DataFrame(rows)
     result.attrs["reference"] = reference.summary()
@@ -112,4 +130,4 @@ def transfer(source: str, agent: Any, *, version: int | str = "best", split: str
                    f"{agent.name} with {source}'s v{number}")
 
 
-__all__ = ["ablate", "ablation_rulesets", "ablation_cost", "split_tasks", "transfer"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["ablate", "ablation_rulesets", "ablation_cost", "rule_tokens", "split_tasks", "transfer"]  # the public API, documented in CODE_APPENDIX.md

@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 
 from helpers.core import config
+from helpers.core.costs import role_tokens
 from helpers.core.outcomes import outcome_counts
 from helpers.engine.families import FEEDBACK_COLUMNS, CodingLoopFamily, LoopFamily, PromptLoopFamily
 from helpers.store.loops import completed_loops, save_loop
@@ -315,6 +316,7 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
         "agent": agent_name(settings), "agent_model": session.agent_model, "judge_model": session.judge_model,
         "optimizer_model": session.optimizer_model, "dry_run": session.dry_run, "next_ruleset_version": new_version,
         "started_at": started, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **evidence,
+        **role_tokens(sides, report),  # beside agent_tokens (loop_cost): the cost figure's bars
     }
     assert set(LOOP_RECORD_FIELDS) <= set(record), set(LOOP_RECORD_FIELDS) - set(record)
     save_loop(settings.experiment, record, {split: frame.assign(loop=loop, split=split, ruleset_version=version)

@@ -41,7 +41,7 @@ from helpers.core.tokens import truncate_chars
 TEST_LOG_CHARS = 6_000
 MODES = ("act", "plan")
 COLUMNS = ("instance_id", "repo", "problem_statement", "ground_truth_patch", "test_patch", "output", "mode",
-           "pass_or_fail", "status", "error", "iterations", "input_tokens", "output_tokens", "cost_usd",
+           "pass_or_fail", "status", "error", "iterations", "input_tokens", "cached_tokens", "output_tokens", "cost_usd",
            "duration_s", "run_id", "attempt", "ruleset_sha", "agent", "model", "eval_error", "failed_tests",
            "test_log", "log_path", "FAIL_TO_PASS", "PASS_TO_PASS", "suite", "transient", "trajectory_summary",
            "set_aside")  # set_aside: paths of the patch grading did not apply (absent from older records)
@@ -217,13 +217,14 @@ class _Run:
         return routed, token
 
     def metered(self, result: AgentResult, token: str) -> AgentResult:
-        """The gateway's account of a run: its tokens and cost (None: unpriced), and for a failed run whether
-        the provider failed transiently or the budget was spent."""
+        """The gateway's account of a run, the one source of its tokens (input, the cached part of them,
+        output) and cost (None when a call's model has no price, the scripted model's included), and for a
+        failed run whether the provider failed transiently or the budget was spent."""
         from helpers.llm.gateway import is_transient
 
         usage, status = self.gateway.usage(token), self.gateway.last_status(token)
         self.gateway.revoke_token(token)
-        result.usage = {**result.usage, "input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]}
+        result.usage = {**result.usage, **{k: usage[k] for k in ("input_tokens", "cached_tokens", "output_tokens")}}
         result.cost_usd = usage["cost_usd"]
         result.trajectory = result.trajectory or self.gateway.conversation(token)
         self.gateway.forget(token)
@@ -267,8 +268,9 @@ def record(task: dict[str, Any], result: AgentResult, output: str, verdict: Eval
         "problem_statement": task.get("problem_statement", ""), "ground_truth_patch": task.get("patch", ""),
         "test_patch": task.get("test_patch", ""), "output": output, "mode": agent.mode,
         "status": result.status, "error": result.error, "iterations": result.iterations,
-        "input_tokens": result.usage.get("input_tokens", 0), "output_tokens": result.usage.get("output_tokens", 0),
-        "cost_usd": result.cost_usd, "duration_s": result.duration_s, **ids, "agent": agent.name,
+        "input_tokens": result.usage.get("input_tokens", 0), "cached_tokens": result.usage.get("cached_tokens", 0),
+        "output_tokens": result.usage.get("output_tokens", 0), "cost_usd": result.cost_usd,
+        "duration_s": result.duration_s, **ids, "agent": agent.name,
         "model": result.model or agent.model, "eval_error": "", "failed_tests": [], "test_log": "", "log_path": "",
         "set_aside": [],
         "FAIL_TO_PASS": list(task.get("FAIL_TO_PASS") or []), "PASS_TO_PASS": list(task.get("PASS_TO_PASS") or []),

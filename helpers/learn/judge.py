@@ -4,7 +4,8 @@
 
 Adds `correctness` ("correct" | "incorrect"), `explanation`, `judge_raw` (the model's answer),
 `judge_error` ("" when fine), `judge_transient` (True when that error was a rate limit, an outage or a
-spent budget, so a rerun may succeed) and `judge_cost_usd` to every row. The judge sees the problem statement,
+spent budget, so a rerun may succeed), `judge_cost_usd` (None: unpriced; 0 for an answer from the cache) and
+`judge_tokens` (input + output tokens of its answer, an answer from the cache included) to every row. The judge sees the problem statement,
 the agent's output (the patch, or the plan in plan mode), the tests' outcome (failing tests, a log
 excerpt, and which of the patch's files grading set aside) and, for training rows, the gold patch. Long texts are cut with a visible marker. A row whose
 answer cannot be parsed, or whose request fails, gets a judge error; no row ever raises, and a spent
@@ -37,7 +38,8 @@ Answer with one JSON object and nothing else:
 MAX_PATCH_TOKENS = 6_000
 MAX_LOG_TOKENS = 2_500
 MAX_STATEMENT_TOKENS = 3_000
-JUDGE_COLUMNS = ("correctness", "explanation", "judge_raw", "judge_error", "judge_transient", "judge_cost_usd")
+JUDGE_COLUMNS = ("correctness", "explanation", "judge_raw", "judge_error", "judge_transient", "judge_cost_usd",
+                 "judge_tokens")
 
 
 def judge_messages(row: dict[str, Any], output_column: str = "output", include_gold: bool = True) -> list[dict[str, str]]:
@@ -83,7 +85,8 @@ def _judge_row(client: LLMClient, row: dict[str, Any], output_column: str, inclu
         return {"judge_error": f"budget exhausted: {error}", "judge_transient": True}
     except LLMError as error:
         return {"judge_error": str(error), "judge_transient": error.transient}
-    result: dict[str, Any] = {"judge_raw": answer.text, "judge_cost_usd": answer.cost_usd}
+    result: dict[str, Any] = {"judge_raw": answer.text, "judge_cost_usd": answer.cost_usd,
+                              "judge_tokens": answer.input_tokens + answer.output_tokens}
     try:
         parsed = parse_json_object(answer.text)
         correctness = str(parsed.get("correctness", "")).strip().lower()
@@ -117,7 +120,7 @@ def evaluate_results(df: pd.DataFrame, model: str | None = None, *, base_url: st
         verdicts = list(pool.map(lambda r: _judge_row(client, r, output_column, include_gold), rows))
     judged = df.copy()
     defaults = {"correctness": "", "explanation": "", "judge_raw": "", "judge_error": "", "judge_transient": False,
-                "judge_cost_usd": 0.0}
+                "judge_cost_usd": 0.0, "judge_tokens": 0}
     for column, default in defaults.items():
         judged[column] = [v.get(column, default) for v in verdicts]
     return judged

@@ -110,6 +110,7 @@ class OptimizerReport:
     errors: list[str] = field(default_factory=list)
     cost_usd: float = 0.0  # of its priced answers
     calls: int = 0
+    tokens: int = 0  # input + output of its answers (from the cache too: the work the loop needed)
     changed: bool = False
     transient_error: str = ""
     unpriced: bool = False  # some answer came from a model with no price: cost_usd is not the whole cost
@@ -264,6 +265,7 @@ class PromptLearningOptimizer:
             report.errors.append(f"batch {batch_index}: the request failed ({error}); rules left unchanged")
             return None
         report.calls += 1
+        report.tokens += answer.input_tokens + answer.output_tokens
         return answer
 
     def _use(self, text: str, rules: Ruleset, leaks: dict[str, set[str]],

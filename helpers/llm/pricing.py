@@ -2,8 +2,9 @@
 
 Prices come from genai-prices (Pydantic's table of providers' list prices, with dated ids, tiers such as
 long-context rates, and its snapshot bundled: no network at run time), with `config.PRICE_OVERRIDES`
-and a caller's `prices` on top (USD per 1M tokens, input and output; the scripted model costs 0).
-A model in neither is *unpriced*: its cost is None, never guessed and never shown as $0.00. Every reader (the
+and a caller's `prices` on top (USD per 1M tokens, input and output).
+A model in neither is *unpriced*: its cost is None, never guessed and never shown as $0.00. The scripted
+model of the dry run is unpriced too (its calls are "scripted: no charge": tokens, no dollars). Every reader (the
 gateway's meter, LLMClient, the agents' own accounting) prices a call here, by the model that served it.
 A model server on this machine (a loopback URL, or any URL when PL_LOCAL_MODELS=1) charges nothing: its
 calls are reported as tokens used, "local: no charge".

@@ -5,7 +5,7 @@
         token = gateway.issue_token("openai", experiment="lite", split="train", loop=0, task="t1", role="agent")
         client = OpenAI(base_url=gateway.url_for("openai"), api_key=token)   # http://127.0.0.1:P/u/openai/v1
         ...
-        gateway.usage(experiment="lite", role="agent")     # {"calls", "input_tokens", "output_tokens", "cost_usd"}
+        gateway.usage(experiment="lite", role="agent")     # {"calls", "input_tokens", "cached_tokens", "output_tokens", "cost_usd"}
         gateway.last_status(token)                          # 200, 429, 502, "budget", ... or None
 
 - URLs: `url_for(name)` is the upstream's base URL with its origin swapped for
@@ -53,6 +53,8 @@
 - Budget: once the priced calls' cost reaches `budget_usd`, new calls get 429 with a JSON error saying the
   budget is spent and the header `x-gateway-budget: spent`; their record says status "budget". Calls in
   flight finish, so the spend can overshoot by what they cost.
+- Prompt cache: each record's `cached_tokens` is the part of its input the provider read from its prompt
+  cache, as the answer reports it (metering.py), and `usage()` sums it; None when the answer does not say.
 - Traces: `trace(payload)` is called (in a worker thread) for every finished call, with the record plus
   the request and response cut to `trace_chars`; `phoenix_tracer(endpoint, project)` makes one that sends
   OpenInference LLM spans to Phoenix.

@@ -1,6 +1,12 @@
 """Reading a model call: model, token usage, output text and tool calls from a JSON or SSE answer of any of
 the three wire formats (chat completions, Anthropic messages, Responses), and the conversation a request
-carries (an agent's trajectory so far)."""
+carries (an agent's trajectory so far).
+
+Token counts, the same in all three formats: `input_tokens` is every prompt token of the call (Anthropic
+reports cache reads and cache writes apart from its `input_tokens`: they are added back), `cached_tokens`
+the part of them read from the provider's prompt cache (OpenAI `prompt_tokens_details.cached_tokens` or
+`input_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`; None when the answer does not
+say), and `output_tokens` what the model wrote."""
 
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ class Meter:
         self.model: str | None = None
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
+        self.cached_tokens: int | None = None  # of input_tokens, read from the provider's prompt cache
         self._text: list[str] = []
         self._tools: dict[Any, dict[str, str]] = {}  # (api, index) -> {"name", "arguments"}
         self._pending = b""
@@ -59,6 +66,10 @@ class Meter:
         if given_in is not None:
             given_in += (usage.get("cache_creation_input_tokens") or 0) + (usage.get("cache_read_input_tokens") or 0)
             self.input_tokens = max(self.input_tokens or 0, given_in)  # stream usage is cumulative
+        details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
+        given_cached = usage.get("cache_read_input_tokens", details.get("cached_tokens") if isinstance(details, dict) else None)
+        if given_cached is not None:
+            self.cached_tokens = max(self.cached_tokens or 0, given_cached)
         given_out = usage.get("completion_tokens", usage.get("output_tokens"))
         if given_out is not None:
             self.output_tokens = max(self.output_tokens or 0, given_out)

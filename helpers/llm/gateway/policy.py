@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 from aiohttp import web
 
+from helpers.core import config
 from helpers.llm.pricing import is_priced
 from helpers.llm.retries import is_retryable
 
@@ -53,7 +54,8 @@ def refusal(method: str, path: str, base_url: str, body: dict[str, Any], models:
     model = body.get("model")
     if models is not None and model is not None and model not in models:
         return f"model {model!r} is not one this run may call (configured: {', '.join(sorted(models))})"
-    if budget_usd is not None and model is not None and not is_priced(model):
+    # the scripted model has no price and charges nothing: any budget is kept with it
+    if budget_usd is not None and model not in (None, config.SCRIPTED_MODEL) and not is_priced(model):
         return (f"model {model!r} has no price, so the budget of ${budget_usd:.2f} cannot be kept: add it to "
                 "PRICE_OVERRIDES in helpers/core/config.py, or run without a budget")
     return None

@@ -208,12 +208,14 @@ class Gateway:
                 if (client is None or r["client"] == client) and all(r.get(k) == v for k, v in filters.items())]
 
     def usage(self, token: str | None = None, **filters: Any) -> dict[str, Any]:
-        """Sums over `calls(token, **filters)`: calls, input_tokens, output_tokens and cost_usd (None when any
-        of those calls is unpriced)."""
+        """Sums over `calls(token, **filters)`: calls, input_tokens, cached_tokens (the part of input_tokens
+        read from the provider's prompt cache, as far as answers said), output_tokens and cost_usd (None when
+        any of those calls is unpriced)."""
         records = self.calls(token, **filters)
         costs = [r["cost_usd"] for r in records]
         return {"calls": len(records),
                 "input_tokens": sum(r["input_tokens"] or 0 for r in records),
+                "cached_tokens": sum(r.get("cached_tokens") or 0 for r in records),
                 "output_tokens": sum(r["output_tokens"] or 0 for r in records),
                 "cost_usd": None if any(c is None for c in costs) else sum(costs)}
 
@@ -289,7 +291,7 @@ class Gateway:
                   "id": secrets.token_hex(8), "upstream": name, "method": request.method,
                   "path": path + (f"?{query}" if query else ""), "model": asked.get("model"),
                   "stream": bool(asked.get("stream")), "status": None, "input_tokens": None,
-                  "output_tokens": None, "cost_usd": None, "latency_s": None, "retries": 0, "waited_s": 0.0,
+                  "cached_tokens": None, "output_tokens": None, "cost_usd": None, "latency_s": None, "retries": 0, "waited_s": 0.0,
                   "started_at": started_at, "error": None}
         if self._budget_spent():
             record.update(status="budget", input_tokens=0, output_tokens=0, cost_usd=0.0,
@@ -412,7 +414,8 @@ class Gateway:
             record.update(input_tokens=0, output_tokens=0, cost_usd=0.0)  # failed calls and the model list are free
             return
         record["model"] = meter.model or record["model"]
-        record.update(input_tokens=meter.input_tokens, output_tokens=meter.output_tokens)
+        record.update(input_tokens=meter.input_tokens, cached_tokens=meter.cached_tokens,
+                      output_tokens=meter.output_tokens)
         if meter.input_tokens is not None and meter.output_tokens is not None:
             record["cost_usd"] = call_cost_usd(record["model"], meter.input_tokens, meter.output_tokens)
 

@@ -8,7 +8,7 @@ import warnings
 from typing import Any
 
 RECORD_FIELDS = ("id", "client", "upstream", "method", "path", "model", "stream", "status", "input_tokens",
-                 "output_tokens", "cost_usd", "latency_s", "retries", "waited_s", "started_at", "error")
+                 "cached_tokens", "output_tokens", "cost_usd", "latency_s", "retries", "waited_s", "started_at", "error")
 
 
 class PhoenixTracer:
@@ -70,6 +70,7 @@ def span_attributes(payload: dict) -> dict[str, Any]:
               S.LLM_TOKEN_COUNT_COMPLETION: payload.get("output_tokens")}
     if None not in counts.values():
         counts[S.LLM_TOKEN_COUNT_TOTAL] = sum(counts.values())
+    counts[S.LLM_TOKEN_COUNT_PROMPT_DETAILS_CACHE_READ] = payload.get("cached_tokens")
     attributes.update({k: v for k, v in counts.items() if v is not None})
     output = {"role": "assistant", "content": payload["output_text"], "tool_calls": payload["output_tool_calls"]}
     for prefix, messages in ((S.LLM_INPUT_MESSAGES, payload.get("input_messages") or []),

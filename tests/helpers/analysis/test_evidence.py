@@ -24,17 +24,24 @@ def isolated(tmp_path, monkeypatch):
     return tmp_path
 
 
-def finished_loop(experiment, loop, version, passes, n=30, rules=0, dry_run=False, val=None, splits=("train", "test")):
-    """A loop's record and its rows: the first `passes` tasks pass (on validation, the first `val`)."""
+def finished_loop(experiment, loop, version, passes, n=30, rules=0, dry_run=False, val=None, splits=("train", "test"),
+                  tokens=None, cost=None, seconds=60.0, ruleset_tokens=0):
+    """A loop's record and its rows: the first `passes` tasks pass (on validation, the first `val`); each run
+    used `tokens` (a list, one per task: 90% input, 10% output), cost `cost` USD per token (None: unpriced)
+    and took `seconds`."""
     def rows(k):
+        used = pd.Series(tokens if tokens is not None else [0] * n, dtype=float)
         return pd.DataFrame({"instance_id": [f"t-{i}" for i in range(n)], "status": "completed",
-                             "pass_or_fail": ["pass" if i < k else "fail" for i in range(n)], "mode": "act"})
+                             "pass_or_fail": ["pass" if i < k else "fail" for i in range(n)], "mode": "act",
+                             "input_tokens": 0.9 * used, "output_tokens": 0.1 * used,
+                             "cost_usd": None if cost is None else used * cost, "duration_s": seconds})
     for split in splits:
         write_csv(rows(passes), split_results_path(experiment, split, loop))
     if val is not None:
         write_csv(rows(val), split_results_path(experiment, "val", loop))
     append_jsonl(loops_path(experiment), {"loop": loop, "ruleset_version": version, "ruleset_rules": rules,
-                                          "train_accuracy": passes / n, "test_accuracy": passes / n, "dry_run": dry_run})
+                                          "ruleset_tokens": ruleset_tokens, "train_accuracy": passes / n,
+                                          "test_accuracy": passes / n, "dry_run": dry_run})
 
 
 def test_the_kept_version_is_chosen_on_validation_and_tested_once_against_the_start(isolated):
@@ -50,6 +57,38 @@ def test_the_kept_version_is_chosen_on_validation_and_tested_once_against_the_st
     assert "With 30 test tasks, an observed gain under 20 points can never be significant" in summary
 
 
+def test_the_primary_result_carries_the_paired_change_in_tokens_cost_and_time_with_intervals(isolated):
+    start = [40_000 + 500 * i for i in range(30)]
+    finished_loop("costly", 0, 0, passes=5, val=5, tokens=start, cost=2e-6, seconds=80.0)
+    finished_loop("costly", 1, 1, passes=20, val=20, rules=3, ruleset_tokens=340, cost=2e-6, seconds=72.0,
+                  tokens=[t * (1.1 + 0.1 * (i % 3)) for i, t in enumerate(start)])  # +10% to +30%, +20% on average
+    result = primary_result("costly")
+    tokens, cost, time = (result["cost"][m] for m in ("tokens", "cost_usd", "duration_s"))
+    assert tokens.n == 30 and tokens.label_a == "no rules" and tokens.label_b == "v1"
+    assert tokens.relative == pytest.approx(0.2, abs=0.002) and tokens.rel_low < 0.2 < tokens.rel_high
+    assert tokens.rel_high - tokens.rel_low < 0.1  # paired over tasks: the spread of the change, not of the tasks
+    assert cost.relative == pytest.approx(tokens.relative) and cost.rel_low == pytest.approx(tokens.rel_low)
+    assert time.diff == pytest.approx(-8.0) and time.relative == pytest.approx(-0.1)
+    assert result["rules_tokens"] == {"kept": 340, "start": 0}
+
+
+def test_the_decision_line_states_the_gain_and_the_cost_beside_it(isolated):
+    start = [40_000 + 500 * i for i in range(30)]
+    finished_loop("both", 0, 0, passes=5, val=5, tokens=start, dry_run=True)
+    finished_loop("both", 1, 1, passes=20, val=20, rules=3, ruleset_tokens=340, dry_run=True,
+                  tokens=[t * (1.1 + 0.1 * (i % 3)) for i, t in enumerate(start)])
+    result = primary_result("both")
+    tokens = result["cost"]["tokens"]
+    assert result["decision"] == (f"The rules help: +50.0 points (p < 0.001), at +20% tokens per run "
+                                  f"(95% CI {tokens.rel_low * 100:+.0f}% to {tokens.rel_high * 100:+.0f}%).")
+    summary = evidence_summary("both")
+    assert result["decision"] in summary
+    assert "reported beside the test, not tested" in summary
+    assert "- cost per run: scripted: no charge" in summary and "$0.00" not in summary  # the scripted model is unpriced
+    assert "- +0% wall time per run" in summary
+    assert "340 tokens in the kept rules (start: 0), read with every agent call" in summary
+
+
 def test_a_version_no_better_than_the_start_on_validation_is_not_kept_and_nothing_is_claimed(isolated):
     finished_loop("start", 0, 0, passes=5, val=10)
     finished_loop("start", 1, 1, passes=25, val=10, rules=2)  # ties the start on validation
@@ -62,7 +101,9 @@ def test_a_test_gain_inside_the_noise_is_called_noise(isolated):
     finished_loop("noise", 0, 0, passes=5, val=5)
     finished_loop("noise", 1, 1, passes=7, val=9, rules=2)
     summary = evidence_summary("noise")
-    assert "not significant" in summary and "Noise: the test does not show" in summary
+    assert "not significant" in summary
+    assert "Noise: +6.7 points (p = 0.5); the test does not show that the kept rules differ from the start." in summary
+    assert "- tokens per run: not recorded by these runs" in summary  # no usage metered: no cost claimed either way
 
 
 def test_without_a_validation_side_the_latest_version_is_kept_and_says_it_was_not_chosen_by_data(isolated):
@@ -98,6 +139,21 @@ def test_leaving_one_rule_out_finds_the_rule_its_conventions_tasks_depend_on(iso
     assert by_rule.loc["R1", "effect_of_removal"] == -1.0 and not by_rule.loc["R1", "harmful"]
     assert by_rule.loc["R2", "effect_of_removal"] == 0.0
     assert "no rules" in effects.attrs["reference"]
+    # each rule's weight beside its effect; the one that costs tokens and shows no effect is flagged
+    assert by_rule.loc["R1", "tokens"] > by_rule.loc["R2", "tokens"] > 0
+    assert not by_rule.loc["R1", "dead_weight"] and by_rule.loc["R2", "dead_weight"]
+    assert by_rule.loc["R2", "summary"].endswith("it costs tokens and shows no effect")
+
+
+def test_a_rules_weight_is_the_tokens_of_its_line_in_the_rules_file():
+    from helpers.core.tokens import count_tokens
+    from helpers.engine.ablation import rule_tokens
+
+    lines = ["- [R1] Raise the package's own errors.\n", "- [R2] Write every docstring as a contract, in full sentences.\n"]
+    weights = rule_tokens("".join(lines))
+    assert set(weights) == {"R1", "R2"} and weights["R2"] > weights["R1"] > 0
+    for rule, line in zip(("R1", "R2"), lines):
+        assert abs(weights[rule] - count_tokens(line)) <= 1
 
 
 def test_ablation_variants_name_each_rule_and_refuse_unknown_ones():

@@ -14,9 +14,11 @@ def fake_experiment(root, name="demo", dry_run=True):
         append_jsonl(loops_path(name, root), {
             "loop": loop, "ruleset_version": loop, "train_accuracy": 0.2 * loop, "test_accuracy": 0.1 * loop,
             "ruleset_rules": 2 * loop, "ruleset_tokens": 40 * loop, "agent_cost_usd": 1.0, "judge_cost_usd": 0.1,
-            "optimizer_cost_usd": 0.3, "cost_usd": 1.4, "dry_run": dry_run})
+            "optimizer_cost_usd": 0.3, "cost_usd": 1.4, "dry_run": dry_run, "agent_tokens": 30_000 + 1000 * loop,
+            "judge_tokens": 4000, "optimizer_tokens": 2000})
         rows = pd.DataFrame({"instance_id": ["a-1", "a-2", "b-1"], "repo": ["org/a", "org/a", "org/b"],
-                             "pass_or_fail": verdicts, "failed_tests": [[], ["t::x"], []]})
+                             "pass_or_fail": verdicts, "failed_tests": [[], ["t::x"], []],
+                             "input_tokens": 9000 + 300 * loop, "output_tokens": 1000})
         for split in ("train", "test"):
             write_csv(rows, split_results_path(name, split, loop, root))
 
@@ -24,7 +26,7 @@ def fake_experiment(root, name="demo", dry_run=True):
 def test_every_figure_is_saved_as_a_png(tmp_path):
     fake_experiment(tmp_path)
     paths = plot_all("demo", results_root=tmp_path)
-    assert set(paths) == {"accuracy", "ruleset_size", "resolved_by_repo", "cost", "test_outcomes"}
+    assert set(paths) == {"accuracy", "ruleset_size", "resolved_by_repo", "cost", "cost_accuracy", "test_outcomes"}
     for path in paths.values():
         assert path.parent == tmp_path / "demo/plots"
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5_000
@@ -75,24 +77,110 @@ def test_accuracy_carries_its_intervals_and_counts_errored_runs_apart():
 def test_the_ablation_forest_plot_marks_rules_whose_removal_helped():
     from helpers.analysis.plots import plot_ablation
 
-    effects = pd.DataFrame({"rule": ["R1", "R2"], "text": ["Helps.", "Hurts."], "effect_of_removal": [-0.5, 0.25],
-                            "ci_low": [-0.8, -0.1], "ci_high": [-0.2, 0.6], "harmful": [False, True]})
+    effects = pd.DataFrame({"rule": ["R1", "R2", "R3"], "text": ["Helps.", "Hurts.", "Weighs."],
+                            "effect_of_removal": [-0.5, 0.25, 0.0], "ci_low": [-0.8, -0.1, -0.3],
+                            "ci_high": [-0.2, 0.6, 0.3], "harmful": [False, True, False], "tokens": [12, 9, 40],
+                            "dead_weight": [False, True, True]})
     ax = plot_ablation(effects, "x", dry_run=True).axes[0]
     assert DRY_RUN_TITLE in ax.get_title()
     colors = [c.lines[0].get_color() for c in ax.containers]
-    assert colors == ["tab:blue", "tab:red"]
+    assert colors == ["tab:blue", "tab:red", "tab:orange"]  # orange: costs tokens and shows no effect
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["R1 (12 tokens): Helps.", "R2 (9 tokens): Hurts.",
+                                                           "R3 (40 tokens): Weighs."]
 
 
-def test_the_cost_plot_labels_unpriced_and_local_loops_instead_of_drawing_them_as_zero():
-    from helpers.analysis.plots import cost_notes, plot_cost
+def role_tokens(agent, judge, optimizer):
+    return {"agent_tokens": agent, "judge_tokens": judge, "optimizer_tokens": optimizer}
+
+
+def test_the_cost_plot_shows_tokens_per_role_and_labels_each_loops_cost_in_words_never_as_zero():
+    from helpers.analysis.plots import cost_labels, cost_notes, plot_cost
 
     loops = pd.DataFrame([
         {"loop": 0, "agent_cost_usd": None, "judge_cost_usd": None, "optimizer_cost_usd": None, "cost_usd": None,
-         "unpriced": ["agent", "judge", "optimizer"], "local": [], "dry_run": False},
+         "unpriced": ["agent", "judge", "optimizer"], "local": [], "dry_run": False, **role_tokens(9000, 800, 400)},
         {"loop": 1, "agent_cost_usd": None, "judge_cost_usd": 0.2, "optimizer_cost_usd": 0.1, "cost_usd": 0.3,
-         "unpriced": [], "local": ["agent"], "dry_run": False},
+         "unpriced": [], "local": ["agent"], "dry_run": False, **role_tokens(9500, 800, 400)},
         {"loop": 2, "agent_cost_usd": 1.0, "judge_cost_usd": 0.2, "optimizer_cost_usd": 0.1, "cost_usd": 1.3,
-         "unpriced": [], "local": [], "dry_run": False}])
-    assert cost_notes(loops) == ["agent, judge, optimizer unpriced", "agent local: no charge", ""]
-    shown = [text.get_text() for text in plot_cost(loops, "x").axes[0].texts]
-    assert shown == ["agent, judge, optimizer unpriced", "agent local: no charge"]
+         "unpriced": [], "local": [], "dry_run": False, **role_tokens(9900, 800, 400)},
+        {"loop": 3, "agent_cost_usd": 0.003, "judge_cost_usd": 0.0, "optimizer_cost_usd": 0.0, "cost_usd": 0.003,
+         "unpriced": [], "local": [], "dry_run": False, **role_tokens(120, 10, 10)}])
+    assert cost_notes(loops) == ["agent, judge, optimizer unpriced", "agent local: no charge", "", ""]
+    assert cost_labels(loops) == ["agent, judge, optimizer unpriced", "$0.30 (agent local: no charge)", "$1.30", "$0.003"]
+    ax = plot_cost(loops, "x").axes[0]
+    assert [text.get_text().replace("\n", " ") for text in ax.texts] == cost_labels(loops)
+    assert [bar.get_height() for bar in ax.containers[0]] == [9000, 9500, 9900, 120]  # the agent's tokens, loop by loop
+
+
+def test_the_cost_plot_has_bars_in_the_dry_run_and_says_scripted_no_charge_on_an_axis_from_zero():
+    from helpers.analysis.plots import plot_cost
+
+    loops = pd.DataFrame([{"loop": loop, "agent_cost_usd": None, "judge_cost_usd": None, "optimizer_cost_usd": None,
+                           "cost_usd": None, "unpriced": ["agent", "judge", "optimizer"], "local": [], "dry_run": True,
+                           **role_tokens(4000 + 500 * loop, 600, 300)} for loop in range(3)])
+    ax = plot_cost(loops, "dry").axes[0]
+    assert [c.get_label() for c in ax.containers] == ["agent", "judge", "optimizer"]
+    assert len(ax.patches) == 9 and all(bar.get_height() > 0 for bar in ax.patches)
+    assert ax.get_ylim()[0] == 0 and ax.get_ylim()[1] > 5500
+    assert [text.get_text() for text in ax.texts] == ["scripted: no charge"] * 3
+    assert DRY_RUN_TITLE in ax.get_title() and "tokens" in ax.get_ylabel()
+
+
+def test_a_loop_record_with_no_token_counts_is_said_so_not_drawn_as_an_empty_frame():
+    from helpers.analysis.plots import plot_cost
+
+    loops = pd.DataFrame([{"loop": 0, "cost_usd": 0.5, "unpriced": [], "local": [], "dry_run": False}])
+    ax = plot_cost(loops, "old").axes[0]
+    assert ax.get_ylim() == (0, 1) and [t.get_text() for t in ax.texts] == ["$0.50", "no token counts recorded for these loops"]
+
+
+def overlaps(a, b):
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def test_no_legend_sits_on_a_title_or_an_axis_labels(tmp_path):
+    from helpers.analysis import plots
+
+    fake_experiment(tmp_path)
+    name = "a-team-experiment-with-a-long-name"  # titles as wide as real ones
+    loops = load_loops("demo", tmp_path)
+    rows = plots.load_split_rows("demo", "test", tmp_path)
+    figures = {"accuracy": plots.plot_accuracy(loops, name), "ruleset_size": plots.plot_ruleset_size(loops, name),
+               "resolved_by_repo": plots.plot_repo_resolved(rows, loops, name), "cost": plots.plot_cost(loops, name),
+               "cost_accuracy": plots.plot_cost_accuracy(plots.version_costs("demo", tmp_path), name, dry_run=True)}
+    for figure_name, figure in figures.items():
+        figure.canvas.draw()
+        renderer = figure.canvas.get_renderer()
+        legends = list(figure.legends) + [ax.get_legend() for ax in figure.axes if ax.get_legend() is not None]
+        texts = [ax.title for ax in figure.axes if ax.get_title()]
+        texts += [label for ax in figure.axes for label in ax.get_xticklabels() + ax.get_yticklabels() if label.get_text()]
+        assert legends and texts, figure_name
+        for legend in legends:
+            for text in texts:
+                assert not overlaps(legend.get_window_extent(renderer), text.get_window_extent(renderer)), \
+                    (figure_name, text.get_text())
+
+
+def test_the_cost_accuracy_figure_places_each_version_by_its_tokens_per_run_and_validation_accuracy(tmp_path):
+    from helpers.analysis.plots import plot_cost_accuracy, version_costs
+
+    for loop, (passed, tokens) in enumerate([(1, 10_000), (3, 12_000), (2, 14_000)]):
+        append_jsonl(loops_path("costly", tmp_path), {
+            "loop": loop, "ruleset_version": loop, "ruleset_rules": loop, "ruleset_tokens": 40 * loop,
+            "val_accuracy": passed / 4, "val_ci_low": 0.0, "val_ci_high": 1.0, "dry_run": False})
+        rows = pd.DataFrame({"instance_id": ["a", "b", "c", "d"], "status": "completed",
+                             "pass_or_fail": ["pass"] * passed + ["fail"] * (4 - passed),
+                             "input_tokens": tokens - 1000, "output_tokens": 1000})
+        for split in ("train", "val", "test"):
+            write_csv(rows, split_results_path("costly", split, loop, tmp_path))
+    points = version_costs("costly", tmp_path)
+    assert points[["version", "split", "accuracy", "tokens_per_run", "kept"]].to_dict("records") == [
+        {"version": 0, "split": "val", "accuracy": 0.25, "tokens_per_run": 10_000, "kept": False},
+        {"version": 1, "split": "val", "accuracy": 0.75, "tokens_per_run": 12_000, "kept": True},
+        {"version": 2, "split": "val", "accuracy": 0.5, "tokens_per_run": 14_000, "kept": False}]
+    ax = plot_cost_accuracy(points, "costly").axes[0]
+    star = next(line for line in ax.lines if line.get_marker() == "*")
+    assert list(star.get_xdata()) == [12_000] and list(star.get_ydata()) == [0.75]  # the kept version
+    assert ax.get_xlim()[0] == 0 and ax.get_ylim()[0] == 0
+    assert ax.get_xlabel().startswith("tokens per run") and ax.get_ylabel() == "validation accuracy"
+    assert [t.get_text() for t in ax.texts] == ["v0", "v1", "v2"] and ax.get_legend().get_title().get_text() == "v0: no rules"

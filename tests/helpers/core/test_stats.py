@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -9,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers.core.stats import accuracy_interval, mcnemar_exact, paired_comparison, wilson_interval
+from helpers.core.costs import mean_diff, mean_ratio
+from helpers.core.stats import accuracy_interval, mcnemar_exact, paired_bootstrap, paired_comparison, wilson_interval
 
 
 def results(outcomes: list[str], ids: list[str] | None = None, **columns) -> pd.DataFrame:
@@ -250,3 +252,50 @@ def test_nothing_to_compare_is_not_an_error():
     result = paired_comparison(results(["error"]), results(["pass"]))
     assert result.n == 0 and math.isnan(result.diff) and result.p_value == 1.0 and not result.significant
     assert result.summary() == "b vs a on 0 tasks: nothing to compare; 1 task left out: 1 errored"
+
+
+# --- what a run costs: the paired bootstrap over tasks ---------------------------------------------------
+
+TOKENS_A = np.array([41_000, 38_500, 52_000, 12_300, 60_100, 33_000, 47_800, 29_900, 55_500, 40_200, 36_700, 44_400.0])
+TOKENS_B = np.array([47_900, 45_100, 58_800, 15_200, 66_000, 41_700, 50_100, 37_300, 61_900, 49_800, 40_100, 52_600.0])
+
+
+def reference_paired_bootstrap(a, b, statistic, n_boot, seed, confidence):
+    """Efron and Tibshirani's percentile bootstrap for paired data, written plainly: resample task indices
+    (the same generator draws), compute the statistic one resample at a time, and take the percentiles by
+    hand (linear interpolation between order statistics, Hyndman and Fan's type 7)."""
+    picks = np.random.default_rng(seed).integers(0, len(a), size=(n_boot, len(a)))
+    values = sorted(float(statistic(a[list(row)], b[list(row)])) for row in picks)
+
+    def percentile(q):
+        h = (len(values) - 1) * q
+        below = math.floor(h)
+        above = min(below + 1, len(values) - 1)
+        return values[below] + (h - below) * (values[above] - values[below])
+
+    tail = (1 - confidence) / 2
+    return percentile(tail), percentile(1 - tail)
+
+
+def test_the_paired_bootstrap_matches_a_plain_reference_implementation_on_fixed_data():
+    for statistic in (mean_ratio, mean_diff):
+        ours = paired_bootstrap(TOKENS_A, TOKENS_B, statistic, n_boot=2_000, seed=7, confidence=0.95)
+        assert ours == pytest.approx(reference_paired_bootstrap(TOKENS_A, TOKENS_B, statistic, 2_000, 7, 0.95),
+                                     rel=1e-12)
+    assert paired_bootstrap(TOKENS_A, TOKENS_B, mean_ratio, seed=7) == paired_bootstrap(TOKENS_A, TOKENS_B, mean_ratio,
+                                                                                        seed=7)  # seeded
+
+
+def test_the_paired_bootstrap_approaches_the_exact_bootstrap_distribution():
+    # With 5 tasks the bootstrap distribution can be enumerated whole: 5**5 equally likely resamples.
+    a, b = TOKENS_A[:5], TOKENS_B[:5]
+    exact = np.array([mean_ratio(a[list(i)], b[list(i)]) for i in itertools.product(range(5), repeat=5)])
+    low, high = paired_bootstrap(a, b, mean_ratio, n_boot=40_000, seed=1)
+    assert (low, high) == pytest.approx(tuple(np.quantile(exact, [0.025, 0.975])), abs=0.004)
+
+
+def test_pairs_stay_together_so_a_constant_relative_change_has_no_spread():
+    low, high = paired_bootstrap(TOKENS_A, 1.2 * TOKENS_A, mean_ratio)
+    assert (low, high) == pytest.approx((0.2, 0.2))
+    unpaired_would_spread = paired_bootstrap(TOKENS_A, np.roll(1.2 * TOKENS_A, 1), mean_ratio)
+    assert unpaired_would_spread[1] - unpaired_would_spread[0] > 0.05

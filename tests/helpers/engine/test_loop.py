@@ -360,3 +360,16 @@ def test_the_validation_note_says_what_a_split_without_validation_costs():
     assert validation_note(tasks.head(5), tasks.iloc[5:8]).startswith("Validation: 3 of the pool's 8 tasks decide")
     note = validation_note(tasks.head(1), tasks.iloc[:0])
     assert "No validation side" in note and "the latest, not one chosen by data" in note
+
+
+def test_a_loop_record_counts_each_roles_tokens_whatever_the_price(isolated, house):
+    from helpers.store.loops import loop_rows
+
+    train, test = house
+    with ScriptedModelServer(script_with()) as server:
+        loops = run_loop(train, test, LoopSettings("tokens", loops=1, workers=2, agent=HouseAgent()),
+                         session_on(server, model="scripted-dry-run"), verbose=False)
+    record = loops.iloc[0]
+    judged = loop_rows("tokens", "train", 0)["judge_tokens"]  # act mode: the judge explains the training runs
+    assert record.judge_tokens == judged.sum() > 0 and (judged > 0).all() and record.optimizer_tokens > 0  # unpriced, still counted
+    assert pd.isna(record.cost_usd)

@@ -347,21 +347,43 @@ def test_a_harness_failure_is_an_error_never_a_fail_and_only_the_evaluation_is_r
 class GatewayAgent(PatchingAgent):
     """Calls the model once through whatever endpoint it is given, then applies the gold patch."""
 
-    def __init__(self, base_url=None, api_key=None):
+    def __init__(self, base_url=None, api_key=None, calls_model="gpt-4.1"):
         super().__init__()
-        self.base_url, self.api_key = base_url, api_key
+        self.base_url, self.api_key, self.calls_model = base_url, api_key, calls_model
 
     def through_gateway(self, base_url, api_key, kind):
-        return GatewayAgent(base_url, api_key)
+        return GatewayAgent(base_url, api_key, self.calls_model)
 
     def run(self, task, workspace, ruleset):
         import httpx
 
         answer = httpx.post(f"{self.base_url}/chat/completions", headers={"Authorization": f"Bearer {self.api_key}"},
-                            json={"model": "gpt-4.1", "messages": [{"role": "user", "content": "fix it"}]}, timeout=30)
+                            json={"model": self.calls_model, "messages": [{"role": "user", "content": "fix it"}]},
+                            timeout=30)
         if answer.status_code != 200:
             return AgentResult(task["instance_id"], "error", error=answer.text[:200], model=self.model)
         return super().run(task, workspace, ruleset)
+
+
+def test_a_runs_tokens_and_cost_come_from_the_gateway_and_an_unpriced_scripted_run_costs_none_not_zero(house, results):
+    from helpers.core import config
+    from helpers.llm.gateway import Gateway, Upstream
+    from helpers.llm.scripted_server import Reply, Script, ScriptedModelServer
+
+    usage = {"prompt_tokens": 1200, "completion_tokens": 80, "prompt_tokens_details": {"cached_tokens": 1000}}
+    tasks = house.head(2)
+    with ScriptedModelServer(Script(default=Reply("ok", usage=usage))) as server, \
+            Gateway({"agent": Upstream(server.base_url, "real-key", "openai-compatible")}) as gateway:
+        scripted = run(tasks, GatewayAgent(calls_model=config.SCRIPTED_MODEL), results, run_id="scripted", gateway=gateway)
+        priced = run(tasks, GatewayAgent(calls_model="gpt-4.1"), results, run_id="priced", gateway=gateway)
+
+    for frame in (scripted, priced):  # tokens are always counted, the prompt cache's share among them
+        assert frame.input_tokens.tolist() == [1200, 1200] and frame.output_tokens.tolist() == [80, 80]
+        assert frame.cached_tokens.tolist() == [1000, 1000]
+    assert scripted.cost_usd.isna().all() and all(cost is None for cost in scripted.cost_usd)  # never 0.0
+    assert priced.cost_usd.tolist() == pytest.approx([(1200 * 2.0 + 80 * 8.0) / 1e6] * 2)
+    saved = pd.read_json(run_records_path("engine", "scripted", results), lines=True)
+    assert saved.cost_usd.isna().all() and (saved.cached_tokens == 1000).all()
 
 
 def test_runs_the_budget_stopped_are_marked_so_and_run_again_with_budget_left(house, results):

@@ -331,7 +331,7 @@ def test_the_openai_sdk_streams_from_the_scripted_server_with_usage_metered():
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == plain.choices[0].message.content == "The fix is in place. " * 20
     assert [r["authorization"] for r in server.requests] == ["Bearer scripted-upstream-key"] * 2
-    assert usage == {"calls": 2, "input_tokens": 2400, "output_tokens": 160,
+    assert usage == {"calls": 2, "input_tokens": 2400, "cached_tokens": 0, "output_tokens": 160,
                      "cost_usd": pytest.approx(2 * (1200 * 2.0 + 80 * 8.0) / 1e6)}
 
 
@@ -445,11 +445,52 @@ def test_usage_sums_by_attribute_and_an_unpriced_model_costs_none():
         everything, nothing = gateway.usage(experiment="e", loop=0), gateway.usage(experiment="other")
 
     one_call = (100 * 2.0 + 10 * 8.0) / 1e6
-    assert by_t1 == {"calls": 2, "input_tokens": 200, "output_tokens": 20, "cost_usd": pytest.approx(2 * one_call)}
+    assert by_t1 == {"calls": 2, "input_tokens": 200, "cached_tokens": 0, "output_tokens": 20,
+                     "cost_usd": pytest.approx(2 * one_call)}
     assert judge["cost_usd"] == pytest.approx(one_call)
     assert agents["calls"] == 3 and agents["cost_usd"] is None  # one agent call was unpriced
     assert everything["input_tokens"] == 400 and everything["cost_usd"] is None
-    assert nothing == {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0}
+    assert nothing == {"calls": 0, "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0, "cost_usd": 0}
+
+
+def test_the_prompt_caches_share_of_the_input_is_read_from_each_wire_format():
+    from helpers.llm.gateway.metering import Meter
+
+    def metered(body: bytes, stream: bool) -> Meter:
+        meter = Meter()
+        meter.feed_sse(body) if stream else meter.feed_json(body)
+        return meter
+
+    chat = {"model": "gpt-4.1", "choices": [], "usage": {"prompt_tokens": 1200, "completion_tokens": 80,
+                                                         "prompt_tokens_details": {"cached_tokens": 1024}}}
+    responses = {"type": "response.completed", "response": {"model": "gpt-5", "output": [], "usage": {
+        "input_tokens": 900, "output_tokens": 30, "input_tokens_details": {"cached_tokens": 512}}}}
+    # Anthropic counts cache reads and writes apart from input_tokens; the meter adds them back
+    anthropic = [{"type": "message_start", "message": {"model": "claude-sonnet-4-5", "content": [], "usage": {
+                     "input_tokens": 25, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 2000,
+                     "output_tokens": 1}}},
+                 {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 17}}]
+    plain = {"model": "gpt-4.1", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
+
+    read = [metered(json.dumps(chat).encode(), False), metered(b"".join(sse([chat])), True),
+            metered(b"".join(sse([responses])), True), metered(b"".join(sse(anthropic)), True),
+            metered(json.dumps(plain).encode(), False)]
+    assert [(m.input_tokens, m.cached_tokens, m.output_tokens) for m in read] == [
+        (1200, 1024, 80), (1200, 1024, 80), (900, 512, 30), (2125, 2000, 17), (10, None, 2)]
+
+
+def test_the_gateway_records_and_sums_cached_tokens():
+    usage = {"prompt_tokens": 1200, "completion_tokens": 80, "prompt_tokens_details": {"cached_tokens": 1000}}
+    with ScriptedModelServer(Script(default=Reply("ok", usage=usage))) as server, \
+            Gateway({"s": Upstream(server.base_url, None, "openai-compatible")}) as gateway:
+        token = gateway.issue_token("s", role="agent")
+        client = openai.OpenAI(base_url=gateway.url_for("s"), api_key=token)
+        ask = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "x"}]}
+        client.chat.completions.create(**ask)
+        list(client.chat.completions.create(**ask, stream=True))  # usage in the last chunk
+        records, total = gateway.calls(token), gateway.usage(token)
+    assert [r["cached_tokens"] for r in records] == [1000, 1000]
+    assert (total["input_tokens"], total["cached_tokens"], total["output_tokens"]) == (2400, 2000, 160)
 
 
 # --- the other APIs --------------------------------------------------------------------------------

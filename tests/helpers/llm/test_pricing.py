@@ -26,8 +26,17 @@ def test_overrides_win_over_the_table_per_call_and_in_config(monkeypatch):
     assert call_cost_usd("house-model-2026-01-01", 1_000_000, 1_000_000) == pytest.approx(3.0)
 
 
-def test_the_scripted_model_costs_nothing_and_is_priced():
-    assert is_priced(config.SCRIPTED_MODEL) and call_cost_usd(config.SCRIPTED_MODEL, 10**6, 10**6) == 0.0
+def test_the_scripted_model_is_unpriced_so_its_calls_never_read_as_a_0_dollar_cost():
+    assert not is_priced(config.SCRIPTED_MODEL) and call_cost_usd(config.SCRIPTED_MODEL, 10**6, 10**6) is None
+
+
+def test_a_budget_does_not_refuse_the_scripted_model_which_charges_nothing():
+    from helpers.llm.gateway.policy import refusal
+
+    body = {"model": config.SCRIPTED_MODEL, "messages": []}
+    assert refusal("POST", "/v1/chat/completions", "http://127.0.0.1:1/v1", body, None, budget_usd=5.0) is None
+    assert "no price" in refusal("POST", "/v1/chat/completions", "http://127.0.0.1:1/v1",
+                                 {**body, "model": "my-local-llama"}, None, budget_usd=5.0)
 
 
 
