@@ -1,6 +1,7 @@
 """Every agent's rules file: export writes the learned rules into it and import gives them back, with the
 team's text byte for byte (front matter first) and a bad `<name>` refused before anything is written."""
 
+import subprocess
 import warnings
 
 import pytest
@@ -147,3 +148,29 @@ def test_the_learned_path_of_each_format_is_inside_the_project(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert learned_path(tmp_path, "docs/AGENTS.md") == tmp_path / "docs/AGENTS.md"  # any other path: as given
+
+
+# --- continual mode commits into the team's repository the same files --------------------------------------
+def test_a_committed_cursor_rule_or_skill_gets_its_front_matter_and_goes_when_emptied(store, tmp_path):
+    from helpers.continual.repository import commit_rules
+    from helpers.families.coding.git import git
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", cwd=repo)
+    (repo / ".cursor/rules").mkdir(parents=True)
+    (repo / ".cursor/rules/team.mdc").write_bytes(CURSOR_TEAM.encode())
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "team", cwd=repo)
+    for rules_file, written in [(".cursor/rules", ".cursor/rules/learned-rules.mdc"),
+                                (".claude/skills/house-style/SKILL.md", ".claude/skills/house-style/SKILL.md")]:
+        commit_rules(repo, "rules", rules_file, store.load(1), "learned")
+        text = git("show", f"rules:{written}", cwd=repo).stdout
+        check_front_matter(repo / written, text)
+        assert parse_rules_text(text) == store.rules(1)
+        commit_rules(repo, "rules", rules_file, "", "emptied")
+        assert git("ls-tree", "rules", "--", written, cwd=repo).stdout == ""  # we created it, so it goes
+    team = subprocess.run(["git", "show", "rules:.cursor/rules/team.mdc"], cwd=repo, capture_output=True, check=True)
+    assert team.stdout == CURSOR_TEAM.encode()
+    with pytest.raises(ValueError, match="Invalid <name>"):
+        commit_rules(repo, "rules", ".claude/skills/Bad Name/SKILL.md", store.load(1), "learned")
