@@ -1,17 +1,9 @@
-"""Where each agent reads its rules: the one table of rules-file formats, and the names that become paths.
+"""Where each agent reads its rules: the one table of rules-file formats (FORMATS), and the names that become paths.
 
-A format is a path pattern in a project. Most are a plain Markdown file the agent reads whole; two need
-front matter first (Cursor's `.mdc` rules and Claude Code's skills), and two hold a `<name>` the user
-picks, which becomes a path and is checked before anything is written:
-
-    AGENTS.md                          Codex, opencode, mini-swe-agent, Copilot's and Cursor's agents
-    CLAUDE.md                          Claude Code
-    GEMINI.md                          Gemini CLI
-    .clinerules                        Cline (a file, or a folder of files)
-    .cursor/rules/<name>.mdc           Cursor (front matter: description, globs, alwaysApply)
-    .github/copilot-instructions.md    GitHub Copilot
-    .windsurfrules                     Windsurf
-    .claude/skills/<name>/SKILL.md     a Claude Code skill (front matter: name, description)
+A format is a path pattern in a project: AGENTS.md, CLAUDE.md, GEMINI.md, .clinerules (a file or a folder),
+a Cursor rule, GitHub Copilot's and Windsurf's files, a Claude Code skill. Most are a plain Markdown file the
+agent reads whole; Cursor's `.mdc` rules and Claude Code's skills need front matter first, and hold a
+`<name>` the user picks, which becomes a path and is checked before anything is written.
 
 How the learned rules go into a file is the same for every format (helpers.core.rules: a marked section
 appended after the team's text, so a team's front matter stays first and byte for byte). What differs is
@@ -46,12 +38,14 @@ SKILL_RESERVED = ("anthropic", "claude")
 
 @dataclass(frozen=True)
 class RulesFormat:
-    """One agent's rules file: its path pattern, who reads it, and the front matter a new file gets
-    (`{name}` filled with the file's `<name>`; "" when the format has none)."""
+    """One agent's rules file: its path pattern, who reads it, the front matter a new file gets (`{name}`
+    filled with the file's `<name>`; "" when the format has none), and whether its `<name>` must also be a
+    valid skill name (SKILL_NAME)."""
 
     pattern: str
     readers: str
     front_matter: str = ""
+    skill: bool = False
 
     @property
     def folder(self) -> str | None:
@@ -70,7 +64,7 @@ FORMATS = (  # the one table: every rules file the cookbook writes and reads
     RulesFormat(".cursor/rules/<name>.mdc", "Cursor", CURSOR_FRONT_MATTER),
     RulesFormat(".github/copilot-instructions.md", "GitHub Copilot"),
     RulesFormat(".windsurfrules", "Windsurf"),
-    RulesFormat(".claude/skills/<name>/SKILL.md", "Claude Code (a skill)", SKILL_FRONT_MATTER),
+    RulesFormat(".claude/skills/<name>/SKILL.md", "Claude Code (a skill)", SKILL_FRONT_MATTER, skill=True),
 )
 PLAIN = RulesFormat("<any other path>", "any agent told to read it")
 
@@ -102,8 +96,8 @@ def rules_format(rules_file: str) -> tuple[RulesFormat, str]:
 
 def _checked_name(name: str, fmt: RulesFormat) -> str:
     check_name(name, f"<name> in {fmt.pattern}")
-    if "name:" in fmt.front_matter and not (SKILL_NAME.fullmatch(name) and len(name) <= 64
-                                            and not any(word in name for word in SKILL_RESERVED)):
+    if fmt.skill and not (SKILL_NAME.fullmatch(name) and len(name) <= 64
+                          and not any(word in name for word in SKILL_RESERVED)):
         raise ValueError(f"Invalid <name> in {fmt.pattern} {name!r}: a skill's name is its folder's name and must be "
                          "1-64 lowercase letters, digits or single hyphens, without 'anthropic' or 'claude' (e.g. "
                          f"{LEARNED_NAME!r}).")

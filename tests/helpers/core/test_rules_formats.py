@@ -174,3 +174,10 @@ def test_a_committed_cursor_rule_or_skill_gets_its_front_matter_and_goes_when_em
     assert team.stdout == CURSOR_TEAM.encode()
     with pytest.raises(ValueError, match="Invalid <name>"):
         commit_rules(repo, "rules", ".claude/skills/Bad Name/SKILL.md", store.load(1), "learned")
+
+
+def test_the_readme_names_every_format():
+    from helpers.core.config import REPO_ROOT
+
+    section = (REPO_ROOT / "README.md").read_text().split("## Using the learned rules")[1].split("\n## ")[0]
+    assert [fmt.pattern for fmt in FORMATS if f"`{fmt.pattern}`" not in section] == []
