@@ -181,3 +181,16 @@ def test_the_readme_names_every_format():
 
     section = (REPO_ROOT / "README.md").read_text().split("## Using the learned rules")[1].split("\n## ")[0]
     assert [fmt.pattern for fmt in FORMATS if f"`{fmt.pattern}`" not in section] == []
+
+
+def test_an_imported_team_file_exported_into_an_empty_checkout_keeps_one_front_matter(store, tmp_path):
+    (tmp_path / "team.mdc").write_bytes(CURSOR_TEAM.encode())
+    (tmp_path / "AGENTS.md").write_bytes(PLAIN_TEAM.encode())
+    for source, expected_front in [("team.mdc", ""), ("AGENTS.md", front_matter_for(".cursor/rules/x.mdc"))]:
+        start = import_rules_file(tmp_path / source)
+        version = store.save(start, parent=None, loop=None)
+        project = tmp_path / f"project-{source}"
+        project.mkdir()
+        text = store.export(version, project, format=".cursor/rules/x.mdc").read_bytes().decode()
+        assert text == expected_front + start  # the team's own front matter, or the one the format needs: once
+        check_front_matter(project / ".cursor/rules/x.mdc", text)
