@@ -342,13 +342,16 @@ def import_rules_file(path: Path | str) -> str:
     structure (headings, prose, code blocks) byte for byte: see with_learned_section. A file written by export
     comes back as it is: its learned rules are its fenced section's. A folder of rule files gives its file of
     our own (rules_formats.file_in_folder; an empty section when it has none yet: the team's files stay where
-    the agent reads them). A line that looks like a planted instruction is kept too, and said: one
-    helpers.core.planted.PlantedTextWarning per line, naming the line and why."""
+    the agent reads them, and are checked for planted lines too). A line that looks like a planted instruction
+    is kept, and said: one helpers.core.planted.PlantedTextWarning per line, naming the file, the line and why."""
     path = Path(path)
     if path.is_dir():
-        path = file_in_folder(path)
-        if not path.exists():
+        ours = file_in_folder(path)
+        for team_file in sorted(p for p in path.rglob("*") if p.is_file() and p != ours):
+            warn_planted(team_file.read_bytes().decode("utf-8", errors="replace"), str(team_file))
+        if not ours.exists():
             return with_learned_section("")
+        path = ours
     if not path.is_file():
         raise FileNotFoundError(f"No rules file at {path}: give the path of the team's rules file.")
     try:

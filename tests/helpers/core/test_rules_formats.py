@@ -194,3 +194,10 @@ def test_an_imported_team_file_exported_into_an_empty_checkout_keeps_one_front_m
         text = store.export(version, project, format=".cursor/rules/x.mdc").read_bytes().decode()
         assert text == expected_front + start  # the team's own front matter, or the one the format needs: once
         check_front_matter(project / ".cursor/rules/x.mdc", text)
+
+
+def test_importing_a_folder_of_rule_files_says_a_planted_line_in_any_of_the_teams_files(project):
+    (project / ".cursor/rules").mkdir(parents=True)
+    (project / ".cursor/rules/team.mdc").write_bytes(f"{CURSOR_TEAM}\n{PLANTED_LINE}\n".encode())
+    with pytest.warns(PlantedTextWarning, match=r"team.mdc:9 looks like a planted instruction"):
+        assert parse_rules_text(import_rules_file(project / ".cursor/rules")).rules == []
