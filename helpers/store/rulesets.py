@@ -241,9 +241,9 @@ class RulesetStore:
                overwrite: bool = False) -> Path:
         """Write a version into a project's rules file; returns the path written.
 
-        `format`: a rules file (any path in the project: "AGENTS.md", ".cursor/rules/style.mdc", ".claude/skills/
-        house-style/SKILL.md", the formats of helpers.core.rules_formats) or an agent's name (its rules file);
-        None: the default agent's (config.AGENT). A `<name>` that is not a valid name is a ValueError before
+        `format`: a rules file (any path in the project; the formats of helpers.core.rules_formats, such as
+        "AGENTS.md", ".cursor/rules/style.mdc" or ".claude/skills/house-style/SKILL.md") or an agent's name (its
+        rules file); None: the default agent's (config.AGENT). A `<name>` that is not a valid name is a ValueError before
         anything is written. A missing file is created with the version's learned rules in its marked section,
         after the front matter its format needs. An existing file keeps the team's text byte for byte, front
         matter first: the learned rules go into its fenced section (replaced when it has one, added after the
