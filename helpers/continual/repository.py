@@ -11,7 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from helpers.core.rules import SECTION_START, insert_section, remove_section
+from helpers.core.rules import SECTION_START, insert_section, new_rules_file, remove_section
+from helpers.core.rules_formats import file_in_folder, front_matter_for, rules_format
 from helpers.families.coding.git import GIT_IDENTITY, git
 
 
@@ -37,7 +38,7 @@ def commit_rules(repo: Path | str, branch: str, rules_file: str, ruleset: str, m
             raise ValueError(f"{path} on {branch if tip else 'HEAD'} in {repo} is not UTF-8 ({error.reason} at byte "
                              f"{error.start}): the learned section cannot be added without changing the team's text. "
                              f"Convert it (e.g. iconv -f latin1 -t utf-8), commit, and apply again.") from None
-    new = _with_section(old, ruleset)
+    new = _with_section(old, ruleset, path)
     if new == old:
         return None
     with tempfile.TemporaryDirectory(prefix="pl-index-") as scratch:
@@ -74,28 +75,30 @@ def branch_exists(repo: Path | str, branch: str) -> bool:
 
 
 def _blob_at(repo: Path, commit: str, rules_file: str) -> tuple[str, str, bytes | None]:
-    """(path in the tree, file mode, content or None) of the rules file at `commit`; a rules folder
-    gets a file of its own inside it."""
-    path = rules_file.strip("/")
+    """(path in the tree, file mode, content or None) of the rules file at `commit` (any format of
+    helpers.core.rules_formats); a rules folder gets a file of its own inside it (file_in_folder)."""
+    fmt, name = rules_format(rules_file)
+    path = fmt.path(name) if fmt.folder is not None else rules_file.strip("/")
     entry = git("ls-tree", commit, "--", path, cwd=repo).stdout.split()
     if entry and entry[1] == "tree":
-        from helpers.core.rules import LEARNED_FILE
-
-        path = f"{path}/{LEARNED_FILE}"
+        path = file_in_folder(Path(path)).as_posix()
         entry = git("ls-tree", commit, "--", path, cwd=repo).stdout.split()
     if not entry:
         return path, "100644", None
     return path, entry[0], _git_bytes(["cat-file", "blob", entry[2]], repo)
 
 
-def _with_section(old: bytes | None, ruleset: str) -> bytes | None:
-    """The file's bytes with `ruleset` as its learned section (None: no file)."""
+def _with_section(old: bytes | None, ruleset: str, path: str) -> bytes | None:
+    """The bytes of the file at `path` with `ruleset` as its learned section (None: no file). A new file is
+    made as export makes one (new_rules_file: front matter first where its format needs it)."""
     team = remove_section(old.decode("utf-8", "surrogateescape")) if old is not None else None
     if not ruleset.strip():
-        if team is None or (team == "" and SECTION_START in old.decode("utf-8", "surrogateescape")):
+        ours = ("", front_matter_for(path))  # what we wrote around an empty section: nothing of the team's
+        if team is None or (team in ours and SECTION_START in old.decode("utf-8", "surrogateescape")):
             return None
         return team.encode("utf-8", "surrogateescape")
-    return insert_section(team or "", ruleset).encode("utf-8", "surrogateescape")
+    text = new_rules_file(path, ruleset) if team is None else insert_section(team, ruleset)
+    return text.encode("utf-8", "surrogateescape")
 
 
 def _git_bytes(args: list[str], repo: Path, data: bytes | None = None) -> bytes:

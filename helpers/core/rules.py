@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.core.planted import warn_planted
+from helpers.core.rules_formats import LEARNED_FILE, file_in_folder, front_matter_for, rules_format, with_front_matter
 
 FENCE_START = "<!-- prompt-learning:rules:start -->"
 FENCE_END = "<!-- prompt-learning:rules:end -->"
@@ -284,15 +285,13 @@ def _one_line(text: str, limit: int = 160) -> str:
 
 
 
-# --- the learned section inside a team's own rules file ------------------------------------------
 # --- the agent's rules file -------------------------------------------------------------------------
 # The learned rules go between these lines (the ruleset store's fence lines, so a team's file with a
-# learned section is also a fenced prompt the optimizer edits in place). A team's own rules file
-# (AGENTS.md, CLAUDE.md, .clinerules) keeps its text byte for byte around them, and only this section
-# is left out of the patch.
+# learned section is also a fenced prompt the optimizer edits in place). A team's own rules file (any
+# format of helpers.core.rules_formats: AGENTS.md, CLAUDE.md, a Cursor rule, a skill...) keeps its text byte
+# for byte around them, front matter first, and only this section is left out of the patch.
 SECTION_START = FENCE_START
 SECTION_END = FENCE_END
-LEARNED_FILE = "learned-rules.md"  # inside a rules folder (e.g. a `.clinerules/` directory)
 
 
 def insert_section(original: str, ruleset: str) -> str:
@@ -313,14 +312,25 @@ def remove_section(text: str) -> str:
     return before + (after[1:] if after.startswith("\n") else after)
 
 
+def new_rules_file(rules_file: str, ruleset: str) -> str:
+    """The text of a new file at `rules_file` (a path in a project) holding `ruleset`: the learned rules in the
+    marked section (a ruleset that has one, an imported team file, as it is), after the front matter the
+    format needs (helpers.core.rules_formats), unless the ruleset opens with front matter of its own."""
+    if split_fenced(ruleset):
+        return with_front_matter(rules_file, ruleset)
+    return insert_section(front_matter_for(rules_file), ruleset)  # remove_section gives the front matter back
+
+
 def rules_file_for(format: str) -> str:
     """The rules file a format names: the rules file of a registered agent (another bare word is an
-    unknown agent), else the file or folder as given ("AGENTS.md", "rules/", "docs/AGENTS.md"), which
-    must stay inside the project (relative, no "..")."""
+    unknown agent), else the file or folder as given ("AGENTS.md", "rules/", ".cursor/rules/style.mdc"),
+    which must stay inside the project (relative, no ".."), with a valid `<name>` where its format has one
+    (helpers.core.rules_formats.rules_format: a ValueError before anything is written)."""
     if "." not in format and "/" not in format:  # a bare word names an agent ("rules/" names a folder)
         from helpers.core.registry import agent_class
 
         return agent_class(format).rules_file
+    rules_format(format)  # a bad <name> first: the most precise error
     if not format or Path(format).is_absolute() or ".." in Path(format).parts:
         raise ValueError(f"A rules file must be a path inside the project, such as 'AGENTS.md', or an agent's "
                          f"name; not {format!r}.")
@@ -328,10 +338,20 @@ def rules_file_for(format: str) -> str:
 
 
 def import_rules_file(path: Path | str) -> str:
-    """A team's existing rules file as a starting ruleset that keeps its structure (headings, prose, code
-    blocks) byte for byte: see with_learned_section. A line that looks like a planted instruction is kept
-    too, and said: one helpers.core.planted.PlantedTextWarning per line, naming the line and why."""
+    """A team's existing rules file (any format, front matter included) as a starting ruleset that keeps its
+    structure (headings, prose, code blocks) byte for byte: see with_learned_section. A file written by export
+    comes back as it is: its learned rules are its fenced section's. A folder of rule files gives its file of
+    our own (rules_formats.file_in_folder; an empty section when it has none yet: the team's files stay where
+    the agent reads them, and are checked for planted lines too). A line that looks like a planted instruction
+    is kept, and said: one helpers.core.planted.PlantedTextWarning per line, naming the file, the line and why."""
     path = Path(path)
+    if path.is_dir():
+        ours = file_in_folder(path)
+        for team_file in sorted(p for p in path.rglob("*") if p.is_file() and p != ours):
+            warn_planted(team_file.read_bytes().decode("utf-8", errors="replace"), str(team_file))
+        if not ours.exists():
+            return with_learned_section("")
+        path = ours
     if not path.is_file():
         raise FileNotFoundError(f"No rules file at {path}: give the path of the team's rules file.")
     try:
@@ -355,5 +375,5 @@ def with_learned_section(text: str) -> str:
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "Ruleset", "Rule", "RulesetDiff", "parse_ruleset", "render_ruleset", "parse_rules_text",
     "diff_rulesets", "split_fenced", "render_stats", "import_rules_file", "with_learned_section", "rules_file_for",
-    "insert_section", "remove_section", "FENCE_START", "FENCE_END", "LEARNED_FILE",
+    "insert_section", "remove_section", "new_rules_file", "FENCE_START", "FENCE_END", "LEARNED_FILE",
 ]

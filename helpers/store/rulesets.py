@@ -16,8 +16,9 @@ from typing import Any, Mapping, Sequence
 from helpers.core import config
 from helpers.core.planted import warn_planted
 from helpers.store.records import loops_path, read_jsonl, ruleset_sha, rulesets_dir, write_atomic, write_json
-from helpers.core.rules import (LEARNED_FILE, Ruleset, RulesetDiff, diff_rulesets, insert_section, parse_rules_text,
+from helpers.core.rules import (Ruleset, RulesetDiff, diff_rulesets, insert_section, new_rules_file, parse_rules_text,
                                  render_stats, rules_file_for, split_fenced)
+from helpers.core.rules_formats import learned_path
 
 
 # --- the store -------------------------------------------------------------------------------------
@@ -240,29 +241,30 @@ class RulesetStore:
                overwrite: bool = False) -> Path:
         """Write a version into a project's rules file; returns the path written.
 
-        `format`: a rules file (any path in the project, e.g. "AGENTS.md") or an agent's name (its rules
-        file); None: the default agent's (config.AGENT). A missing file is created with
-        the version's text. An existing file keeps the team's text byte for byte: the learned rules go
-        into its fenced section (replaced when it has one, added when not); overwrite=True replaces the
-        whole file instead. A folder of rule files gets a file of its own in it. Every line of the file
-        written that looks like a planted instruction (the team's or a version's) is written all the same,
-        and said: one helpers.core.planted.PlantedTextWarning per line, naming the line and why.
+        `format`: a rules file (any path in the project; the formats of helpers.core.rules_formats, such as
+        "AGENTS.md", ".cursor/rules/style.mdc" or ".claude/skills/house-style/SKILL.md") or an agent's name (its
+        rules file); None: the default agent's (config.AGENT). A `<name>` that is not a valid name is a ValueError before
+        anything is written. A missing file is created with the version's learned rules in its marked section,
+        after the front matter its format needs. An existing file keeps the team's text byte for byte, front
+        matter first: the learned rules go into its fenced section (replaced when it has one, added after the
+        team's text when not); overwrite=True replaces the whole file instead, as a new file. A folder of rule
+        files gets a file of its own in it. import_rules_file on the file written gives the team's text and
+        these rules back. Every line of the file written that looks like a planted instruction (the team's or
+        a version's) is written all the same, and said: one helpers.core.planted.PlantedTextWarning per line,
+        naming the line and why.
         """
         text = self.load(version)
         project = Path(project_dir)
         if not project.is_dir():
             raise FileNotFoundError(f"Project folder {project} does not exist.")
-        target = project / rules_file_for(format or config.AGENT)
-        if target.is_dir():
-            target = target / LEARNED_FILE
+        target = learned_path(project, rules_file_for(format or config.AGENT))
         if overwrite or not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            written = write_atomic(target, text)
+            text = new_rules_file(target.relative_to(project).as_posix(), text)
         else:
             original = target.read_bytes().decode("utf-8", errors="surrogateescape")
             fenced, learned = split_fenced(original), (split_fenced(text) or ("", text, ""))[1]
             text = (fenced[0] + learned + fenced[2]) if fenced else insert_section(original, learned)
-            written = write_atomic(target, text.encode("utf-8", errors="surrogateescape"))
+        written = write_atomic(target, text.encode("utf-8", errors="surrogateescape"))
         warn_planted(text, str(written))  # after writing, so warnings raised as errors still leave a whole file
         return written
 

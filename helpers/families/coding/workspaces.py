@@ -26,7 +26,8 @@ from typing import Callable, Sequence
 
 from helpers.core.names import check_inside, check_name
 from helpers.core.protocols import Task
-from helpers.core.rules import LEARNED_FILE, insert_section, remove_section, split_fenced
+from helpers.core.rules import insert_section, remove_section, split_fenced
+from helpers.core.rules_formats import learned_path, with_front_matter
 from helpers.families.coding.git import WorkspaceError, git
 
 def swebench_repo_path(repo: str, mirrors_dir: Path | str) -> Path:
@@ -196,23 +197,23 @@ PATCH_DEBRIS = ("**/__pycache__/**", "**/*.pyc", ".pytest_cache/**", "**/*.egg-i
 def write_rules(workspace: Path | str, rules_file: str, ruleset: str) -> Callable[[], None]:
     """Put `ruleset` where the agent reads its rules; returns the function that takes it out again.
 
-    A missing file is created with the ruleset as it is (an imported team file with its fence, or plain
-    rules). A file already there (the team's own) keeps its text: the learned rules (a fenced ruleset's
-    region) replace its fenced section, or are added as one. A folder gets a file of its own. The undo
+    `rules_file` is any format of helpers.core.rules_formats. A missing file is created with the ruleset as it
+    is (an imported team file with its fence, or plain rules: what the agent reads is the rules alone), after
+    the front matter its format needs (with_front_matter). A file already there (the team's own)
+    keeps its text: the learned rules (a fenced ruleset's region) replace its fenced section, or are added
+    as one. A folder gets a file of its own (helpers.core.rules_formats.learned_path). The undo
     restores the team's text byte for byte (keeping any edit the agent made to it) and deletes what we
     created, so the patch holds only the agent's work. An empty ruleset writes nothing. The undo reads and
     writes the file only while it is still a plain file inside the workspace: an agent that swapped it for a
     link elsewhere gets its link left alone, never a write through it.
     """
     workspace = Path(workspace)
-    path = workspace / rules_file
     if not ruleset.strip():
         return lambda: None
-    if path.is_dir():
-        path = path / LEARNED_FILE
+    path = learned_path(workspace, rules_file)
     if not path.exists():  # nothing of the team's here: the file is ours alone
         path.parent.mkdir(parents=True, exist_ok=True)
-        _write_exact(path, ruleset if ruleset.endswith("\n") else ruleset + "\n")
+        _write_exact(path, with_front_matter(path.relative_to(workspace).as_posix(), _with_newline(ruleset)))
         return lambda: path.unlink(missing_ok=True)
     fenced = split_fenced(ruleset)
     learned = fenced[1] if fenced else ruleset

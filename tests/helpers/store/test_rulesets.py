@@ -232,16 +232,16 @@ def test_a_saved_text_loads_back_exactly_line_endings_included(store):
 def test_export_writes_each_agents_rules_file_and_keeps_a_teams_text_byte_for_byte(store, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
-    path = store.export("latest", project)
-    assert path == project / ".clinerules" and path.read_text() == store.load(2)
-    assert store.export(1, project, format="AGENTS.md").read_text() == store.load(1)
+    path = store.export("latest", project)  # a new file: the learned rules in their marked section
+    assert path == project / ".clinerules" and path.read_text() == f"{FENCE_START}\n{store.load(2)}{FENCE_END}\n"
+    assert parse_rules_text(store.export(1, project, format="AGENTS.md").read_text()) == store.rules(1)
     team = "# Our conventions\r\n\n```python\nraise LedgerError()\n```\nNo newline at the end"
     (project / "CLAUDE.md").write_bytes(team.encode())
     written = store.export(2, project, format="CLAUDE.md").read_bytes().decode()
     assert written.startswith(team) and FENCE_START in written and "Log, never print." in written
     again = store.export(1, project, format="CLAUDE.md").read_bytes().decode()  # the section is replaced
     assert again.startswith(team) and again.count(FENCE_START) == 1 and "Log, never print." not in again
-    assert store.export(1, project, format="cline", overwrite=True).read_text() == store.load(1)
+    assert store.export(1, project, format="cline", overwrite=True).read_text() == f"{FENCE_START}\n{store.load(1)}{FENCE_END}\n"
     (project / "rules").mkdir()
     assert store.export(1, project, format="rules/").name == "learned-rules.md"
 
