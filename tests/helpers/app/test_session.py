@@ -125,7 +125,7 @@ def test_every_model_its_server_does_not_list_is_named_in_the_one_error(server_a
 def test_models_their_server_lists_pass_the_check_through_the_gateway_at_no_cost(server_at_openai_base_url):
     with open_session(agent_model="local", judge_model="gpt-6.1-sol", optimizer_model="gpt-6-sol", phoenix=False) as session:
         assert session.model_check == [] and "model check:   each model is one its server lists" in session.describe()
-            assert session.usage() == {"calls": 1, "input_tokens": 0, "output_tokens": 0, "cached_tokens": 0, "cost_usd": 0.0}  # one list, free
+        assert session.usage() == {"calls": 1, "input_tokens": 0, "output_tokens": 0, "cached_tokens": 0, "cost_usd": 0.0}  # one list, free
 
 
 def test_a_server_without_a_model_list_is_not_an_error_and_is_named_once(no_keys, monkeypatch):
