@@ -93,7 +93,8 @@ def test_the_quickstart_dry_run_with_its_defaults_tells_one_story_labeled_as_scr
     assert validation == sorted(validation) and validation[0] == 0.0 and validation[-1] == 1.0
     assert f"Kept version: v{loops[-1]['ruleset_version']}: the highest validation accuracy (1.00" in shown
     assert loops[-1]["ruleset_version"] > 0 and loops[-1]["test_accuracy"] > loops[0]["test_accuracy"]
-    assert "Noise: the test does not show" in shown  # 4 of 4 flipping is p = 0.125 ...
+    assert re.search(r"Noise: \+100\.0 points \(p = 0\.12\), at [+-]\d+% tokens per run \(95% CI .*\); the test does not "
+                     r"show", shown)  # 4 of 4 flipping is p = 0.125, and the cost is said beside it ...
     assert "even if all 4 changed outcome the same way, the exact McNemar p-value would be 0.125" in shown  # ... said
     lines = [line for line in shown.splitlines() if line.startswith("Loop ")]
     assert len(lines) == 3 and all("scripted: no charge" in line and "tokens" in line for line in lines)
