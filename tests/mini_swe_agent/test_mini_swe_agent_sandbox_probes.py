@@ -2,7 +2,8 @@
 the key, the hidden tests or the user's files comes back, and nothing it starts survives."""
 
 import pytest
-from sandbox_probes import PROBE_SCRIPT, SECRET, check_nothing_came_back, probe_run
+from sandbox_probes import (LOOPBACK_SECRET, PROBE_SCRIPT, SECRET, added, check_nothing_came_back, fetch_script,
+                            loopback_service, probe_run, scripted_run)
 
 from helpers.core.sandbox import unavailable_reason
 from helpers.llm.scripted_server import tool_call
@@ -25,3 +26,17 @@ def test_probes_inside_a_run_find_no_key_no_hidden_tests_no_outside_files_and_le
     rows, sent = probe_run(lambda base_url: MiniSweAgent("gpt-5", base_url=base_url, api_key=SECRET), probes,
                            "openai-compatible", tmp_path)
     check_nothing_came_back(rows, tmp_path, sent)
+
+
+def test_a_command_in_a_run_reaches_no_loopback_service_while_its_model_calls_complete(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    with loopback_service() as service:
+        fetch = tool_call("bash", command=f"{SUBMIT} ; {fetch_script(service.server_port)}")
+        rows, requests = scripted_run(lambda base_url: MiniSweAgent("gpt-5", base_url=base_url, api_key=SECRET), fetch,
+                                      "openai-compatible", tmp_path)
+    # check_only_the_gateway_was_reached, but for a client that does not stream (litellm's plain chat completions)
+    assert rows["status"][0] == "completed", rows["error"][0]
+    fetched = added(rows["output"][0], "probe_net.txt")
+    assert "Connection refused" in fetched and fetched.endswith("exit=1"), fetched
+    assert LOOPBACK_SECRET not in rows["output"][0] and service.hits == []
+    assert [r["api"] for r in requests if r["body"].get("tools")] == ["chat"]  # the model call went through
