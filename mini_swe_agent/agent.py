@@ -170,8 +170,9 @@ def result_of(trajectory: dict[str, Any] | None, out: str, err: str, timed_out: 
     else:
         status = "error"
         said = str((last.get("extra") or {}).get("exception_str") or last.get("content") or "") if last.get("role") == "exit" else ""
-        error = (f"mini-swe-agent ended with {exit_status}: {said}".strip(": ") if exit_status
-                 else last_lines(err) or last_lines(out) or "mini-swe-agent ended without a trajectory")
+        said = " ".join(said.split())  # one line: litellm's messages span several
+        error = (f"mini-swe-agent ended with {exit_status}" + (f": {said}" if said and said != exit_status else "")
+                 if exit_status else last_lines(err) or last_lines(out) or "mini-swe-agent ended without a trajectory")
     usage = usage_of(messages)
     answers = [m for m in messages if m.get("role") == "assistant"]
     final = info.get("submission") or (answers[-1].get("content") if answers else "") or ""

@@ -156,7 +156,7 @@ def test_a_provider_4xx_ends_in_an_error_with_its_message_at_once(house, tmp_pat
         df = run(house.head(1), agent_for(server), tmp_path)
         took, asked = time.monotonic() - started, len(server.model_requests("chat"))
     assert df["status"].tolist() == ["error"]
-    assert "scripted refusal: this model is not enabled" in df["error"][0]
+    assert "scripted refusal: this model is not enabled" in df["error"][0] and "\n" not in df["error"][0]
     assert df["pass_or_fail"].tolist() == ["fail"]
     assert asked == 1 and took < 60  # neither mini nor litellm retries: the gateway owns retries
 
