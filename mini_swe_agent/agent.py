@@ -42,7 +42,6 @@ from helpers.llm.scripted_server import tool_call
 from helpers.testing.edit_tools import ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-VERSION = "2.4.6"  # pinned in requirements.txt
 RULES_FILE = "AGENTS.md"
 OPENAI_URL = "https://api.openai.com/v1"
 KEY_VARIABLE = "OPENAI_API_KEY"
@@ -79,7 +78,7 @@ def provider_settings(model: str, base_url: str | None, api_key: str | None) -> 
 def workspace_rules(workspace: Path) -> str:
     """The workspace's AGENTS.md, read as a regular file only (a repository's link to a host file is not followed)."""
     try:
-        fd = os.open(workspace / RULES_FILE, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(workspace / RULES_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # no wait on a pipe
     except OSError:  # none (no rules), or a link
         return ""
     with os.fdopen(fd, "rb") as file:
