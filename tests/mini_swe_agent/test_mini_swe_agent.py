@@ -152,13 +152,12 @@ def test_a_timeout_stops_the_run_and_everything_it_started(house, tmp_path):
 def test_a_provider_4xx_ends_in_an_error_with_its_message_at_once(house, tmp_path):
     refusal = Reply(status=400, error_message="scripted refusal: this model is not enabled for the key")
     with ScriptedModelServer(Script([Rule(reply=refusal)])) as server:
-        started = time.monotonic()
         df = run(house.head(1), agent_for(server), tmp_path)
-        took, asked = time.monotonic() - started, len(server.model_requests("chat"))
+        asked = len(server.model_requests("chat"))
     assert df["status"].tolist() == ["error"]
     assert "scripted refusal: this model is not enabled" in df["error"][0] and "\n" not in df["error"][0]
     assert df["pass_or_fail"].tolist() == ["fail"]
-    assert asked == 1 and took < 60  # neither mini nor litellm retries: the gateway owns retries
+    assert asked == 1  # neither mini nor litellm retries a refusal (the gateway owns retries)
 
 
 def test_a_run_by_name_through_make_agent(house, tmp_path):
