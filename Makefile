@@ -10,6 +10,10 @@ PY     := $(VENV)/bin/python
 PHOENIX_VENV    := .venv-phoenix
 PHOENIX_VERSION := 20.26.1
 PHOENIX_MARK    := $(PHOENIX_VENV)/.arize-phoenix-$(PHOENIX_VERSION)
+# mini-swe-agent is a Python agent: it and its ~750 MB of dependencies (litellm among them) live in an environment
+# of its own inside its package, pinned with hashes in mini_swe_agent/requirements.txt.
+MINI_VENV := mini_swe_agent/.venv
+MINI_MARK := $(MINI_VENV)/.installed
 # Keep kernels, Jupyter, Hugging Face and Phoenix state inside the checkout, out of $HOME.
 export IPYTHONDIR            := $(CURDIR)/.state/ipython
 export JUPYTER_CONFIG_DIR    := $(CURDIR)/.state/jupyter/config
@@ -22,11 +26,11 @@ NB     ?= notebooks/quickstart.ipynb
 PARAMS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup sandbox phoenix-server quickstart notebook test test-real local-model local-model-build bench phoenix clean
+.PHONY: setup sandbox phoenix-server mini-swe-agent quickstart notebook test test-real local-model local-model-build bench phoenix clean
 
 AGENT_CLIS := cline/node_modules/.installed claude_code/node_modules/.installed codex/node_modules/.installed
 
-setup: $(VENV)/.installed $(PHOENIX_MARK) $(AGENT_CLIS) sandbox
+setup: $(VENV)/.installed $(PHOENIX_MARK) $(AGENT_CLIS) $(MINI_MARK) sandbox
 
 # Agents run in a bubblewrap sandbox (README, Security model). As root on Debian/Ubuntu setup installs it;
 # elsewhere it says how: without it only the scripted dry run runs agents (unsandboxed, on our own script).
@@ -54,6 +58,15 @@ $(PHOENIX_MARK):
 	$(PHOENIX_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(PHOENIX_VENV)/bin/python -m pip install --quiet arize-phoenix==$(PHOENIX_VERSION)
 	rm -f $(PHOENIX_VENV)/.arize-phoenix-*
+	touch $@
+
+mini-swe-agent: $(MINI_MARK)
+
+# Made afresh when requirements.txt changes; --require-hashes: every package is the one pinned, none other.
+$(MINI_MARK): mini_swe_agent/requirements.txt
+	rm -rf $(MINI_VENV)
+	$(PYTHON) -m venv $(MINI_VENV)
+	$(MINI_VENV)/bin/python -m pip install --quiet --no-deps --require-hashes -r mini_swe_agent/requirements.txt
 	touch $@
 
 # Each agent's CLI, pinned in its package's package.json and lockfile, installed inside the package.
@@ -91,7 +104,7 @@ bench: setup
 	@status=0; for bench in benchmarks/bench_*.py; do echo "== $$bench"; $(PY) $$bench || status=1; done; exit $$status
 
 clean:
-	rm -rf $(VENV) $(PHOENIX_VENV) cline/node_modules claude_code/node_modules codex/node_modules .state .cache .phoenix
+	rm -rf $(VENV) $(PHOENIX_VENV) $(MINI_VENV) cline/node_modules claude_code/node_modules codex/node_modules .state .cache .phoenix
 
 phoenix: setup
 	@echo "Phoenix with every logged experiment (data in .phoenix/): http://127.0.0.1:6006  (Ctrl-C stops it)"

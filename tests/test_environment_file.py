@@ -23,5 +23,5 @@ def test_environment_yml_installs_every_agents_cli_the_way_make_setup_does():
     command = next(line for line in ENVIRONMENT.splitlines() if "node_modules/.installed" in line).lstrip("# ").split()
     dry = subprocess.run(command + ["-n"], cwd=REPO_ROOT, capture_output=True, text=True)
     assert dry.returncode == 0, dry.stderr  # the targets it names are the Makefile's own
-    for name in ("make phoenix-server", "make sandbox"):
+    for name in ("make phoenix-server", "make sandbox", "make mini-swe-agent"):
         assert name in ENVIRONMENT

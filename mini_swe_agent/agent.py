@@ -1,0 +1,255 @@
+"""One mini-swe-agent run on one task: the pinned agent in an environment of its own, isolated, headless.
+
+    agent = MiniSweAgent()            # on config.AGENT_MODEL; the Agent protocol (helpers.core.protocols)
+    result = agent.run(task, workspace, ruleset)             # -> AgentResult; the engine takes the patch
+
+What a run does (measured on mini-swe-agent 2.4.6; see mini_swe_agent/README.md):
+- `mini -y -m openai/<model> -c mini.yaml -c <state>/run.yaml -l 0 --exit-immediately -o <state>/traj.json` in the
+  workspace, from mini_swe_agent/.venv (its ~750 MB of dependencies, litellm included, stay out of the notebooks'
+  environment). It calls OpenAI's chat completions (through litellm, not streaming) with one `bash` tool and
+  ends when a command prints COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT;
+- the per-run config run.yaml (JSON, which YAML reads) holds the task (no argv limit, not on a command line),
+  the provider's base URL, and the system template with the rules appended: mini-swe-agent has no rules file
+  of its own, its users add instructions to its templates. The rules are the workspace's AGENTS.md as the
+  engine left it (the team's file with the learned section, or the ruleset alone), the same text an
+  AGENTS.md-reading agent (Codex, opencode) sees; read before the run starts, never through a link;
+- its own HOME and config folder in a scratch folder, set-up questions, the price-map download and the start-up
+  banner off: a run needs no network but the model's server;
+- the key in OPENAI_API_KEY, the one variable litellm reads, blanked in the commands the agent runs;
+- its trajectory file read into the AgentResult: usage per model call, the commands and their output, the
+  exit status ("Submitted" is a completed run).
+mini-swe-agent has no plan mode: mode="plan" is refused. A task-level failure (provider error, crash, timeout)
+is a result with status "error" or "timeout"; only setup problems raise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+from helpers.agents.base import CLIAgent, Invocation, task_text
+from helpers.agents.trajectories import cut_trajectory
+from helpers.core import config
+from helpers.core.processes import last_lines, safe_environment
+from helpers.core.protocols import AgentResult, Task
+from helpers.llm.pricing import call_cost_usd
+from helpers.llm.scripted_server import tool_call
+from helpers.testing.edit_tools import ShellTool
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+RULES_FILE = "AGENTS.md"
+OPENAI_URL = "https://api.openai.com/v1"
+KEY_VARIABLE = "OPENAI_API_KEY"
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # the command that ends a run (its mini.yaml says so)
+# mini.yaml's own system template (tests/mini_swe_agent checks it against the installed one); the rules follow it.
+SYSTEM_TEMPLATE = "You are a helpful assistant that can interact with a computer.\n"
+RULES_HEADING = "\n# Rules of this repository (AGENTS.md)\n\n"
+MAX_RULES_BYTES = 256_000
+# Retries are the gateway's (run_tasks always puts one in front): mini would retry every error but an
+# authentication or not-found one up to 10 times, 4 to 60 s apart, and litellm's OpenAI client twice more for
+# each, so a refused request would take minutes and reach the server dozens of times.
+MODEL_ATTEMPTS = "1"
+BASE_PROMPT = (
+    "You are mini-swe-agent, a minimal coding agent whose only tool is `bash` (each command runs in a new "
+    "subshell in the repository). You are given an issue (a bug report or a feature request) and must change the "
+    "repository so that the issue is resolved; the repository's hidden tests decide whether your change is "
+    "correct. You read and edit files with shell commands (cat, sed, heredocs) and finish by running `echo "
+    "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` on its own. The rules below are appended to your system message."
+)
+
+
+def provider_settings(model: str, base_url: str | None, api_key: str | None) -> tuple[str, str]:
+    """(the chat-completions base URL, the key), resolved like every role (helpers.core.config.llm_settings)."""
+    settings = config.llm_settings(model, api_key, base_url)
+    if settings.provider == "anthropic":
+        raise ValueError(
+            f"mini-swe-agent runs here on OpenAI's chat completions, and {model!r} is a Claude model served by "
+            f"Anthropic. Run it on an OpenAI model (AGENT_MODEL={config.AGENT_MODEL!r}), or set OPENAI_BASE_URL to "
+            "an OpenAI-compatible server for it."
+        )
+    return settings.base_url or OPENAI_URL, settings.require_key()
+
+
+def workspace_rules(workspace: Path) -> str:
+    """The workspace's AGENTS.md, read as a regular file only (a repository's link to a host file is not followed)."""
+    try:
+        fd = os.open(workspace / RULES_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # no wait on a pipe
+    except OSError:  # none (no rules), or a link
+        return ""
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder, a pipe
+            return ""
+        return file.read(MAX_RULES_BYTES).decode("utf-8", errors="replace")
+
+
+def system_template(rules: str) -> str:
+    """mini.yaml's system template with `rules` appended as a Jinja string literal: the template is Jinja, and
+    the rules' own braces must stay text (a `{{ ... }}` in them would otherwise render mini's variables,
+    the process environment among them)."""
+    if not rules.strip():
+        return SYSTEM_TEMPLATE
+    return SYSTEM_TEMPLATE + RULES_HEADING + "{{ " + json.dumps(rules.strip() + "\n", ensure_ascii=False) + " }}"
+
+
+def run_config(task: Task, rules: str, base_url: str) -> dict[str, Any]:
+    """The per-run config merged over mini.yaml: the task, the rules, the provider's URL, the key kept from commands."""
+    return {
+        "run": {"task": task_text(task)},
+        "agent": {"system_template": system_template(rules)},
+        "model": {"model_kwargs": {"api_base": base_url, "max_retries": 0}, "cost_tracking": "ignore_errors"},
+        # the commands inherit mini's environment with these on top: the key's variable blanked
+        "environment": {"env": {KEY_VARIABLE: ""}},
+    }
+
+
+def state_environment(state: Path, key: str) -> dict[str, str]:
+    """The child's whole environment: the allow-list, its own HOME and config folder, the key's variable."""
+    home, settings, tmp = state / "home", state / "config", state / "tmp"
+    for folder in (home, settings, tmp):
+        folder.mkdir()
+    return safe_environment({
+        "HOME": str(home), "TMPDIR": str(tmp), "MSWEA_GLOBAL_CONFIG_DIR": str(settings),
+        "MSWEA_CONFIGURED": "true",  # else it asks set-up questions and aborts without a terminal
+        "MSWEA_COST_TRACKING": "ignore_errors",  # a model litellm cannot price is not an error
+        "MSWEA_SILENT_STARTUP": "1", "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": MODEL_ATTEMPTS,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # litellm fetches its price map from GitHub at import otherwise
+        "HF_HUB_OFFLINE": "1", "PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1",
+        KEY_VARIABLE: key,
+    })
+
+
+def trajectory_of(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages, commands and their output from mini's trajectory, in order (the system and task messages left out)."""
+    steps = []
+    for message in messages[2:]:
+        role, text = message.get("role"), message.get("content")
+        text = text if isinstance(text, str) else json.dumps(text)
+        if role == "assistant":
+            if text:
+                steps.append({"type": "message", "name": "assistant", "text": text})
+            for action in (message.get("extra") or {}).get("actions") or []:
+                steps.append({"type": "tool_call", "name": "bash", "text": str(action.get("command", ""))})
+        elif role == "tool":
+            steps.append({"type": "tool_result", "name": "bash", "text": text})
+        elif role == "user":  # mini's notes to the model: a format error, an interruption
+            steps.append({"type": "message", "name": "user", "text": text})
+    return cut_trajectory(steps)
+
+
+def usage_of(messages: list[dict[str, Any]]) -> dict[str, int]:
+    """Tokens summed over the model calls' responses (chat-completions usage)."""
+    usage = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
+    for message in messages:
+        response = (message.get("extra") or {}).get("response")
+        call = response.get("usage") if isinstance(response, dict) else None
+        if not call:
+            continue
+        usage["input_tokens"] += int(call.get("prompt_tokens") or 0)
+        usage["output_tokens"] += int(call.get("completion_tokens") or 0)
+        usage["cache_read_tokens"] += int((call.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+    return usage
+
+
+def result_of(trajectory: dict[str, Any] | None, out: str, err: str, timed_out: bool, timeout_s: float, model: str,
+              instance_id: str, duration: float) -> AgentResult:
+    """The AgentResult of one run from its trajectory file: completed when mini's exit status is "Submitted"."""
+    info = (trajectory or {}).get("info") or {}
+    messages = (trajectory or {}).get("messages") or []
+    exit_status = str(info.get("exit_status") or "")
+    last = messages[-1] if messages else {}
+    if timed_out:
+        status, error = "timeout", f"stopped after {timeout_s:.0f} s (the agent's time limit)"
+    elif exit_status == "Submitted":
+        status, error = "completed", ""
+    else:
+        status = "error"
+        said = str((last.get("extra") or {}).get("exception_str") or last.get("content") or "") if last.get("role") == "exit" else ""
+        said = " ".join(said.split())  # one line: litellm's messages span several
+        error = (f"mini-swe-agent ended with {exit_status}" + (f": {said}" if said and said != exit_status else "")
+                 if exit_status else last_lines(err) or last_lines(out) or "mini-swe-agent ended without a trajectory")
+    usage = usage_of(messages)
+    answers = [m for m in messages if m.get("role") == "assistant"]
+    final = info.get("submission") or (answers[-1].get("content") if answers else "") or ""
+    return AgentResult(instance_id, status, error=error[:4000],
+                       iterations=int((info.get("model_stats") or {}).get("api_calls") or len(answers)),
+                       duration_s=round(duration, 3), usage=usage,
+                       cost_usd=call_cost_usd(model, usage["input_tokens"], usage["output_tokens"]),
+                       final_text=str(final), model=model, trajectory=trajectory_of(messages))
+
+
+class SubmittingShellTool(ShellTool):
+    """The dry run's edit through `bash`, then the submit command in the same turn: mini-swe-agent ends a run
+    only on that command (a reply without a tool call is a format error to it, not the end)."""
+
+    def calls(self, task: dict, patch: str) -> list[dict]:
+        return [*super().calls(task, patch), tool_call(self.tool, **{self.argument: SUBMIT})]
+
+
+class MiniSweAgent(CLIAgent):
+    """mini-swe-agent as an Agent (helpers.agents.base.CLIAgent): rules appended to its system template, from
+    AGENTS.md; headless act mode only. Through the gateway (the base's copy) it calls chat completions under .../v1."""
+
+    name = "mini-swe-agent"
+    rules_file = RULES_FILE
+    base_prompt = BASE_PROMPT
+    package_dir, binary_path, plan_mode = PACKAGE_DIR, ".venv/bin/mini", False
+    dry_run_tools = (SubmittingShellTool("bash", "command"),)
+    # The trajectory file lies in the run's state folder, which the base removes before result() is called:
+    # the Invocation's close (called before that, in the same thread) keeps it here for result().
+    _kept = threading.local()
+
+    @classmethod
+    def binary(cls) -> Path:
+        """The pinned `mini` in mini_swe_agent/.venv (raises saying how to install it when it is missing)."""
+        binary = cls.package_dir / cls.binary_path
+        if not binary.exists():
+            raise FileNotFoundError(
+                f"mini-swe-agent is not installed at {binary}. Run `make setup` (or `make mini-swe-agent`): it installs "
+                "the version pinned in mini_swe_agent/requirements.txt into mini_swe_agent/.venv, an environment of its own.")
+        return binary
+
+    @staticmethod
+    def installed() -> str:
+        """The pinned agent's version and place (raises saying how to install it when it is missing)."""
+        binary = MiniSweAgent.binary()
+        python = binary.parent / "python"
+        version = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('mini-swe-agent'))"],
+                                 capture_output=True, text=True, timeout=60, env=safe_environment(),
+                                 stdin=subprocess.DEVNULL)
+        return f"mini-swe-agent {version.stdout.strip() or '?'} at {binary.relative_to(PACKAGE_DIR.parent)}"
+
+    def check_provider(self) -> None:
+        provider_settings(self.model, self.base_url, self._api_key)
+
+    def upstream(self) -> tuple[str | None, str, str]:
+        """OpenAI's API, or the OPENAI_BASE_URL server that serves chat completions."""
+        url, key = provider_settings(self.model, self.base_url, self._api_key)
+        return (None, key, "openai") if url == OPENAI_URL else (url, key, "openai-compatible")
+
+    def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
+        url, key = provider_settings(self.model, self.base_url, self._api_key)
+        run_yaml, trajectory = state / "run.yaml", state / "traj.json"
+        run_yaml.write_text(json.dumps(run_config(task, workspace_rules(workspace), url), indent=1))
+        env = state_environment(state, key)
+        args = [str(self.binary()), "-y", "-m", f"openai/{self.model}", "-c", "mini.yaml", "-c", str(run_yaml),
+                "-l", "0", "--exit-immediately", "-o", str(trajectory)]
+        self._kept.trajectory = None
+
+        def keep() -> None:
+            try:
+                self._kept.trajectory = json.loads(trajectory.read_text())
+            except (OSError, ValueError):
+                self._kept.trajectory = None
+        return Invocation(args, env, close=[keep])
+
+    def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
+        trajectory, self._kept.trajectory = getattr(self._kept, "trajectory", None), None
+        return result_of(trajectory, out, err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration)
+
+
+__all__ = ["MiniSweAgent"]  # the public API, documented in CODE_APPENDIX.md
