@@ -38,7 +38,7 @@ from helpers.core import config
 from helpers.core.processes import json_lines, last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
 from helpers.llm.pricing import call_cost_usd
-from helpers.testing.edit_tools import ShellTool
+from helpers.testing.edit_tools import PatchTool, ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "AGENTS.md"
@@ -52,6 +52,8 @@ BASE_PROMPT = (
     "come from the repository's AGENTS.md, which opencode adds to its system prompt."
 )
 # Settings that keep a run from calling home or loading anything but the binary (names from its binary).
+# Not OPENCODE_DISABLE_PROJECT_CONFIG: it also drops AGENTS.md (measured), so a repository's own opencode.json is
+# read, as for any opencode user; in the sandbox it can reach nothing but the gateway.
 QUIET = {
     "OPENCODE_DISABLE_AUTOUPDATE": "1",
     "OPENCODE_DISABLE_MODELS_FETCH": "1",  # else it fetches models.opencode.ai/api.json
@@ -60,7 +62,6 @@ QUIET = {
     "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
     "OPENCODE_DISABLE_CLAUDE_CODE": "1",  # the rules come from AGENTS.md only, not CLAUDE.md or ~/.claude
     "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
-    "OPENCODE_DISABLE_PROJECT_CONFIG": "1",  # an opencode.json in the task's repository cannot change the provider
 }
 
 
@@ -190,8 +191,9 @@ class OpencodeAgent(CLIAgent):
     base_prompt = BASE_PROMPT
     default_model = config.AGENT_MODEL  # an OpenAI model, which opencode reaches as an OpenAI-compatible provider
     package_dir, binary_path, plan_mode = PACKAGE_DIR, _binary_path(), False
-    # its edit tool takes (filePath, oldString, newString), unlike WholeFileEditor: the dry run edits through bash
-    dry_run_tools = (ShellTool("bash", "command"),)
+    # on GPT models it offers apply_patch (Codex's grammar) instead of edit/write; its edit tool takes (filePath,
+    # oldString, newString), unlike WholeFileEditor: elsewhere the dry run edits through bash
+    dry_run_tools = (PatchTool("apply_patch", "patchText"), ShellTool("bash", "command"))
 
     @staticmethod
     def installed() -> str:
