@@ -1,9 +1,9 @@
-"""Benchmark: every agent side by side (Cline, Claude Code, Codex) on the same scripted model.
+"""Benchmark: every agent side by side (Cline, Claude Code, Codex, opencode) on the same scripted model.
 
 Per agent: wall and CPU seconds of one run alone, at a fixed model latency per turn, and the run_tasks
 wall / ideal ratio at W=2 and W=4 workers, where ideal = ceil(N / W) x (one run's wall time alone).
 
-    .venv/bin/python benchmarks/bench_agents.py [--tasks 8 --latency 2.0 --agents cline,claude-code,codex]
+    .venv/bin/python benchmarks/bench_agents.py [--tasks 8 --latency 2.0 --agents cline,claude-code,codex,opencode]
 
 Each task is two model turns (an edit with the agent's own tool, then "done"). CPU is that of the
 agent's processes and everything they ran (their git and shell calls included), per run. The CPU floor,
@@ -29,7 +29,7 @@ from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer
 from helpers.families.coding.git import git
 
 BUGGY, FIXED = "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n"
-MODELS = {"cline": "scripted-dry-run", "claude-code": "claude-sonnet-4-5", "codex": "gpt-5"}  # each agent's own kind of id
+MODELS = {"cline": "scripted-dry-run", "claude-code": "claude-sonnet-4-5", "codex": "gpt-5", "opencode": "gpt-5"}  # each agent's own kind of id
 SHELL_FIX = "sed -i 's/a - b/a + b/' calc.py"
 
 
@@ -56,6 +56,8 @@ def script(latency: float) -> Script:
             call = tool_call("editor", path="calc.py", old_text=BUGGY, new_text=FIXED)
         elif "Bash" in tools:
             call = tool_call("Bash", command=SHELL_FIX)
+        elif "bash" in tools:  # opencode
+            call = tool_call("bash", command=SHELL_FIX, description="Fix add()")
         else:
             call = tool_call("exec_command", cmd=SHELL_FIX)
         return Reply("Fixing.", tool_calls=[call], delay_s=latency)

@@ -15,8 +15,9 @@ What a run does (measured on opencode 1.18.33; see opencode/README.md):
 - the ruleset in the workspace's AGENTS.md (written by the engine), which opencode puts in its system
   message;
 - its own process group, killed with the parent and on timeout (helpers.core.processes.run_cli).
-At start-up opencode installs `@opencode-ai/plugin` into its config folder with npm (a package local
-plugins import); without network (the sandbox) that install fails, and the run goes on without it.
+At start-up opencode installs `@opencode-ai/plugin` into its config folder with its built-in npm (a package
+local plugins import), in the background: npm_config_offline keeps it from the network (in the sandbox there is
+none), and the run, with no plugins, goes on without it.
 opencode has a plan agent but no headless plan mode we rely on: mode="plan" is refused. A task-level
 failure (provider error, crash, timeout) is a result with status "error" or "timeout"; only setup
 problems raise.
@@ -62,6 +63,9 @@ QUIET = {
     "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
     "OPENCODE_DISABLE_CLAUDE_CODE": "1",  # the rules come from AGENTS.md only, not CLAUDE.md or ~/.claude
     "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
+    # Each start installs `@opencode-ai/plugin` into its config folder in the background with its built-in npm,
+    # which honours npm's settings: offline, it fetches nothing (nothing in the run needs it: no plugins).
+    "npm_config_offline": "true",
 }
 
 

@@ -5,6 +5,7 @@ out of everything its commands can read, timeouts, errors."""
 import os
 
 import pytest
+from sandbox_probes import added
 
 from opencode import OpencodeAgent
 from opencode.agent import opencode_binary
@@ -86,6 +87,7 @@ def test_the_key_is_in_no_environment_file_or_output_of_a_run(house, tmp_path, m
     assert "OPENCODE_CONFIG=" in patch and "XDG_CONFIG_HOME=" in patch  # the command ran, its output landed
     assert '"apiKey": "{file:/dev/fd/' in patch  # the config names a pipe, not the key
     assert "OPENCODE_DISABLE_AUTOUPDATE=1" in patch and '"autoupdate": false' in patch and '"share": "disabled"' in patch
+    assert "npm_config_offline=true" in patch and ".npm" not in added(patch, "home.txt")  # its npm fetched nothing
     everything = patch + rows.to_json() + "".join(p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file())
     assert SECRET not in everything
     sent = [r["authorization"] for r in requests]
