@@ -1,9 +1,9 @@
-"""Benchmark: every agent side by side (Cline, Claude Code, Codex, mini-swe-agent) on the same scripted model.
+"""Benchmark: every agent side by side (Cline, Claude Code, Codex, mini-swe-agent, opencode) on the same scripted model.
 
 Per agent: wall and CPU seconds of one run alone, at a fixed model latency per turn, and the run_tasks
 wall / ideal ratio at W=2 and W=4 workers, where ideal = ceil(N / W) x (one run's wall time alone).
 
-    .venv/bin/python benchmarks/bench_agents.py [--tasks 8 --latency 2.0 --agents cline,claude-code,codex]
+    .venv/bin/python benchmarks/bench_agents.py [--tasks 8 --latency 2.0 --agents cline,claude-code,codex,opencode]
 
 Each task is two model turns (an edit with the agent's own tool, then "done"; mini-swe-agent's one: the edit and
 its submit command). CPU is that of the
@@ -31,7 +31,7 @@ from helpers.families.coding.git import git
 
 BUGGY, FIXED = "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n"
 MODELS = {"cline": "scripted-dry-run", "claude-code": "claude-sonnet-4-5", "codex": "gpt-5",  # each agent's own kind of id
-          "mini-swe-agent": "gpt-5"}
+          "mini-swe-agent": "gpt-5", "opencode": "gpt-5"}
 SHELL_FIX = "sed -i 's/a - b/a + b/' calc.py"
 
 
@@ -58,7 +58,7 @@ def script(latency: float) -> Script:
             call = tool_call("editor", path="calc.py", old_text=BUGGY, new_text=FIXED)
         elif "Bash" in tools:
             call = tool_call("Bash", command=SHELL_FIX)
-        elif "bash" in tools:  # mini-swe-agent ends a run only on its submit command, not on a reply without tools
+        elif "bash" in tools:  # mini-swe-agent ends a run only on its submit command (opencode takes the echo as one more command)
             return Reply("Fixing.", tool_calls=[tool_call("bash", command=SHELL_FIX),
                                                 tool_call("bash", command="echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")],
                          delay_s=latency)

@@ -1,0 +1,235 @@
+"""One opencode run on one task: the pinned CLI, isolated, headless, offline, with a timeout we enforce.
+
+    agent = OpencodeAgent()           # on config.AGENT_MODEL; the Agent protocol (helpers.core.protocols)
+    result = agent.run(task, workspace, ruleset)             # -> AgentResult; the engine takes the patch
+
+What a run does (measured on opencode 1.18.33; see opencode/README.md):
+- `opencode run --format json --auto --pure <prompt>` in the workspace, the prompt being the task text
+  (opencode takes its message from argv only): JSON events on stdout, every permission granted;
+- its own HOME and XDG folders in the per-run state folder, and its configuration in a file there
+  (OPENCODE_CONFIG), never in the workspace (it would land in the patch): one OpenAI-compatible provider
+  (`@ai-sdk/openai-compatible`, built into the binary) at the agent's base URL (the gateway), no
+  autoupdate, no sharing, no models.dev fetch, no LSP downloads, no plugins, no Claude Code files;
+- the key on a pipe that opencode reads once at start-up (`"apiKey": "{file:/dev/fd/N}"`), so it is in no
+  file, no argument and no environment: the commands opencode runs cannot print it;
+- the ruleset in the workspace's AGENTS.md (written by the engine), which opencode puts in its system
+  message;
+- its own process group, killed with the parent and on timeout (helpers.core.processes.run_cli).
+At start-up opencode installs `@opencode-ai/plugin` into its config folder with its built-in npm (a package
+local plugins import), in the background: npm_config_offline keeps it from the network (in the sandbox there is
+none), and the run, with no plugins, goes on without it.
+opencode has a plan agent but no headless plan mode we rely on: mode="plan" is refused. A task-level
+failure (provider error, crash, timeout) is a result with status "error" or "timeout"; only setup
+problems raise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from helpers.agents.base import CLIAgent, Invocation, task_text
+from helpers.agents.trajectories import cut_trajectory
+from helpers.core import config
+from helpers.core.processes import json_lines, last_lines, safe_environment
+from helpers.core.protocols import AgentResult, Task
+from helpers.llm.pricing import call_cost_usd
+from helpers.testing.edit_tools import PatchTool, ShellTool
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+RULES_FILE = "AGENTS.md"
+OPENAI_URL = "https://api.openai.com/v1"
+PROVIDER = "prompt-learning"  # the provider's id in opencode's config: models are "<PROVIDER>/<model>"
+BASE_PROMPT = (
+    "You are opencode, an interactive CLI coding agent, running headless in a git repository. You work "
+    "through its tools (bash, read, edit, write, glob, grep) to read, search and edit files and to run tests. "
+    "You are given an issue (a bug report or a feature request) and must change the repository so that the "
+    "issue is resolved; the repository's hidden tests decide whether your change is correct. The rules below "
+    "come from the repository's AGENTS.md, which opencode adds to its system prompt."
+)
+# Settings that keep a run from calling home or loading anything but the binary (names from its binary).
+# Not OPENCODE_DISABLE_PROJECT_CONFIG: it also drops AGENTS.md (measured), so a repository's own opencode.json is
+# read, as for any opencode user; in the sandbox it can reach nothing but the gateway.
+QUIET = {
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",  # else it fetches models.opencode.ai/api.json
+    "OPENCODE_DISABLE_SHARE": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+    "OPENCODE_DISABLE_CLAUDE_CODE": "1",  # the rules come from AGENTS.md only, not CLAUDE.md or ~/.claude
+    "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
+    # Each start installs `@opencode-ai/plugin` into its config folder in the background with its built-in npm,
+    # which honours npm's settings: offline, it fetches nothing (nothing in the run needs it: no plugins).
+    "npm_config_offline": "true",
+}
+
+
+def _binary_path() -> str:
+    """Where the platform package puts opencode's native binary, under opencode/."""
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower(), platform.machine())
+    system = {"linux": "linux", "darwin": "darwin"}.get(sys.platform, sys.platform)
+    return f"node_modules/opencode-{system}-{arch}/bin/opencode"
+
+
+def provider_settings(model: str, base_url: str | None, api_key: str | None) -> tuple[str, str]:
+    """(the chat-completions base URL, the key), resolved like every role (helpers.core.config.llm_settings)."""
+    settings = config.llm_settings(model, api_key, base_url)
+    if settings.provider == "anthropic":
+        raise ValueError(
+            f"This opencode set-up speaks the OpenAI chat-completions API, and {model!r} is a Claude model served by "
+            f"Anthropic. Run it on an OpenAI model (AGENT_MODEL={config.AGENT_MODEL!r}), or set OPENAI_BASE_URL to a "
+            "server with /chat/completions for it."
+        )
+    return settings.base_url or OPENAI_URL, settings.require_key()
+
+
+def opencode_config(model: str, base_url: str, key_fd: int) -> dict[str, Any]:
+    """opencode's configuration: one OpenAI-compatible provider, its key read from the pipe `key_fd`."""
+    return {
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {PROVIDER: {"npm": "@ai-sdk/openai-compatible", "name": PROVIDER,
+                                "options": {"baseURL": base_url, "apiKey": f"{{file:/dev/fd/{key_fd}}}"},
+                                "models": {model: {}}}},
+        "model": f"{PROVIDER}/{model}",
+        "small_model": f"{PROVIDER}/{model}",  # its title request goes to the same model, not a default one
+        "autoupdate": False,
+        "share": "disabled",
+    }
+
+
+def key_pipe(key: str) -> int:
+    """A pipe's read end holding `key` (opencode reads it once); the caller closes it after the start."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, key.encode())
+    finally:
+        os.close(write_end)
+    return read_end
+
+
+def state_environment(state: Path, model: str, base_url: str, key_fd: int) -> dict[str, str]:
+    """The child's whole environment: the allow-list, its own HOME, XDG folders and config, no key."""
+    folders = {name: state / name for name in ("home", "config", "data", "cache", "state", "tmp")}
+    for folder in folders.values():
+        folder.mkdir()
+    settings = state / "opencode.json"
+    settings.write_text(json.dumps(opencode_config(model, base_url, key_fd), indent=1))
+    return safe_environment({
+        "HOME": str(folders["home"]), "XDG_CONFIG_HOME": str(folders["config"]),
+        "XDG_DATA_HOME": str(folders["data"]), "XDG_CACHE_HOME": str(folders["cache"]),
+        "XDG_STATE_HOME": str(folders["state"]), "TMPDIR": str(folders["tmp"]),
+        "OPENCODE_CONFIG": str(settings), **QUIET})
+
+
+def trajectory_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages, tool calls and their output from opencode's JSON events, in order."""
+    steps = []
+    for event in events:
+        part = event.get("part") or {}
+        if event.get("type") == "text" and part.get("text"):
+            steps.append({"type": "message", "name": "assistant", "text": part["text"]})
+        elif event.get("type") == "tool_use":
+            state = part.get("state") or {}
+            name = str(part.get("tool") or "tool")
+            arguments = state.get("input") or {}
+            text = arguments.get("command") if name == "bash" else json.dumps(arguments)
+            steps.append({"type": "tool_call", "name": name, "text": str(text or "")})
+            steps.append({"type": "tool_result", "name": name, "text": str(state.get("output") or state.get("error") or ""),
+                          "exit_code": (state.get("metadata") or {}).get("exit")})
+    return cut_trajectory(steps)
+
+
+def _error_text(event: dict[str, Any]) -> str:
+    """The message of an `error` event (opencode nests it as error.data.message)."""
+    error = event.get("error") or {}
+    if isinstance(error, dict):
+        data = error.get("data") or {}
+        return str(data.get("message") or error.get("message") or error.get("name") or event)
+    return str(error)
+
+
+def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeout_s: float, model: str,
+              instance_id: str, duration: float) -> AgentResult:
+    """The AgentResult of one run: completed when its last step finished without asking for tools and no error
+    came; usage summed over step_finish events."""
+    usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
+    finished, errors, text, calls, steps = False, [], "", 0, 0
+    for event in events:
+        kind, part = event.get("type"), event.get("part") or {}
+        if kind == "step_finish":
+            steps += 1
+            tokens = part.get("tokens") or {}
+            usage["input_tokens"] += int(tokens.get("input") or 0)
+            usage["output_tokens"] += int(tokens.get("output") or 0) + int(tokens.get("reasoning") or 0)
+            usage["cache_read_tokens"] += int((tokens.get("cache") or {}).get("read") or 0)
+            finished = part.get("reason") not in ("tool-calls", "error")
+        elif kind == "error":
+            errors.append(_error_text(event))
+        elif kind == "text":
+            text = str(part.get("text") or "")
+        elif kind == "tool_use":
+            calls += 1
+    if timed_out:
+        status, error = "timeout", f"stopped after {timeout_s:.0f} s (the agent's time limit)"
+    elif finished and not errors:
+        status, error = "completed", ""
+    else:
+        status = "error"
+        error = "; ".join(dict.fromkeys(errors)) or last_lines(stderr) or "opencode ended without finishing its turn"
+    return AgentResult(instance_id, status, error=error[:4000], iterations=steps, duration_s=round(duration, 3),
+                       usage=usage, cost_usd=call_cost_usd(model, usage["input_tokens"], usage["output_tokens"]),
+                       final_text=text, model=model, trajectory=trajectory_of(events))
+
+
+class OpencodeAgent(CLIAgent):
+    """opencode as an Agent (helpers.agents.base.CLIAgent): rules in AGENTS.md, headless act mode only.
+    Through the gateway (the base's copy) it calls the chat-completions API under the gateway's .../v1."""
+
+    name = "opencode"
+    rules_file = RULES_FILE
+    base_prompt = BASE_PROMPT
+    default_model = config.AGENT_MODEL  # an OpenAI model, which opencode reaches as an OpenAI-compatible provider
+    package_dir, binary_path, plan_mode = PACKAGE_DIR, _binary_path(), False
+    # on GPT models it offers apply_patch (Codex's grammar) instead of edit/write; its edit tool takes (filePath,
+    # oldString, newString), unlike WholeFileEditor: elsewhere the dry run edits through bash
+    dry_run_tools = (PatchTool("apply_patch", "patchText"), ShellTool("bash", "command"))
+
+    @staticmethod
+    def installed() -> str:
+        """The pinned CLI's version and place (raises saying how to install it when it is missing)."""
+        binary = OpencodeAgent.binary()
+        version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
+                                 env=safe_environment({"HOME": "/nonexistent", **QUIET}), stdin=subprocess.DEVNULL)
+        lines = (version.stdout or version.stderr).strip().splitlines()
+        return f"opencode {lines[-1] if lines else '?'} at {binary.relative_to(PACKAGE_DIR.parent)}"
+
+    def check_provider(self) -> None:
+        provider_settings(self.model, self.base_url, self._api_key)
+
+    def upstream(self) -> tuple[str | None, str, str]:
+        """OpenAI's API, or the OPENAI_BASE_URL server that serves chat completions."""
+        url, key = provider_settings(self.model, self.base_url, self._api_key)
+        return (None, key, "openai") if url == OPENAI_URL else (url, key, "openai-compatible")
+
+    def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
+        url, key = provider_settings(self.model, self.base_url, self._api_key)
+        key_fd = key_pipe(key)
+        args = [str(self.binary()), "run", "--format", "json", "--auto", "--pure", task_text(task)]
+        return Invocation(args, state_environment(state, self.model, url, key_fd), pass_fds=(key_fd,),
+                          close=[lambda: os.close(key_fd)])
+
+    def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
+        return result_of(json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration)
+
+
+def opencode_binary() -> Path:
+    """The pinned opencode executable (the platform package's native binary) installed by `make setup`."""
+    return OpencodeAgent.binary()
+
+
+__all__ = ["OpencodeAgent", "opencode_binary"]  # the public API, documented in CODE_APPENDIX.md
