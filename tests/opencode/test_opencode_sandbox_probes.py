@@ -10,7 +10,8 @@ from opencode import OpencodeAgent
 from helpers.core.sandbox import unavailable_reason
 from helpers.llm.scripted_server import tool_call
 
-pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox here: {unavailable_reason()}")
+pytestmark = [pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox here: {unavailable_reason()}"),
+              pytest.mark.xdist_group("opencode-cli")]  # beside the timeout test's machine-wide check (test_opencode_agent)
 
 
 def agent_at(base_url):
