@@ -126,7 +126,7 @@ def _host_side(workspace: Path, base: str, objects: Path) -> None:
     """The host's git directory for `workspace`: bare, objects read through alternates from `objects` (a
     repository the host owns: the task's source, never the workspace), HEAD and index at `base`."""
     host = host_git_dir(workspace)
-    shutil.rmtree(host, ignore_errors=True)
+    _remove_host(host)
     host.parent.mkdir(parents=True, exist_ok=True)
     git("init", "--quiet", "--bare", str(host), cwd=host.parent)
     (host / "objects" / "info" / "alternates").write_text(str(Path(objects).resolve()) + "\n")
@@ -140,7 +140,7 @@ def adopt_workspace(workspace: Path | str, base_commit: str) -> Path:
     the caller's own. Returns host_git_dir(workspace); remove_workspace or forget_host_side removes it."""
     workspace = Path(workspace)
     host = host_git_dir(workspace)
-    shutil.rmtree(host, ignore_errors=True)
+    _remove_host(host)
     host.parent.mkdir(parents=True, exist_ok=True)
     git("init", "--quiet", "--bare", str(host), cwd=host.parent)
     fetched = git("--git-dir", str(host), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
@@ -153,10 +153,16 @@ def adopt_workspace(workspace: Path | str, base_commit: str) -> Path:
     return host
 
 
+def _remove_host(host: Path) -> None:
+    """Delete a host git directory: only ever a folder inside its `.host` folder (check_inside)."""
+    if host.exists():
+        shutil.rmtree(check_inside(host, host.parent), ignore_errors=True)
+
+
 def forget_host_side(workspace: Path | str) -> None:
     """Delete the host's git directory of `workspace` (missing is fine)."""
     host = host_git_dir(workspace)
-    shutil.rmtree(host, ignore_errors=True)
+    _remove_host(host)
     try:
         host.parent.rmdir()  # the .host folder, once its last workspace is gone
     except OSError:
