@@ -159,7 +159,8 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
                  or "Codex ended without completing its turn")
     return AgentResult(instance_id, status, error=error[:4000], iterations=calls + 1 if events else 0,
                        duration_s=round(duration, 3), usage=usage,
-                       cost_usd=call_cost_usd(model, usage["input_tokens"], usage["output_tokens"]), final_text=text,
+                       cost_usd=call_cost_usd(model, usage["input_tokens"], usage["output_tokens"],
+                                              cached_tokens=usage["cache_read_tokens"]), final_text=text,
                        model=model, trajectory=trajectory_of(events))
 
 

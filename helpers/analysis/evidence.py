@@ -149,4 +149,24 @@ def side_by_side(experiments: list[str], split: str = "test") -> pd.DataFrame:
     return pd.DataFrame(columns).rename_axis("loop")
 
 
-__all__ = ["primary_result", "evidence_summary", "compare", "side_by_side", "cost_changes", "no_charge_note"]  # the public API, documented in CODE_APPENDIX.md
+def transfer_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Rows of helpers.engine.ablation.transfer_test as the table a person reads: one row per agent and model,
+    the start's and the kept rules' test accuracy, the gain with its 95% interval and p, the change in tokens
+    per run, the tasks left out (errored runs among them) and the decision; `data` says "SCRIPTED" when the
+    runs were scripted."""
+    def points(value: float) -> str:
+        return "n/a" if value != value else f"{value * 100:+.1f}"
+
+    table = [{"agent": r["agent"], "model": r["model"] or "default", "data": "SCRIPTED" if r["dry_run"] else "real",
+              "tasks": r["n"], "start": f"{r['start']}: {r['start_accuracy']:.2f}" if r["n"] else r["start"],
+              "kept": f"{r['kept']}: {r['kept_accuracy']:.2f}" if r["n"] else r["kept"],
+              "gain (points, 95% CI)": f"{points(r['gain'])} ({points(r['ci_low'])} to {points(r['ci_high'])})",
+              "p": "n/a" if r["p_value"] != r["p_value"] else f"{r['p_value']:.2f}",
+              "tokens per run": r["tokens_change"].summary() if r["tokens_change"] is not None else "not recorded",
+              "left out": ", ".join(f"{count} {why}" for why, count in r["excluded"].items()) or "none",
+              "decision": r["decision"]} for r in rows]
+    return pd.DataFrame(table)
+
+
+__all__ = ["primary_result", "evidence_summary", "compare", "side_by_side", "cost_changes", "no_charge_note",
+           "transfer_table"]  # the public API, documented in CODE_APPENDIX.md

@@ -118,9 +118,10 @@ RULE_MAX_CHARS = 1_000  # characters in one rule
 RULES_MAX_TOKENS: int | None = None  # tokens the rules may take in all, as the agent reads them; None: no budget
 
 # Prices come from genai-prices' maintained table (helpers/llm/pricing.py); these override it (USD per 1M
-# tokens: input, output), for models it lacks or a contract price. Add yours here or pass `prices=`.
+# tokens: input, output, and optionally cached input; without it cached input counts at the input price), for
+# models it lacks or a contract price. Add yours here or pass `prices=`.
 # The scripted model has no price on purpose: its calls are "scripted: no charge", never "$0.00".
-PRICE_OVERRIDES: dict[str, tuple[float, float]] = {}
+PRICE_OVERRIDES: dict[str, tuple[float, ...]] = {}
 
 ANTHROPIC_OPENAI_COMPAT_URL = "https://api.anthropic.com/v1/"
 

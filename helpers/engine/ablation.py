@@ -1,7 +1,7 @@
 """What each rule is worth, and whether rules travel: runs of saved rulesets, with and without rules.
 
     effects = ablate("quickstart", version=2, agent=agent)       # each rule left out in turn
-    comparison = transfer("quickstart", other_agent)             # another agent with these rules
+    row = transfer_test("quickstart", other_agent)               # another agent with the kept rules
 
 A rule is read on every model call of every run, so each rule's effect comes with its weight in tokens,
 and a rule that costs tokens and shows no effect is flagged (`dead_weight`): a candidate for deletion.
@@ -9,6 +9,7 @@ and a rule that costs tokens and shows no effect is flagged (`dead_weight`): a c
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pandas as pd
@@ -111,23 +112,70 @@ def ablate(experiment: str, version: int, split: str = "test", rules: list[str] 
     return result
 
 
-def transfer(source: str, agent: Any, *, version: int | str = "best", split: str = "test",
-             experiment: str | None = None, workers: int = config.WORKERS, gateway: Any = None,
-             progress: bool = False) -> Any:
-    """Do the rules learned in `source` help another agent? `agent` runs `source`'s `split` tasks with no
-    rules and with `source`'s ruleset `version`; returns the paired comparison. The runs are recorded (and
-    resume) under `experiment` (default: "<source>-transfer")."""
-    from helpers.store.rulesets import RulesetStore
+# the heading every transfer table carries: it answers a second question, never the experiment's own
+TRANSFER_QUESTION = ("A second, separate question (not the primary test): do the rules this experiment kept help "
+                     "another agent or model on the same test tasks? Each row is its own paired test, with the "
+                     "primary test's decision rule.")
+
+
+def transfer_targets(targets: str | list[str] | None) -> list[tuple[str, str | None]]:
+    """Who a transfer test runs: "codex", or "codex:<model id>" for another model (one, or a list), as
+    [(agent, model or None)]; an unknown agent is one ValueError naming the installed ones, before anything runs."""
+    from helpers.core.registry import registered_agents
+
+    items = [targets] if isinstance(targets, str) else list(targets or [])
+    known = registered_agents()
+    parsed = [(agent.strip(), model.strip() or None) for agent, _, model in (str(item).partition(":") for item in items)]
+    unknown = [agent for agent, _ in parsed if agent not in known]
+    if unknown:
+        raise ValueError(f"Unknown agent {unknown} for a transfer test: use one of {sorted(known)}, optionally as "
+                         "'<agent>:<model id>'.")
+    return parsed
+
+
+def transfer_test(experiment: str, agent: Any, *, split: str = "test", workers: int = config.WORKERS,
+                  gateway: Any = None, progress: bool = False, dry_run: bool = False) -> dict[str, Any]:
+    """Do `experiment`'s kept rules help another agent (or model)? `agent` (a runner: its `name` and `model`
+    say which) runs the experiment's `split` tasks with the start ruleset and with the kept one (validation's
+    choice, as in the primary test): one paired test, the same decision rule, reported as a second question.
+
+    Returns one row of a transfer table (plain data): agent, model, start, kept, n, excluded (tasks left out,
+    errored runs among them, with reasons), start_accuracy, kept_accuracy, gain with ci_low/ci_high (95%),
+    p_value, tokens_change (the paired change in tokens per run, a PairedChange, or None unrecorded),
+    decision, dry_run (these runs or the experiment's were scripted: pass the session's). Runs are recorded, and resume, under "<experiment>-transfer", one run id per agent,
+    model and version."""
+    from helpers.analysis.evidence import cost_changes
+    from helpers.core.names import check_name
+    from helpers.core.selection import decision
     from helpers.engine.runs import run_tasks
+    from helpers.store.loops import kept_version
+    from helpers.store.rulesets import RulesetStore
 
-    store = RulesetStore(source)
-    number = store.metadata(version)["version"]
-    tasks, target = split_tasks(source, split), experiment or f"{source}-transfer"
-    frames = {name: run_tasks(tasks, agent, run_id=f"{agent.name}_{split}_{name}", experiment=target, ruleset=text,
-                              workers=workers, gateway=gateway, progress=progress)
-              for name, text in (("no_rules", ""), (f"v{number}", store.load(number)))}
-    return compare(frames["no_rules"], frames[f"v{number}"], f"{agent.name} with no rules",
-                   f"{agent.name} with {source}'s v{number}")
+    done, choice = loop_records(experiment), kept_version(experiment)
+    if choice is None:
+        raise ValueError(f"Experiment {experiment!r} has no finished loop: there are no kept rules to transfer.")
+    start, kept, store = done[0]["ruleset_version"], choice.version, RulesetStore(experiment)
+    model = str(getattr(agent, "model", "") or "")
+    who = check_name("_".join(re.sub(r"[^A-Za-z0-9._-]+", "-", part) for part in (agent.name, model) if part),
+                     "agent and model")
+    tasks = split_tasks(experiment, split)
+    frames = {version: run_tasks(tasks, agent, run_id=f"{who}_{split}_v{version}", experiment=f"{experiment}-transfer",
+                                 ruleset=store.load(version), workers=workers, gateway=gateway, progress=progress)
+              for version in dict.fromkeys((start, kept))}
+    label_start = "no rules" if not store.load(start).strip() else f"v{start}"
+    comparison = compare(frames[start], frames[kept], f"{agent.name} with {label_start}",
+                         f"{agent.name} with {experiment}'s v{kept}")
+    tokens = cost_changes(frames[start], frames[kept], label_start, f"v{kept}")["tokens"]
+    recorded = tokens.n > 0 and bool(tokens.mean_a or tokens.mean_b)
+    verdict = (f"No test: {experiment} kept its start ({label_start}), so there is nothing learned to transfer."
+               if kept == start else decision(comparison, tokens.summary() if recorded else ""))
+    return {"agent": agent.name, "model": model, "start": label_start, "kept": f"v{kept}", "n": comparison.n,
+            "excluded": dict(comparison.excluded), "start_accuracy": comparison.accuracy_a,
+            "kept_accuracy": comparison.accuracy_b, "gain": comparison.diff, "ci_low": comparison.ci_low,
+            "ci_high": comparison.ci_high, "p_value": comparison.p_value,
+            "tokens_change": tokens if recorded else None, "decision": verdict,
+            "dry_run": dry_run or any(r.get("dry_run") for r in done)}
 
 
-__all__ = ["ablate", "ablation_rulesets", "ablation_cost", "rule_tokens", "split_tasks", "transfer"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["ablate", "ablation_rulesets", "ablation_cost", "rule_tokens", "split_tasks", "transfer_test",
+           "transfer_targets", "TRANSFER_QUESTION"]  # the public API, documented in CODE_APPENDIX.md

@@ -2,7 +2,9 @@
 
 Prices come from genai-prices (Pydantic's table of providers' list prices, with dated ids, tiers such as
 long-context rates, and its snapshot bundled: no network at run time), with `config.PRICE_OVERRIDES`
-and a caller's `prices` on top (USD per 1M tokens, input and output).
+and a caller's `prices` on top (USD per 1M tokens: input and output, and optionally cached input).
+Cached input tokens (the part of the input read from the provider's prompt cache) are priced at the table's
+cache-read rate; an override without a third, cached price counts them at its full input price (an upper bound).
 A model in neither is *unpriced*: its cost is None, never guessed and never shown as $0.00. The scripted
 model of the dry run is unpriced too (its calls are "scripted: no charge": tokens, no dollars). Every reader (the
 gateway's meter, LLMClient, the agents' own accounting) prices a call here, by the model that served it.
@@ -18,10 +20,10 @@ from urllib.parse import urlsplit
 
 from helpers.core import config
 
-Prices = dict[str, tuple[float, float]]
+Prices = dict[str, tuple[float, ...]]  # (input, output) or (input, output, cached input), USD per 1M
 
 
-def _override(model: str, prices: Prices | None) -> tuple[float, float] | None:
+def _override(model: str, prices: Prices | None) -> tuple[float, ...] | None:
     """An override for `model` (exact, or the longest prefix of a dated id such as "x-2025-01-01")."""
     table = {**config.PRICE_OVERRIDES, **(prices or {})}
     if model in table:
@@ -33,25 +35,30 @@ def _override(model: str, prices: Prices | None) -> tuple[float, float] | None:
 
 
 @lru_cache(maxsize=512)
-def _table_cost(model: str, input_tokens: int, output_tokens: int) -> float | None:
+def _table_cost(model: str, input_tokens: int, output_tokens: int, cached_tokens: int) -> float | None:
     from genai_prices import Usage, calc_price
 
+    # genai-prices counts cache reads inside input_tokens, as the gateway's meter does
+    usage = Usage(input_tokens=input_tokens, cache_read_tokens=cached_tokens or None, output_tokens=output_tokens)
     try:
-        price = calc_price(Usage(input_tokens=input_tokens, output_tokens=output_tokens), model_ref=model)
+        price = calc_price(usage, model_ref=model)
     except LookupError:
         return None
     return float(price.total_price)
 
 
-def call_cost_usd(model: str | None, input_tokens: int, output_tokens: int, prices: Prices | None = None) -> float | None:
+def call_cost_usd(model: str | None, input_tokens: int, output_tokens: int, prices: Prices | None = None,
+                  cached_tokens: int | None = None) -> float | None:
     """USD for one call of `model` with these token counts; None when the model is unpriced.
-    Cached input tokens count at the full input price (an upper bound)."""
+    `cached_tokens` is the part of `input_tokens` read from the prompt cache (None or 0: none was)."""
     if not model:
         return None
+    cached = min(int(cached_tokens or 0), int(input_tokens))
     override = _override(model, prices)
     if override is not None:
-        return (input_tokens * override[0] + output_tokens * override[1]) / 1_000_000
-    return _table_cost(model, int(input_tokens), int(output_tokens))
+        cached_price = override[2] if len(override) > 2 else override[0]
+        return ((input_tokens - cached) * override[0] + cached * cached_price + output_tokens * override[1]) / 1_000_000
+    return _table_cost(model, int(input_tokens), int(output_tokens), cached)
 
 
 def is_priced(model: str | None, prices: Prices | None = None) -> bool:

@@ -117,9 +117,14 @@ def test_the_results_notebook_reads_a_finished_experiment(isolated):
         run_notebook(NOTEBOOKS / "quickstart.ipynb", {**TINY, "EXPERIMENT": "ci-quickstart", "PHOENIX_URL": isolated["phoenix"]})
     shown = outputs(run_notebook(NOTEBOOKS / "03_results.ipynb", {"EXPERIMENT": "ci-quickstart", "DRY_RUN": True,
                                                                    "COMPARE_WITH": ["ci-quickstart"],
-                                                                   "TRANSFER_AGENT": "codex"}))
+                                                                   "TRANSFER_AGENTS": ["codex", "opencode"]}))
     assert "SCRIPTED DRY RUN" in shown and "Ruleset v0 -> v1" in shown
-    assert "vs codex with no rules on 3 tasks" in shown  # Cline's rules tried on another agent, paired
+    # Cline's kept rules tried on two other agents: a second question, labeled, one paired row each
+    assert "A second, separate question (not the primary test)" in shown
+    rows = [line.split() for line in shown.splitlines() if re.match(r"^\d\s+(codex|opencode)\s", line)]
+    assert [row[1] for row in rows] == ["codex", "opencode"] and all(row[3] == "SCRIPTED" for row in rows), rows
+    decisions = re.findall(r"^(codex|opencode) \(.*?\): (Noise|The rules help|The rules hurt|No test)", shown, re.M)
+    assert [agent for agent, _ in decisions] == ["codex", "opencode"], decisions
 
 
 def test_the_setup_notebook_reports_what_is_here(isolated):

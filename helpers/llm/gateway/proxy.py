@@ -417,7 +417,8 @@ class Gateway:
         record.update(input_tokens=meter.input_tokens, cached_tokens=meter.cached_tokens,
                       output_tokens=meter.output_tokens)
         if meter.input_tokens is not None and meter.output_tokens is not None:
-            record["cost_usd"] = call_cost_usd(record["model"], meter.input_tokens, meter.output_tokens)
+            record["cost_usd"] = call_cost_usd(record["model"], meter.input_tokens, meter.output_tokens,
+                                               cached_tokens=meter.cached_tokens)
 
     def _finish(self, token: str | None, record: dict, started: float, request_body: bytes,
                 request_json: Any, response_body: bytes, meter: "Meter") -> None:

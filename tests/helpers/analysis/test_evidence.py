@@ -164,10 +164,9 @@ def test_ablation_variants_name_each_rule_and_refuse_unknown_ones():
         ablation_rulesets("- [R1] One.\n", rules=["R7"])
 
 
-def test_rules_learned_with_one_agent_are_tried_on_another_paired_and_shown_side_by_side(isolated):
-
-    from helpers.analysis.evidence import side_by_side
-    from helpers.engine.ablation import transfer
+def test_the_kept_rules_are_tried_on_another_agent_as_a_second_labeled_paired_test(isolated):
+    from helpers.analysis.evidence import side_by_side, transfer_table
+    from helpers.engine.ablation import TRANSFER_QUESTION, transfer_test
     from helpers.store.records import experiment_dir, write_json
 
     tasks = load_house_suite()
@@ -177,13 +176,39 @@ def test_rules_learned_with_one_agent_are_tried_on_another_paired_and_shown_side
     store = RulesetStore("agent-a")
     store.save("")
     store.save(f"- [R1] {CONVENTIONS['errors']['rule']}\n", parent=0, loop=0)
-    finished_loop("agent-a", 0, 0, passes=1, n=2)
-    comparison = transfer("agent-a", ConventionAgent(), version="latest", workers=2)
-    assert comparison.accuracy_a == 0.0 and comparison.accuracy_b == 1.0 and comparison.n == len(errors_tasks)
-    assert "convention-agent with agent-a's v1" in comparison.summary()
+    store.save(f"- [R1] {CONVENTIONS['errors']['rule']}\n- [R2] Say nothing.\n", parent=1, loop=1)
+    finished_loop("agent-a", 0, 0, passes=1, n=2, val=0)
+    finished_loop("agent-a", 1, 1, passes=1, n=2, val=2, rules=1)  # validation keeps v1 ...
+    finished_loop("agent-a", 2, 2, passes=1, n=2, val=1, rules=2)  # ... not the latest
+    row = transfer_test("agent-a", ConventionAgent(), workers=2)
+    assert (row["agent"], row["model"], row["start"], row["kept"]) == ("convention-agent", "m", "no rules", "v1")
+    assert (row["start_accuracy"], row["kept_accuracy"], row["n"]) == (0.0, 1.0, len(errors_tasks))
+    assert row["ci_low"] < row["gain"] == 1.0 <= row["ci_high"] and row["p_value"] == 1.0
+    assert row["decision"].startswith("Noise: +100.0 points (p = 1)")  # one task cannot be significant
+    assert row["dry_run"] is False and row["tokens_change"] is None  # this agent meters nothing: not "0%"
+    runs = sorted(p.stem for p in (experiment_dir("agent-a-transfer") / "runs").glob("*.jsonl"))
+    assert runs == ["convention-agent_m_test_v0", "convention-agent_m_test_v1"]  # each resumes on its own
+    table = transfer_table([row, {**row, "model": "other", "dry_run": True}])
+    assert list(table["data"]) == ["real", "SCRIPTED"] and table.loc[0, "gain (points, 95% CI)"].startswith("+100.0 (")
+    assert table.loc[0, "start"] == "no rules: 0.00" and table.loc[0, "kept"] == "v1: 1.00"
+    assert "second, separate question" in TRANSFER_QUESTION
     finished_loop("agent-b", 0, 0, passes=2, n=2)
     table = side_by_side(["agent-a", "agent-b"])
     assert list(table.columns) == ["agent-a", "agent-b"] and table.loc[0, "agent-b"] == "1.00"
+
+
+def test_a_transfer_of_an_experiment_that_kept_its_start_claims_nothing(isolated):
+    from helpers.engine.ablation import transfer_test
+    from helpers.store.records import experiment_dir, write_json
+
+    tasks = load_house_suite().head(1)
+    write_json(experiment_dir("kept-start") / "split.json", {"train": [], "test": list(tasks.instance_id), "source": "house"})
+    RulesetStore("kept-start").save("")
+    finished_loop("kept-start", 0, 0, passes=1, n=1, dry_run=True)
+    row = transfer_test("kept-start", ConventionAgent(), workers=1)
+    assert row["decision"].startswith("No test: kept-start kept its start (no rules)") and row["dry_run"] is True
+    with pytest.raises(ValueError, match="no finished loop"):
+        transfer_test("never-ran", ConventionAgent())
 
 
 def test_a_scripted_experiments_summary_says_so_before_any_number(isolated):

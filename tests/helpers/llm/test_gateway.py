@@ -491,6 +491,8 @@ def test_the_gateway_records_and_sums_cached_tokens():
         records, total = gateway.calls(token), gateway.usage(token)
     assert [r["cached_tokens"] for r in records] == [1000, 1000]
     assert (total["input_tokens"], total["cached_tokens"], total["output_tokens"]) == (2400, 2000, 160)
+    # gpt-4.1 reads its cache at a quarter of its input price: 200 fresh + 1000 cached inputs, 80 outputs a call
+    assert [r["cost_usd"] for r in records] == [pytest.approx((200 * 2.0 + 1000 * 0.5 + 80 * 8.0) / 1e6)] * 2
 
 
 # --- the other APIs --------------------------------------------------------------------------------

@@ -15,6 +15,13 @@ def test_dated_model_ids_take_the_price_of_their_family():
     assert call_cost_usd("gpt-4.1-mini-2025-04-14", 1000, 500) == call_cost_usd("gpt-4.1-mini", 1000, 500)
 
 
+def test_cached_input_is_priced_at_the_cache_read_rate_and_an_override_without_one_counts_it_in_full():
+    assert call_cost_usd("gpt-4.1", 1_000_000, 0, cached_tokens=800_000) == pytest.approx(0.2 * 2.0 + 0.8 * 0.5)
+    assert call_cost_usd("gpt-4.1", 1_000_000, 0, cached_tokens=None) == call_cost_usd("gpt-4.1", 1_000_000, 0)
+    assert call_cost_usd("house", 1_000_000, 0, {"house": (1.0, 2.0, 0.1)}, cached_tokens=500_000) == pytest.approx(0.55)
+    assert call_cost_usd("house", 1_000_000, 0, {"house": (1.0, 2.0)}, cached_tokens=500_000) == pytest.approx(1.0)
+
+
 def test_unknown_models_are_unpriced_not_guessed():
     assert call_cost_usd("my-local-llama", 1000, 1000) is None and not is_priced("my-local-llama")
 
