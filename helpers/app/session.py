@@ -150,7 +150,7 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
     if dry_run:
         from helpers.testing.dry_run import start_dry_run_server
 
-        server = start_dry_run_server(dry_run_tasks)
+        server = start_dry_run_server(dry_run_tasks, agent or config.AGENT)
         model = config.SCRIPTED_MODEL
         session = Session(True, model, model, model, server.base_url, DRY_RUN_KEY, scripted_server=server)
         session._closers.append(server.stop)

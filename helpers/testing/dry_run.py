@@ -18,10 +18,10 @@ import json
 import re
 import threading
 from collections import Counter
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
-from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_names
-from helpers.testing.edit_tools import edit_tools_of_registered_agents
+from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text
+from helpers.testing.edit_tools import choose_adapter, edit_tools_of_registered_agents, offered_tools
 
 MAX_NEW_RULES = 3
 PLAN_MODE_MARKER = "you are in plan mode"  # agents' plan-mode system prompts say so (matched without case)
@@ -32,7 +32,7 @@ class DryRunScript:
     """Builds the replies of all three roles from the house suite's tasks and conventions."""
 
     def __init__(self, tasks: Any = None, conventions: dict[str, dict] | None = None,
-                 edit_tools: Sequence[Any] | None = None):
+                 edit_tools: Sequence[Any] | None = None, agent: str | None = None):
         from helpers.families.coding.house_suite import CONVENTIONS
         from helpers.families.coding.tasks import load_house_suite
 
@@ -40,9 +40,9 @@ class DryRunScript:
         # a task without conventions (mined from a team's history) is one the scripted agent fixes with its gold patch
         self.tasks = {row["instance_id"]: {"conventions": [], **dict(row)} for _, row in frame.iterrows()}
         self.conventions = conventions or CONVENTIONS
-        # how to edit with each agent's tools (None: every registered agent's dry_run_tools)
-        self.edit_tools = list(edit_tools) if edit_tools is not None else edit_tools_of_registered_agents()
-        self._edits: dict[tuple[str, str, str], list[dict]] = {}
+        # how to edit with each agent's tools (None: every registered agent's dry_run_tools, `agent`'s first)
+        self.edit_tools = list(edit_tools) if edit_tools is not None else edit_tools_of_registered_agents(agent)
+        self._edits: dict[tuple[str, str, Any], list[dict]] = {}
         self._lock = threading.Lock()
 
     # --- which task, which rules ---
@@ -69,7 +69,7 @@ class DryRunScript:
         if any(m.get("role") == "assistant" for m in request.get("messages") or []):
             return Reply(f"Done: applied the {'convention-following' if knows_all else 'quick'} fix "
                          f"for {task['instance_id']} (scripted dry run).")
-        return Reply("Fixing the issue (scripted dry run).", tool_calls=self.edits_for(task, variant, tool_names(request)))
+        return Reply("Fixing the issue (scripted dry run).", tool_calls=self.edits_for(task, variant, offered_tools(request)))
 
     def plan_for(self, task: dict, known: set[str]) -> str:
         """A plan that names the house conventions the rules taught (scripted dry run)."""
@@ -79,14 +79,14 @@ class DryRunScript:
                   for n, c in enumerate(sorted(known & set(task["conventions"])), 2)]
         return "\n".join(steps)
 
-    def edits_for(self, task: dict, variant: str, tools: Sequence[str]) -> list[dict]:
-        """Tool calls, with the first declared edit tool the request offers, that turn the base commit into
-        the base commit + the task's `variant` patch."""
-        adapter = next((a for a in self.edit_tools if a.tool in tools), None)
+    def edits_for(self, task: dict, variant: str, offered: Mapping[str, frozenset[str] | None]) -> list[dict]:
+        """Tool calls, with the first declared edit tool the request offers (by name and arguments: see
+        helpers.testing.edit_tools), that turn the base commit into the base commit + the task's `variant` patch."""
+        adapter = choose_adapter(self.edit_tools, offered)
         if adapter is None:
-            raise ValueError(f"The request offers no tool the dry run can edit with (offered: {sorted(tools)}; "
+            raise ValueError(f"The request offers no tool the dry run can edit with (offered: {sorted(offered)}; "
                              f"known: {[a.tool for a in self.edit_tools]}): declare the agent's dry_run_tools.")
-        key = (task["instance_id"], variant, adapter.tool)
+        key = (task["instance_id"], variant, adapter)
         with self._lock:
             if key not in self._edits:
                 self._edits[key] = adapter.calls(task, task[variant])
@@ -147,9 +147,10 @@ class DryRunScript:
         ], default=Reply("This is the scripted dry-run model; it has no answer for this request."))
 
 
-def start_dry_run_server(tasks: Any = None) -> ScriptedModelServer:
-    """A started scripted server playing agent, judge and optimizer; stop() it when done."""
-    return ScriptedModelServer(DryRunScript(tasks).script()).start()
+def start_dry_run_server(tasks: Any = None, agent: str | None = None) -> ScriptedModelServer:
+    """A started scripted server playing agent, judge and optimizer (editing with `agent`'s tools first, when
+    given); stop() it when done."""
+    return ScriptedModelServer(DryRunScript(tasks, agent=agent).script()).start()
 
 
 def _snippet(problem_statement: str) -> str:

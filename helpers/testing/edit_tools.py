@@ -2,11 +2,13 @@
 
 The dry run knows each house task's patch; an agent knows its own tools. Each agent package declares,
 on its Agent class, `dry_run_tools`: adapters built from the three kinds below with the agent's own tool
-and argument names. For a request, the dry run uses the first declared adapter whose tool the request
-offers, so helpers/ never names an agent's tools.
+and argument names. For a request, the dry run uses the first adapter whose tool the request offers with
+the arguments the adapter writes (two agents may name different tools alike: Codex's `apply_patch` takes
+`input`, opencode's `patchText`), the running agent's own adapters first, so helpers/ never names an
+agent's tools.
 
-An adapter: `tool` (the tool's name in requests) and `calls(task, patch) -> list of tool calls` that turn
-the base commit into the base commit + `patch`.
+An adapter: `tool` (the tool's name in requests), `arguments` (the argument names its calls write) and
+`calls(task, patch) -> list of tool calls` that turn the base commit into the base commit + `patch`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from helpers.families.coding.git import git
 from helpers.families.coding.workspaces import prepare_workspace
@@ -30,6 +32,10 @@ class ShellTool:
     tool: str
     argument: str = "command"
 
+    @property
+    def arguments(self) -> frozenset[str]:
+        return frozenset({self.argument})
+
     def calls(self, task: dict, patch: str) -> list[dict]:
         command = f"git apply --whitespace=nowarn <<'{PATCH_END}'\n{patch.rstrip()}\n{PATCH_END}"
         return [tool_call(self.tool, **{self.argument: command})]
@@ -42,6 +48,10 @@ class WholeFileEditor:
 
     tool: str
     delete_tool: str = "run_commands"
+
+    @property
+    def arguments(self) -> frozenset[str]:
+        return frozenset({"path", "new_text"})
 
     def calls(self, task: dict, patch: str) -> list[dict]:
         calls = []
@@ -62,6 +72,10 @@ class PatchTool:
 
     tool: str
     argument: str = "input"
+
+    @property
+    def arguments(self) -> frozenset[str]:
+        return frozenset({self.argument})
 
     def calls(self, task: dict, patch: str) -> list[dict]:
         sections = []
@@ -94,12 +108,14 @@ def changed_files(task: dict, patch: str) -> list[tuple[str, str, str | None]]:
         return changed
 
 
-def edit_tools_of_registered_agents() -> list[Any]:
-    """Every registered agent's dry-run adapters, in registration order (helpers.core.registry)."""
+def edit_tools_of_registered_agents(first: str | None = None) -> list[Any]:
+    """Every registered agent's dry-run adapters, agent `first`'s own first, then in registration order
+    (helpers.core.registry)."""
     from helpers.core.registry import agent_class, registered_agents
 
+    names = sorted(registered_agents(), key=lambda name: name != first)  # (a stable sort keeps the rest in order)
     tools: list[Any] = []
-    for name in registered_agents():
+    for name in names:
         try:
             tools.extend(agent_class(name).dry_run_tools)
         except (ImportError, ValueError):  # an agent package that cannot load here plays no part
@@ -107,4 +123,28 @@ def edit_tools_of_registered_agents() -> list[Any]:
     return tools
 
 
-__all__ = ["ShellTool", "WholeFileEditor", "PatchTool", "changed_files", "edit_tools_of_registered_agents"]
+def offered_tools(request: dict) -> dict[str, frozenset[str] | None]:
+    """The tools a request offers, whatever the API's tool shape: name -> the argument names its JSON schema
+    declares (None when it declares none, e.g. a free-form tool that takes raw text)."""
+    offered: dict[str, frozenset[str] | None] = {}
+    for tool in request.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        name = function.get("name") or tool.get("type")
+        schema = function.get("parameters") or function.get("input_schema") or {}
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        if name:
+            offered[str(name)] = frozenset(properties) if isinstance(properties, dict) else None
+    return offered
+
+
+def choose_adapter(adapters: Sequence[Any], offered: Mapping[str, frozenset[str] | None]) -> Any | None:
+    """The first adapter whose tool is offered and takes the arguments the adapter writes (a tool without a
+    schema takes any); None when no adapter fits."""
+    return next((a for a in adapters if a.tool in offered
+                 and (offered[a.tool] is None or a.arguments <= offered[a.tool])), None)
+
+
+__all__ = ["ShellTool", "WholeFileEditor", "PatchTool", "changed_files", "edit_tools_of_registered_agents",
+           "offered_tools", "choose_adapter"]
