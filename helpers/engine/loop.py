@@ -272,7 +272,7 @@ def log_loop_to_phoenix(loop: int, version: int, ruleset: str, train: pd.DataFra
                                   experiment_df=frame, metadata={**metadata, "split": split.lower()},
                                   experiment=settings.experiment)
     log_ruleset_version(session.phoenix_url, session.phoenix_api_key, settings.experiment, version, ruleset,
-                        loop=loop, dry_run=session.dry_run)
+                        loop=loop, dry_run=session.dry_run, model=session.agent_model)
 
 
 def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test: pd.DataFrame, new_ruleset: str,
