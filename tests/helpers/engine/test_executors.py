@@ -27,6 +27,7 @@ from helpers.store.records import read_jsonl, run_records_path
 # one xdist worker holds the cluster (make test runs with --dist loadgroup): two would stop each other's
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray-cluster")]
 RAY = str(Path(sys.executable).parent / "ray")
+START_ATTEMPTS = 4
 DETERMINISTIC = ["instance_id", "status", "pass_or_fail", "output", "agent", "model"]
 
 
@@ -113,9 +114,10 @@ def cluster():
     saved = {name: os.environ.get(name) for name in ("RAY_USAGE_STATS_ENABLED", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN",
                                                      "RAY_ADDRESS")}
     try:
-        # a free port may be taken by another test's server before Ray binds it: a node that exits while
-        # starting is tried once more, on fresh ports, before the tests are told
-        for _ in range(2):
+        # a node that exits while starting is started again, on fresh ports: another test's server may take a
+        # free port before Ray binds it, and on a loaded machine a raylet can miss Ray's own fixed 30 s limit
+        # for registering (ray/_private/node.py), which no setting lengthens
+        for _ in range(START_ATTEMPTS):
             port = free_port()
             # Ray's token authentication, as a cluster should run: every node and the driver hold the token
             auth = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16),
@@ -123,7 +125,8 @@ def cluster():
             nodes = start_cluster(temp, auth, port)
             if nodes:
                 break
-        assert nodes, f"a Ray node exited while starting, twice: {tails([temp / 'head.log', temp / 'worker.log'])}"
+        assert nodes, (f"a Ray node exited while starting, {START_ATTEMPTS} times: "
+                       f"{tails([temp / 'head.log', temp / 'worker.log'])}")
         os.environ.update(auth)
         yield f"127.0.0.1:{port}"
     finally:
