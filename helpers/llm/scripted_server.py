@@ -3,7 +3,10 @@
 It speaks three APIs from one Script, streaming (SSE) and not (the answers on the wire: helpers.llm.scripted_wire):
 - OpenAI chat completions, POST /v1/chat/completions;
 - Anthropic Messages, POST /v1/messages: text and tool_use blocks, input_json_delta, usage;
-- the OpenAI Responses API, POST /v1/responses: message and function_call items, usage.
+- the OpenAI Responses API, POST /v1/responses: message and function_call items, usage;
+- Google's Gemini API (generativelanguage, v1beta or v1), POST .../models/<model>:generateContent,
+  :streamGenerateContent (SSE, no end marker: the chunk with a finishReason is the last) and :countTokens:
+  text and functionCall parts, usageMetadata; errors as {"error": {"code", "message", "status"}}.
 
     script = Script([
         Rule(system_contains="Always add a changelog entry", reply=[edit_step, Reply("Done.")]),
@@ -12,12 +15,13 @@ It speaks three APIs from one Script, streaming (SSE) and not (the answers on th
     with ScriptedModelServer(script) as server:
         client = OpenAI(base_url=server.base_url, api_key="test")
         ...
-        server.requests   # every request received, in order (its path, raw body and `api`)
+        server.requests   # every request received, in order (its path, raw body, `api` and `headers`)
 
 Rules (helpers.llm.scripts) see every request in one chat-shaped form (`normalize_request`): {"api", "model", "stream",
 "tools", "messages"} where messages are {"role": "system" | "user" | "assistant" | "tool", "content": str}
 (assistant turns also carry "tool_calls"). Anthropic's top-level `system` and the Responses API's
-`instructions` and developer messages become system messages, tool results become "tool" messages. So
+`instructions` and developer messages and Gemini's `systemInstruction` become system messages, tool results
+(Gemini's functionResponse parts) become "tool" messages; a Gemini request's model and streaming come from its path. So
 system_contains / user_contains and the turn count work the same for every API.
 
 The first rule whose conditions all hold answers. A rule's reply is a Reply, a list of Replies indexed
@@ -28,7 +32,8 @@ a rule fire N times only (e.g. one 429 then normal answers).
 A Reply can also misbehave as real model servers do (Reply.fault, helpers.llm.scripts.FAULTS). Each request's
 record says how many stream events were `written` and whether its client was `gone` before the answer was
 complete (`wait_gone(n)`). `answers_as` makes answers name one model id, as a one-model server does. Its model
-list (GET /v1/models) names `models`, else `answers_as`, else `model`; `lists_models=False`: a 404, as some servers.
+list (GET /v1/models, Gemini's GET /v1beta/models) names `models`, else `answers_as`, else `model`;
+`lists_models=False`: a 404, as some servers.
 """
 
 from __future__ import annotations
@@ -122,10 +127,10 @@ class ScriptedModelServer:
             return [r["body"] for r in self.requests if r.get("api") == "chat"]
 
     def model_requests(self, api: str | None = None) -> list[dict[str, Any]]:
-        """Every model request so far (of one API: "chat", "anthropic", "responses"), normalised as rules see them."""
+        """Every model request so far (of one API: "chat", "anthropic", "responses", "gemini"), normalised as rules see them."""
         with self._requests_lock:
-            return [normalize_request(r["api"], r["body"]) for r in self.requests
-                    if r.get("api") in ("chat", "anthropic", "responses") and api in (None, r["api"])]
+            return [normalize_request(r["api"], r["body"], r["path"]) for r in self.requests
+                    if r.get("api") in ("chat", "anthropic", "responses", "gemini") and api in (None, r["api"])]
 
     def went_away(self, entry: dict[str, Any]) -> None:
         """Note that `entry`'s client closed its connection before its answer was complete."""
@@ -174,18 +179,22 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                 self._json(400, _error_body("request body is not JSON", "invalid_request_error", api))
                 return
             entry = {"path": self.path, "api": api, "body": body, "time": time.time(), "written": 0, "gone": False,
-                     "authorization": self.headers.get("Authorization") or self.headers.get("x-api-key") or ""}
+                     "headers": dict(self.headers.items()),
+                     "authorization": self.headers.get("Authorization") or self.headers.get("x-api-key")
+                     or self.headers.get("x-goog-api-key") or ""}
             server.record(entry)
             if api is None:
                 self._json(404, _error_body(f"no route {self.path}", "not_found"))
                 return
-            if api == "count_tokens":
-                self._json(200, {"input_tokens": _estimate_tokens(json.dumps(body))})
+            if api in ("count_tokens", "gemini_count_tokens"):
+                tokens = _estimate_tokens(json.dumps(body))
+                self._json(200, {"input_tokens": tokens} if api == "count_tokens" else {"totalTokens": tokens})
                 return
-            reply = server.script.reply_for(normalize_request(api, body))
+            request = normalize_request(api, body, self.path)
+            reply = server.script.reply_for(request)
             if reply.delay_s:
                 time.sleep(reply.delay_s)
-            answered = {**body, "model": server.answers_as} if server.answers_as else body  # the id its answer names
+            answered = {**body, "model": server.answers_as or request.get("model")}  # the id its answer names
             try:
                 if reply.fault == "hang":
                     self._hold(entry)
@@ -193,8 +202,8 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                     headers = {"Retry-After": f"{reply.retry_after:g}"} if reply.retry_after is not None else {}
                     kind = "rate_limit_error" if reply.status == 429 else "scripted_error"
                     message = reply.error_message or f"scripted error {reply.status}"
-                    self._json(reply.status, _error_body(message, kind, api), headers)
-                elif body.get("stream"):
+                    self._json(reply.status, _error_body(message, kind, api, reply.status), headers)
+                elif request.get("stream"):
                     self._stream(api, answered, reply, entry)
                 else:
                     self._whole(api, answered, reply, entry)

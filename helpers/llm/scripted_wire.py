@@ -18,6 +18,8 @@ def sse_events(api: str, request: dict, reply: Reply, model: str) -> list[bytes]
     if api == "chat":
         chunks = [b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in _stream_chunks(request, reply, model)]
         return chunks + [b"data: [DONE]\n\n"]
+    if api == "gemini":  # no end marker: the chunk with a finishReason is the last
+        return [b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in _gemini_chunks(request, reply, model)]
     events = _anthropic_events if api == "anthropic" else _responses_events
     return [f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events(request, reply, model)]
 
@@ -28,8 +30,9 @@ def _usage(request: dict, reply: Reply, calls: list[dict]) -> dict[str, int]:
         usage = dict(reply.usage)
         usage.setdefault("total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
         return usage
-    sent = request.get("messages") or request.get("input") or []
-    prompt = _estimate_tokens(json.dumps(sent) + _text_of(request.get("system")) + str(request.get("instructions") or ""))
+    sent = request.get("messages") or request.get("input") or request.get("contents") or []
+    system = _text_of(request.get("system")) + _text_of((request.get("systemInstruction") or {}).get("parts"))
+    prompt = _estimate_tokens(json.dumps(sent) + system + str(request.get("instructions") or ""))
     completion = _estimate_tokens(reply.content + "".join(c["arguments"] for c in calls))
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
@@ -173,6 +176,51 @@ def _responses_events(request: dict, reply: Reply, model: str) -> list[dict]:
     return [{**event, "sequence_number": n} for n, event in enumerate(events)]
 
 
-WHOLE = {"chat": _completion, "anthropic": _anthropic_message, "responses": _response}  # api -> its whole answer
+# --- Gemini generateContent ---
+GEMINI_FINISH = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS", "content_filter": "SAFETY"}
+
+
+def _gemini_usage(request: dict, reply: Reply, calls: list[dict]) -> dict[str, int]:
+    """usageMetadata; a Reply's chat-style cached (prompt_tokens_details) and reasoning tokens
+    (completion_tokens_details) become cachedContentTokenCount and thoughtsTokenCount, which Gemini counts
+    apart from candidatesTokenCount."""
+    usage = _usage(request, reply, calls)
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    thoughts = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    metadata = {"promptTokenCount": usage.get("prompt_tokens", 0),
+                "candidatesTokenCount": usage.get("completion_tokens", 0) - (thoughts or 0),
+                "totalTokenCount": usage.get("total_tokens", 0)}
+    return {**metadata, **({"cachedContentTokenCount": cached} if cached else {}),
+            **({"thoughtsTokenCount": thoughts} if thoughts else {})}
+
+
+def _gemini_parts(reply: Reply, calls: list[dict]) -> list[dict]:
+    parts = [{"text": reply.content}] if reply.content or not calls else []
+    return parts + [{"functionCall": {"name": c["name"], "args": c["input"]}} for c in calls]
+
+
+def _gemini_response(request: dict, reply: Reply, model: str) -> dict:
+    calls = _calls(reply)
+    candidate = {"content": {"role": "model", "parts": _gemini_parts(reply, calls)},
+                 "finishReason": GEMINI_FINISH.get(_finish_reason(reply), "STOP"), "index": 0}
+    return {"candidates": [candidate], "usageMetadata": _gemini_usage(request, reply, calls),
+            "modelVersion": request.get("model") or model, "responseId": uuid.uuid4().hex[:22]}
+
+
+def _gemini_chunks(request: dict, reply: Reply, model: str) -> list[dict]:
+    """Each a whole GenerateContentResponse: text in pieces, then each function call whole (Gemini streams
+    no partial arguments); the last carries finishReason and usageMetadata."""
+    whole = _gemini_response(request, reply, model)
+    base = {"modelVersion": whole["modelVersion"], "responseId": whole["responseId"]}
+    parts = [{"text": piece} for piece in _pieces(reply.content)]
+    parts += [part for part in whole["candidates"][0]["content"]["parts"] if "functionCall" in part] or ([] if parts else [{"text": ""}])
+    chunks = [{**base, "candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}]} for part in parts]
+    chunks[-1]["candidates"][0]["finishReason"] = whole["candidates"][0]["finishReason"]
+    chunks[-1]["usageMetadata"] = whole["usageMetadata"]
+    return chunks
+
+
+WHOLE = {"chat": _completion, "anthropic": _anthropic_message, "responses": _response,  # api -> its whole answer
+         "gemini": _gemini_response}
 
 __all__ = ["sse_events", "WHOLE"]
