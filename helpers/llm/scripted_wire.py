@@ -213,7 +213,8 @@ def _gemini_chunks(request: dict, reply: Reply, model: str) -> list[dict]:
     whole = _gemini_response(request, reply, model)
     base = {"modelVersion": whole["modelVersion"], "responseId": whole["responseId"]}
     parts = [{"text": piece} for piece in _pieces(reply.content)]
-    parts += [part for part in whole["candidates"][0]["content"]["parts"] if "functionCall" in part] or ([] if parts else [{"text": ""}])
+    parts += [part for part in whole["candidates"][0]["content"]["parts"] if "functionCall" in part]
+    parts = parts or [{"text": ""}]  # an empty answer: one empty text part
     chunks = [{**base, "candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}]} for part in parts]
     chunks[-1]["candidates"][0]["finishReason"] = whole["candidates"][0]["finishReason"]
     chunks[-1]["usageMetadata"] = whole["usageMetadata"]

@@ -54,8 +54,10 @@
   upstream at most 1 + max_retries times end to end.
 - Metering: one record per call (`calls()`), with the token's attributes, tokens from the upstream's usage
   (JSON body, the final SSE usage chunk, Anthropic message_start/message_delta, Responses
-  response.completed, Gemini usageMetadata: thinking tokens counted as output), cost from helpers.llm.pricing (None: unpriced or no usage reported; the model list
-  and failed calls cost 0), latency and retries. Cached input tokens are priced at the cache-read rate (see pricing.py).
+  response.completed, Gemini usageMetadata: thinking tokens counted as output), cost from
+  helpers.llm.pricing (None: unpriced or no usage reported; the model list, token counts (Anthropic's
+  count_tokens, Gemini's countTokens) and failed calls cost 0), latency and retries. Cached input tokens
+  are priced at the cache-read rate (see pricing.py).
 - Budget: once the priced calls' cost reaches `budget_usd`, new calls get 429 with a JSON error saying the
   budget is spent and the header `x-gateway-budget: spent`; their record says status "budget". Calls in
   flight finish, so the spend can overshoot by what they cost.

@@ -62,7 +62,7 @@ def refusal(method: str, path: str, base_url: str, body: dict[str, Any], models:
     base = urlsplit(base_url).path.rstrip("/")
     allowed = {prefix + endpoint for endpoint in ENDPOINTS.get(method, ()) for prefix in (base, base + "/v1")}
     allowed |= {base + listing for listing in GEMINI_LISTS} if method == "GET" else set()
-    gemini = method == "POST" and GEMINI_CALL.fullmatch(path.removeprefix(base)) is not None
+    gemini = method == "POST" and path.startswith(base + "/") and GEMINI_CALL.fullmatch(path[len(base):]) is not None
     if path not in allowed and not gemini:
         shown = sorted(allowed) + ([f"{base}/v1beta/models/<model>:generateContent|streamGenerateContent|countTokens"]
                                    if method == "POST" else [])

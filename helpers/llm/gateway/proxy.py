@@ -406,8 +406,9 @@ class Gateway:
             return self.budget_usd is not None and self._spent_usd >= self.budget_usd
 
     def _meter_record(self, record: dict, meter: "Meter") -> None:
-        if record["status"] is None or record["status"] >= 400 or record["method"] == "GET":
-            record.update(input_tokens=0, output_tokens=0, cost_usd=0.0)  # failed calls and the model list are free
+        counts = record["path"].partition("?")[0].endswith((":countTokens", "/count_tokens"))  # free at both providers
+        if record["status"] is None or record["status"] >= 400 or record["method"] == "GET" or counts:
+            record.update(input_tokens=0, output_tokens=0, cost_usd=0.0)  # failed calls, the model list, token counts
             return
         record["model"] = meter.model or record["model"]
         record.update(input_tokens=meter.input_tokens, cached_tokens=meter.cached_tokens,

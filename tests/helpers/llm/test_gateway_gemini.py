@@ -14,6 +14,9 @@ that its real key is accepted as `x-goog-api-key`: only a run against Google sho
 
 import http.client
 import json
+import threading
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -106,7 +109,8 @@ def test_count_tokens_and_the_model_list_pass_and_the_sdks_default_api_version_v
         records = gateway.calls()
     assert counted.total_tokens > 0 and listed == [f"models/{server.model}"] and v1.text == "fine"
     assert [r["path"].partition("?")[0] for r in records][-1] == f"/v1/models/{MODEL}:generateContent"
-    assert [r["cost_usd"] for r in records if r["method"] == "GET"] == [0.0]  # the model list is free
+    assert [r["cost_usd"] for r in records][:2] == [0.0, 0.0]  # token counts and the model list are free
+    assert gateway.usage()["cost_usd"] is not None  # so they leave the run priced
 
 
 def test_the_trajectory_of_a_gemini_conversation_is_kept_with_its_calls_and_answers():
@@ -159,6 +163,26 @@ def test_a_stream_that_breaks_ends_cleanly_with_an_error_the_sdk_raises(fault):
     assert len(chunks) == 3  # what the model server sent is relayed, then the error
     assert (broke.value.code, broke.value.status) == (502, "UNAVAILABLE")
     assert record["status"] == 502 and is_transient(record["status"])
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("fault, says", [("malformed", "an event that is not JSON after 3 chunks"),
+                                         ("stall", "the model server sent nothing for 1 s after 3 chunks")])
+def test_a_stream_that_turns_malformed_or_stalls_ends_with_an_error_saying_so(fault, says):
+    with serve(default=Reply(LONG, fault=fault, fault_after=3)) as server, \
+            gateway_for(server, max_retries=0, idle_timeout_s=1) as gateway:
+        with pytest.raises(errors.APIError, match=says):
+            list(client(gateway, gateway.issue_token("g")).models.generate_content_stream(model=MODEL, contents="hi"))
+        record, = gateway.calls()
+    assert is_transient(record["status"]) and says in record["error"]
+
+
+def test_a_whole_answer_that_is_not_json_is_retried_then_a_502_in_googles_shape():
+    with serve(default=Reply("x", fault="malformed")) as server, gateway_for(server, max_retries=1) as gateway:
+        with pytest.raises(errors.ServerError) as failed:
+            client(gateway, gateway.issue_token("g")).models.generate_content(model=MODEL, contents="hi")
+    assert (failed.value.code, failed.value.status) == (502, "UNAVAILABLE") and "not JSON" in failed.value.message
+    assert len(server.requests) == 2  # the first answer and one retry
 
 
 def test_the_meter_reads_geminis_usage_metadata_with_thinking_counted_as_output_and_the_model_version():
@@ -234,17 +258,11 @@ def test_the_upstream_gets_the_real_key_and_never_the_clients_token_in_a_header_
     assert GEMINI_KEY not in by_query.text + str(by_query.headers) + shown and token not in shown
 
 
-def test_a_stream_is_complete_once_a_chunk_carried_a_finish_reason_even_with_chunks_after_it():
-    """Google may send a last chunk after the one with finishReason (usage only) and then close: that is a whole
-    answer, relayed in full, not a stream that ended early."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    import threading
-
-    chunks = [{"candidates": [{"content": {"role": "model", "parts": [{"text": "Done"}]}}], "modelVersion": MODEL},
-              {"candidates": [{"content": {"role": "model", "parts": [{"text": "."}]}, "finishReason": "STOP"}]},
-              {"usageMetadata": {"promptTokenCount": 40, "candidatesTokenCount": 2, "totalTokenCount": 42}}]
-
-    class Google(BaseHTTPRequestHandler):  # answers as HTTP/1.0: the stream ends when the connection closes
+@contextmanager
+def google_stub(chunks):
+    """An upstream that streams `chunks` as given and closes (HTTP/1.0: the close ends the answer), for what the
+    scripted server does not send: chunks after the finishing one, an error chunk mid-stream."""
+    class Google(BaseHTTPRequestHandler):
         def log_message(self, *args):
             pass
 
@@ -259,11 +277,44 @@ def test_a_stream_is_complete_once_a_chunk_carried_a_finish_reason_even_with_chu
     upstream = ThreadingHTTPServer(("127.0.0.1", 0), Google)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     try:
-        with Gateway({"g": Upstream(f"http://127.0.0.1:{upstream.server_address[1]}", GEMINI_KEY, "gemini")}) as gateway:
-            token = gateway.issue_token("g")
-            got = list(client(gateway, token).models.generate_content_stream(model=MODEL, contents="hi"))
-            record, = gateway.calls()
+        with Gateway({"g": Upstream(f"http://127.0.0.1:{upstream.server_address[1]}", GEMINI_KEY, "gemini")},
+                     max_retries=0) as gateway:
+            yield gateway
     finally:
         upstream.shutdown()
+
+
+def text_chunk(text, **candidate):
+    return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, **candidate}], "modelVersion": MODEL}
+
+
+def test_a_stream_is_complete_once_a_chunk_carried_a_finish_reason_even_with_chunks_after_it():
+    """Google may send a chunk after the one with finishReason (usage only) and then close: that is a whole
+    answer, relayed in full, not a stream that ended early."""
+    usage = {"usageMetadata": {"promptTokenCount": 40, "candidatesTokenCount": 2, "totalTokenCount": 42}}
+    with google_stub([text_chunk("Done"), text_chunk(".", finishReason="STOP"), usage]) as gateway:
+        got = list(client(gateway, gateway.issue_token("g")).models.generate_content_stream(model=MODEL, contents="hi"))
+        record, = gateway.calls()
     assert "".join(c.text or "" for c in got if c.candidates) == "Done." and len(got) == 3
     assert (record["status"], record["error"], record["input_tokens"], record["output_tokens"]) == (200, None, 40, 2)
+
+
+def test_the_model_servers_own_error_chunk_is_relayed_and_recorded_with_its_status():
+    quota = {"error": {"code": 429, "message": "Resource has been exhausted", "status": "RESOURCE_EXHAUSTED"}}
+    with google_stub([text_chunk("Wor"), quota]) as gateway:
+        token = gateway.issue_token("g")
+        with pytest.raises(errors.ClientError, match="Resource has been exhausted") as failed:
+            list(client(gateway, token).models.generate_content_stream(model=MODEL, contents="hi"))
+        record, = gateway.calls()
+    assert failed.value.code == 429
+    assert record["status"] == 429 and is_transient(gateway.last_status(token))
+    assert "RESOURCE_EXHAUSTED" in record["error"]
+
+
+def test_gemini_endpoints_are_allowed_only_under_the_upstreams_own_base_path():
+    from helpers.llm.gateway.policy import refusal
+
+    call = f"/v1beta/models/{MODEL}:generateContent"
+    assert refusal("POST", "/proxy" + call, "https://example.test/proxy", {}, None, None) is None
+    assert "not a model endpoint" in refusal("POST", call, "https://example.test/proxy", {}, None, None)
+    assert refusal("GET", "/v1beta/models", "https://generativelanguage.googleapis.com", {}, None, None) is None
