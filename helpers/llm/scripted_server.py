@@ -1,6 +1,6 @@
 """A scripted model server: the stand-in for every LLM in tests and the dry run.
 
-It speaks three APIs from one Script, streaming (SSE) and not (the answers on the wire: helpers.llm.scripted_wire):
+It speaks four APIs from one Script, streaming (SSE) and not (the answers on the wire: helpers.llm.scripted_wire):
 - OpenAI chat completions, POST /v1/chat/completions;
 - Anthropic Messages, POST /v1/messages: text and tool_use blocks, input_json_delta, usage;
 - the OpenAI Responses API, POST /v1/responses: message and function_call items, usage;
@@ -21,8 +21,8 @@ Rules (helpers.llm.scripts) see every request in one chat-shaped form (`normaliz
 "tools", "messages"} where messages are {"role": "system" | "user" | "assistant" | "tool", "content": str}
 (assistant turns also carry "tool_calls"). Anthropic's top-level `system` and the Responses API's
 `instructions` and developer messages and Gemini's `systemInstruction` become system messages, tool results
-(Gemini's functionResponse parts) become "tool" messages; a Gemini request's model and streaming come from its path. So
-system_contains / user_contains and the turn count work the same for every API.
+(Gemini's functionResponse parts) become "tool" messages; a Gemini request's model and streaming come from
+its path. So system_contains / user_contains and the turn count work the same for every API.
 
 The first rule whose conditions all hold answers. A rule's reply is a Reply, a list of Replies indexed
 by the number of assistant turns already in the request (so the server keeps no per-conversation
@@ -127,7 +127,8 @@ class ScriptedModelServer:
             return [r["body"] for r in self.requests if r.get("api") == "chat"]
 
     def model_requests(self, api: str | None = None) -> list[dict[str, Any]]:
-        """Every model request so far (of one API: "chat", "anthropic", "responses", "gemini"), normalised as rules see them."""
+        """Every model request so far (of one API: "chat", "anthropic", "responses", "gemini"), normalised as
+        rules see them."""
         with self._requests_lock:
             return [normalize_request(r["api"], r["body"], r["path"]) for r in self.requests
                     if r.get("api") in ("chat", "anthropic", "responses", "gemini") and api in (None, r["api"])]

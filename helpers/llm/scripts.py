@@ -47,9 +47,9 @@ class Reply:
 # How a Reply can misbehave (Reply.fault), for streams of every API and for whole answers:
 FAULTS = {
     "end_early": "after `fault_after` events the connection closes without the stream's end marker ([DONE], "
-                 "message_stop, response.completed, Gemini's chunk with a finishReason) or HTTP's last chunk, as an "
-                 "ASGI app that returned without "
-                 "completing its response; a whole answer ends halfway through its body",
+                 "message_stop, response.completed, Gemini's chunk with a finishReason) or HTTP's last chunk, "
+                 "as an ASGI app that returned without completing its response; a whole answer ends halfway "
+                 "through its body",
     "reset": "as end_early, but the connection is reset (TCP RST) instead of closed",
     "no_end_marker": "the HTTP answer completes after `fault_after` events, without the stream's end marker",
     "stall": "after `fault_after` events (a whole answer: its headers and half its body) nothing more is sent "
