@@ -1,9 +1,12 @@
 """A scripted model server: the stand-in for every LLM in tests and the dry run.
 
-It speaks three APIs from one Script, streaming (SSE) and not:
+It speaks four APIs from one Script, streaming (SSE) and not (the answers on the wire: helpers.llm.scripted_wire):
 - OpenAI chat completions, POST /v1/chat/completions;
 - Anthropic Messages, POST /v1/messages: text and tool_use blocks, input_json_delta, usage;
-- the OpenAI Responses API, POST /v1/responses: message and function_call items, usage.
+- the OpenAI Responses API, POST /v1/responses: message and function_call items, usage;
+- Google's Gemini API (generativelanguage, v1beta or v1), POST .../models/<model>:generateContent,
+  :streamGenerateContent (SSE, no end marker: the chunk with a finishReason is the last) and :countTokens:
+  text and functionCall parts, usageMetadata; errors as {"error": {"code", "message", "status"}}.
 
     script = Script([
         Rule(system_contains="Always add a changelog entry", reply=[edit_step, Reply("Done.")]),
@@ -12,13 +15,14 @@ It speaks three APIs from one Script, streaming (SSE) and not:
     with ScriptedModelServer(script) as server:
         client = OpenAI(base_url=server.base_url, api_key="test")
         ...
-        server.requests   # every request received, in order (its path, raw body and `api`)
+        server.requests   # every request received, in order (its path, raw body, `api` and `headers`)
 
 Rules (helpers.llm.scripts) see every request in one chat-shaped form (`normalize_request`): {"api", "model", "stream",
 "tools", "messages"} where messages are {"role": "system" | "user" | "assistant" | "tool", "content": str}
 (assistant turns also carry "tool_calls"). Anthropic's top-level `system` and the Responses API's
-`instructions` and developer messages become system messages, tool results become "tool" messages. So
-system_contains / user_contains and the turn count work the same for every API.
+`instructions` and developer messages and Gemini's `systemInstruction` become system messages, tool results
+(Gemini's functionResponse parts) become "tool" messages; a Gemini request's model and streaming come from
+its path. So system_contains / user_contains and the turn count work the same for every API.
 
 The first rule whose conditions all hold answers. A rule's reply is a Reply, a list of Replies indexed
 by the number of assistant turns already in the request (so the server keeps no per-conversation
@@ -28,7 +32,8 @@ a rule fire N times only (e.g. one 429 then normal answers).
 A Reply can also misbehave as real model servers do (Reply.fault, helpers.llm.scripts.FAULTS). Each request's
 record says how many stream events were `written` and whether its client was `gone` before the answer was
 complete (`wait_gone(n)`). `answers_as` makes answers name one model id, as a one-model server does. Its model
-list (GET /v1/models) names `models`, else `answers_as`, else `model`; `lists_models=False`: a 404, as some servers.
+list (GET /v1/models, Gemini's GET /v1beta/models) names `models`, else `answers_as`, else `model`;
+`lists_models=False`: a 404, as some servers.
 """
 
 from __future__ import annotations
@@ -39,13 +44,13 @@ import socket
 import struct
 import threading
 import time
-import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Sequence
 
 from helpers.core.config import SCRIPTED_MODEL
-from helpers.llm.scripts import (ANTHROPIC_STOP, FAULTS, TEXT_CHUNK, WRONG_API, Reply, Rule, Script, _api_of, _calls, _error_body,  # noqa: F401
-                                 _estimate_tokens, _model_list, _text_of,
+from helpers.llm.scripted_wire import WHOLE, sse_events
+from helpers.llm.scripts import (FAULTS, WRONG_API, Reply, Rule, Script, _api_of, _error_body,  # noqa: F401
+                                 _estimate_tokens, _model_list,
                                  assistant_turns, message_text, normalize_request, tool_call, tool_names)
 
 NOT_JSON_EVENT = b"data: {this is not JSON\n\n"
@@ -122,10 +127,11 @@ class ScriptedModelServer:
             return [r["body"] for r in self.requests if r.get("api") == "chat"]
 
     def model_requests(self, api: str | None = None) -> list[dict[str, Any]]:
-        """Every model request so far (of one API: "chat", "anthropic", "responses"), normalised as rules see them."""
+        """Every model request so far (of one API: "chat", "anthropic", "responses", "gemini"), normalised as
+        rules see them."""
         with self._requests_lock:
-            return [normalize_request(r["api"], r["body"]) for r in self.requests
-                    if r.get("api") in ("chat", "anthropic", "responses") and api in (None, r["api"])]
+            return [normalize_request(r["api"], r["body"], r["path"]) for r in self.requests
+                    if r.get("api") in ("chat", "anthropic", "responses", "gemini") and api in (None, r["api"])]
 
     def went_away(self, entry: dict[str, Any]) -> None:
         """Note that `entry`'s client closed its connection before its answer was complete."""
@@ -174,18 +180,22 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                 self._json(400, _error_body("request body is not JSON", "invalid_request_error", api))
                 return
             entry = {"path": self.path, "api": api, "body": body, "time": time.time(), "written": 0, "gone": False,
-                     "authorization": self.headers.get("Authorization") or self.headers.get("x-api-key") or ""}
+                     "headers": dict(self.headers.items()),
+                     "authorization": self.headers.get("Authorization") or self.headers.get("x-api-key")
+                     or self.headers.get("x-goog-api-key") or ""}
             server.record(entry)
             if api is None:
                 self._json(404, _error_body(f"no route {self.path}", "not_found"))
                 return
-            if api == "count_tokens":
-                self._json(200, {"input_tokens": _estimate_tokens(json.dumps(body))})
+            if api in ("count_tokens", "gemini_count_tokens"):
+                tokens = _estimate_tokens(json.dumps(body))
+                self._json(200, {"input_tokens": tokens} if api == "count_tokens" else {"totalTokens": tokens})
                 return
-            reply = server.script.reply_for(normalize_request(api, body))
+            request = normalize_request(api, body, self.path)
+            reply = server.script.reply_for(request)
             if reply.delay_s:
                 time.sleep(reply.delay_s)
-            answered = {**body, "model": server.answers_as} if server.answers_as else body  # the id its answer names
+            answered = {**body, "model": server.answers_as or request.get("model")}  # the id its answer names
             try:
                 if reply.fault == "hang":
                     self._hold(entry)
@@ -193,8 +203,8 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                     headers = {"Retry-After": f"{reply.retry_after:g}"} if reply.retry_after is not None else {}
                     kind = "rate_limit_error" if reply.status == 429 else "scripted_error"
                     message = reply.error_message or f"scripted error {reply.status}"
-                    self._json(reply.status, _error_body(message, kind, api), headers)
-                elif body.get("stream"):
+                    self._json(reply.status, _error_body(message, kind, api, reply.status), headers)
+                elif request.get("stream"):
                     self._stream(api, answered, reply, entry)
                 else:
                     self._whole(api, answered, reply, entry)
@@ -213,7 +223,7 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
 
         def _whole(self, api: str, request: dict, reply: Reply, entry: dict) -> None:
             shape = WRONG_API[api] if reply.fault == "wrong_api" else api
-            answer = {"chat": _completion, "anthropic": _anthropic_message, "responses": _response}[shape]
+            answer = WHOLE[shape]
             if reply.fault in (None, "no_end_marker", "wrong_api"):
                 return self._json(200, answer(request, reply, server.model))
             data = NOT_JSON_BODY if reply.fault == "malformed" else json.dumps(answer(request, reply, server.model)).encode()
@@ -235,7 +245,7 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.close_connection = True
             shape = WRONG_API[api] if reply.fault == "wrong_api" else api
-            for n, event in enumerate(_sse_events(shape, request, reply, server.model)):
+            for n, event in enumerate(sse_events(shape, request, reply, server.model)):
                 if reply.fault not in (None, "wrong_api") and n == reply.fault_after:
                     if reply.fault != "malformed":
                         return self._misbehave(reply.fault, entry)
@@ -270,165 +280,6 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
 
     return Handler
 
-
-def _sse_events(api: str, request: dict, reply: Reply, model: str) -> list[bytes]:
-    """The whole stream of an answer in `api`'s wire format, one SSE event each, end marker included."""
-    if api == "chat":
-        chunks = [b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in _stream_chunks(request, reply, model)]
-        return chunks + [b"data: [DONE]\n\n"]
-    events = _anthropic_events if api == "anthropic" else _responses_events
-    return [f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events(request, reply, model)]
-
-
-def _usage(request: dict, reply: Reply, calls: list[dict]) -> dict[str, int]:
-    """Chat-style usage (prompt_tokens, completion_tokens, total_tokens)."""
-    if reply.usage:
-        usage = dict(reply.usage)
-        usage.setdefault("total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
-        return usage
-    sent = request.get("messages") or request.get("input") or []
-    prompt = _estimate_tokens(json.dumps(sent) + _text_of(request.get("system")) + str(request.get("instructions") or ""))
-    completion = _estimate_tokens(reply.content + "".join(c["arguments"] for c in calls))
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
-
-
-def _finish_reason(reply: Reply) -> str:
-    return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
-
-
-def _pieces(text: str) -> list[str]:
-    return [text[start:start + TEXT_CHUNK] for start in range(0, len(text), TEXT_CHUNK)]
-
-
-# --- chat completions ---
-def _tool_call_entries(calls: list[dict]) -> list[dict]:
-    return [{"index": i, "id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-            for i, c in enumerate(calls)]
-
-
-def _completion(request: dict, reply: Reply, model: str) -> dict:
-    calls = _calls(reply)
-    entries = _tool_call_entries(calls)
-    message: dict[str, Any] = {"role": "assistant", "content": reply.content or (None if entries else "")}
-    if entries:
-        message["tool_calls"] = [{k: v for k, v in e.items() if k != "index"} for e in entries]
-    return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": request.get("model") or model,
-        "choices": [{"index": 0, "message": message, "finish_reason": _finish_reason(reply)}],
-        "usage": _usage(request, reply, calls),
-    }
-
-
-def _stream_chunks(request: dict, reply: Reply, model: str) -> list[dict]:
-    base = {"id": f"chatcmpl-{uuid.uuid4().hex[:16]}", "object": "chat.completion.chunk",
-            "created": int(time.time()), "model": request.get("model") or model}
-
-    def chunk(delta: dict, finish: str | None = None) -> dict:
-        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
-    calls = _calls(reply)
-    chunks = [chunk({"role": "assistant", "content": ""})]
-    chunks += [chunk({"content": piece}) for piece in _pieces(reply.content)]
-    if calls:
-        chunks.append(chunk({"tool_calls": _tool_call_entries(calls)}))
-    chunks.append(chunk({}, _finish_reason(reply)))
-    if (request.get("stream_options") or {}).get("include_usage", True):
-        chunks.append({**base, "choices": [], "usage": _usage(request, reply, calls)})
-    return chunks
-
-
-# --- Anthropic Messages ---
-def _anthropic_blocks(reply: Reply, calls: list[dict]) -> list[dict]:
-    blocks = [{"type": "text", "text": reply.content}] if reply.content or not calls else []
-    return blocks + [{"type": "tool_use", "id": "toolu_" + c["id"].removeprefix("call_"), "name": c["name"],
-                      "input": c["input"]} for c in calls]
-
-
-def _anthropic_usage(request: dict, reply: Reply, calls: list[dict]) -> dict[str, int]:
-    usage = _usage(request, reply, calls)
-    return {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0),
-            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-
-
-def _anthropic_message(request: dict, reply: Reply, model: str) -> dict:
-    calls = _calls(reply)
-    return {"id": f"msg_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant",
-            "model": request.get("model") or model, "content": _anthropic_blocks(reply, calls),
-            "stop_reason": ANTHROPIC_STOP.get(_finish_reason(reply), "end_turn"), "stop_sequence": None,
-            "usage": _anthropic_usage(request, reply, calls)}
-
-
-def _anthropic_events(request: dict, reply: Reply, model: str) -> list[dict]:
-    """message_start, per block start / deltas / stop, message_delta (stop_reason, usage), message_stop."""
-    message = _anthropic_message(request, reply, model)
-    usage = message["usage"]
-    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
-    events: list[dict] = [{"type": "message_start", "message": start}]
-    for index, block in enumerate(message["content"]):
-        if block["type"] == "text":
-            events.append({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
-            events += [{"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}
-                       for piece in _pieces(block["text"])]
-        else:
-            events.append({"type": "content_block_start", "index": index, "content_block": {**block, "input": {}}})
-            events += [{"type": "content_block_delta", "index": index,
-                        "delta": {"type": "input_json_delta", "partial_json": piece}}
-                       for piece in _pieces(json.dumps(block["input"]))]
-        events.append({"type": "content_block_stop", "index": index})
-    events.append({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                   "usage": {"output_tokens": usage["output_tokens"]}})
-    events.append({"type": "message_stop"})
-    return events
-
-
-# --- OpenAI Responses ---
-def _response_items(reply: Reply, calls: list[dict]) -> list[dict]:
-    items = []
-    if reply.content or not calls:
-        items.append({"type": "message", "id": f"msg_{uuid.uuid4().hex[:16]}", "status": "completed", "role": "assistant",
-                      "content": [{"type": "output_text", "text": reply.content, "annotations": []}]})
-    items += [{"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:16]}", "status": "completed",
-               "call_id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in calls]
-    return items
-
-
-def _response(request: dict, reply: Reply, model: str) -> dict:
-    calls = _calls(reply)
-    usage = _usage(request, reply, calls)
-    return {"id": f"resp_{uuid.uuid4().hex[:16]}", "object": "response", "created_at": int(time.time()),
-            "status": "completed", "model": request.get("model") or model, "output": _response_items(reply, calls),
-            "usage": {"input_tokens": usage.get("prompt_tokens", 0), "input_tokens_details": {"cached_tokens": 0},
-                      "output_tokens": usage.get("completion_tokens", 0),
-                      "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": usage.get("total_tokens", 0)}}
-
-
-def _responses_events(request: dict, reply: Reply, model: str) -> list[dict]:
-    """response.created, per item output_item.added / deltas / output_item.done, response.completed."""
-    response = _response(request, reply, model)
-    events: list[dict] = [{"type": "response.created", "response": {**response, "status": "in_progress", "output": []}}]
-    for index, item in enumerate(response["output"]):
-        if item["type"] == "message":
-            text = item["content"][0]["text"]
-            events.append({"type": "response.output_item.added", "output_index": index,
-                           "item": {**item, "status": "in_progress", "content": []}})
-            part = {"item_id": item["id"], "output_index": index, "content_index": 0}
-            events.append({"type": "response.content_part.added", **part, "part": {**item["content"][0], "text": ""}})
-            events += [{"type": "response.output_text.delta", **part, "delta": piece} for piece in _pieces(text)]
-            events.append({"type": "response.output_text.done", **part, "text": text})
-            events.append({"type": "response.content_part.done", **part, "part": item["content"][0]})
-        else:
-            events.append({"type": "response.output_item.added", "output_index": index,
-                           "item": {**item, "status": "in_progress", "arguments": ""}})
-            events += [{"type": "response.function_call_arguments.delta", "item_id": item["id"], "output_index": index,
-                        "delta": piece} for piece in _pieces(item["arguments"])]
-            events.append({"type": "response.function_call_arguments.done", "item_id": item["id"],
-                           "output_index": index, "arguments": item["arguments"]})
-        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
-    events.append({"type": "response.completed", "response": response})
-    return [{**event, "sequence_number": n} for n, event in enumerate(events)]
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "ScriptedModelServer", "Script", "Rule", "Reply", "tool_call", "message_text", "tool_names", "normalize_request",

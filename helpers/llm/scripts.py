@@ -1,7 +1,8 @@
 """What the scripted model server answers: a Script of Rules over requests seen in one chat-shaped form.
 
-`normalize_request(api, body)` turns an OpenAI chat-completions, Anthropic Messages or Responses request
-into {"api", "model", "stream", "tools", "messages"}; a Rule's conditions (system_contains, user_contains,
+`normalize_request(api, body, path)` turns an OpenAI chat-completions, Anthropic Messages, Responses or
+Gemini request into {"api", "model", "stream", "tools", "messages"} (a Gemini request names its model and
+whether it streams in its path, not its body); a Rule's conditions (system_contains, user_contains,
 model, match, the turn count) read that form, and its reply is a Reply, a list of Replies indexed by the
 assistant turns already in the request, or a function of the request. See helpers.llm.scripted_server.
 """
@@ -46,8 +47,9 @@ class Reply:
 # How a Reply can misbehave (Reply.fault), for streams of every API and for whole answers:
 FAULTS = {
     "end_early": "after `fault_after` events the connection closes without the stream's end marker ([DONE], "
-                 "message_stop, response.completed) or HTTP's last chunk, as an ASGI app that returned without "
-                 "completing its response; a whole answer ends halfway through its body",
+                 "message_stop, response.completed, Gemini's chunk with a finishReason) or HTTP's last chunk, "
+                 "as an ASGI app that returned without completing its response; a whole answer ends halfway "
+                 "through its body",
     "reset": "as end_early, but the connection is reset (TCP RST) instead of closed",
     "no_end_marker": "the HTTP answer completes after `fault_after` events, without the stream's end marker",
     "stall": "after `fault_after` events (a whole answer: its headers and half its body) nothing more is sent "
@@ -59,7 +61,7 @@ FAULTS = {
                  "with an Anthropic message, the others with a chat completion), as a server or proxy that "
                  "serves one API on another's path",
 }
-WRONG_API = {"chat": "anthropic", "anthropic": "chat", "responses": "chat"}  # the shape a "wrong_api" fault answers in
+WRONG_API = {"chat": "anthropic", "anthropic": "chat", "responses": "chat", "gemini": "chat"}  # the shape a "wrong_api" fault answers in
 
 
 def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -146,15 +148,22 @@ def tool_names(request: dict) -> list[str]:
     """The names of the tools a request offers, whatever the API's tool shape."""
     names = []
     for tool in request.get("tools") or []:
-        if isinstance(tool, dict):
+        if isinstance(tool, dict) and tool.get("functionDeclarations"):  # Gemini: one tool, many functions
+            names += [str(f.get("name")) for f in tool["functionDeclarations"] if isinstance(f, dict)]
+        elif isinstance(tool, dict):
             name = tool.get("name") or (tool.get("function") or {}).get("name") or tool.get("type")
             if name:
                 names.append(str(name))
     return names
 
 
-def normalize_request(api: str, body: dict) -> dict:
-    """`body` of an "anthropic" / "responses" / "chat" request in the chat shape rules read (module doc)."""
+def normalize_request(api: str, body: dict, path: str = "") -> dict:
+    """`body` of an "anthropic" / "responses" / "gemini" / "chat" request in the chat shape rules read (module
+    doc); `path`: where a Gemini request names its model (.../models/<model>:streamGenerateContent)."""
+    if api == "gemini":
+        model, _, method = path.split("?")[0].rpartition("/models/")[2].partition(":")
+        return {**body, "api": api, "model": model, "stream": method == "streamGenerateContent",
+                "messages": _gemini_messages(body)}
     if api == "anthropic":
         messages = _anthropic_messages(body)
     elif api == "responses":
@@ -216,16 +225,53 @@ def _responses_messages(body: dict) -> list[dict]:
     return messages
 
 
+def _gemini_messages(body: dict) -> list[dict]:
+    """Gemini `systemInstruction` and `contents` (roles user / model; parts text, functionCall,
+    functionResponse) as chat messages: a model turn's calls its tool_calls, each functionResponse a tool message."""
+    system = _gemini_text((body.get("systemInstruction") or {}).get("parts"))
+    messages = [{"role": "system", "content": system}] if system else []
+    contents = body.get("contents")
+    for content in [contents] if isinstance(contents, dict) else contents or []:
+        parts = [p for p in content.get("parts") or [] if isinstance(p, dict)]
+        if content.get("role") == "model":
+            calls = [{"id": (p["functionCall"].get("id") or ""), "type": "function",
+                      "function": {"name": p["functionCall"].get("name"),
+                                   "arguments": json.dumps(p["functionCall"].get("args") or {})}}
+                     for p in parts if isinstance(p.get("functionCall"), dict)]
+            messages.append({"role": "assistant", "content": _gemini_text(parts), **({"tool_calls": calls} if calls else {})})
+            continue
+        for part in parts:
+            if isinstance(part.get("functionResponse"), dict):
+                answer = part["functionResponse"]
+                messages.append({"role": "tool", "tool_call_id": answer.get("id") or answer.get("name"),
+                                 "content": json.dumps(answer.get("response") or {})})
+        text = _gemini_text(parts)
+        if text or not parts:
+            messages.append({"role": "user", "content": text})
+    return messages
+
+
+def _gemini_text(parts: Any) -> str:
+    return "\n".join(p["text"] for p in parts or [] if isinstance(p, dict) and isinstance(p.get("text"), str)
+                     and not p.get("thought"))
+
+
 def _model_list(models: Sequence[str]) -> dict:
-    """A model list as OpenAI (object, owned_by) and Anthropic (type, display_name, has_more) both write it."""
+    """A model list as OpenAI (object, owned_by), Anthropic (type, display_name, has_more) and Gemini
+    (`models`: name "models/<id>", supportedGenerationMethods) all read it."""
     data = [{"id": m, "object": "model", "type": "model", "created": 0, "created_at": "2026-01-01T00:00:00Z",
              "display_name": m, "owned_by": "scripted"} for m in models]
+    gemini = [{"name": f"models/{m}", "displayName": m, "inputTokenLimit": 1_048_576, "outputTokenLimit": 65_536,
+               "supportedGenerationMethods": ["generateContent", "countTokens"]} for m in models]
     return {"object": "list", "data": data, "has_more": False, "first_id": models[0] if models else None,
-            "last_id": models[-1] if models else None}
+            "last_id": models[-1] if models else None, "models": gemini}
 
 
 def _api_of(path: str) -> str | None:
     path = path.split("?")[0].rstrip("/")
+    if "/models/" in path and ":" in path:  # Gemini: .../models/<model>:<method>
+        return {"generateContent": "gemini", "streamGenerateContent": "gemini",
+                "countTokens": "gemini_count_tokens"}.get(path.rpartition(":")[2])
     for suffix, api in (("/chat/completions", "chat"), ("/messages/count_tokens", "count_tokens"),
                         ("/messages", "anthropic"), ("/responses", "responses")):
         if path.endswith(suffix):
@@ -234,9 +280,16 @@ def _api_of(path: str) -> str | None:
 
 
 # --- wire pieces the scripted server shares ---
-def _error_body(message: str, kind: str, api: str | None = None) -> dict:
+GEMINI_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                 429: "RESOURCE_EXHAUSTED", 499: "CANCELLED", 500: "INTERNAL", 503: "UNAVAILABLE",
+                 504: "DEADLINE_EXCEEDED"}  # Google's RPC status names, as its error bodies carry them
+
+
+def _error_body(message: str, kind: str, api: str | None = None, status: int = 400) -> dict:
     if api in ("anthropic", "count_tokens"):
         return {"type": "error", "error": {"type": kind, "message": message}}
+    if api in ("gemini", "gemini_count_tokens"):
+        return {"error": {"code": status, "message": message, "status": GEMINI_STATUS.get(status, "UNKNOWN")}}
     return {"error": {"message": message, "type": kind, "code": kind}}
 
 

@@ -10,14 +10,19 @@
 
 - URLs: `url_for(name)` is the upstream's base URL with its origin swapped for
   `http://127.0.0.1:<port>/u/<name>`, and `/u/<name><path>` is forwarded to `<origin><path>` for the model
-  endpoints only (policy.py: chat completions, Responses, Anthropic messages, the model list; on the
-  decoded path, tricky paths refused; `models` per upstream limits the model ids; under a budget only
-  priced models pass). So an OpenAI-style client takes `url_for` as its base URL (".../v1"), an Anthropic
-  client takes it as ANTHROPIC_BASE_URL (Anthropic's base URL has no /v1) and a client of Anthropic's API
-  that posts `{baseUrl}/messages`, takes `url_for(name) + "/v1"`. Anything else gets a 403 saying why.
-- Keys: a client sends its token as `Authorization: Bearer <token>` or `x-api-key: <token>`; the gateway
-  drops every credential header the client sent and adds the real key the way the upstream expects it
-  (Bearer for "openai" and "openai-compatible", x-api-key for "anthropic"). Unknown tokens get 401. The
+  endpoints only (policy.py: chat completions, Responses, Anthropic messages, the model list, and Gemini's
+  `/v1beta/models/<model>:generateContent`, `:streamGenerateContent`, `:countTokens` and GET
+  `/v1beta/models` (`/v1/` likewise); on the decoded path, tricky paths refused; `models` per upstream
+  limits the model ids, a Gemini call's taken from its path; under a budget only priced models pass). So
+  an OpenAI-style client takes `url_for` as its base URL (".../v1"), an Anthropic client takes it as
+  ANTHROPIC_BASE_URL (Anthropic's base URL has no /v1), a client of Anthropic's API that posts
+  `{baseUrl}/messages`, takes `url_for(name) + "/v1"`, and a Gemini client (google-genai's
+  `HttpOptions(base_url=...)`, GOOGLE_GEMINI_BASE_URL) takes `url_for(name)` (its paths carry the API
+  version). Anything else gets a 403 saying why, in Google's error shape for a Gemini client.
+- Keys: a client sends its token as `Authorization: Bearer <token>`, `x-api-key: <token>`,
+  `x-goog-api-key: <token>` or (Gemini) the query parameter `key=<token>`; the gateway drops every
+  credential header the client sent and the `key=` parameter, and adds the real key the way the upstream
+  expects it (Bearer for "openai" and "openai-compatible", x-api-key for "anthropic", x-goog-api-key for "gemini"). Unknown tokens get 401. The
   key is in no repr, log, record or error, and is scrubbed from non-streaming answers.
 - Streaming: an SSE answer is written to the client event by event as it arrives (whole events only);
   any other answer is passed on whole. Status codes and end-to-end headers are kept (the upstream is asked
@@ -26,7 +31,8 @@
   that is not JSON, or nothing for `idle_timeout_s` (a call longer than `call_timeout_s` likewise) ends the
   client's stream cleanly after what was valid, with an error event its SDK raises, in its own wire format
   (chat completions `data: {"error": ...}` then `[DONE]`; Anthropic `event: error` of type api_error;
-  Responses `response.failed`), saying what happened ("the model server ended the stream early after 3
+  Responses `response.failed`; Gemini `data: {"error": {"code": 502, "message", "status"}}`, which has no
+  end marker: its stream is complete once a chunk carried a finishReason), saying what happened ("the model server ended the stream early after 3
   chunks"). Before any byte went to the client, the same faults, a cut answer or a 2xx body that is not
   JSON are retried, and after the last retry answered with a JSON 502 (504 for a timeout). The record's
   status is 502 or 504 (`is_transient`). Each fault is logged as one line on the "helpers.llm.gateway"
@@ -48,8 +54,10 @@
   upstream at most 1 + max_retries times end to end.
 - Metering: one record per call (`calls()`), with the token's attributes, tokens from the upstream's usage
   (JSON body, the final SSE usage chunk, Anthropic message_start/message_delta, Responses
-  response.completed), cost from helpers.llm.pricing (None: unpriced or no usage reported; the model list
-  and failed calls cost 0), latency and retries. Cached input tokens are priced at the cache-read rate (see pricing.py).
+  response.completed, Gemini usageMetadata: thinking tokens counted as output), cost from
+  helpers.llm.pricing (None: unpriced or no usage reported; the model list, token counts (Anthropic's
+  count_tokens, Gemini's countTokens) and failed calls cost 0), latency and retries. Cached input tokens
+  are priced at the cache-read rate (see pricing.py).
 - Budget: once the priced calls' cost reaches `budget_usd`, new calls get 429 with a JSON error saying the
   budget is spent and the header `x-gateway-budget: spent`; their record says status "budget". Calls in
   flight finish, so the spend can overshoot by what they cost.

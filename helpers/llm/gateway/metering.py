@@ -1,12 +1,14 @@
 """Reading a model call: model, token usage, output text and tool calls from a JSON or SSE answer of any of
-the three wire formats (chat completions, Anthropic messages, Responses), and the conversation a request
-carries (an agent's trajectory so far).
+the four wire formats (chat completions, Anthropic messages, Responses, Gemini generateContent), and the
+conversation a request carries (an agent's trajectory so far).
 
-Token counts, the same in all three formats: `input_tokens` is every prompt token of the call (Anthropic
+Token counts, the same in all four formats: `input_tokens` is every prompt token of the call (Anthropic
 reports cache reads and cache writes apart from its `input_tokens`: they are added back), `cached_tokens`
 the part of them read from the provider's prompt cache (OpenAI `prompt_tokens_details.cached_tokens` or
-`input_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`; None when the answer does not
-say), and `output_tokens` what the model wrote."""
+`input_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`, Gemini `cachedContentTokenCount`;
+None when the answer does not say), and `output_tokens` what the model wrote (Gemini's usageMetadata counts
+its thinking apart: output is candidatesTokenCount + thoughtsTokenCount). Gemini names the model that
+answered in `modelVersion`."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ TRACE_MESSAGE_CHARS = config.GATEWAY_TRACE_MESSAGE_CHARS
 
 
 class Meter:
-    """Reads model, usage, output text and tool calls from a JSON or SSE answer of any of the three APIs."""
+    """Reads model, usage, output text and tool calls from a JSON or SSE answer of any of the four APIs."""
 
     def __init__(self, output: bool = True) -> None:
         self.output = output  # False: read only model and usage (cheaper: most stream events are skipped)
@@ -48,14 +50,14 @@ class Meter:
         *events, self._pending = self._pending.split(b"\n\n")
         for raw in events:
             data = b"\n".join(line[5:].lstrip() for line in raw.split(b"\n") if line.startswith(b"data:"))
-            if data and data != b"[DONE]" and (self.output or self.model is None or b'"usage"' in data):
+            if data and data != b"[DONE]" and (self.output or self.model is None or b'"usage' in data):
                 self.feed_json(data)
 
     def event(self, event: dict) -> None:
         inner = event.get("message") or event.get("response")
         inner = inner if isinstance(inner, dict) else {}
-        self.model = self.model or event.get("model") or inner.get("model")
-        usage = event.get("usage") or inner.get("usage")
+        self.model = self.model or event.get("model") or inner.get("model") or event.get("modelVersion")
+        usage = event.get("usage") or inner.get("usage") or _gemini_usage(event.get("usageMetadata"))
         if isinstance(usage, dict):
             self._take_usage(usage)
         if self.output:
@@ -106,6 +108,16 @@ class Meter:
                 for content in item.get("content") or [] if item.get("type") == "message" else []:
                     self._text.append(content.get("text") or "")
 
+        candidates = event.get("candidates") if isinstance(event.get("candidates"), list) else []
+        for candidate in (c for c in candidates if isinstance(c, dict)):  # Gemini, streamed or not
+            parts = (candidate.get("content") or {}).get("parts") or []
+            for part in (p for p in parts if isinstance(p, dict)):
+                if isinstance(part.get("text"), str) and not part.get("thought"):
+                    self._text.append(part["text"])
+                call = part.get("functionCall")
+                if isinstance(call, dict):  # each call comes whole, never in pieces
+                    self._tool(("gemini", len(self._tools)), call.get("name"), json.dumps(call.get("args") or {}))
+
     def _anthropic_blocks(self, blocks: list, first_index: int = 0) -> None:
         for i, block in enumerate(blocks, start=first_index):
             if block.get("type") == "text":
@@ -115,8 +127,18 @@ class Meter:
                 self._tool(("anthropic", i), block.get("name"), json.dumps(given) if given else "")
 
 
+def _gemini_usage(metadata: Any) -> dict | None:
+    """Gemini's usageMetadata in the chat-style keys _take_usage reads (promptTokenCount includes the cached part)."""
+    if not isinstance(metadata, dict) or "promptTokenCount" not in metadata:
+        return None
+    output = (metadata.get("candidatesTokenCount") or 0) + (metadata.get("thoughtsTokenCount") or 0)
+    cached = metadata.get("cachedContentTokenCount")
+    return {"prompt_tokens": metadata["promptTokenCount"], "completion_tokens": output,
+            **({"prompt_tokens_details": {"cached_tokens": cached}} if cached is not None else {})}
+
+
 def input_messages(request: Any, limit: int = TRACE_MESSAGE_CHARS) -> list[dict[str, Any]]:
-    """The conversation of a chat-completions, Anthropic messages or Responses request as
+    """The conversation of a chat-completions, Anthropic messages, Responses or Gemini request as
     [{"role", "content" (cut to `limit`), "tool_calls": [{"name", "arguments"}]}]; [] for anything else."""
     if not isinstance(request, dict):
         return []
@@ -125,17 +147,26 @@ def input_messages(request: Any, limit: int = TRACE_MESSAGE_CHARS) -> list[dict[
     def add(role: str, content: Any, tool_calls: list | None = None) -> None:
         messages.append({"role": role, "content": _plain(content)[:limit], "tool_calls": tool_calls or []})
 
-    system = request.get("system") or request.get("instructions")
+    system = request.get("system") or request.get("instructions") or (request.get("systemInstruction") or {}).get("parts")
     if system:
         add("system", system)
-    items = request.get("messages") or request.get("input") or []
+    items = request.get("messages") or request.get("input") or request.get("contents") or []
     if isinstance(items, str):
         add("user", items)
         return messages
     for item in items:
         if not isinstance(item, dict):
             continue
-        if item.get("type") == "function_call":  # Responses API input items
+        if isinstance(item.get("parts"), list):  # Gemini contents: text, functionCall and functionResponse parts
+            parts = [p for p in item["parts"] if isinstance(p, dict)]
+            calls = [{"name": p["functionCall"].get("name"), "arguments": json.dumps(p["functionCall"].get("args"))}
+                     for p in parts if isinstance(p.get("functionCall"), dict)]
+            answers = [p["functionResponse"].get("response") for p in parts if isinstance(p.get("functionResponse"), dict)]
+            for answer in answers:
+                add("tool", answer)
+            if calls or not answers:
+                add("assistant" if item.get("role") == "model" else "user", [p for p in parts if "text" in p], calls)
+        elif item.get("type") == "function_call":  # Responses API input items
             add("assistant", "", [{"name": item.get("name"), "arguments": item.get("arguments")}])
         elif item.get("type") == "function_call_output":
             add("tool", item.get("output"))

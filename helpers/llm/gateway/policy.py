@@ -2,16 +2,21 @@
 
 A run's token opens one upstream, and on it only the model endpoints (chat completions, Responses,
 Anthropic messages and their token count, the model list) under the upstream's own base path (or that
-path + /v1, as Anthropic-style clients post it), with the configured models when the gateway was given
-them, and, under a budget, only models with a price. Everything else gets a 403 naming what was refused.
+path + /v1, as Anthropic-style clients post it), and Gemini's (`/v1beta/models/<model>:generateContent`,
+`:streamGenerateContent`, `:countTokens`, GET `/v1beta/models`; `/v1/` likewise, the google-genai SDK's
+default), with the configured models when the gateway was given them (a Gemini call names its model in
+its path), and, under a budget, only models with a price. Everything else gets a 403 naming what was refused.
 Paths with `..`, `.`, empty segments, backslashes or encoded separators are refused before any routing.
 Streamed chat completions are asked for their usage (`stream_options.include_usage`), so that every
-call is metered against the budget. The error shape both SDKs read, and which recorded statuses are transient, live here too.
+call is metered against the budget. The error shape each client reads (OpenAI's and Anthropic's, or Google's
+`{"error": {"code", "message", "status"}}` for a Gemini client), and which recorded statuses are transient,
+live here too.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Mapping
 from urllib.parse import unquote, urlsplit
 
@@ -19,13 +24,20 @@ from aiohttp import web
 
 from helpers.core import config
 from helpers.llm.pricing import is_priced
-from helpers.llm.retries import is_retryable
+from helpers.llm.retries import GATEWAY_RETRIES_HEADER, is_retryable
 
 ENDPOINTS = {
     "POST": ("/chat/completions", "/responses", "/messages", "/messages/count_tokens"),
     "GET": ("/models",),
 }
 _ENCODED_SEPARATORS = ("%2f", "%5c", "%2e", "%00")
+# Gemini: the model and the method are in the path (the model's characters as Google's ids have them)
+GEMINI_CALL = re.compile(r"/(?:v1beta|v1)/models/([A-Za-z0-9][A-Za-z0-9._-]*):"
+                         r"(generateContent|streamGenerateContent|countTokens)")
+GEMINI_LISTS = ("/v1beta/models", "/v1/models")
+GEMINI_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 502: "UNAVAILABLE", 503: "UNAVAILABLE",
+                 504: "DEADLINE_EXCEEDED"}  # Google's RPC status names, as its error bodies carry them
 
 
 def upstream_path(raw_path: str, name: str) -> tuple[str, str] | str:
@@ -49,9 +61,13 @@ def refusal(method: str, path: str, base_url: str, body: dict[str, Any], models:
     """Why this request may not go upstream, or None when it may."""
     base = urlsplit(base_url).path.rstrip("/")
     allowed = {prefix + endpoint for endpoint in ENDPOINTS.get(method, ()) for prefix in (base, base + "/v1")}
-    if path not in allowed:
-        return f"{method} {path} is not a model endpoint this gateway forwards (allowed: {', '.join(sorted(allowed)) or 'none'})"
-    model = body.get("model")
+    allowed |= {base + listing for listing in GEMINI_LISTS} if method == "GET" else set()
+    gemini = method == "POST" and path.startswith(base + "/") and GEMINI_CALL.fullmatch(path[len(base):]) is not None
+    if path not in allowed and not gemini:
+        shown = sorted(allowed) + ([f"{base}/v1beta/models/<model>:generateContent|streamGenerateContent|countTokens"]
+                                   if method == "POST" else [])
+        return f"{method} {path} is not a model endpoint this gateway forwards (allowed: {', '.join(shown) or 'none'})"
+    model = model_of(path, body)
     if models is not None and model is not None and model not in models:
         return f"model {model!r} is not one this run may call (configured: {', '.join(sorted(models))})"
     # the scripted model has no price and charges nothing: any budget is kept with it
@@ -59,6 +75,29 @@ def refusal(method: str, path: str, base_url: str, body: dict[str, Any], models:
         return (f"model {model!r} has no price, so the budget of ${budget_usd:.2f} cannot be kept: add it to "
                 "PRICE_OVERRIDES in helpers/core/config.py, or run without a budget")
     return None
+
+
+def model_of(path: str, body: dict[str, Any]) -> Any:
+    """The model a call names: in a Gemini path (.../models/<model>:generateContent), else the body's `model`."""
+    call = GEMINI_CALL.search(path.partition("?")[0])
+    return call.group(1) if call else body.get("model")
+
+
+def streams(path: str, body: dict[str, Any]) -> bool:
+    """Whether a call asks for a stream: Gemini's :streamGenerateContent, or the body's `stream`."""
+    call = GEMINI_CALL.search(path.partition("?")[0])
+    return call.group(2) == "streamGenerateContent" if call else bool(body.get("stream"))
+
+
+def api_of(path: str, headers: Mapping[str, str] | None = None) -> str:
+    """The wire format a client speaks on `path`: "anthropic", "responses", "gemini" (a Gemini call or any
+    /v1beta/ path, or a client that sent Google's key header) or "chat"."""
+    path = path.partition("?")[0]
+    if GEMINI_CALL.search(path) or "/v1beta/" in path + "/" or "x-goog-api-key" in (headers or {}):
+        return "gemini"
+    if path.endswith("/messages"):
+        return "anthropic"
+    return "responses" if path.endswith("/responses") else "chat"
 
 
 def with_usage_reported(path: str, body: dict[str, Any], raw: bytes) -> bytes:
@@ -71,7 +110,7 @@ def with_usage_reported(path: str, body: dict[str, Any], raw: bytes) -> bytes:
     return json.dumps({**body, "stream_options": {**options, "include_usage": True}}).encode()
 
 
-__all__ = ["upstream_path", "refusal", "with_usage_reported", "ENDPOINTS"]  # documented in CODE_APPENDIX.md
+__all__ = ["upstream_path", "refusal", "with_usage_reported", "model_of", "streams", "api_of", "ENDPOINTS"]  # documented in CODE_APPENDIX.md
 
 
 def is_transient(status: int | str | None) -> bool:
@@ -90,7 +129,20 @@ async def healthz(_: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
 
-def error_response(status: int, message: str, kind: str, headers: Mapping[str, str] | None = None) -> web.Response:
-    """An error in the OpenAI/Anthropic shape both SDKs read ({"error": {"message", "type"}})."""
-    body = {"type": "error", "error": {"message": message, "type": kind, "code": kind}}
+def error_response(status: int, message: str, kind: str, headers: Mapping[str, str] | None = None,
+                   api: str = "chat") -> web.Response:
+    """An error in the OpenAI/Anthropic shape both SDKs read ({"error": {"message", "type"}}), or for a
+    Gemini client (`api`) in Google's ({"error": {"code", "message", "status"}}), which the google-genai SDK reads."""
+    body = gemini_error(status, message) if api == "gemini" else \
+        {"type": "error", "error": {"message": message, "type": kind, "code": kind}}
     return web.json_response(body, status=status, headers=dict(headers or {}))
+
+
+def gemini_error(status: int, message: str) -> dict:
+    return {"error": {"code": status, "message": message, "status": GEMINI_STATUS.get(status, "UNKNOWN")}}
+
+
+def no_more_retries(record: dict) -> dict[str, str]:
+    """Headers on an answer the gateway has retried as far as its policy allows: ours, and the one the OpenAI
+    and Anthropic SDKs (and so Cline and Claude Code) honour, so that no client retries it again."""
+    return {GATEWAY_RETRIES_HEADER: str(record["retries"]), "x-should-retry": "false"}

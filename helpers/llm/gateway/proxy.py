@@ -20,14 +20,16 @@ from yarl import URL
 
 from helpers.core import config
 from helpers.llm.gateway.metering import Meter, body_text, decoded_body, input_messages, json_or_none
-from helpers.llm.gateway.policy import error_response, healthz, refusal, upstream_path, with_usage_reported
+from helpers.llm.gateway.policy import (api_of, error_response, healthz, model_of, no_more_retries, refusal, streams,
+                                        upstream_path, with_usage_reported)
 from helpers.llm.gateway.pool import POOL_PAUSE_STATUS, Pool
 from helpers.llm.gateway.relay import (READ_ERRORS, Limits, Stream, UpstreamFault, check_json, client_left, note,
                                         read_fault, relay)
-from helpers.llm.gateway.upstreams import Upstream, client_headers, scrub, scrub_bytes, token_of, upstream_headers
+from helpers.llm.gateway.upstreams import (Upstream, client_headers, scrub, scrub_bytes, token_of, upstream_headers,
+                                           without_key)
 from helpers.llm.gateway.tracing import RECORD_FIELDS
 from helpers.llm.pricing import call_cost_usd
-from helpers.llm.retries import GATEWAY_RETRIES_HEADER, TryAgain, is_retryable, policy, retry_after_s
+from helpers.llm.retries import TryAgain, is_retryable, policy, retry_after_s
 
 GATEWAY_CONCURRENCY = config.GATEWAY_CONCURRENCY
 BACKOFF_S = config.GATEWAY_BACKOFF_S
@@ -42,12 +44,6 @@ MAX_REQUEST_BYTES = 256 * 2**20  # long agent conversations exceed aiohttp's 1 M
 
 BUDGET_HEADER = "x-gateway-budget"
 
-
-
-def no_more_retries(record: dict) -> dict[str, str]:
-    """Headers on an answer the gateway has retried as far as its policy allows: ours, and the one the OpenAI
-    and Anthropic SDKs (and so Cline and Claude Code) honour, so that no client retries it again."""
-    return {GATEWAY_RETRIES_HEADER: str(record["retries"]), "x-should-retry": "false"}
 
 class Gateway:
     """A loopback HTTP proxy in a background thread; start()/stop() or use it as a context manager.
@@ -254,7 +250,7 @@ class Gateway:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         """One model call, counted as under way until its record is written (see calls())."""
-        key = token_of(request.headers) or ""
+        key = token_of(request.headers, request.query_string) or ""
         with self._lock:
             self._inflight[key] = self._inflight.get(key, 0) + 1
         try:
@@ -268,15 +264,15 @@ class Gateway:
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         started, started_at = time.monotonic(), time.time()
-        name = request.match_info["name"]
+        name, api = request.match_info["name"], api_of(request.path, request.headers)  # api: the error shape
         upstream = self.upstreams.get(name)
         if upstream is None:
-            return error_response(404, f"gateway: no upstream named {name!r}", "unknown_upstream")
-        token = token_of(request.headers)
+            return error_response(404, f"gateway: no upstream named {name!r}", "unknown_upstream", api=api)
+        token = token_of(request.headers, request.query_string)
         with self._lock:
             client = self._tokens.get(token or "")
         if client is None or client["upstream"] != name or client.get("revoked"):
-            return error_response(401, f"gateway: unknown or revoked token for upstream {name!r}", "invalid_token")
+            return error_response(401, f"gateway: unknown or revoked token for upstream {name!r}", "invalid_token", api=api)
         body = await request.read()
         asked = json_or_none(body)
         asked = asked if isinstance(asked, dict) else {}
@@ -284,13 +280,13 @@ class Gateway:
         why = where if isinstance(where, str) else refusal(request.method, where[0], upstream.url, asked,
                                                            self.models.get(name), self.budget_usd)
         if why is not None:
-            return error_response(403, f"gateway: refused: {why}", "forbidden")
-        path, query = where
+            return error_response(403, f"gateway: refused: {why}", "forbidden", api=api)
+        path, query = where[0], without_key(where[1])  # a token in the URL goes no further
         body = with_usage_reported(path, asked, body)
         record = {**{k: v for k, v in client.items() if k not in ("upstream", "revoked")},
                   "id": secrets.token_hex(8), "upstream": name, "method": request.method,
-                  "path": path + (f"?{query}" if query else ""), "model": asked.get("model"),
-                  "stream": bool(asked.get("stream")), "status": None, "input_tokens": None,
+                  "path": path + (f"?{query}" if query else ""), "model": model_of(path, asked),
+                  "stream": streams(path, asked), "status": None, "input_tokens": None,
                   "cached_tokens": None, "output_tokens": None, "cost_usd": None, "latency_s": None, "retries": 0, "waited_s": 0.0,
                   "started_at": started_at, "error": None}
         if self._budget_spent():
@@ -299,7 +295,7 @@ class Gateway:
             self._finish(token, record, started, body, asked, b"", Meter())
             return error_response(429, f"gateway: the budget of ${self.budget_usd:.2f} for model calls is spent "
                           f"(${self.spent_usd:.2f} used); no new model calls are made.", "budget_exceeded",
-                          {BUDGET_HEADER: "spent"})
+                          {BUDGET_HEADER: "spent"}, api=api)
         meter, kept = Meter(output=self.trace is not None), [b""]
         response: aiohttp.ClientResponse | None = None
         finished = False
@@ -333,7 +329,7 @@ class Gateway:
             return web.Response(status=response.status, headers=headers, body=answer)
         except UpstreamFault as fault:  # nothing reached the client yet: a plain JSON error
             record.update(status=fault.status, error=fault.message)
-            return error_response(fault.status, f"gateway: {fault.message}", fault.kind, no_more_retries(record))
+            return error_response(fault.status, f"gateway: {fault.message}", fault.kind, no_more_retries(record), api=api)
         except asyncio.CancelledError:  # the client left (aiohttp cancels its handler): stop the upstream at once
             if not finished:  # (after its record was written, the client had its whole answer)
                 client_left(record)
@@ -410,8 +406,9 @@ class Gateway:
             return self.budget_usd is not None and self._spent_usd >= self.budget_usd
 
     def _meter_record(self, record: dict, meter: "Meter") -> None:
-        if record["status"] is None or record["status"] >= 400 or record["method"] == "GET":
-            record.update(input_tokens=0, output_tokens=0, cost_usd=0.0)  # failed calls and the model list are free
+        counts = record["path"].partition("?")[0].endswith((":countTokens", "/count_tokens"))  # free at both providers
+        if record["status"] is None or record["status"] >= 400 or record["method"] == "GET" or counts:
+            record.update(input_tokens=0, output_tokens=0, cost_usd=0.0)  # failed calls, the model list, token counts
             return
         record["model"] = meter.model or record["model"]
         record.update(input_tokens=meter.input_tokens, cached_tokens=meter.cached_tokens,

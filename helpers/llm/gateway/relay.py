@@ -4,9 +4,11 @@ event or a body that is not JSON, a stall, a call that runs too long.
 A stream is relayed event by event (only whole SSE events, so an error event never lands inside a torn
 one). Each fault becomes an UpstreamFault saying what happened ("the model server ended the stream early
 after 3 chunks"); the proxy retries it while nothing reached the client, else ends the client's stream
-with `error_event` in the client's own wire format. Every fault is logged as one line, without a
-traceback. A client that leaves gets its upstream call cancelled at once (aiohttp cancels the handler;
-closing the upstream connection stops the model server).
+with `error_event` in the client's own wire format. A Gemini stream has no end marker: it is complete once
+a chunk carried a finishReason (the upstream may still send chunks until it closes, and what breaks after
+that loses nothing). Every fault is logged as one line, without a traceback. A client that leaves gets
+its upstream call cancelled at once (aiohttp cancels the handler; closing the upstream connection stops
+the model server).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any, Callable
 import aiohttp
 from aiohttp import web
 
-from helpers.llm.gateway.policy import ClientGone
+from helpers.llm.gateway.policy import ClientGone, api_of, gemini_error
 from helpers.llm.gateway.upstreams import scrub
 
 log = logging.getLogger("helpers.llm.gateway")
@@ -32,7 +34,8 @@ READ_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
 # A model server's own error event mid-stream, by its type, as the status a whole answer would have had: the
 # call's record then says what failed, and whether a later retry may succeed (policy.is_transient).
 STREAM_ERROR_STATUS = {"overloaded_error": 529, "rate_limit_error": 429, "rate_limit_exceeded": 429,
-                       "api_error": 500, "server_error": 500, "internal_error": 500}
+                       "api_error": 500, "server_error": 500, "internal_error": 500,
+                       "RESOURCE_EXHAUSTED": 429, "UNAVAILABLE": 503, "INTERNAL": 500}  # the last: Gemini's
 
 
 class UpstreamFault(Exception):
@@ -112,6 +115,7 @@ class Stream:
         self.response, self.limits = response, limits
         self.chunks = 0  # events handed out
         self.ended = False  # the end marker came
+        self.finished = False  # Gemini: a chunk carried a finishReason, so the stream may end at any time
         self.about: dict[str, Any] = {}  # Responses API: the response the stream is about, for response.failed
         self.sequence = -1
         self.upstream_error: tuple[int, str] | None = None  # the server's own error event: (status, message)
@@ -131,7 +135,13 @@ class Stream:
             try:
                 chunk = await self.response.content.readany()
             except READ_ERRORS as error:
+                if self.finished:  # the answer was whole: what broke after it loses nothing
+                    self.ended = True
+                    break
                 raise read_fault(error, self.limits, self.chunks) from None
+            if not chunk and self.finished:  # closed cleanly after the last chunk
+                self.ended = True
+                break
             if not chunk:
                 raise UpstreamFault(f"the model server ended the stream early after {chunks_text(self.chunks)} "
                                     "(no end marker)")
@@ -167,27 +177,28 @@ class Stream:
         if not isinstance(parsed, dict):
             return
         self.ended = self.ended or parsed.get("type") in END_TYPES or bool(parsed.get("error"))
+        candidates = parsed.get("candidates")
+        self.finished = self.finished or (isinstance(candidates, list) and any(
+            isinstance(c, dict) and c.get("finishReason") for c in candidates))
         if isinstance(parsed.get("response"), dict):
             self.about = parsed["response"]
         if isinstance(parsed.get("sequence_number"), int):
             self.sequence = parsed["sequence_number"]
         error = parsed.get("error") or (parsed.get("response") or {}).get("error")
         if isinstance(error, dict) and self.upstream_error is None:
-            kind = str(error.get("type") or error.get("code") or "")
-            self.upstream_error = (STREAM_ERROR_STATUS.get(kind, 502), f"the model server sent an error mid-stream "
+            kind = str(error.get("type") or error.get("status") or error.get("code") or "")
+            code = error.get("code")  # Gemini's: the HTTP status a whole answer would have had
+            status = code if isinstance(code, int) and 400 <= code < 600 else STREAM_ERROR_STATUS.get(kind, 502)
+            self.upstream_error = (status, f"the model server sent an error mid-stream "
                                    f"({kind or 'no type'}): {str(error.get('message') or '')[:300]}")
 
 
-def api_of(path: str) -> str:
-    """The wire format a client speaks on `path`: "anthropic", "responses" or "chat"."""
-    if path.endswith("/messages"):
-        return "anthropic"
-    return "responses" if path.endswith("/responses") else "chat"
-
-
-def error_event(api: str, message: str, stream: Stream) -> bytes:
+def error_event(api: str, message: str, stream: Stream, status: int = 502) -> bytes:
     """The end of a broken stream in the client's wire format, as its SDK reads an error: chat completions a
-    `{"error": ...}` event then [DONE]; Anthropic an `error` event; Responses `response.failed`."""
+    `{"error": ...}` event then [DONE]; Anthropic an `error` event; Responses `response.failed`; Gemini a
+    `data: {"error": {"code", "message", "status"}}` chunk (no end marker: the google-genai SDK raises it)."""
+    if api == "gemini":
+        return b"data: " + json.dumps(gemini_error(status, message)).encode() + b"\n\n"
     if api == "anthropic":
         body = {"type": "error", "error": {"type": "api_error", "message": message}}
         return b"event: error\ndata: " + json.dumps(body).encode() + b"\n\n"
@@ -236,7 +247,8 @@ async def relay(request: web.Request, response: aiohttp.ClientResponse, stream: 
     finish()
     try:
         if fault is not None:
-            await _write(out, error_event(api_of(record["path"].partition("?")[0]), record["error"], stream))
+            await _write(out, error_event(api_of(record["path"], request.headers), record["error"], stream,
+                                             fault.status))
         await out.write_eof()
     except (ConnectionError, ClientGone):  # the client hung up once it had what it was sent: nothing is lost
         pass

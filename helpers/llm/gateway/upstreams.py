@@ -1,26 +1,30 @@
 """Upstreams and the key swap: where each provider is, its real key (never shown), and the headers that go
-each way (the client's credentials dropped, the real key added the way the provider wants it)."""
+each way (the client's credentials dropped, the real key added the way the provider wants it).
+
+A client's token comes as `Authorization: Bearer`, `x-api-key`, or (Google's Gemini API) `x-goog-api-key` or
+the query parameter `key=`; every one of them is dropped before the request goes upstream."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Mapping
+from urllib.parse import parse_qsl, urlencode
 
-KINDS = ("openai", "anthropic", "openai-compatible")
-DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+KINDS = ("openai", "anthropic", "openai-compatible", "gemini")
+DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com",
+                     "gemini": "https://generativelanguage.googleapis.com"}  # Gemini's paths carry their version
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                "trailers", "transfer-encoding", "upgrade", "host", "content-length"}
-_CREDENTIAL_HEADERS = {"authorization", "x-api-key", "api-key"}
-
-
+_CREDENTIAL_HEADERS = {"authorization", "x-api-key", "api-key", "x-goog-api-key"}
+KEY_HEADERS = {"anthropic": "x-api-key", "gemini": "x-goog-api-key"}  # kind -> its key header; else Bearer
 
 @dataclass(frozen=True)
 class Upstream:
     """One model provider: where it is, its real key (never shown) and how it wants the key."""
 
-    base_url: str | None = None  # None: the kind's public URL (OpenAI .../v1, Anthropic without /v1)
+    base_url: str | None = None  # None: the kind's public URL (OpenAI .../v1, Anthropic and Gemini without a version)
     api_key: str | None = field(default=None, repr=False)  # None: send no key (e.g. the scripted server)
-    kind: str = "openai"  # "openai" | "anthropic" | "openai-compatible"
+    kind: str = "openai"  # "openai" | "anthropic" | "openai-compatible" | "gemini"
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -33,11 +37,19 @@ class Upstream:
         return (self.base_url or DEFAULT_BASE_URLS[self.kind]).rstrip("/")
 
 
-def token_of(headers: Mapping[str, str]) -> str | None:
+def token_of(headers: Mapping[str, str], query: str = "") -> str | None:
+    """The gateway token a client sent: Bearer, x-api-key, x-goog-api-key, or a `key=` query parameter."""
     authorization = headers.get("Authorization", "")
     if authorization.lower().startswith("bearer "):
         return authorization[7:].strip()
-    return headers.get("x-api-key") or None
+    return (headers.get("x-api-key") or headers.get("x-goog-api-key")
+            or dict(parse_qsl(query)).get("key") or None)
+
+
+def without_key(query: str) -> str:
+    """`query` without a `key=` parameter: a token (or a key) in the URL is never forwarded."""
+    pairs = parse_qsl(query, keep_blank_values=True)
+    return urlencode([(k, v) for k, v in pairs if k != "key"]) if any(k == "key" for k, _ in pairs) else query
 
 
 def upstream_headers(client_headers: Mapping[str, str], upstream: Upstream) -> dict[str, str]:
@@ -46,8 +58,8 @@ def upstream_headers(client_headers: Mapping[str, str], upstream: Upstream) -> d
                if k.lower() not in _HOP_BY_HOP | _CREDENTIAL_HEADERS | {"accept-encoding"}}
     headers["Accept-Encoding"] = "identity"
     if upstream.api_key:
-        if upstream.kind == "anthropic":
-            headers["x-api-key"] = upstream.api_key
+        if upstream.kind in KEY_HEADERS:
+            headers[KEY_HEADERS[upstream.kind]] = upstream.api_key
         else:
             headers["Authorization"] = f"Bearer {upstream.api_key}"
     return headers
