@@ -28,7 +28,7 @@ PYTEST_ARGS ?=
 
 .PHONY: setup sandbox phoenix-server mini-swe-agent quickstart notebook test test-real local-model local-model-build bench phoenix clean
 
-AGENT_CLIS := cline/node_modules/.installed claude_code/node_modules/.installed codex/node_modules/.installed opencode/node_modules/.installed
+AGENT_CLIS := cline/node_modules/.installed claude_code/node_modules/.installed codex/node_modules/.installed opencode/node_modules/.installed gemini_cli/node_modules/.installed
 
 setup: $(VENV)/.installed $(PHOENIX_MARK) $(AGENT_CLIS) $(MINI_MARK) sandbox
 
@@ -104,7 +104,7 @@ bench: setup
 	@status=0; for bench in benchmarks/bench_*.py; do echo "== $$bench"; $(PY) $$bench || status=1; done; exit $$status
 
 clean:
-	rm -rf $(VENV) $(PHOENIX_VENV) $(MINI_VENV) cline/node_modules claude_code/node_modules codex/node_modules opencode/node_modules .state .cache .phoenix
+	rm -rf $(VENV) $(PHOENIX_VENV) $(MINI_VENV) cline/node_modules claude_code/node_modules codex/node_modules opencode/node_modules gemini_cli/node_modules .state .cache .phoenix
 
 phoenix: setup
 	@echo "Phoenix with every logged experiment (data in .phoenix/): http://127.0.0.1:6006  (Ctrl-C stops it)"

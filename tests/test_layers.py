@@ -8,7 +8,7 @@ import helpers
 from helpers.core.config import REPO_ROOT
 
 HELPERS = REPO_ROOT / "helpers"
-AGENT_PACKAGES = ("cline", "claude_code", "codex", "opencode")
+AGENT_PACKAGES = ("cline", "claude_code", "codex", "opencode", "gemini_cli")
 
 
 def module_name(path: Path) -> str:

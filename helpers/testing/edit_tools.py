@@ -127,12 +127,17 @@ def offered_tools(request: dict) -> dict[str, frozenset[str] | None]:
     """The tools a request offers, whatever the API's tool shape: name -> the argument names its JSON schema
     declares (None when it declares none, e.g. a free-form tool that takes raw text)."""
     offered: dict[str, frozenset[str] | None] = {}
-    for tool in request.get("tools") or []:
+    tools = []
+    for tool in request.get("tools") or []:  # Gemini: one tool holding many functionDeclarations
+        declared = tool.get("functionDeclarations") if isinstance(tool, dict) else None
+        tools += declared if isinstance(declared, list) else [tool]
+    for tool in tools:
         if not isinstance(tool, dict):
             continue
         function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
         name = function.get("name") or tool.get("type")
-        schema = function.get("parameters") or function.get("input_schema") or {}
+        schema = (function.get("parameters") or function.get("parametersJsonSchema") or function.get("input_schema")
+                  or {})
         properties = schema.get("properties") if isinstance(schema, dict) else None
         if name:
             offered[str(name)] = frozenset(properties) if isinstance(properties, dict) else None

@@ -1,0 +1,213 @@
+"""One Gemini CLI run on one task: the pinned CLI, isolated, headless, offline, with a timeout we enforce.
+
+    agent = GeminiCliAgent()          # on config.GEMINI_CLI_MODEL; the Agent protocol (helpers.core.protocols)
+    result = agent.run(task, workspace, ruleset)             # -> AgentResult; the engine takes the patch
+
+What a run does (measured on Gemini CLI 0.61.0; see gemini_cli/README.md):
+- `node gemini.js -p <task> --output-format stream-json --approval-mode yolo --skip-trust -m M` in the
+  workspace: JSON events on stdout (init, message, tool_use, tool_result, error, result), every tool call
+  approved, the workspace trusted without asking;
+- its own HOME (its ~/.gemini with settings.json: API-key auth, no telemetry, no usage statistics, no
+  update checks, environment redaction on) and TMPDIR in the per-run state folder, never in the workspace;
+- the Gemini API at GOOGLE_GEMINI_BASE_URL (the gateway), the key in GEMINI_API_KEY: the CLI's own
+  environment redaction keeps every variable named like a key out of the commands it runs;
+- the ruleset in the workspace's GEMINI.md (written by the engine), which the CLI sends as context in the
+  first user turn;
+- its own process group, killed with the parent and on timeout (helpers.core.processes.run_cli).
+The CLI has a plan mode, but no headless one this cookbook wires: mode="plan" is refused. A task-level
+failure (provider error, crash, timeout) is a result with status "error" or "timeout"; only setup
+problems raise.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from helpers.agents.base import CLIAgent, Invocation, task_text
+from helpers.agents.trajectories import cut_trajectory
+from helpers.core import config
+from helpers.core.processes import json_lines, last_lines, safe_environment
+from helpers.core.protocols import AgentResult, Task
+from helpers.llm.pricing import call_cost_usd
+from helpers.llm.scripted_server import tool_call
+from helpers.testing.edit_tools import ShellTool, changed_files
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+RULES_FILE = "GEMINI.md"
+GEMINI_URL = "https://generativelanguage.googleapis.com"
+KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")  # the first one set is the agent's key
+BASE_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"
+BASE_PROMPT = (
+    "You are Gemini CLI, Google's command-line coding agent, running headless in a git repository. You work "
+    "through its tools (run_shell_command, read_file, write_file, replace, glob, grep_search) to read, search "
+    "and edit files and to run tests. You are given an issue (a bug report or a feature request) and must change "
+    "the repository so that the issue is resolved; the repository's hidden tests decide whether your change is "
+    "correct. The rules below come from the repository's GEMINI.md, which Gemini CLI gives you as context."
+)
+# settings.json in the run's ~/.gemini (names from the CLI's settings schema)
+SETTINGS = {
+    "security": {"auth": {"selectedType": "gemini-api-key"},
+                 # every variable named like a key, token or secret is kept out of the commands it runs
+                 "environmentVariableRedaction": {"enabled": True}},
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+}
+QUIET = {"GEMINI_CLI_NO_RELAUNCH": "true",  # one node process, not a relaunched child with more heap
+         "GEMINI_CLI_TRUST_WORKSPACE": "true", "NO_BROWSER": "true"}
+
+
+@dataclass(frozen=True)
+class WriteFileTool:
+    """A dry-run adapter (helpers.testing.edit_tools) for the CLI's `write_file(file_path, content)`: each changed
+    file written whole; a deleted one removed through `run_shell_command` (its shell tool refuses a heredoc,
+    "command substitution detected", so the edit cannot go through `git apply <<EOF`)."""
+
+    tool: str = "write_file"
+    shell_tool: str = "run_shell_command"
+
+    @property
+    def arguments(self) -> frozenset[str]:
+        return frozenset({"file_path", "content"})
+
+    def calls(self, task: dict, patch: str) -> list[dict]:
+        return [tool_call(self.shell_tool, command=f"rm -f -- '{path}'") if new_text is None
+                else tool_call(self.tool, file_path=path, content=new_text)
+                for path, _, new_text in changed_files(task, patch)]
+
+
+def provider_settings(base_url: str | None, api_key: str | None) -> tuple[str, str]:
+    """(the Gemini API's base URL, the key): the ones given, else GOOGLE_GEMINI_BASE_URL and GEMINI_API_KEY
+    (or GOOGLE_API_KEY) from the environment or .env."""
+    url = base_url or config.read_env(BASE_URL_VARIABLE) or GEMINI_URL
+    key = api_key or next((k for k in map(config.read_env, KEY_VARIABLES) if k), None)
+    if not key:
+        raise config.MissingCredentials(
+            "The Gemini CLI agent needs a Gemini API key: set GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment "
+            f"or .env (and {BASE_URL_VARIABLE} for a server other than Google's).")
+    return url, key
+
+
+def state_environment(state: Path, base_url: str, key: str) -> dict[str, str]:
+    """The child's whole environment: the allow-list, its own HOME with settings.json, the URL and the key."""
+    home, tmp = state / "home", state / "tmp"
+    for folder in (home / ".gemini", tmp):
+        folder.mkdir(parents=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS, indent=1))
+    return safe_environment({"HOME": str(home), "TMPDIR": str(tmp), BASE_URL_VARIABLE: base_url,
+                             "GEMINI_API_KEY": key, **QUIET})
+
+
+def trajectory_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages, tool calls and their output from the CLI's stream-json events, in order."""
+    steps: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    for event in events:
+        kind = event.get("type")
+        if kind == "message" and event.get("role") == "assistant":
+            if steps and steps[-1]["type"] == "message" and event.get("delta"):
+                steps[-1]["text"] += str(event.get("content") or "")
+            else:
+                steps.append({"type": "message", "name": "assistant", "text": str(event.get("content") or "")})
+        elif kind == "tool_use":
+            name = names[str(event.get("tool_id"))] = str(event.get("tool_name") or "tool")
+            arguments = event.get("parameters") or {}
+            text = arguments.get("command") if name == "run_shell_command" else json.dumps(arguments)
+            steps.append({"type": "tool_call", "name": name, "text": str(text or "")})
+        elif kind == "tool_result":
+            error = event.get("error") or {}
+            output = event.get("output") or (error.get("message") if isinstance(error, dict) else error) or ""
+            steps.append({"type": "tool_result", "name": names.get(str(event.get("tool_id")), "tool"),
+                          "text": str(output), "exit_code": None if event.get("status") == "success" else 1})
+    return cut_trajectory(steps)
+
+
+def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeout_s: float, model: str,
+              instance_id: str, duration: float) -> AgentResult:
+    """The AgentResult of one run: completed when its `result` event says success; usage from its stats;
+    iterations are the model turns (each batch of tool calls, and the last answer)."""
+    usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
+    status_seen, errors, text, batches, previous = None, [], "", 0, None
+    for event in events:
+        kind = event.get("type")
+        batches += kind == "tool_use" and previous not in ("tool_use", "tool_result")  # one model turn's calls
+        previous = kind
+        if kind == "result":
+            status_seen = event.get("status")
+            stats = event.get("stats") or {}
+            usage["input_tokens"] = int(stats.get("input_tokens") or 0)
+            usage["output_tokens"] = int(stats.get("output_tokens") or 0)
+            usage["cache_read_tokens"] = int(stats.get("cached") or 0)
+            error = event.get("error") or {}
+            if error:
+                errors.append(str(error.get("message") or error) if isinstance(error, dict) else str(error))
+        elif kind == "error" and event.get("severity") == "error":
+            errors.append(str(event.get("message") or event))
+        elif kind == "message" and event.get("role") == "assistant":
+            text = text + str(event.get("content") or "") if event.get("delta") else str(event.get("content") or "")
+        elif kind == "tool_use":
+            text = ""  # the final text is what it wrote after its last tool call
+    if timed_out:
+        status, error = "timeout", f"stopped after {timeout_s:.0f} s (the agent's time limit)"
+    elif status_seen == "success" and not errors:
+        status, error = "completed", ""
+    else:
+        status = "error"
+        error = "; ".join(dict.fromkeys(errors)) or last_lines(stderr) or "Gemini CLI ended without a result"
+    return AgentResult(instance_id, status, error=" ".join(error.split())[:4000], iterations=batches + 1 if events else 0,
+                       duration_s=round(duration, 3), usage=usage,
+                       cost_usd=call_cost_usd(model, usage["input_tokens"], usage["output_tokens"],
+                                              cached_tokens=usage["cache_read_tokens"]),
+                       final_text=text, model=model, trajectory=trajectory_of(events))
+
+
+class GeminiCliAgent(CLIAgent):
+    """The Gemini CLI as an Agent (helpers.agents.base.CLIAgent): rules in GEMINI.md, headless act mode only.
+    Through the gateway (the base's copy) it calls the Gemini API at the gateway's URL for its token."""
+
+    name = "gemini-cli"
+    rules_file = RULES_FILE
+    base_prompt = BASE_PROMPT
+    default_model = config.GEMINI_CLI_MODEL  # a Gemini model: the CLI speaks only Gemini's API
+    package_dir, binary_path, plan_mode = PACKAGE_DIR, "node_modules/@google/gemini-cli/bundle/gemini.js", False
+    # the scripted dry run writes files with write_file; `git apply` through its shell is refused (a heredoc)
+    dry_run_tools = (WriteFileTool(), ShellTool("run_shell_command", "command"))
+
+    @staticmethod
+    def installed() -> str:
+        """The pinned CLI's version and place (raises saying how to install it when it is missing)."""
+        binary = GeminiCliAgent.binary()
+        version = json.loads((binary.parent.parent / "package.json").read_text())["version"]
+        return f"Gemini CLI {version} at {binary.relative_to(PACKAGE_DIR.parent)}"
+
+    def check_provider(self) -> None:
+        provider_settings(self.base_url, self._api_key)
+        if self.model.startswith(("gpt-", "claude-", "o1", "o3", "o4")):
+            raise ValueError(f"The Gemini CLI speaks only Gemini's API, and {self.model!r} is not a Gemini model: run it "
+                             f"on one (GEMINI_CLI_MODEL={config.GEMINI_CLI_MODEL!r}).")
+
+    def upstream(self) -> tuple[str | None, str, str]:
+        """Google's Gemini API, or the GOOGLE_GEMINI_BASE_URL server that speaks it."""
+        url, key = provider_settings(self.base_url, self._api_key)
+        return url, key, "gemini"
+
+    def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
+        url, key = provider_settings(self.base_url, self._api_key)
+        args = [shutil.which("node") or "node", str(self.binary()), "-p", task_text(task),
+                "--output-format", "stream-json", "--approval-mode", "yolo", "--skip-trust", "-m", self.model]
+        return Invocation(args, state_environment(state, url, key))
+
+    def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
+        return result_of(json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration)
+
+
+def gemini_cli_binary() -> Path:
+    """The pinned Gemini CLI's entry script (run with Node) installed by `make setup`."""
+    return GeminiCliAgent.binary()
+
+
+__all__ = ["GeminiCliAgent", "WriteFileTool", "gemini_cli_binary"]  # the public API, documented in CODE_APPENDIX.md
