@@ -152,7 +152,8 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
 
         server = start_dry_run_server(dry_run_tasks, agent or config.AGENT)
         model = config.SCRIPTED_MODEL
-        session = Session(True, model, model, model, server.base_url, DRY_RUN_KEY, scripted_server=server)
+        session = Session(True, model, model, model, server.base_url, DRY_RUN_KEY, scripted_server=server,
+                          agent=agent or config.AGENT)
         session._closers.append(server.stop)
     else:
         for role, model in (("judge", judge_model), ("optimizer", optimizer_model)):
@@ -271,8 +272,14 @@ def agent_upstream(session: Session) -> Any:
     from helpers.core.registry import make_agent
     from helpers.llm.gateway import Upstream
 
-    if session.dry_run:
-        return role_upstream(session.agent_model, session.base_url, session.api_key, "agent")
+    if session.dry_run:  # the scripted server speaks every API; an agent that speaks only Gemini's is sent there
+        scripted = role_upstream(session.agent_model, session.base_url, session.api_key, "agent")
+        try:
+            own = make_agent(session.agent, model=session.agent_model, base_url=session.base_url,
+                             api_key=session.api_key).upstream()
+        except Exception:  # noqa: BLE001 - an agent that cannot say in the dry run gets the OpenAI-style upstream
+            own = None
+        return Upstream(session.base_url, session.api_key, "gemini") if own and own[2] == "gemini" else scripted
     own = make_agent(session.agent, model=session.agent_model, base_url=session.base_url,
                      api_key=session.api_key).upstream()
     return Upstream(*own) if own else role_upstream(session.agent_model, session.base_url, session.api_key, "agent")

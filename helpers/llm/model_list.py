@@ -34,11 +34,14 @@ class ModelNotServed(ValueError):
 
 def served_models(base_url: str, api_key: str | None, kind: str = "openai") -> dict[str, str | None]:
     """Every model id the server at `base_url` lists -> the shutdown date its provider announced for it
-    (YYYY-MM-DD) or None. `kind` is the upstream's ("openai", "openai-compatible", "anthropic"). Raises
+    (YYYY-MM-DD) or None. `kind` is the upstream's ("openai", "openai-compatible", "anthropic", "gemini": GET
+    {base_url}/v1beta/models). Raises
     NoModelList saying why when the server has no list or could not be asked; never anything else."""
     import anthropic
     import openai
 
+    if kind == "gemini":
+        return _gemini_models(base_url, api_key)
     try:
         if kind == "anthropic":
             client = anthropic.Anthropic(base_url=base_url, api_key=api_key or NO_KEY, max_retries=0,
@@ -51,6 +54,29 @@ def served_models(base_url: str, api_key: str | None, kind: str = "openai") -> d
             raise NoModelList(f"it has no model list (HTTP {error.status_code})") from None
         raise NoModelList(f"it did not list its models (HTTP {error.status_code}: {str(error.message)[:200]})") from None
     except (openai.APIError, anthropic.APIError) as error:  # unreachable, timed out, an answer that is not a list
+        raise NoModelList(f"it could not be asked for its models ({type(error).__name__})") from None
+
+
+def _gemini_models(base_url: str, api_key: str | None) -> dict[str, str | None]:
+    """Gemini's model list, GET {base_url}/v1beta/models (key in x-goog-api-key), followed page by page."""
+    import httpx
+
+    models: dict[str, str | None] = {}
+    page = None
+    try:
+        while True:
+            answer = httpx.get(f"{base_url.rstrip('/')}/v1beta/models", headers={"x-goog-api-key": api_key or NO_KEY},
+                               params={"pageSize": 1000, **({"pageToken": page} if page else {})}, timeout=LIST_TIMEOUT_S)
+            if answer.status_code in (404, 405, 501):
+                raise NoModelList(f"it has no model list (HTTP {answer.status_code})")
+            if answer.status_code != 200:
+                raise NoModelList(f"it did not list its models (HTTP {answer.status_code}: {answer.text[:200]})")
+            body = answer.json()
+            models.update({str(m.get("name", "")).removeprefix("models/"): None for m in body.get("models") or []})
+            page = body.get("nextPageToken")
+            if not page:
+                return models
+    except (httpx.HTTPError, ValueError, AttributeError) as error:
         raise NoModelList(f"it could not be asked for its models ({type(error).__name__})") from None
 
 

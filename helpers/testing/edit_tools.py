@@ -113,7 +113,8 @@ def edit_tools_of_registered_agents(first: str | None = None) -> list[Any]:
     (helpers.core.registry)."""
     from helpers.core.registry import agent_class, registered_agents
 
-    names = sorted(registered_agents(), key=lambda name: name != first)  # (a stable sort keeps the rest in order)
+    # `first` even when it is found by its import name only (a package not installed as a distribution)
+    names = ([first] if first else []) + [name for name in registered_agents() if name != first]
     tools: list[Any] = []
     for name in names:
         try:
