@@ -156,5 +156,6 @@ def check_only_the_gateway_was_reached(rows, requests: list[dict], service: Thre
     assert "Connection refused" in fetched and fetched.endswith("exit=1"), fetched
     assert LOOPBACK_SECRET not in patch + json.dumps(rows.to_dict("records"), default=str)
     assert service.hits == []
-    calls = [r for r in requests if r.get("api") in ("chat", "anthropic", "responses") and r["body"].get("tools")]
-    assert len(calls) >= 2 and all(r["body"].get("stream") for r in calls)  # the command's turn, then the answer
+    calls = [r for r in requests if r.get("api") in ("chat", "anthropic", "responses", "gemini") and r["body"].get("tools")]
+    # the command's turn, then the answer, both streamed (Gemini says so in its path, not its body)
+    assert len(calls) >= 2 and all(r["body"].get("stream") or ":streamGenerateContent" in r["path"] for r in calls)
