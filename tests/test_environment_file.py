@@ -16,7 +16,7 @@ def agent_packages() -> list[str]:
 def test_environment_yml_installs_every_agents_cli_the_way_make_setup_does():
     makefile = (REPO_ROOT / "Makefile").read_text()
     setup_clis = re.search(r"^AGENT_CLIS := (.*)$", makefile, re.M).group(1).split()
-    assert agent_packages() == ["claude_code", "cline", "codex", "opencode"]
+    assert agent_packages() == ["claude_code", "cline", "codex", "gemini_cli", "opencode"]
     for package in agent_packages():
         target = f"{package}/node_modules/.installed"
         assert target in setup_clis and target in ENVIRONMENT, f"{package}'s CLI is not set up by environment.yml"
