@@ -1,4 +1,4 @@
-"""Benchmark: every agent side by side (Cline, Claude Code, Codex, mini-swe-agent, opencode) on the same scripted model.
+"""Benchmark: every agent side by side (Cline, Claude Code, Codex, mini-swe-agent, opencode, Gemini CLI) on the same scripted model.
 
 Per agent: wall and CPU seconds of one run alone, at a fixed model latency per turn, and the run_tasks
 wall / ideal ratio at W=2 and W=4 workers, where ideal = ceil(N / W) x (one run's wall time alone).
@@ -31,7 +31,7 @@ from helpers.families.coding.git import git
 
 BUGGY, FIXED = "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n"
 MODELS = {"cline": "scripted-dry-run", "claude-code": "claude-sonnet-4-5", "codex": "gpt-5",  # each agent's own kind of id
-          "mini-swe-agent": "gpt-5", "opencode": "gpt-5"}
+          "mini-swe-agent": "gpt-5", "opencode": "gpt-5", "gemini-cli": "gemini-2.5-pro"}
 SHELL_FIX = "sed -i 's/a - b/a + b/' calc.py"
 
 
@@ -62,6 +62,8 @@ def script(latency: float) -> Script:
             return Reply("Fixing.", tool_calls=[tool_call("bash", command=SHELL_FIX),
                                                 tool_call("bash", command="echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")],
                          delay_s=latency)
+        elif "run_shell_command" in tools:  # the Gemini CLI
+            call = tool_call("run_shell_command", command=SHELL_FIX)
         else:
             call = tool_call("exec_command", cmd=SHELL_FIX)
         return Reply("Fixing.", tool_calls=[call], delay_s=latency)
