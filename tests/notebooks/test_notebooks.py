@@ -162,7 +162,7 @@ MINI_SWE_AGENT = pytest.param("mini-swe-agent", marks=pytest.mark.skipif(
     reason="mini-swe-agent is not installed in mini_swe_agent/.venv: run `make mini-swe-agent` (`make setup` does)"))
 
 
-@pytest.mark.parametrize("agent", ["codex", "claude-code", "opencode", MINI_SWE_AGENT])
+@pytest.mark.parametrize("agent", ["codex", "claude-code", "opencode", "gemini-cli", MINI_SWE_AGENT])
 def test_the_act_notebook_honours_AGENT_and_logs_the_library_loops_phoenix_experiments(isolated, agent):
     """Loop 0 step by step in the notebook, loop 1 by run_loop: both the chosen agent's runs, one Phoenix
     experiment per split and loop, named and tagged alike (a rerun from the library makes no duplicates)."""
