@@ -1,6 +1,6 @@
 """One Gemini CLI run on one task: the pinned CLI, isolated, headless, offline, with a timeout we enforce.
 
-    agent = GeminiCliAgent()          # on config.GEMINI_CLI_MODEL; the Agent protocol (helpers.core.protocols)
+    agent = GeminiCliAgent()          # on DEFAULT_MODEL; the Agent protocol (helpers.core.protocols)
     result = agent.run(task, workspace, ruleset)             # -> AgentResult; the engine takes the patch
 
 What a run does (measured on Gemini CLI 0.61.0; see gemini_cli/README.md):
@@ -38,6 +38,9 @@ from helpers.testing.edit_tools import ShellTool, changed_files
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "GEMINI.md"
+# The Gemini CLI speaks only Gemini's API, so AGENT_MODEL cannot be its default: gemini-3.1-pro-preview is Google's
+# current Pro model for it, priced in genai-prices ($2 / $12 per 1M tokens up to 200k).
+DEFAULT_MODEL = "gemini-3.1-pro-preview"
 GEMINI_URL = "https://generativelanguage.googleapis.com"
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")  # the first one set is the agent's key
 BASE_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"
@@ -172,7 +175,7 @@ class GeminiCliAgent(CLIAgent):
     name = "gemini-cli"
     rules_file = RULES_FILE
     base_prompt = BASE_PROMPT
-    default_model = config.GEMINI_CLI_MODEL  # a Gemini model: the CLI speaks only Gemini's API
+    default_model = DEFAULT_MODEL  # a Gemini model: the CLI speaks only Gemini's API
     package_dir, binary_path, plan_mode = PACKAGE_DIR, "node_modules/@google/gemini-cli/bundle/gemini.js", False
     # the scripted dry run writes files with write_file; `git apply` through its shell is refused (a heredoc)
     dry_run_tools = (WriteFileTool(), ShellTool("run_shell_command", "command"))
@@ -188,7 +191,7 @@ class GeminiCliAgent(CLIAgent):
         provider_settings(self.base_url, self._api_key)
         if self.model.startswith(("gpt-", "claude-", "o1", "o3", "o4")):
             raise ValueError(f"The Gemini CLI speaks only Gemini's API, and {self.model!r} is not a Gemini model: run it "
-                             f"on one (GEMINI_CLI_MODEL={config.GEMINI_CLI_MODEL!r}).")
+                             f"on one (its default: {DEFAULT_MODEL!r}).")
 
     def upstream(self) -> tuple[str | None, str, str]:
         """Google's Gemini API, or the GOOGLE_GEMINI_BASE_URL server that speaks it."""

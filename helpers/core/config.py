@@ -43,9 +43,6 @@ AGENT = "cline"  # the coding agent notebooks run by default (a name registered 
 AGENT_MODEL = "gpt-6.1-sol"  # an agent without a default of its own (Codex, on the Responses API)
 JUDGE_MODEL = "gpt-6.1-sol"  # explains why each patch passed or failed (was gpt-4.1)
 OPTIMIZER_MODEL = "gpt-6.1-sol"  # rewrites the rules (was gpt-5, the cookbook's choice)
-# gemini-3.1-pro-preview: Google's current Pro model for the Gemini API, priced in genai-prices ($2 / $12 per 1M
-# tokens up to 200k); the Gemini CLI speaks only Gemini's API, so AGENT_MODEL cannot be its default.
-GEMINI_CLI_MODEL = "gemini-3.1-pro-preview"  # the gemini-cli agent's default (gemini_cli.GeminiCliAgent)
 SCRIPTED_MODEL = "scripted-dry-run"  # the model id the scripted server answers as
 # Shutdown dates providers announced for ids the defaults use or used (a test fails on the day one passes):
 ANNOUNCED_SHUTDOWNS = {
