@@ -100,6 +100,11 @@ def provider_settings(model: str, base_url: str | None, api_key: str | None,
                       provider: str | None = None) -> tuple[str, dict[str, Any], dict[str, str]]:
     """(Cline provider id, its settings, the environment that carries the key). Raises MissingCredentials."""
     settings = config.llm_settings(model, api_key, base_url)
+    if not provider and settings.provider not in PROVIDER_IDS:
+        raise ValueError(
+            f"Cline runs here on OpenAI's or Anthropic's API, and {model!r} is a {settings.provider} model. Run it on "
+            f"an OpenAI or Claude model (AGENT_MODEL={config.AGENT_MODEL!r}), or set OPENAI_BASE_URL to a server "
+            f"with /chat/completions for {model!r}.")
     key = settings.require_key()
     provider_id = provider or PROVIDER_IDS[settings.provider]
     entry: dict[str, Any] = {"provider": provider_id, "model": model}

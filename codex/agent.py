@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from helpers.agents.base import CLIAgent, Invocation, task_text
+from helpers.agents.base import CLIAgent, Invocation, openai_provider, openai_upstream, task_text
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.core.processes import json_lines, last_lines, safe_environment
@@ -38,7 +38,6 @@ from helpers.testing.edit_tools import PatchTool, ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "AGENTS.md"
-OPENAI_URL = "https://api.openai.com/v1"
 KEY_VARIABLE = "OPENAI_API_KEY"
 BASE_PROMPT = (
     "You are Codex, OpenAI's coding agent, running in the Codex CLI in a git repository. You work through "
@@ -61,14 +60,7 @@ def _binary_path() -> str:
 
 def provider_settings(model: str, base_url: str | None, api_key: str | None) -> tuple[str, str]:
     """(the Responses API base URL, the key), resolved like every role (helpers.core.config.llm_settings)."""
-    settings = config.llm_settings(model, api_key, base_url)
-    if settings.provider == "anthropic":
-        raise ValueError(
-            f"Codex speaks only the OpenAI Responses API, and {model!r} is a Claude model served by Anthropic. Run "
-            f"it on an OpenAI model (AGENT_MODEL={config.AGENT_MODEL!r}), or set OPENAI_BASE_URL to a server with "
-            "/responses for it."
-        )
-    return settings.base_url or OPENAI_URL, settings.require_key()
+    return openai_provider(model, base_url, api_key, "Codex speaks only the OpenAI Responses API", "/responses")
 
 
 def config_toml(model: str, base_url: str) -> str:
@@ -189,8 +181,7 @@ class CodexAgent(CLIAgent):
 
     def upstream(self) -> tuple[str | None, str, str]:
         """OpenAI's Responses API, or the OPENAI_BASE_URL server that serves it."""
-        url, key = provider_settings(self.model, self.base_url, self._api_key)
-        return (None, key, "openai") if url == OPENAI_URL else (url, key, "openai-compatible")
+        return openai_upstream(*provider_settings(self.model, self.base_url, self._api_key))
 
     def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
         url, key = provider_settings(self.model, self.base_url, self._api_key)

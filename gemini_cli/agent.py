@@ -41,9 +41,7 @@ RULES_FILE = "GEMINI.md"
 # The Gemini CLI speaks only Gemini's API, so AGENT_MODEL cannot be its default: gemini-3.1-pro-preview is Google's
 # current Pro model for it, priced in genai-prices ($2 / $12 per 1M tokens up to 200k).
 DEFAULT_MODEL = "gemini-3.1-pro-preview"
-GEMINI_URL = "https://generativelanguage.googleapis.com"
-KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")  # the first one set is the agent's key
-BASE_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"
+BASE_URL_VARIABLE = config.GEMINI_BASE_URL_VARIABLE
 BASE_PROMPT = (
     "You are Gemini CLI, Google's command-line coding agent, running headless in a git repository. You work "
     "through its tools (run_shell_command, read_file, write_file, replace, glob, grep_search) to read, search "
@@ -86,8 +84,8 @@ class WriteFileTool:
 def provider_settings(base_url: str | None, api_key: str | None) -> tuple[str, str]:
     """(the Gemini API's base URL, the key): the ones given, else GOOGLE_GEMINI_BASE_URL and GEMINI_API_KEY
     (or GOOGLE_API_KEY) from the environment or .env."""
-    url = base_url or config.read_env(BASE_URL_VARIABLE) or GEMINI_URL
-    key = api_key or next((k for k in map(config.read_env, KEY_VARIABLES) if k), None)
+    url = base_url or config.gemini_base_url() or config.GEMINI_URL
+    key = api_key or config.gemini_key()
     if not key:
         raise config.MissingCredentials(
             "The Gemini CLI agent needs a Gemini API key: set GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment "

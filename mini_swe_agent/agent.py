@@ -32,7 +32,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from helpers.agents.base import CLIAgent, Invocation, task_text
+from helpers.agents.base import CLIAgent, Invocation, openai_provider, openai_upstream, task_text
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.core.processes import last_lines, safe_environment
@@ -43,7 +43,6 @@ from helpers.testing.edit_tools import ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "AGENTS.md"
-OPENAI_URL = "https://api.openai.com/v1"
 KEY_VARIABLE = "OPENAI_API_KEY"
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # the command that ends a run (its mini.yaml says so)
 # mini.yaml's own system template (tests/mini_swe_agent checks it against the installed one); the rules follow it.
@@ -65,14 +64,8 @@ BASE_PROMPT = (
 
 def provider_settings(model: str, base_url: str | None, api_key: str | None) -> tuple[str, str]:
     """(the chat-completions base URL, the key), resolved like every role (helpers.core.config.llm_settings)."""
-    settings = config.llm_settings(model, api_key, base_url)
-    if settings.provider == "anthropic":
-        raise ValueError(
-            f"mini-swe-agent runs here on OpenAI's chat completions, and {model!r} is a Claude model served by "
-            f"Anthropic. Run it on an OpenAI model (AGENT_MODEL={config.AGENT_MODEL!r}), or set OPENAI_BASE_URL to "
-            "an OpenAI-compatible server for it."
-        )
-    return settings.base_url or OPENAI_URL, settings.require_key()
+    return openai_provider(model, base_url, api_key, "mini-swe-agent runs here on OpenAI's chat completions",
+                           "/chat/completions")
 
 
 def workspace_rules(workspace: Path) -> str:
@@ -228,8 +221,7 @@ class MiniSweAgent(CLIAgent):
 
     def upstream(self) -> tuple[str | None, str, str]:
         """OpenAI's API, or the OPENAI_BASE_URL server that serves chat completions."""
-        url, key = provider_settings(self.model, self.base_url, self._api_key)
-        return (None, key, "openai") if url == OPENAI_URL else (url, key, "openai-compatible")
+        return openai_upstream(*provider_settings(self.model, self.base_url, self._api_key))
 
     def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
         url, key = provider_settings(self.model, self.base_url, self._api_key)

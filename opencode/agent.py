@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from helpers.agents.base import CLIAgent, Invocation, task_text
+from helpers.agents.base import CLIAgent, Invocation, openai_provider, openai_upstream, task_text
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.core.processes import json_lines, last_lines, safe_environment
@@ -43,7 +43,6 @@ from helpers.testing.edit_tools import PatchTool, ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "AGENTS.md"
-OPENAI_URL = "https://api.openai.com/v1"
 PROVIDER = "prompt-learning"  # the provider's id in opencode's config: models are "<PROVIDER>/<model>"
 BASE_PROMPT = (
     "You are opencode, an interactive CLI coding agent, running headless in a git repository. You work "
@@ -78,14 +77,8 @@ def _binary_path() -> str:
 
 def provider_settings(model: str, base_url: str | None, api_key: str | None) -> tuple[str, str]:
     """(the chat-completions base URL, the key), resolved like every role (helpers.core.config.llm_settings)."""
-    settings = config.llm_settings(model, api_key, base_url)
-    if settings.provider == "anthropic":
-        raise ValueError(
-            f"This opencode set-up speaks the OpenAI chat-completions API, and {model!r} is a Claude model served by "
-            f"Anthropic. Run it on an OpenAI model (AGENT_MODEL={config.AGENT_MODEL!r}), or set OPENAI_BASE_URL to a "
-            "server with /chat/completions for it."
-        )
-    return settings.base_url or OPENAI_URL, settings.require_key()
+    return openai_provider(model, base_url, api_key, "This opencode set-up speaks the OpenAI chat-completions API",
+                           "/chat/completions")
 
 
 def opencode_config(model: str, base_url: str, key_fd: int) -> dict[str, Any]:
@@ -213,8 +206,7 @@ class OpencodeAgent(CLIAgent):
 
     def upstream(self) -> tuple[str | None, str, str]:
         """OpenAI's API, or the OPENAI_BASE_URL server that serves chat completions."""
-        url, key = provider_settings(self.model, self.base_url, self._api_key)
-        return (None, key, "openai") if url == OPENAI_URL else (url, key, "openai-compatible")
+        return openai_upstream(*provider_settings(self.model, self.base_url, self._api_key))
 
     def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
         url, key = provider_settings(self.model, self.base_url, self._api_key)

@@ -35,6 +35,29 @@ def task_text(task: Task) -> str:
             f"{task['problem_statement'].strip()}\n\nChange the repository's files to resolve this issue.")
 
 
+PROVIDER_OWNERS = {"anthropic": "a Claude model served by Anthropic", "gemini": "a Gemini model served by Google"}
+
+
+def openai_provider(model: str, base_url: str | None, api_key: str | None, speaks: str,
+                    endpoint: str) -> tuple[str, str]:
+    """(base URL, key) for a CLI that speaks only an OpenAI API: the OPENAI_BASE_URL server, else OpenAI's,
+    resolved like every role (helpers.core.config.llm_settings). A Claude or Gemini id that resolves to its own
+    provider is a ValueError saying what to set, so another provider's key never goes to OpenAI.
+    `speaks`: what the CLI speaks, as the message says it ("Codex speaks only the OpenAI Responses API");
+    `endpoint`: the path a server must serve for it ("/responses")."""
+    settings = config.llm_settings(model, api_key, base_url)
+    if settings.provider in PROVIDER_OWNERS:
+        raise ValueError(
+            f"{speaks}, and {model!r} is {PROVIDER_OWNERS[settings.provider]}. Run it on an OpenAI model "
+            f"(AGENT_MODEL={config.AGENT_MODEL!r}), or set OPENAI_BASE_URL to a server with {endpoint} for it.")
+    return settings.base_url or config.OPENAI_URL, settings.require_key()
+
+
+def openai_upstream(url: str, key: str) -> tuple[str | None, str, str]:
+    """The gateway upstream (base_url, key, kind) of an `openai_provider` answer."""
+    return (None, key, "openai") if url == config.OPENAI_URL else (url, key, "openai-compatible")
+
+
 class AgentBase:
     """The Agent protocol's optional members, with their defaults (helpers.core.protocols.Agent)."""
 
@@ -169,4 +192,4 @@ class CLIAgent(AgentBase):
         stop_processes(self._live, self._live_lock)
 
 
-__all__ = ["AgentBase", "CLIAgent", "Invocation", "task_text"]  # documented in CODE_APPENDIX.md
+__all__ = ["AgentBase", "CLIAgent", "Invocation", "task_text", "openai_provider", "openai_upstream"]  # documented in CODE_APPENDIX.md

@@ -122,11 +122,12 @@ class Session:
 
 def is_dry_run(dry_run: bool | None = None, base_url: str | None = None) -> bool:
     """Whether a session opened with these arguments is the scripted dry run: `dry_run` when given,
-    else exactly when no key and no base URL (argument, OPENAI_BASE_URL or ANTHROPIC_BASE_URL) is configured."""
+    else exactly when no key and no base URL (argument, OPENAI_BASE_URL, ANTHROPIC_BASE_URL or
+    GOOGLE_GEMINI_BASE_URL) is configured."""
     if dry_run is not None:
         return bool(dry_run)
     return not (config.has_credentials() or base_url or config.read_env("OPENAI_BASE_URL")
-                or config.anthropic_base_url())
+                or config.anthropic_base_url() or config.gemini_base_url())
 
 
 def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
@@ -251,8 +252,8 @@ def default_agent_model(agent: str) -> str:
 
 def role_upstream(model: str, base_url: str | None, api_key: str | None, role: str) -> Any:
     """Where one role's calls go beyond the gateway: a base URL as given, else the provider's own API.
-    The judge and the optimizer speak the OpenAI API (Anthropic's OpenAI-compatible endpoint for Claude);
-    an agent speaks its provider's native API."""
+    The judge and the optimizer speak the OpenAI API (Anthropic's and Google's OpenAI-compatible endpoints for
+    Claude and Gemini models); an agent speaks its provider's native API."""
     from helpers.llm.gateway import Upstream
 
     settings = config.llm_settings(model, api_key, base_url)
@@ -262,6 +263,10 @@ def role_upstream(model: str, base_url: str | None, api_key: str | None, role: s
         if role == "agent":
             return Upstream(config.anthropic_base_url(), settings.api_key, "anthropic")
         return Upstream(config.anthropic_openai_url(), settings.api_key, "openai-compatible")
+    if settings.provider == "gemini":  # Google itself, or the GOOGLE_GEMINI_BASE_URL server
+        if role == "agent":
+            return Upstream(config.gemini_base_url() or config.GEMINI_URL, settings.api_key, "gemini")
+        return Upstream(config.gemini_openai_url(), settings.api_key, "openai-compatible")
     return Upstream(None, settings.api_key, "openai")
 
 

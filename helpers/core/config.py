@@ -123,7 +123,12 @@ RULES_MAX_TOKENS: int | None = None  # tokens the rules may take in all, as the 
 # The scripted model has no price on purpose: its calls are "scripted: no charge", never "$0.00".
 PRICE_OVERRIDES: dict[str, tuple[float, ...]] = {}
 
+OPENAI_URL = "https://api.openai.com/v1"  # OpenAI's API
 ANTHROPIC_OPENAI_COMPAT_URL = "https://api.anthropic.com/v1/"
+GEMINI_URL = "https://generativelanguage.googleapis.com"  # Google's Gemini API
+GEMINI_OPENAI_PATH = "/v1beta/openai/"  # its OpenAI-compatible endpoint, on the same server (Google's docs)
+GEMINI_KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")  # the first one set is the key
+GEMINI_BASE_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"  # another server speaking Gemini's API (the Gemini CLI's name)
 
 
 class MissingCredentials(RuntimeError):
@@ -137,7 +142,7 @@ class LLMSettings:
     model: str
     api_key: str | None = field(default=None, repr=False)
     base_url: str | None = None
-    provider: str = "openai"  # "openai" | "anthropic" | "openai-compatible"
+    provider: str = "openai"  # "openai" | "anthropic" | "gemini" | "openai-compatible"
     dry_run: bool = False  # True when this points at the scripted model server
 
     def require_key(self) -> str:
@@ -145,8 +150,9 @@ class LLMSettings:
             return self.api_key
         raise MissingCredentials(
             f"No API key for model {self.model!r}. Set OPENAI_API_KEY (and OPENAI_BASE_URL for an "
-            "OpenAI-compatible server such as vLLM, Ollama or OpenRouter), or ANTHROPIC_API_KEY for "
-            "Claude models, in the environment or in a .env file at the repository root; or run the "
+            "OpenAI-compatible server such as vLLM, Ollama or OpenRouter), ANTHROPIC_API_KEY for "
+            "Claude models or GEMINI_API_KEY for Gemini models, in the environment or in a .env file at the "
+            "repository root; or run the "
             "scripted dry run (DRY_RUN=True), which needs no key."
         )
 
@@ -179,17 +185,19 @@ def read_env(name: str) -> str | None:
 
 
 def llm_settings(model: str, api_key: str | None = None, base_url: str | None = None) -> LLMSettings:
-    """Resolve one role's settings: explicit arguments win, then OPENAI_*/ANTHROPIC_* variables.
+    """Resolve one role's settings: explicit arguments win, then OPENAI_*/ANTHROPIC_*/GEMINI_* variables.
 
     One OPENAI_BASE_URL sends every role (agent, judge, optimizer) to the same server.
-    Claude models without an OpenAI base URL use Anthropic's key (and, for the OpenAI SDK, its
-    OpenAI-compatible endpoint).
+    Claude models without an OpenAI base URL use Anthropic's key, Gemini models Google's (GEMINI_API_KEY or
+    GOOGLE_API_KEY); the OpenAI SDK reaches either through its provider's OpenAI-compatible endpoint.
     """
     base_url = base_url or read_env("OPENAI_BASE_URL")
     if base_url:
         return LLMSettings(model, api_key or read_env("OPENAI_API_KEY"), base_url.rstrip("/"), "openai-compatible")
     if model.startswith("claude"):
         return LLMSettings(model, api_key or read_env("ANTHROPIC_API_KEY"), None, "anthropic")
+    if model.startswith("gemini"):
+        return LLMSettings(model, api_key or gemini_key(), None, "gemini")
     return LLMSettings(model, api_key or read_env("OPENAI_API_KEY"), None, "openai")
 
 
@@ -212,11 +220,29 @@ def anthropic_openai_url() -> str:
     return f"{url}/v1/" if url else ANTHROPIC_OPENAI_COMPAT_URL
 
 
+def gemini_key() -> str | None:
+    """Google's key for Gemini models: GEMINI_API_KEY, else GOOGLE_API_KEY, or None."""
+    return next((key for key in map(read_env, GEMINI_KEY_VARIABLES) if key), None)
+
+
+def gemini_base_url() -> str | None:
+    """GOOGLE_GEMINI_BASE_URL (a server speaking Gemini's API: the Gemini CLI's calls go there), or None."""
+    url = read_env(GEMINI_BASE_URL_VARIABLE)
+    return url.rstrip("/") if url else None
+
+
+def gemini_openai_url() -> str:
+    """Where an OpenAI client (the judge, the optimizer) reaches Gemini models: Google's OpenAI-compatible
+    endpoint, or the same path on the GOOGLE_GEMINI_BASE_URL server."""
+    return (gemini_base_url() or GEMINI_URL) + GEMINI_OPENAI_PATH
+
+
 def has_credentials() -> bool:
     """True when a real provider key is configured (used to choose the dry run by default)."""
-    return bool(read_env("OPENAI_API_KEY") or read_env("ANTHROPIC_API_KEY"))
+    return bool(read_env("OPENAI_API_KEY") or read_env("ANTHROPIC_API_KEY") or gemini_key())
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "llm_settings", "LLMSettings", "MissingCredentials", "read_env", "has_credentials",
     "results_root", "rulesets_root", "cache_root", "anthropic_base_url", "anthropic_openai_url", "gateway_host",
+    "gemini_key", "gemini_base_url", "gemini_openai_url",
 ]

@@ -169,6 +169,8 @@ class LLMClient:
             base_url = settings.base_url
             if settings.provider == "anthropic":
                 base_url = config.anthropic_openai_url()
+            elif settings.provider == "gemini":
+                base_url = config.gemini_openai_url()
             # Retries are ours (Retry-After, counting); the SDK's own are off.
             self._sdk = OpenAI(api_key=settings.require_key(), base_url=base_url, max_retries=0,
                                timeout=self.timeout_s)

@@ -48,7 +48,8 @@ def served_models(base_url: str, api_key: str | None, kind: str = "openai") -> d
                                          timeout=LIST_TIMEOUT_S)
             return {model.id: None for model in client.models.list(limit=1000)}
         client = openai.OpenAI(base_url=base_url, api_key=api_key or NO_KEY, max_retries=0, timeout=LIST_TIMEOUT_S)
-        return {model.id: getattr(model, "shutdown_date", None) for model in client.models.list()}
+        # Google's OpenAI-compatible list names its models "models/<id>", as its own API does
+        return {model.id.removeprefix("models/"): getattr(model, "shutdown_date", None) for model in client.models.list()}
     except (openai.APIStatusError, anthropic.APIStatusError) as error:
         if error.status_code in (404, 405, 501):
             raise NoModelList(f"it has no model list (HTTP {error.status_code})") from None

@@ -134,6 +134,16 @@ def test_a_missing_key_fails_before_any_task_starts(tasks, monkeypatch, tmp_path
         run_act(tasks=tasks, run_id="t", model="gpt-4.1", results_root=tmp_path, progress=False)
 
 
+def test_a_gemini_model_on_googles_api_is_one_error_before_any_task_starts(monkeypatch, tmp_path):
+    from cline.runner import ClineAgent
+
+    for name in ("OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GEMINI_API_KEY", "google-key")
+    with pytest.raises(ValueError, match="OpenAI's or Anthropic's API.*'gemini-3-flash-preview' is a gemini model"):
+        ClineAgent("gemini-3-flash-preview").check()
+
+
 def test_through_the_gateway_the_key_stays_upstream_and_the_agents_commands_never_see_it(tasks, tmp_path):
     """Cline runs `printenv` into a file of the patch: the upstream gets the real key, nothing below the
     gateway does (the patch, the records, any command line); the row's cost comes from the gateway's meter."""

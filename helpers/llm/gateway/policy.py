@@ -90,14 +90,17 @@ def streams(path: str, body: dict[str, Any]) -> bool:
 
 
 def api_of(path: str, headers: Mapping[str, str] | None = None) -> str:
-    """The wire format a client speaks on `path`: "anthropic", "responses", "gemini" (a Gemini call or any
-    /v1beta/ path, or a client that sent Google's key header) or "chat"."""
+    """The wire format a client speaks on `path`: "gemini" (a Gemini call), "anthropic", "responses", "chat"
+    (by the endpoint's name, Google's OpenAI-compatible /v1beta/openai/ included), else "gemini" for any other
+    /v1beta/ path or a client that sent Google's key header, else "chat"."""
     path = path.partition("?")[0]
-    if GEMINI_CALL.search(path) or "/v1beta/" in path + "/" or "x-goog-api-key" in (headers or {}):
+    if GEMINI_CALL.search(path):
         return "gemini"
-    if path.endswith("/messages"):
-        return "anthropic"
-    return "responses" if path.endswith("/responses") else "chat"
+    for suffix, api in (("/messages", "anthropic"), ("/responses", "responses"), ("/chat/completions", "chat")):
+        if path.endswith(suffix):
+            return api
+    google = "/v1beta/" in path + "/" and "/openai/" not in path + "/"
+    return "gemini" if google or "x-goog-api-key" in (headers or {}) else "chat"
 
 
 def with_usage_reported(path: str, body: dict[str, Any], raw: bytes) -> bytes:

@@ -12,7 +12,8 @@ from helpers.llm.scripted_server import Reply, Script, ScriptedModelServer
 
 @pytest.fixture
 def no_keys(monkeypatch, tmp_path):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "GEMINI_API_KEY",
+                 "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("helpers.core.config.REPO_ROOT", tmp_path)  # no .env to find
@@ -85,6 +86,39 @@ def test_anthropic_base_url_alone_sends_claude_codes_calls_and_claude_judges_to_
             assert server.origin in session.describe()
     assert said.content[0].text == "scripted answer" and judged.choices[0].message.content == "scripted answer"
     assert [r["api"] for r in server.requests] == ["anthropic", "chat"]  # both reached it: nothing went elsewhere
+
+
+def test_a_google_key_alone_runs_the_gemini_cli_with_a_gemini_judge_and_optimizer_on_googles_endpoints(
+        no_keys, monkeypatch):
+    import openai
+
+    served = ["gemini-agent", "gemini-judge", "gemini-opt"]
+    with ScriptedModelServer(Script(default=Reply("scripted answer")), models=served) as server:
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.origin)  # stands in for generativelanguage.googleapis.com
+        monkeypatch.setenv("GOOGLE_API_KEY", "google-key-123456789")
+        with open_session(agent="gemini-cli", agent_model="gemini-agent", judge_model="gemini-judge",
+                          optimizer_model="gemini-opt", phoenix=False) as session:
+            assert not session.dry_run and session.model_check == []  # Gemini's list, and the OpenAI-style one
+            upstreams = session.gateway.upstreams
+            assert (upstreams["agent"].url, upstreams["agent"].kind) == (server.origin, "gemini")
+            assert (upstreams["judge"].url, upstreams["judge"].kind) == (server.origin + "/v1beta/openai",
+                                                                         "openai-compatible")
+            judge = session.judge_kwargs()
+            assert "google-key" not in str(judge)
+            judged = openai.OpenAI(base_url=judge["base_url"], api_key=judge["api_key"], max_retries=0).chat.completions.create(
+                model="gemini-judge", messages=[{"role": "user", "content": "why?"}])
+            assert session.usage(role="judge")["input_tokens"] > 0  # metered as a chat completion, not as Gemini
+    assert judged.choices[0].message.content == "scripted answer"
+    call = server.requests[-1]
+    assert (call["path"], call["api"]) == ("/v1beta/openai/chat/completions", "chat")
+    assert call["authorization"] == "Bearer google-key-123456789"  # the gateway put the key on, the judge never had it
+
+
+def test_a_google_key_alone_with_the_default_openai_judge_is_one_error_naming_gemini_too(no_keys, monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", "google-key-123456789")
+    with pytest.raises(MissingCredentials) as error:
+        open_session(agent="gemini-cli", phoenix=False)
+    assert "GEMINI_API_KEY for Gemini models" in str(error.value) and config.JUDGE_MODEL in str(error.value)
 
 
 def test_with_only_anthropic_base_url_an_openai_judge_is_one_error_naming_what_to_set(no_keys, monkeypatch):

@@ -318,3 +318,12 @@ def test_gemini_endpoints_are_allowed_only_under_the_upstreams_own_base_path():
     assert refusal("POST", "/proxy" + call, "https://example.test/proxy", {}, None, None) is None
     assert "not a model endpoint" in refusal("POST", call, "https://example.test/proxy", {}, None, None)
     assert refusal("GET", "/v1beta/models", "https://generativelanguage.googleapis.com", {}, None, None) is None
+
+
+def test_googles_openai_compatible_endpoint_is_read_as_chat_completions_though_its_path_says_v1beta():
+    from helpers.llm.gateway.policy import api_of
+
+    assert api_of("/v1beta/openai/chat/completions") == "chat"  # a Gemini judge, through the OpenAI SDK
+    assert api_of("/v1beta/openai/models") == "chat"
+    assert api_of(f"/v1beta/models/{MODEL}:streamGenerateContent?alt=sse") == "gemini"
+    assert api_of("/v1beta/models") == "gemini" and api_of("/v1/models", {"x-goog-api-key": "k"}) == "gemini"

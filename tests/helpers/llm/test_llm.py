@@ -112,6 +112,43 @@ def test_one_base_url_in_the_environment_points_every_role_at_it(monkeypatch):
     assert llm_settings("gpt-5", base_url="http://other/v1").base_url == "http://other/v1"
 
 
+@pytest.fixture
+def google_only(monkeypatch, tmp_path):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+                 "GOOGLE_GEMINI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("helpers.core.config.REPO_ROOT", tmp_path)  # no .env to find
+
+
+def test_a_gemini_model_takes_googles_key_gemini_api_key_first(google_only, monkeypatch):
+    monkeypatch.setenv("GOOGLE_API_KEY", "google-key")
+    assert (llm_settings("gemini-3-flash-preview").provider, llm_settings("gemini-3-flash-preview").api_key) == (
+        "gemini", "google-key")
+    monkeypatch.setenv("GEMINI_API_KEY", "gemini-key")
+    assert llm_settings("gemini-3-flash-preview").api_key == "gemini-key" and config.has_credentials()
+    assert config.gemini_openai_url() == "https://generativelanguage.googleapis.com/v1beta/openai/"
+
+
+def test_a_gemini_judge_calls_googles_openai_compatible_endpoint_with_googles_key(google_only, monkeypatch, tmp_path):
+    with ScriptedModelServer(Script(default=Reply("because"))) as server:
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.origin)  # stands in for Google's server
+        monkeypatch.setenv("GEMINI_API_KEY", "gemini-key-123")
+        answer = LLMClient("gemini-3-flash-preview", cache_dir=tmp_path).complete(MESSAGES)
+    assert answer.text == "because"
+    call, = server.requests
+    assert (call["path"], call["authorization"]) == ("/v1beta/openai/chat/completions", "Bearer gemini-key-123")
+    assert call["body"]["model"] == "gemini-3-flash-preview"
+
+
+def test_googles_openai_compatible_model_list_names_models_as_its_own_api_does_and_is_read_as_ids(google_only):
+    from helpers.llm.model_list import served_models
+
+    # the stand-in lists "models/<id>" as the endpoint's data ids; that Google's does so is from its docs, not seen here
+    with ScriptedModelServer(Script(default=Reply("x")), models=["models/gemini-3-flash-preview"]) as server:
+        assert "gemini-3-flash-preview" in served_models(server.base_url, "k", "openai-compatible")
+
+
 def test_the_key_is_read_from_a_dotenv_file_and_never_shown(monkeypatch, tmp_path):
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
