@@ -87,9 +87,12 @@ def provider_settings(base_url: str | None, api_key: str | None) -> tuple[str, s
     url = base_url or config.gemini_base_url() or config.GEMINI_URL
     key = api_key or config.gemini_key()
     if not key:
+        openai_server = config.read_env("OPENAI_BASE_URL")
         raise config.MissingCredentials(
+            (f"The Gemini CLI speaks only Gemini's API, which OPENAI_BASE_URL's server ({openai_server}) does not: "
+             if openai_server else "") +
             "The Gemini CLI agent needs a Gemini API key: set GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment "
-            f"or .env (and {BASE_URL_VARIABLE} for a server other than Google's).")
+            f"or .env (and {BASE_URL_VARIABLE} for a server other than Google's), or choose another AGENT.")
     return url, key
 
 

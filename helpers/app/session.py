@@ -287,6 +287,11 @@ def agent_upstream(session: Session) -> Any:
         return Upstream(session.base_url, session.api_key, "gemini") if own and own[2] == "gemini" else scripted
     own = make_agent(session.agent, model=session.agent_model, base_url=session.base_url,
                      api_key=session.api_key).upstream()
+    if own and own[2] == "gemini" and session.base_url:  # base_url= is every role's OpenAI-compatible server
+        raise ValueError(
+            f"The {session.agent} agent speaks only Gemini's API, and base_url={session.base_url!r} is the "
+            "OpenAI-compatible server of every role: drop base_url= and set GOOGLE_GEMINI_BASE_URL to a server that "
+            "speaks Gemini's API (and GEMINI_API_KEY), or choose another AGENT.")
     return Upstream(*own) if own else role_upstream(session.agent_model, session.base_url, session.api_key, "agent")
 
 

@@ -143,3 +143,13 @@ def test_setup_problems_raise_before_any_task(monkeypatch):
         GeminiCliAgent(mode="plan")
     assert GeminiCliAgent.installed().startswith("Gemini CLI 0.61.0")
     assert GeminiCliAgent("x", api_key="k").upstream() == ("https://generativelanguage.googleapis.com", "k", "gemini")
+
+
+def test_with_only_a_local_openai_server_it_says_in_one_line_that_it_cannot_run_there(monkeypatch):
+    local = {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OPENAI_API_KEY": "local"}
+    monkeypatch.setattr("helpers.core.config.read_env", local.get)
+    with pytest.raises(MissingCredentials) as error:
+        GeminiCliAgent(MODEL).check()
+    assert str(error.value).startswith("The Gemini CLI speaks only Gemini's API, which OPENAI_BASE_URL's server "
+                                       "(http://127.0.0.1:8080/v1) does not")
+    assert "\n" not in str(error.value) and "another AGENT" in str(error.value)

@@ -78,6 +78,8 @@ def test_the_cline_quickstart_runs_end_to_end_on_a_real_server(local_model, isol
 @pytest.mark.parametrize("agent, variables", [
     ("codex", {"OPENAI_BASE_URL": "base_url", "OPENAI_API_KEY": None}),
     ("mini-swe-agent", {"OPENAI_BASE_URL": "base_url", "OPENAI_API_KEY": None}),
+    ("opencode", {"OPENAI_BASE_URL": "base_url", "OPENAI_API_KEY": None}),
+    # (the Gemini CLI speaks only Gemini's API, which llama-server does not: tests/gemini_cli says so in one line)
     # Claude Code's calls go to ANTHROPIC_BASE_URL, the judge's and optimizer's to OPENAI_BASE_URL: both this server
     ("claude-code", {"ANTHROPIC_BASE_URL": "anthropic_base_url", "ANTHROPIC_API_KEY": None,
                      "OPENAI_BASE_URL": "base_url", "OPENAI_API_KEY": None}),

@@ -114,6 +114,17 @@ def test_a_google_key_alone_runs_the_gemini_cli_with_a_gemini_judge_and_optimize
     assert call["authorization"] == "Bearer google-key-123456789"  # the gateway put the key on, the judge never had it
 
 
+def test_a_gemini_only_agent_given_every_roles_openai_server_is_one_error_before_any_work(
+        server_at_openai_base_url, monkeypatch):
+    server = server_at_openai_base_url
+    monkeypatch.setenv("GEMINI_API_KEY", "google-key-123456789")
+    with pytest.raises(ValueError) as error:
+        open_session(agent="gemini-cli", base_url=server.base_url, agent_model="local", judge_model="local",
+                     optimizer_model="local", phoenix=False)
+    assert str(error.value).startswith("The gemini-cli agent speaks only Gemini's API, and base_url=")
+    assert "GOOGLE_GEMINI_BASE_URL" in str(error.value) and server.model_requests() == []
+
+
 def test_a_google_key_alone_with_the_default_openai_judge_is_one_error_naming_gemini_too(no_keys, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "google-key-123456789")
     with pytest.raises(MissingCredentials) as error:
