@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 from typing import Mapping
 from urllib.parse import parse_qsl, urlencode
 
+from helpers.core import config
+
 KINDS = ("openai", "anthropic", "openai-compatible", "gemini")
-DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com",
-                     "gemini": "https://generativelanguage.googleapis.com"}  # Gemini's paths carry their version
+DEFAULT_BASE_URLS = {"openai": config.OPENAI_URL, "anthropic": "https://api.anthropic.com",
+                     "gemini": config.GEMINI_URL}  # Gemini's paths carry their version
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                "trailers", "transfer-encoding", "upgrade", "host", "content-length"}
 _CREDENTIAL_HEADERS = {"authorization", "x-api-key", "api-key", "x-goog-api-key"}
