@@ -38,6 +38,7 @@ _EXPORTS = {
     # store
     "RulesetStore": "helpers.store.rulesets",
     "completed_loops": "helpers.store.loops",
+    "resolve_experiment": "helpers.store.loops",
     "load_results": "helpers.store.loops",
     "kept_version": "helpers.store.loops",
     # llm

@@ -86,8 +86,13 @@ def test_a_chronological_split_trains_on_the_older_tasks_of_each_repository():
 
 
 def test_sizes_larger_than_the_data_or_an_unknown_strategy_are_clear_errors():
-    with pytest.raises(ValueError, match="only 24 tasks"):
+    with pytest.raises(ValueError, match=r"= 30, but the source has 24 tasks: the largest split that fits is "
+                                         r"TRAIN_SIZE \+ TEST_SIZE = 24, e\.g\. TRAIN_SIZE=16, TEST_SIZE=8"):
         split_dataset(synthetic(), 20, 10)
+    with pytest.raises(ValueError, match=r"TRAIN_SIZE=12, TEST_SIZE=12"):  # SWE-bench Lite's 150 + 150 on 24
+        split_dataset(synthetic(), 150, 150)
+    with pytest.raises(ValueError, match=r"TRAIN_SIZE=23, TEST_SIZE=1"):  # at least one task on each side
+        split_dataset(synthetic(), 300, 1)
     with pytest.raises(ValueError, match="by_repo"):
         split_dataset(synthetic(), 5, 5, strategy="by_author")
     with pytest.raises(ValueError, match="cannot give"):
