@@ -99,6 +99,15 @@ def test_the_quickstart_dry_run_with_its_defaults_tells_one_story_labeled_as_scr
     lines = [line for line in shown.splitlines() if line.startswith("Loop ")]
     assert len(lines) == 3 and all("scripted: no charge" in line and "tokens" in line for line in lines)
     assert "$0.00" not in shown and not CLASS_NAME.findall("\n".join(lines))
+    # one training task followed through the loop: its first diff, the judge's English on its failure, the edit
+    # it taught (with its reason and sources) and the same task passing later
+    journey = shown[shown.index("Following training task "):]
+    assert re.match(r"Following training task \S+ \(it failed in the first loop and passed in a later one\)", journey)
+    assert re.search(r"== Loop 0: the agent's diff, with rules version 0\ndiff --git .*\n(.*\n)*@@ ", journey)
+    assert re.search(r"== Loop 0: the hidden tests\noutcome: fail\nfailing tests: tests/", journey)
+    assert re.search(r"== Loop 0: the judge's explanation\nThe patch fixes the reported behaviour, but", journey)
+    assert "### Example " in journey and "<- from this task" in journey and "    why: " in journey
+    assert re.search(r"== Loop [12]: the hidden tests\noutcome: pass", journey)
 
 
 @pytest.mark.parametrize("sizes", [{"TRAIN_SIZE": 1}, {"TRAIN_SIZE": 2, "VAL_SIZE": 0}], ids=["one-train-task", "val-size-0"])
