@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -345,8 +345,10 @@ def save_figure(figure: Figure, path: Path) -> Path:
     return path
 
 
-def plot_all(experiment: str, results_root: Path | str | None = None, show: bool = False) -> dict[str, Path]:
-    """Every figure of `experiment`, saved under act_results/<experiment>/plots/; shown inline if `show`."""
+def plot_all(experiment: str, results_root: Path | str | None = None,
+             show: bool | Sequence[str] = False) -> dict[str, Path]:
+    """Every figure of `experiment`, saved under act_results/<experiment>/plots/; shown inline if `show`
+    (True: all; a list of names, e.g. ["accuracy"]: those)."""
     loops = load_loops(experiment, results_root)
     test_rows = load_split_rows(experiment, "test", results_root)
     both = pd.concat([load_split_rows(experiment, "train", results_root), test_rows], ignore_index=True)
@@ -360,8 +362,8 @@ def plot_all(experiment: str, results_root: Path | str | None = None, show: bool
     }
     folder = experiment_dir(experiment, results_root) / "plots"
     paths = {name: save_figure(figure, folder / f"{name}.png") for name, figure in figures.items()}
-    if show:
-        for figure in figures.values():
+    for name, figure in figures.items():
+        if show is True or (not isinstance(show, bool) and name in show):
             show_figure(figure)
     return paths
 

@@ -164,6 +164,11 @@ def test_the_act_notebook_runs_the_cookbook_loop(isolated):
     assert "TqdmWarning" not in whole and "IProgress not found" not in whole
     assert str(REPO_ROOT) not in whole and str(isolated["root"]) not in whole
     assert (isolated["root"] / "act_rulesets/ci-act/ruleset_1.txt").exists()
+    assert (isolated["root"] / "act_results/ci-act/plots/accuracy.png").read_bytes().startswith(b"\x89PNG")
+    images = [out for cell in nbformat.read(executed, as_version=4).cells for out in cell.get("outputs", [])
+              if "image/png" in out.get("data", {})]
+    assert len(images) == 1  # the accuracy curve, inline
+    assert "Following training task " in shown and "== Loop 0: the judge's explanation" in shown  # the journey
 
 
 MINI_SWE_AGENT = pytest.param("mini-swe-agent", marks=pytest.mark.skipif(
