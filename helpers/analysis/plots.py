@@ -32,6 +32,7 @@ from helpers.store.loops import kept_version, loop_records, loop_rows
 from helpers.store.records import experiment_dir
 
 DRY_RUN_TITLE = "SCRIPTED DRY RUN (not real results)"
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")  # colour-blind safe
 OUTCOME_COLOURS = ListedColormap(["#E69F00", "#0072B2"]).with_extremes(bad="#BBBBBB")  # Okabe-Ito: failed, passed
 ROLES = ("agent", "judge", "optimizer")  # the model roles whose tokens a loop records (<role>_tokens)
 
@@ -339,6 +340,39 @@ def plot_ablation(effects: pd.DataFrame, experiment: str = "", dry_run: bool = F
     return figure
 
 
+def plot_latent_rules(prefix: str, rule_counts: Sequence[int], feedback: str = "explanations",
+                      results_root: Path | str | None = None) -> Figure:
+    """The latent-rules benchmark beside its published figures: for each rule count, the test split's share of
+    pages that follow every rule, per loop, with its 95% interval (a line); the published share after 1 and
+    after 5 loops as hollow diamonds of the same colour. Loops not run have no point."""
+    from helpers.families.latent_rules.report import PUBLISHED, experiment_name
+
+    figure, ax = _figure(7.5, 4.2)
+    dry = False
+    for colour, count in zip(OKABE_ITO, rule_counts):
+        records = loop_records(experiment_name(prefix, count, feedback), results_root)
+        if records:
+            loops = pd.DataFrame(records).sort_values("loop")
+            dry = dry or _dry(loops)
+            values = pd.to_numeric(loops["test_accuracy"], errors="coerce")
+            low = pd.to_numeric(loops.get("test_ci_low"), errors="coerce")
+            high = pd.to_numeric(loops.get("test_ci_high"), errors="coerce")
+            ax.errorbar(loops["loop"], values, yerr=[(values - low).clip(lower=0).fillna(0),
+                                                    (high - values).clip(lower=0).fillna(0)],
+                        marker="o", capsize=3, color=colour, label=f"{count} rules (95% CI)")
+        published = PUBLISHED.get(count, {})
+        points = [(loop, published[f"all_{loop}"]) for loop in (1, 5) if f"all_{loop}" in published]
+        if points:
+            ax.plot(*zip(*points), marker="D", markersize=9, linestyle="none", markerfacecolor="none",
+                    markeredgecolor=colour, label=f"{count} rules, published")
+    ax.set(xlabel="loops of optimization (test split after k loops)", ylabel="pages that follow every rule",
+           ylim=(-0.02, 1.02), title=(f"Latent rules: this run beside the published figures\n{DRY_RUN_TITLE}" if dry
+                                      else "Latent rules: this run beside the published figures"))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    ax.grid(alpha=0.3)
+    return figure
+
+
 def save_figure(figure: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path)
@@ -388,5 +422,5 @@ def plot_path(experiment: str, name: str, results_root: Path | str | None = None
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "plot_all", "flipped_tasks", "load_loops", "load_split_rows", "plot_accuracy", "plot_ruleset_size",
     "plot_repo_resolved", "plot_cost", "cost_notes", "cost_labels", "plot_test_outcomes", "plot_ablation",
-    "version_costs", "plot_cost_accuracy", "show_figure", "plot_path",
+    "version_costs", "plot_cost_accuracy", "show_figure", "plot_path", "plot_latent_rules",
 ]

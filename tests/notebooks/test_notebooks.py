@@ -205,6 +205,8 @@ def test_the_plan_mode_notebook_judges_plans(isolated):
     params = {**TINY, "EXPERIMENT": "ci-plan", "LOOPS": 1, "PHOENIX_URL": isolated["phoenix"]}
     shown = outputs(run_notebook(NOTEBOOKS / "04_cline_plan_mode.ipynb", params))
     assert "--- plan ---" in shown and "SCRIPTED DRY RUN" in shown
+    assert "--- the kept rules (version 0) ---" in shown  # one loop, no validation result beat the start: v0 is kept
+    assert (isolated["root"] / "act_results/ci-plan/plots/accuracy.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_the_latent_rules_notebook_reproduces_the_tables_shape_and_its_dry_run_learns_ten_rules(isolated):
@@ -215,6 +217,7 @@ def test_the_latent_rules_notebook_reproduces_the_tables_shape_and_its_dry_run_l
     loops = [json.loads(line) for line in (isolated["root"] / "act_results/ci-latent-10rules/loops.jsonl").read_text().splitlines()]
     assert loops[0]["test_accuracy"] == 0.0 and loops[5]["test_accuracy"] == 1.0  # every rule learned by loop 5
     assert "explanations vs scores only on 8 tasks: +100.0 points" in shown  # what the English adds
+    assert (isolated["root"] / "act_results/ci-latent-10rules/plots/latent_rules.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_the_continual_notebook_learns_from_a_prs_feedback_applies_and_rolls_back(isolated):
