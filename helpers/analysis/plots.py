@@ -373,6 +373,29 @@ def plot_latent_rules(prefix: str, rule_counts: Sequence[int], feedback: str = "
     return figure
 
 
+def plot_mining(table: pd.DataFrame, experiment: str = "", why: dict[str, str] | None = None) -> Figure:
+    """What mining kept and why (helpers.families.coding.mining.MiningReport.table()): one bar per verdict,
+    the commits kept as tasks first, then each reason for dropping, with its count and, from `why`, what it
+    means."""
+    kept = int(table["kept"].astype(bool).sum()) if len(table) else 0
+    dropped = table.loc[~table["kept"].astype(bool), "reason"].value_counts() if len(table) else pd.Series(dtype=int)
+    labels = ["kept as tasks", *[f"dropped: {reason}" for reason in dropped.index]]
+    counts = [kept, *dropped.tolist()]
+    figure, ax = _figure(7.5, 1.4 + 0.45 * len(labels))
+    colours = [OKABE_ITO[2]] + [OKABE_ITO[1]] * len(dropped)
+    bars = ax.barh(range(len(labels)), counts, color=colours)
+    ax.bar_label(bars, [f"{count:,}" for count in counts], padding=3, fontsize="small")
+    ax.set_yticks(range(len(labels)), labels, fontsize="small")
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(counts + [1]) * 1.25)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+    notes = [f"{reason}: {(why or {}).get(reason)}" for reason in dropped.index if (why or {}).get(reason)]
+    ax.set(xlabel="commits" + ("\n" + "\n".join(textwrap.shorten(n, 110) for n in notes) if notes else ""),
+           title=f"What mining kept, and why the rest was dropped: {experiment}")
+    ax.grid(alpha=0.3, axis="x")
+    return figure
+
+
 def save_figure(figure: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path)
@@ -422,5 +445,5 @@ def plot_path(experiment: str, name: str, results_root: Path | str | None = None
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "plot_all", "flipped_tasks", "load_loops", "load_split_rows", "plot_accuracy", "plot_ruleset_size",
     "plot_repo_resolved", "plot_cost", "cost_notes", "cost_labels", "plot_test_outcomes", "plot_ablation",
-    "version_costs", "plot_cost_accuracy", "show_figure", "plot_path", "plot_latent_rules",
+    "version_costs", "plot_cost_accuracy", "show_figure", "plot_path", "plot_latent_rules", "plot_mining",
 ]

@@ -234,3 +234,5 @@ def test_the_your_repo_notebook_mines_a_history_runs_the_loop_and_exports_the_ru
     assert DRY_RUN_LABEL in shown and "Written: " in shown and ".clinerules" in shown
     tasks = (isolated["root"] / "act_results/ci-your-repo/tasks.jsonl").read_text().splitlines()
     assert len(tasks) == 4 and all(json.loads(t)["FAIL_TO_PASS"] for t in tasks)
+    assert (isolated["root"] / "act_results/ci-your-repo/plots/mining.png").read_bytes().startswith(b"\x89PNG")
+    assert re.search(r"Written: \.clinerules\S* in \S+ \(the demo's scratch copy", shown)
