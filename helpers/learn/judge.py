@@ -42,8 +42,10 @@ JUDGE_COLUMNS = ("correctness", "explanation", "judge_raw", "judge_error", "judg
                  "judge_tokens")
 
 
-def judge_messages(row: dict[str, Any], output_column: str = "output", include_gold: bool = True) -> list[dict[str, str]]:
-    """The judge's request for one row: system instructions, then the task and its evidence."""
+def judge_messages(row: dict[str, Any], output_column: str = "output", include_gold: bool = True,
+                   system_prompt: str | None = None) -> list[dict[str, str]]:
+    """The judge's request for one row: system instructions (`system_prompt`, None: JUDGE_SYSTEM_PROMPT), then
+    the task and its evidence."""
     output = str(row.get(output_column) or "")
     kind = "plan" if output_column == "plan" or row.get("mode") == "plan" else "patch"
     parts = [f"Task: {row.get('instance_id', '')} ({row.get('repo', '')})",
@@ -75,12 +77,15 @@ def judge_messages(row: dict[str, Any], output_column: str = "output", include_g
     gold = str(row.get("ground_truth_patch") or row.get("patch") or "") if include_gold else ""
     if gold.strip():
         parts.append("## Reference fix by the maintainers\n" + truncate_tokens(gold, MAX_PATCH_TOKENS))
-    return [{"role": "system", "content": JUDGE_SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
+    return [{"role": "system", "content": system_prompt or JUDGE_SYSTEM_PROMPT},
+            {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def _judge_row(client: LLMClient, row: dict[str, Any], output_column: str, include_gold: bool) -> dict[str, Any]:
+def _judge_row(client: LLMClient, row: dict[str, Any], output_column: str, include_gold: bool,
+               system_prompt: str | None = None) -> dict[str, Any]:
     try:
-        answer = client.complete(judge_messages(row, output_column, include_gold), max_tokens=config.JUDGE_MAX_TOKENS)
+        answer = client.complete(judge_messages(row, output_column, include_gold, system_prompt),
+                                 max_tokens=config.JUDGE_MAX_TOKENS)
     except BudgetExceeded as error:
         return {"judge_error": f"budget exhausted: {error}", "judge_transient": True}
     except LLMError as error:
@@ -104,8 +109,10 @@ def _judge_row(client: LLMClient, row: dict[str, Any], output_column: str, inclu
 def evaluate_results(df: pd.DataFrame, model: str | None = None, *, base_url: str | None = None,
                      api_key: str | None = None, workers: int = config.LLM_MAX_CONCURRENCY,
                      budget_usd: float | None = None, include_gold: bool = True, output_column: str | None = None,
-                     client: LLMClient | None = None) -> pd.DataFrame:
-    """A copy of `df` (run_act's rows) with the judge's verdict on every row (see the module docstring)."""
+                     client: LLMClient | None = None, system_prompt: str | None = None) -> pd.DataFrame:
+    """A copy of `df` (run_act's rows) with the judge's verdict on every row (see the module docstring).
+    `system_prompt`: the judge's instructions (None: JUDGE_SYSTEM_PROMPT); they must still ask for the JSON
+    answer {"correctness": ..., "explanation": ...}."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a whole number of at least 1, not {workers!r}.")
     if df.empty:
@@ -117,7 +124,7 @@ def evaluate_results(df: pd.DataFrame, model: str | None = None, *, base_url: st
                                  budget_usd=budget_usd, max_concurrency=workers)
     rows = df.to_dict("records")
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        verdicts = list(pool.map(lambda r: _judge_row(client, r, output_column, include_gold), rows))
+        verdicts = list(pool.map(lambda r: _judge_row(client, r, output_column, include_gold, system_prompt), rows))
     judged = df.copy()
     defaults = {"correctness": "", "explanation": "", "judge_raw": "", "judge_error": "", "judge_transient": False,
                 "judge_cost_usd": 0.0, "judge_tokens": 0}
@@ -125,4 +132,4 @@ def evaluate_results(df: pd.DataFrame, model: str | None = None, *, base_url: st
         judged[column] = [v.get(column, default) for v in verdicts]
     return judged
 
-__all__ = ["evaluate_results", "judge_messages"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["evaluate_results", "judge_messages", "JUDGE_SYSTEM_PROMPT"]  # the public API, documented in CODE_APPENDIX.md

@@ -57,11 +57,23 @@ def test_every_notebook_has_a_parameters_cell_and_no_outputs():
         assert list(papermill.inspect_notebook(str(path))) == assigned, f"papermill cannot read every parameter of {path.name}"
 
 
+# A reader's own instructions for the judge and the optimizer (the quickstart invites a changed line)
+OWN_JUDGE = "You review a coding agent's patch for a small team.\nBe terse. Answer with one JSON object:\n" \
+            '{"correctness": "correct" or "incorrect", "explanation": "<2-4 sentences>"}'
+OWN_OPTIMIZER = "You keep a coding agent's rules file short: prefer few, broad rules.\nAnswer with one JSON " \
+                'object: {"edits": [...]} as ops add, update, merge or delete.'
+
+
 def test_the_quickstart_dry_run_runs_end_to_end_labeled_and_resumes_without_new_calls(isolated):
-    params = {**TINY, "EXPERIMENT": "ci-quickstart", "PHOENIX_URL": isolated["phoenix"]}
+    params = {**TINY, "EXPERIMENT": "ci-quickstart", "PHOENIX_URL": isolated["phoenix"],
+              "JUDGE_PROMPT": OWN_JUDGE, "OPTIMIZER_PROMPT": OWN_OPTIMIZER}
     first = run_notebook(NOTEBOOKS / "quickstart.ipynb", params)
     shown = outputs(first)
     assert "SCRIPTED DRY RUN" in shown
+    assert "===== the judge's instructions (yours) =====\n" + OWN_JUDGE in shown  # shown as given ...
+    metadata = [json.loads(p.read_text()) for p in (isolated["root"] / "act_rulesets/ci-quickstart").glob("*.json")]
+    assert len(metadata) >= 2 and all(m["judge_prompt"] == OWN_JUDGE and m["optimizer_prompt"] == OWN_OPTIMIZER
+                                      for m in metadata)  # ... and recorded with every version made under them
     assert first.is_relative_to(isolated["root"])  # executed copy under PL_RESULTS_DIR/<experiment>/notebooks
     loops = [json.loads(line) for line in (isolated["root"] / "act_results/ci-quickstart/loops.jsonl").read_text().splitlines()]
     assert [r["loop"] for r in loops] == [0, 1] and all(r["dry_run"] for r in loops)
@@ -123,7 +135,8 @@ def test_the_quickstart_runs_without_a_validation_side_and_says_the_kept_version
 
 def test_the_results_notebook_reads_a_finished_experiment(isolated):
     if not (isolated["root"] / "act_results/ci-quickstart/loops.jsonl").exists():
-        run_notebook(NOTEBOOKS / "quickstart.ipynb", {**TINY, "EXPERIMENT": "ci-quickstart", "PHOENIX_URL": isolated["phoenix"]})
+        run_notebook(NOTEBOOKS / "quickstart.ipynb", {**TINY, "EXPERIMENT": "ci-quickstart", "PHOENIX_URL": isolated["phoenix"],
+                                                      "JUDGE_PROMPT": OWN_JUDGE, "OPTIMIZER_PROMPT": OWN_OPTIMIZER})
     shown = outputs(run_notebook(NOTEBOOKS / "03_results.ipynb", {"EXPERIMENT": "ci-quickstart", "DRY_RUN": True,
                                                                    "COMPARE_WITH": ["ci-quickstart"],
                                                                    "TRANSFER_AGENTS": ["codex", "opencode"]}))
