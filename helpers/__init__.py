@@ -72,6 +72,7 @@ _EXPORTS = {
     "start_experiment": "helpers.engine.loop",
     "choose_start_version": "helpers.engine.loop",
     "check_runs": "helpers.engine.loop",
+    "phoenix_metadata": "helpers.engine.loop",
     "log_loop_to_phoenix": "helpers.engine.loop",
     "finish_loop": "helpers.engine.loop",
     "describe_loop": "helpers.engine.loop_lines",

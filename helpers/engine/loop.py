@@ -284,6 +284,12 @@ def meta_prompt(optimizer: Any, judged: pd.DataFrame, ruleset: str, examples: in
     return "\n\n".join(f"===== {m['role']} =====\n{m['content']}" for m in messages)
 
 
+def phoenix_metadata(loop: int, version: int, settings: LoopSettings, session: Any, split: str) -> dict[str, Any]:
+    """What a loop's Phoenix experiment for `split` ("Train", "Val", "Test") is tagged with."""
+    return {"loop": loop, "ruleset_version": version, "agent": agent_name(settings), "agent_model": session.agent_model,
+            "judge_model": session.judge_model, "dry_run": session.dry_run, "split": split.lower()}
+
+
 def log_loop_to_phoenix(loop: int, version: int, ruleset: str, train: pd.DataFrame, test: pd.DataFrame,
                         settings: LoopSettings, session: Any, datasets: dict[str, Any] | None,
                         val: pd.DataFrame | None = None) -> None:
@@ -293,13 +299,11 @@ def log_loop_to_phoenix(loop: int, version: int, ruleset: str, train: pd.DataFra
         return
     from helpers.tracking.phoenix_experiments import log_experiment_to_phoenix, log_ruleset_version
 
-    metadata = {"loop": loop, "ruleset_version": version, "agent": agent_name(settings), "agent_model": session.agent_model,
-                "judge_model": session.judge_model, "dry_run": session.dry_run}
     sides = [("Train", train), *([("Val", val)] if val is not None and "val" in datasets else []), ("Test", test)]
     for split, frame in sides:
         log_experiment_to_phoenix(hostname=session.phoenix_url, api_key=session.phoenix_api_key,
                                   dataset_obj=datasets[split.lower()], experiment_name=f"{split} {loop}",
-                                  experiment_df=frame, metadata={**metadata, "split": split.lower()},
+                                  experiment_df=frame, metadata=phoenix_metadata(loop, version, settings, session, split),
                                   experiment=settings.experiment)
     log_ruleset_version(session.phoenix_url, session.phoenix_api_key, settings.experiment, version, ruleset,
                         loop=loop, dry_run=session.dry_run, model=session.agent_model)
@@ -401,7 +405,7 @@ def loop_evidence(sides: dict[str, pd.DataFrame]) -> dict[str, Any]:
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "LoopSettings", "run_loop", "run_prompt_loop", "loop_over", "run_one_loop", "start_experiment", "finish_loop",
     "meta_prompt", "check_runs", "log_loop_to_phoenix", "LoopStopped", "LoopUnfinished", "loop_evidence", "loop_cost",
-    "choose_start_version", "FEEDBACK_COLUMNS", "instructions", "check_same_instructions",
+    "choose_start_version", "FEEDBACK_COLUMNS", "instructions", "check_same_instructions", "phoenix_metadata",
     # the loop in words, from helpers.engine.loop_lines (importable from here too)
     "describe_loop", "kept_line", "cost_text", "cost_label", "loops_table", "SPLITS",
 ]

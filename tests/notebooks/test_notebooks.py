@@ -8,6 +8,7 @@ import json
 import re
 
 import nbformat
+import pandas as pd
 import papermill
 import pytest
 
@@ -167,10 +168,33 @@ def test_the_split_notebook_loads_a_local_swebench_file_and_uploads_it(isolated)
     assert [len(side) for side in sides] == [1, 1, 2] and not (sides[0] & sides[1] or sides[0] & sides[2] or sides[1] & sides[2])
 
 
-def test_the_act_notebook_runs_the_cookbook_loop(isolated):
+def test_the_act_notebook_runs_the_cookbook_loop_and_writes_the_records_run_loop_writes(isolated):
+    """02 writes the loop out as the seed does (a plain for over run_tasks, evaluate_results,
+    log_experiment_to_phoenix, optimize); the library's run_loop on the same split writes the same records."""
+    from helpers import LoopSettings, load_or_make_split, run_loop
+    from helpers.app.session import open_session
+    from helpers.store.loops import loop_records, loop_rows
+
     params = {**TINY, "EXPERIMENT": "ci-act", "TASK_SOURCE": "house", "LOOPS": 1, "PHOENIX_URL": isolated["phoenix"]}
     executed = run_notebook(NOTEBOOKS / "02_optimize_cline_act.ipynb", params)
     shown = outputs(executed)
+    sides = load_or_make_split("ci-act-library", "house", TINY["TRAIN_SIZE"], TINY["TEST_SIZE"], "chronological")
+    with pytest.MonkeyPatch.context() as mp, open_session(dry_run=True, phoenix=False) as session:
+        mp.setenv("PL_CACHE_DIR", str(isolated["root"] / "library-cache"))  # its own calls, not the notebook's answers
+        run_loop(sides[0], sides[2], LoopSettings("ci-act-library", loops=1, workers=TINY["WORKERS"]), session,
+                 val_df=sides[1])
+    # Apart from names and times (pytest's log ends with its duration), only token counts may differ: the models
+    # read their scratch folder's path, and the notebook's kernel and this process have pids of other lengths.
+    differ = {"experiment", "started_at", "finished_at", "agent_tokens", "judge_tokens", "duration_s", "log_path",
+              "test_log", "input_tokens", "output_tokens", "cached_tokens",
+              "trajectory_summary"}  # Cline's closing message is not always in its JSON stream (seen here, 2026-11)
+    notebook, library = loop_records("ci-act")[0], loop_records("ci-act-library")[0]
+    assert {k: v for k, v in notebook.items() if k not in differ} == {k: v for k, v in library.items() if k not in differ}
+    assert abs(notebook["agent_tokens"] - library["agent_tokens"]) < 0.01 * library["agent_tokens"]
+    for split in ("train", "val", "test"):
+        ours, theirs = (loop_rows(name, split, 0).drop(columns=list(differ), errors="ignore")
+                        for name in ("ci-act", "ci-act-library"))
+        pd.testing.assert_frame_equal(ours, theirs, obj=split)
     assert "Loop 0: train " in shown and "SCRIPTED DRY RUN" in shown
     assert "===== system =====" in shown and "## Current rules" in shown  # the optimizer's real meta-prompt
     whole = executed.read_text()  # progress as widgets without a warning; no path of this machine anywhere
@@ -181,6 +205,7 @@ def test_the_act_notebook_runs_the_cookbook_loop(isolated):
     images = [out for cell in nbformat.read(executed, as_version=4).cells for out in cell.get("outputs", [])
               if "image/png" in out.get("data", {})]
     assert len(images) == 1  # the accuracy curve, inline
+    assert "Loop 0 ran with v0, the latest version." in shown
     assert "Following training task " in shown and "== Loop 0: the judge's explanation" in shown  # the journey
 
 
@@ -191,8 +216,8 @@ MINI_SWE_AGENT = pytest.param("mini-swe-agent", marks=pytest.mark.skipif(
 
 @pytest.mark.parametrize("agent", ["codex", "claude-code", "opencode", "gemini-cli", MINI_SWE_AGENT])
 def test_the_act_notebook_honours_AGENT_and_logs_the_library_loops_phoenix_experiments(isolated, agent):
-    """Loop 0 step by step in the notebook, loop 1 by run_loop: both the chosen agent's runs, one Phoenix
-    experiment per split and loop, named and tagged alike (a rerun from the library makes no duplicates)."""
+    """The notebook's written-out loop runs the chosen agent and logs one Phoenix experiment per split and loop,
+    named and tagged as the library's loop tags them (phoenix_metadata)."""
     from phoenix.client import Client
 
     from helpers.store.loops import loop_records
