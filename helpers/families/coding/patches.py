@@ -49,7 +49,12 @@ SUSPECT_PATTERNS = (
     ("code or names built at run time", r"\bexec\s*\(|\b__import__\s*\(|\bimportlib\b|\bcompile\s*\([^)]*['\"]exec['\"]|"
      r"\b(?:setattr|getattr|vars)\s*\(\s*(?:sys|os|builtins)\b"),
 )
-_SUSPECT = [(what, re.compile(pattern)) for what, pattern in SUSPECT_PATTERNS]
+_SUSPECT = re.compile("|".join(f"(?:{pattern})" for _, pattern in SUSPECT_PATTERNS))
+# Every pattern above needs one of these words: a line holding none is passed over without the regex (a fast path
+# for long patches; a pattern added above needs its word here, which test_patches checks).
+SUSPECT_WORDS = ("pytest", "pluggy", "hook", "Report", "CallInfo", "runtestprotocol", "outcome", "longrepr",
+                 "wasxfail", "junit", "PYTEST", "conftest", "sys", "os.", "getppid", "atexit", "exit", "quit",
+                 "SystemExit", "builtins", "f_", "gc.", "exec", "__import__", "importlib", "compile", "attr", "vars")
 DOCUMENT_SUFFIXES = (".md", ".rst", ".txt")  # prose: a word like "junit" there runs nothing
 HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 NAMED = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
@@ -142,7 +147,8 @@ def suspect_lines(patch: str, test_patch: str = "") -> list[str]:
             continue
         for number, line in _added_lines(text):
             code = line[1:]
-            if not code.lstrip().startswith("#") and any(pattern.search(code) for _, pattern in _SUSPECT):
+            if (not code.lstrip().startswith("#") and any(word in code for word in SUSPECT_WORDS)
+                    and _SUSPECT.search(code)):
                 found.append(f"{path}:{number}: {line.rstrip()}")
     return found
 
