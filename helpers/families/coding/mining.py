@@ -42,7 +42,7 @@ from helpers.core.processes import remove_scratch, scratch_dir
 from helpers.core.progress import progress_bar
 from helpers.families.coding.git import git
 from helpers.families.coding.repo_tests import (DEFAULT_SETUP_COMMAND, PYTEST_CONFIG_NAMES, TestRun, is_test_file,
-                                                run_repo_tests, runnable_test_files)
+                                                run_repo_tests, run_setup, runnable_test_files)
 from helpers.families.coding.workspaces import prepare_workspace, remove_workspace
 from helpers.store.records import append_jsonl, experiment_dir, read_jsonl, write_atomic
 
@@ -104,8 +104,9 @@ def mine_repository(repo: Path | str, experiment: str, *, branch: str = "HEAD", 
     """Mine `repo`'s history into tasks and save them to act_results/<experiment>/tasks.jsonl.
 
     `commits` (a git range such as "v1.0..main") or the last `max_commits` commits of `branch` (first
-    parent, newest first) are scanned. `setup_command` runs in each clone (see
-    helpers.families.coding.repo_tests: `{python}`), then the harness's pytest, each within `timeout_s`, with no
+    parent, newest first) are scanned. `setup_command` runs once in each clone, at the parent with the test
+    changes (see helpers.families.coding.repo_tests: `{python}`), as grading runs it before the patch, then the
+    harness's pytest at both ends, each within `timeout_s`, with no
     network but for `setup_network=True` (the set-up command alone gets the host's network; the tasks keep it,
     so grading sets up the same way). `test_config`: the name of the repository's pytest configuration file
     its tests need (one of repo_tests.PYTEST_CONFIG_NAMES, at its root), recorded per task; None: none is read.
@@ -210,9 +211,14 @@ def _run_both_ends(repo: Path, sha: str, parent: str, patch: str, test_patch: st
     """(drop reason, detail, FAIL_TO_PASS, PASS_TO_PASS): reason "" when the commit is a task."""
     workspace = prepare_workspace({"instance_id": sha, "repo_path": str(repo), "base_commit": parent,
                                    "suite": SUITE}, scratch)
-    run = {k: settings[k] for k in ("setup_command", "test_config", "timeout_s", "sandbox", "setup_network")}
+    run = {k: settings[k] for k in ("test_config", "timeout_s", "sandbox")}
     try:
         _apply(workspace, test_patch, "the test changes")
+        # set up once, at the parent, as grading does before the patch: what mining keeps, grading can resolve
+        setup = run_setup(workspace, settings["setup_command"], timeout_s=settings["timeout_s"],
+                          sandbox=settings["sandbox"], setup_network=settings["setup_network"])
+        if setup.problem:
+            return (*_problem([setup], "at the parent"), [], [])
         before = [run_repo_tests(workspace, files, **run) for _ in range(1 + settings["reruns"])]
         problem = _problem(before, "at the parent")
         if problem:

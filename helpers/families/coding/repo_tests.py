@@ -8,7 +8,8 @@
 
 The set-up command (e.g. `{python} -m pip install --target .deps -r requirements.txt`) is a shell command run
 in the workspace, in the sandbox (helpers.core.sandbox): the repository's code is not ours, and its tests may
-do anything. `{python}` in it is this environment's interpreter. The tests then run with the harness's own
+do anything. Grading and mining run it (run_setup) before the code under test is applied, so that it runs the
+repository's own code, never a patch's, and nothing it writes can be the patch's doing. `{python}` in it is this environment's interpreter. The tests then run with the harness's own
 interpreter and pytest, started so that nothing in the work tree can change how pytest starts or reports
 (run_pytest_args and BOOTSTRAP, below): no start-up hook (sitecustomize, usercustomize, *.pth) loads, no module
 of the work tree stands in for the standard library, pytest, its plugins or any package of this environment,
@@ -118,31 +119,25 @@ def pytest_outcomes(output: str) -> dict[str, str]:
 def run_repo_tests(workspace: Path | str, tests: Sequence[str], *, setup_command: str = DEFAULT_SETUP_COMMAND,
                    test_config: dict[str, str] | None = None, timeout_s: float = config.EVAL_TIMEOUT_S,
                    sandbox: str | None = "required", setup_network: bool = config.SETUP_NETWORK) -> TestRun:
-    """Run `setup_command`, then the harness's pytest on `tests` (files or node ids) in `workspace`, in the
-    sandbox (`sandbox`: "required", "if-available" or None, as helpers.core.processes.sandboxed), each within
-    `timeout_s`; the workspace keeps whatever they wrote (so a second run sees the first one's files). Whatever
-    they start ends with them. Neither has any network, but for `setup_network=True`, which gives the set-up
-    command (alone) the host's network to download what the project needs. `test_config` (see
-    check_test_config) is the pytest configuration recorded for the task, None for none: the work tree's own
-    is never read. A bad `test_config` raises ValueError before anything runs."""
+    """Run `setup_command` (run_setup), then the harness's pytest on `tests` (files or node ids) in `workspace`,
+    in the sandbox (`sandbox`: "required", "if-available" or None, as helpers.core.processes.sandboxed), each
+    within `timeout_s`; the workspace keeps whatever they wrote (so a second run sees the first one's files).
+    Whatever they start ends with them. The tests have no network. `test_config` (see check_test_config) is the
+    pytest configuration recorded for the task, None for none: the work tree's own is never read. A bad
+    `test_config` raises ValueError before anything runs. Grading and mining call run_setup themselves, before
+    the code under test is in the tree, and this with no set-up command."""
     workspace = Path(workspace)
     config_name = check_test_config(test_config)
+    if setup_command.strip():
+        setup = run_setup(workspace, setup_command, timeout_s=timeout_s, sandbox=sandbox, setup_network=setup_network)
+        if setup.problem:
+            return setup
     home = scratch_dir("repo-tests-home")
     report = home / "report.xml"  # outside the workspace: the tree the code under test ships
     try:
-        env = _environment(workspace, home)
-        if setup_command.strip():
-            setup = _filled(setup_command, [], report)
-            out, err, timed_out, _ = _shell(setup, workspace, env, home, timeout_s, sandbox, network=setup_network)
-            log = _tail(out + err)
-            if timed_out:
-                return TestRun(log=log, problem=f"set-up timed out after {timeout_s:.0f} s", kind="timeout")
-            if _exit_status(out) != 0:
-                return TestRun(log=log, problem=f"set-up failed: {_last_line(out + err)}", kind="setup")
-        report.unlink(missing_ok=True)  # only the test run's own report counts
         ini = _place_config(workspace, config_name, test_config) if config_name else "/dev/null"
         command = " ".join(shlex.quote(a) for a in run_pytest_args(workspace, tests, report, ini))
-        out, err, timed_out, _ = _shell(command, workspace, env, home, timeout_s, sandbox)
+        out, err, timed_out, _ = _shell(command, workspace, _environment(workspace, home), home, timeout_s, sandbox)
         outcomes = junit_outcomes(report)
     finally:
         remove_scratch(home)
@@ -150,6 +145,32 @@ def run_repo_tests(workspace: Path | str, tests: Sequence[str], *, setup_command
     if timed_out:
         return TestRun(outcomes, log, f"tests timed out after {timeout_s:.0f} s", "timeout", reported=True)
     return TestRun(outcomes, log, exit_status=_exit_status(out), reported=True)
+
+
+def run_setup(workspace: Path | str, setup_command: str, *, timeout_s: float = config.EVAL_TIMEOUT_S,
+              sandbox: str | None = "required", setup_network: bool = config.SETUP_NETWORK) -> TestRun:
+    """Run a task's set-up command in `workspace`, in the sandbox within `timeout_s` (`{python}` in it: this
+    environment's interpreter; the workspace and its `src/` on PYTHONPATH), with no network but for
+    `setup_network=True`. A TestRun with no tests: `problem` "" when it succeeded (or there is none), else why
+    not, with kind "setup" or "timeout". Call it before the code under test is in the tree: what the set-up runs
+    (a setup.py, a Makefile) is then the repository's, and whatever it writes (a conftest.py, a test file) is
+    written before the patch, never by it."""
+    if not setup_command.strip():
+        return TestRun()
+    workspace = Path(workspace)
+    home = scratch_dir("repo-setup-home")
+    try:
+        command = _filled(setup_command, [], home / "report.xml")
+        out, err, timed_out, _ = _shell(command, workspace, _environment(workspace, home), home, timeout_s, sandbox,
+                                        network=setup_network)
+    finally:
+        remove_scratch(home)
+    log = _tail(out + err)
+    if timed_out:
+        return TestRun(log=log, problem=f"set-up timed out after {timeout_s:.0f} s", kind="timeout")
+    if _exit_status(out) != 0:
+        return TestRun(log=log, problem=f"set-up failed: {_last_line(out + err)}", kind="setup")
+    return TestRun(log=log)
 
 
 def run_pytest_args(workspace: Path | str, tests: Sequence[str], report: Path | str, ini: str = "/dev/null") -> list[str]:
@@ -262,5 +283,5 @@ def _tail(text: str) -> str:
     return text if len(text) <= LOG_TAIL_CHARS else "[... earlier output cut ...]\n" + text[-LOG_TAIL_CHARS:]
 
 
-__all__ = ["run_repo_tests", "run_pytest_args", "check_test_config", "pytest_outcomes", "junit_outcomes", "is_test_file",
+__all__ = ["run_repo_tests", "run_setup", "run_pytest_args", "check_test_config", "pytest_outcomes", "junit_outcomes", "is_test_file",
            "runnable_test_files", "TestRun", "DEFAULT_SETUP_COMMAND", "PYTEST_CONFIG_NAMES", "BOOTSTRAP"]  # documented in CODE_APPENDIX.md

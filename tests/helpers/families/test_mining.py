@@ -17,6 +17,10 @@ TESTS = "from calc import add, sub\n\n\ndef test_add():\n    assert add(2, 2) ==
 FLAKY = ("from pathlib import Path\n\n\ndef test_sometimes():\n    mark = Path(__file__).with_name('.ran')\n"
          "    first = not mark.exists()\n    mark.write_text('x') if first else mark.unlink()\n    assert first\n")
 
+# The set-up runs at the parent with the commit's tests (before any source change): this one fails when those
+# tests say they need a build step it cannot do.
+NO_BUILD = "test ! -e tests/needs_build.py"
+
 
 def commit(repo, message, files):
     for name, text in files.items():
@@ -52,7 +56,7 @@ def history(tmp_path_factory):
         "src/calc/mul.py": "def mul(a, b):\n    return a * b if b else 0  # the whole fix\n",
         "tests/test_mul.py": "from calc.mul import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"})
     shas["broken_setup"] = commit(repo, "Add div (needs a new build step)", {
-        "BROKEN_SETUP": "x\n", "src/calc/div.py": "def div(a, b):\n    return a / b\n",
+        "tests/needs_build.py": "STEP = \"make div\"\n", "src/calc/div.py": "def div(a, b):\n    return a / b\n",
         "tests/test_div.py": "from calc.div import div\n\n\ndef test_div():\n    assert div(6, 3) == 2\n"})
     return repo, shas
 
@@ -61,7 +65,7 @@ def history(tmp_path_factory):
 def mined(history, tmp_path_factory):
     repo, shas = history
     root = tmp_path_factory.mktemp("results")
-    report = mine_repository(repo, "calc-mined", max_commits=20, setup_command="test ! -e BROKEN_SETUP",
+    report = mine_repository(repo, "calc-mined", max_commits=20, setup_command=NO_BUILD,
                              results_root=root, progress=False, workers=2, timeout_s=120)
     return report, root
 
@@ -109,7 +113,7 @@ def test_mining_again_runs_no_decided_commit(history, mined):
     report, root = mined
     log = root / "calc-mined" / "mining.jsonl"
     before = log.read_text().splitlines()
-    again = mine_repository(repo, "calc-mined", max_commits=20, setup_command="test ! -e BROKEN_SETUP",
+    again = mine_repository(repo, "calc-mined", max_commits=20, setup_command=NO_BUILD,
                             results_root=root, progress=False, timeout_s=120)
     assert log.read_text().splitlines() == before  # nothing run, nothing appended
     assert [v["reason"] for v in again.verdicts] == [v["reason"] for v in report.verdicts]
@@ -117,7 +121,7 @@ def test_mining_again_runs_no_decided_commit(history, mined):
 
 def test_other_settings_decide_the_commits_again(history, tmp_path):
     repo, _ = history
-    first = mine_repository(repo, "two", max_commits=2, setup_command="test ! -e BROKEN_SETUP", results_root=tmp_path,
+    first = mine_repository(repo, "two", max_commits=2, setup_command=NO_BUILD, results_root=tmp_path,
                             progress=False, timeout_s=120)
     second = mine_repository(repo, "two", max_commits=2, results_root=tmp_path, progress=False, timeout_s=120)
     assert [v["reason"] for v in first.verdicts] == ["set-up failed", "statement quotes the fix"]
@@ -260,3 +264,17 @@ def test_a_mined_tasks_recorded_configuration_is_used_and_the_patchs_never(tmp_p
         "pytest.ini": "[pytest]\npython_functions = nothing_*\n", "setup.cfg": "[tool:pytest]\naddopts = -x -p nowhere\n"})
     result = evaluator.evaluate(task, task["patch"] + other)
     assert result.resolved and result.set_aside == ["pytest.ini", "setup.cfg"], result.log
+
+
+@pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox here: {unavailable_reason()}")
+def test_a_set_up_command_runs_before_the_patch_so_the_patchs_build_script_never_runs(mined, tmp_path):
+    _, root = mined
+    task = load_mined_tasks("calc-mined", root).iloc[0].to_dict()
+    task["setup_command"] = "test ! -e tools/build.py || {python} tools/build.py"  # a team's optional build step
+    force_passes = ("import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+                    "    (yield).get_result().outcome = 'passed'\n")
+    build = f"open('tests/conftest.py', 'w').write({force_passes!r})\nprint('built')\n"
+    patch = forged_patch(task["repo_path"], task["base_commit"], tmp_path, {"tools/build.py": build})
+    result = LocalEvaluator(timeout_s=120).evaluate(task, patch)
+    assert result.set_aside == [] and not result.resolved and "built" not in result.log, result.log
+    assert result.tests["tests/test_calc.py::test_sub"] == "FAILED", result.log
