@@ -42,7 +42,7 @@ Answer with one JSON object and nothing else:
 MAX_PATCH_TOKENS = 6_000
 MAX_LOG_TOKENS = 2_500
 MAX_STATEMENT_TOKENS = 3_000
-MAX_SUSPECT_LINES, MAX_SUSPECT_LINE_CHARS = 200, 1_000  # the suspect lines are shown whole up to these
+MAX_SUSPECT_LINES, MAX_SUSPECT_LINE_CHARS = 60, 500  # the suspect lines are shown whole up to these (about 8k tokens)
 JUDGE_COLUMNS = ("correctness", "explanation", "judge_raw", "judge_error", "judge_transient", "judge_cost_usd",
                  "judge_tokens")
 
