@@ -13,7 +13,7 @@ import pandas as pd
 from helpers.store.records import (append_jsonl, experiment_dir, loops_path, read_jsonl, split_results_path,
                                   write_csv, write_json)
 
-LIST_COLUMNS = ("failed_tests", "FAIL_TO_PASS", "PASS_TO_PASS", "set_aside")  # cells saved as JSON lists
+LIST_COLUMNS = ("failed_tests", "FAIL_TO_PASS", "PASS_TO_PASS", "set_aside", "suspect")  # cells saved as JSON lists
 
 
 def loop_records(experiment: str, results_root: Any = None) -> list[dict[str, Any]]:
