@@ -48,8 +48,11 @@ def cost_label(record: dict[str, Any]) -> str:
 
 def tokens_text(record: dict[str, Any]) -> str:
     """The tokens a loop used, by role, as far as its record counts them: "46,411 agent tokens", or
-    "47,000 tokens (agent 46,411, judge 589)" when other roles' `<role>_tokens` are recorded too."""
-    counted = [(role, int(n)) for role in ROLES if isinstance(n := record.get(f"{role}_tokens"), (int, float)) and n == n]
+    "47,000 tokens (agent 46,411, judge 589)" when other roles' `<role>_tokens` are recorded too. A role with no
+    tokens made no call this loop (a prompt family has no judge; its pages' model is metered apart): it is left
+    out, never shown as 0."""
+    counted = [(role, int(n)) for role in ROLES
+               if isinstance(n := record.get(f"{role}_tokens"), (int, float)) and n == n and n > 0]
     if len(counted) == 1:
         return f"{counted[0][1]:,} {counted[0][0]} tokens"
     total = sum(n for _, n in counted)
