@@ -140,7 +140,7 @@ def child_environment(state_env: dict[str, str], key_env: dict[str, str]) -> dic
 def parse_events(stdout: str) -> tuple[dict[str, Any] | None, list[str]]:
     """(the final run_result event, error messages seen) from Cline's JSON lines."""
     result, errors = None, []
-    for line in stdout.splitlines():
+    for line in stdout.split("\n"):  # not splitlines: an event's text may hold U+2028 raw
         try:
             event = json.loads(line)
         except json.JSONDecodeError:

@@ -287,9 +287,10 @@ def terminate_as_interrupt() -> Iterator[None]:
 
 
 def json_lines(stdout: str) -> list[dict[str, Any]]:
-    """The JSON objects among a CLI's output lines (other lines skipped)."""
+    """The JSON objects among a CLI's output lines (other lines skipped). Lines end at "\\n" only: an event's
+    text may hold U+2028 or U+0085 raw (JSON allows it), which str.splitlines would split it at."""
     events = []
-    for line in stdout.splitlines():
+    for line in stdout.split("\n"):
         try:
             event = json.loads(line)
         except json.JSONDecodeError:

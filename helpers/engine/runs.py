@@ -32,10 +32,12 @@ from typing import Any, Iterator
 import pandas as pd
 
 from helpers.core import config
+from helpers.core.outcomes import RULE_INDUCED
 from helpers.core.progress import progress_bar
 from helpers.core.processes import kill_processes_in, terminate_as_interrupt, remove_scratch, scratch_dir, sweep_stale
 from helpers.core.protocols import Agent, AgentResult, EvalResult, Evaluator
-from helpers.store.records import append_jsonl, check_name, read_jsonl, ruleset_sha, run_records_path
+from helpers.store.records import (append_jsonl, check_name, read_jsonl, ruleset_sha, run_records_path,
+                                   without_lone_surrogates)
 from helpers.core.tokens import truncate_chars
 
 TEST_LOG_CHARS = 6_000
@@ -193,6 +195,7 @@ class _Run:
         return result, output, verdict
 
     def keep(self, record: dict[str, Any]) -> None:
+        record = without_lone_surrogates(record)  # the row as it reads back (a data frame cannot hold one)
         append_jsonl(self.path, record)  # written the moment it is known: a kill loses nothing finished
         with self._lock:
             self.done[record["instance_id"]] = record
@@ -312,8 +315,10 @@ def _is_done(record: dict[str, Any]) -> bool:
     gateway's record when the run went through one, else by the error's wording)."""
     if record.get("status") == "budget":
         return False
-    return not (record.get("status") == "error"
-                and (record.get("transient") or TRANSIENT_ERROR.search(record.get("error") or "")))
+    error = record.get("error") or ""
+    if RULE_INDUCED.search(error):  # the ruleset's doing (a refusal may name a path or size holding "500")
+        return True
+    return not (record.get("status") == "error" and (record.get("transient") or TRANSIENT_ERROR.search(error)))
 
 
 def _check_tasks(tasks: Any) -> pd.DataFrame:

@@ -1,9 +1,12 @@
 """mini-swe-agent's per-run config without running it: the rules as its Jinja system template renders them, read
-from the workspace's AGENTS.md without following a link, and no key in the config."""
+from the workspace's AGENTS.md as hostile data (a link or a FIFO refused, naming it), and no key in the config."""
 
 import os
 
+import pytest
 from jinja2 import StrictUndefined, Template
+
+from helpers.core.untrusted import RefusedOutput
 
 from mini_swe_agent.agent import RULES_HEADING, SYSTEM_TEMPLATE, run_config, system_template, workspace_rules
 
@@ -28,8 +31,14 @@ def test_the_rules_come_from_a_regular_agents_md_never_through_a_link(tmp_path):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     assert workspace_rules(workspace) == ""  # no AGENTS.md: no rules
-    (workspace / "AGENTS.md").symlink_to(outside)
-    assert workspace_rules(workspace) == ""
+    for target in (outside, "/dev/zero"):
+        (workspace / "AGENTS.md").symlink_to(target)
+        with pytest.raises(RefusedOutput, match="AGENTS.md is a symbolic link"):
+            workspace_rules(workspace)
+        (workspace / "AGENTS.md").unlink()
+    os.mkfifo(workspace / "AGENTS.md")
+    with pytest.raises(RefusedOutput, match=r"AGENTS.md is a FIFO"):  # at once: no wait for a writer
+        workspace_rules(workspace)
     (workspace / "AGENTS.md").unlink()
     (workspace / "AGENTS.md").write_text("- Team rule.\n")
     assert workspace_rules(workspace) == "- Team rule.\n"
