@@ -90,3 +90,16 @@ def test_reads_are_capped_writes_refuse_hard_links_and_plain_files_work(tree):
 def test_a_refusal_counts_as_the_agents_doing():
     error = str(RefusedOutput("refused the agent's output: traj.json is a FIFO (named pipe)"))
     assert run_outcome({"status": "error", "error": f"RefusedOutput: {error}"}) == RULES
+
+
+def test_a_cli_that_prints_without_end_leaves_a_bounded_tail_with_its_last_line():
+    import io
+    from collections import deque
+
+    from helpers.core.processes import read_capped
+
+    flood = io.StringIO("x" * 300_000 + "\n" + "line\n" * 50_000 + '{"type": "run_result"}\n')  # one huge line too
+    kept: deque[str] = deque()
+    read_capped(flood, kept, limit=10_000)
+    text = "".join(kept)
+    assert len(text) < 10_200 and text.endswith('{"type": "run_result"}\n') and "earlier lines of output dropped" in text
