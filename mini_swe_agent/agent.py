@@ -70,8 +70,10 @@ def provider_settings(model: str, base_url: str | None, api_key: str | None) -> 
 
 
 def workspace_rules(workspace: Path) -> str:
-    """The workspace's AGENTS.md ("" when there is none), read as hostile data (helpers.core.untrusted): a link,
-    a FIFO or a file over MAX_RULES_BYTES is a RefusedOutput naming it."""
+    """The workspace's AGENTS.md ("" when there is none, or a link: the repository's link is not followed), read
+    as hostile data (helpers.core.untrusted): a FIFO or a file over MAX_RULES_BYTES is a RefusedOutput naming it."""
+    if (workspace / RULES_FILE).is_symlink():  # read before the run: the task's repository's link, left alone
+        return ""
     try:
         return read_untrusted(workspace / RULES_FILE, workspace, MAX_RULES_BYTES).decode("utf-8", errors="replace")
     except FileNotFoundError:

@@ -32,7 +32,8 @@ from helpers.core.names import check_inside, check_name
 from helpers.core.protocols import Task
 from helpers.core.rules import insert_section, remove_section, split_fenced
 from helpers.core.rules_formats import learned_path, with_front_matter
-from helpers.core.untrusted import read_untrusted, refused, remove_untrusted, untrusted_kind, write_untrusted
+from helpers.core.untrusted import (REFUSED, RefusedOutput, read_untrusted, refused, remove_untrusted, untrusted_kind,
+                                    write_untrusted)
 from helpers.families.coding.git import WorkspaceError, git, git_environment
 
 def swebench_repo_path(repo: str, mirrors_dir: Path | str) -> Path:
@@ -206,7 +207,11 @@ def _refuse_nested(workspace: Path) -> None:
     found, folders = [], [workspace]
     while folders:
         folder = folders.pop()
-        with os.scandir(folder) as entries:
+        try:
+            listing = os.scandir(folder)
+        except OSError as error:  # a folder the agent made unreadable: git could not take it either
+            raise refused(Path(folder).relative_to(workspace).as_posix(), f"cannot be read ({error.strerror})") from None
+        with listing as entries:
             for entry in entries:
                 if folder == workspace and entry.name == ".git":
                     continue
@@ -249,23 +254,29 @@ def write_rules(workspace: Path | str, rules_file: str, ruleset: str) -> Callabl
 
     Every read, write and delete goes through helpers.core.untrusted: no link is followed on any component
     of the path (the agent may have swapped the rules folder for a link to a host folder), no special file
-    opened. A link or special file found there, before the run or by the undo, is a RefusedOutput naming it,
-    and nothing outside the workspace is touched.
+    opened. A link or special file found there before the run (the task's repository holds it) is a
+    WorkspaceError naming it; one the undo finds (the agent made it) is a RefusedOutput naming it, a
+    rule-induced error. Nothing outside the workspace is touched either way.
     """
     workspace = Path(workspace)
     if not ruleset.strip():
         return lambda: None
-    untrusted_kind(workspace / rules_file.rstrip("/"), workspace)  # no link on the way: learned_path looks there
-    path = learned_path(workspace, rules_file)
-    if untrusted_kind(path, workspace) == "missing":  # nothing of the team's here: the file is ours alone
-        _write_exact(path, workspace, with_front_matter(path.relative_to(workspace).as_posix(), _with_newline(ruleset)),
-                     make_folders=True)
-        return lambda: remove_untrusted(path, workspace)
-    fenced = split_fenced(ruleset)
-    learned = fenced[1] if fenced else ruleset
-    if not learned.strip():  # an imported team file with nothing learned yet: the team's file says it all
-        return lambda: None
-    original = _read_exact(path, workspace)
+    try:  # before the run: what is there is the task's repository's, not the agent's
+        untrusted_kind(workspace / rules_file.rstrip("/"), workspace)  # no link on the way: learned_path looks there
+        path = learned_path(workspace, rules_file)
+        if untrusted_kind(path, workspace) == "missing":  # nothing of the team's here: the file is ours alone
+            text = with_front_matter(path.relative_to(workspace).as_posix(), _with_newline(ruleset))
+            _write_exact(path, workspace, text, make_folders=True)
+            return lambda: remove_untrusted(path, workspace)
+        fenced = split_fenced(ruleset)
+        learned = fenced[1] if fenced else ruleset
+        if not learned.strip():  # an imported team file with nothing learned yet: the team's file says it all
+            return lambda: None
+        original = _read_exact(path, workspace)
+    except RefusedOutput as error:
+        raise WorkspaceError(f"{workspace.name}: the rules cannot be written to {rules_file}: "
+                             f"{str(error).removeprefix(REFUSED + ': ')}. The task's repository has it so; give the "
+                             "file a link points to as the rules file (e.g. CLAUDE.md for AGENTS.md -> CLAUDE.md).") from None
     if split_fenced(original):  # the team's file already has a learned section: swap its content
         before, old, after = split_fenced(original)
         _write_exact(path, workspace, before + _with_newline(learned) + after)

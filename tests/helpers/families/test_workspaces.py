@@ -285,11 +285,12 @@ def test_a_rules_folder_the_agent_swaps_for_a_link_touches_nothing_outside_the_w
 
 @pytest.mark.parametrize("folder", RULES_FOLDERS)
 def test_a_rules_folder_that_is_a_link_before_the_run_is_refused_and_nothing_is_written(tmp_path, folder):
+    """The task's repository holds the link (no agent ran yet): a workspace error, left out of accuracy."""
     workspace, host = tmp_path / "ws", host_folder(tmp_path)
     (workspace / folder).parent.mkdir(parents=True, exist_ok=True)
     (workspace / folder).symlink_to(host)
     before = host_state(host)
-    with pytest.raises(RefusedOutput, match="is a symbolic link"):
+    with pytest.raises(WorkspaceError, match=f"cannot be written to {folder}/: {folder} is a symbolic link"):
         write_rules(workspace, folder + "/", "- [R1] Learned.\n")
     assert host_state(host) == before
 
