@@ -233,8 +233,8 @@ class _Run:
         self.gateway.forget(token)
         if result.status != "completed" and status == "budget":
             result.status, result.error = "budget", f"the experiment's budget is spent ({result.error})"
-        elif result.status == "error":
-            result.transient = is_transient(status)
+        elif result.status == "error":  # a refusal of what the agent left is its own, whatever the provider did
+            result.transient = is_transient(status) and not RULE_INDUCED.search(result.error or "")
         return result
 
     def evaluate_pending(self, frame: pd.DataFrame, run_key: str) -> None:
