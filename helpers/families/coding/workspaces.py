@@ -323,8 +323,8 @@ def workspace_patch(workspace: Path | str, base_commit: str, exclude: Sequence[s
     workspace's `.git` or its attributes runs or changes what is taken. A `.git` anywhere below the top level
     (a nested repository, a submodule, a gitlink's repository) is a RefusedOutput naming it, before any git
     runs, and git is told never to look into submodules. A patch over `max_bytes` (config.MAX_PATCH_BYTES) is
-    a RefusedOutput naming its size: read as a stream, never held whole. Both are the agent's doing
-    (rule-induced errors, helpers.core.outcomes). A patch that is not UTF-8 is a WorkspaceError."""
+    a RefusedOutput naming its size: read as a stream, never held whole; so is a patch that is not UTF-8
+    text, naming the file. All are the agent's doing (rule-induced errors, helpers.core.outcomes)."""
     workspace = Path(workspace)
     limit = config.MAX_PATCH_BYTES if max_bytes is None else max_bytes
     _refuse_nested(workspace)
@@ -334,9 +334,10 @@ def workspace_patch(workspace: Path | str, base_commit: str, exclude: Sequence[s
                           "--ignore-submodules=all", base_commit, "--", ".", *excludes)
     try:
         return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise WorkspaceError(f"{workspace.name}: the patch is not UTF-8 text ({error.reason} at byte {error.start}); "
-                             "its files must be UTF-8 to be recorded and graded.") from None
+    except UnicodeDecodeError as error:  # the agent's bytes: not an infrastructure error it could hide behind
+        header = data[data.rfind(b"diff --git ", 0, error.start):].split(b"\n", 1)[0].decode("utf-8", "replace")
+        raise refused("the patch", f"is not UTF-8 text ({error.reason} at byte {error.start}, in {header[:200]!r}); "
+                                   "files must be UTF-8 to be recorded and graded") from None
 
 
 def _capped_output(workspace: Path, limit: int, *args: str) -> bytes:

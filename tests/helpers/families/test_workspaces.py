@@ -243,6 +243,9 @@ def test_a_patch_over_its_cap_is_refused_naming_its_size_and_one_under_it_is_tak
         workspace_patch(workspace, house_task["base_commit"])
     monkeypatch.setattr(config, "MAX_PATCH_BYTES", 8 * 2**20)
     assert "+++ b/big.txt" in workspace_patch(workspace, house_task["base_commit"])
+    (workspace / "latin1.txt").write_bytes("café\n".encode("latin-1"))  # not an infrastructure error to hide behind
+    with pytest.raises(RefusedOutput, match=r"the patch is not UTF-8 text .*latin1.txt"):
+        workspace_patch(workspace, house_task["base_commit"])
 
 
 # Every folder of rules: each named format's folder, .clinerules as a folder, and any other folder.
