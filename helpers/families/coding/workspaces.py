@@ -262,21 +262,26 @@ def write_rules(workspace: Path | str, rules_file: str, ruleset: str) -> Callabl
     if not ruleset.strip():
         return lambda: None
     try:  # before the run: what is there is the task's repository's, not the agent's
-        untrusted_kind(workspace / rules_file.rstrip("/"), workspace)  # no link on the way: learned_path looks there
-        path = learned_path(workspace, rules_file)
-        if untrusted_kind(path, workspace) == "missing":  # nothing of the team's here: the file is ours alone
-            text = with_front_matter(path.relative_to(workspace).as_posix(), _with_newline(ruleset))
-            _write_exact(path, workspace, text, make_folders=True)
-            return lambda: remove_untrusted(path, workspace)
-        fenced = split_fenced(ruleset)
-        learned = fenced[1] if fenced else ruleset
-        if not learned.strip():  # an imported team file with nothing learned yet: the team's file says it all
-            return lambda: None
-        original = _read_exact(path, workspace)
+        return _put_rules(workspace, rules_file, ruleset)
     except RefusedOutput as error:
         raise WorkspaceError(f"{workspace.name}: the rules cannot be written to {rules_file}: "
                              f"{str(error).removeprefix(REFUSED + ': ')}. The task's repository has it so; give the "
                              "file a link points to as the rules file (e.g. CLAUDE.md for AGENTS.md -> CLAUDE.md).") from None
+
+
+def _put_rules(workspace: Path, rules_file: str, ruleset: str) -> Callable[[], None]:
+    """write_rules' work, every path reached through helpers.core.untrusted; returns the undo."""
+    untrusted_kind(workspace / rules_file.rstrip("/"), workspace)  # no link on the way: learned_path looks there
+    path = learned_path(workspace, rules_file)
+    if untrusted_kind(path, workspace) == "missing":  # nothing of the team's here: the file is ours alone
+        text = with_front_matter(path.relative_to(workspace).as_posix(), _with_newline(ruleset))
+        _write_exact(path, workspace, text, make_folders=True)
+        return lambda: remove_untrusted(path, workspace)
+    fenced = split_fenced(ruleset)
+    learned = fenced[1] if fenced else ruleset
+    if not learned.strip():  # an imported team file with nothing learned yet: the team's file says it all
+        return lambda: None
+    original = _read_exact(path, workspace)
     if split_fenced(original):  # the team's file already has a learned section: swap its content
         before, old, after = split_fenced(original)
         _write_exact(path, workspace, before + _with_newline(learned) + after)
