@@ -209,6 +209,7 @@ def test_the_check_names_what_a_repository_holds_beyond_its_base(repository_with
 # --- nothing the agent leaves is read as a repository, followed as a link or kept without a cap ------------------
 import re  # noqa: E402
 import shutil  # noqa: E402
+import time  # noqa: E402
 
 from sandbox_probes import NESTED_REPOSITORIES, plant_nested_script  # noqa: E402
 
@@ -309,3 +310,14 @@ def test_a_rules_file_the_agent_made_special_is_refused_by_the_undo_at_once(tmp_
      "folder": lambda p: p.mkdir()}[make](workspace / "AGENTS.md")
     with pytest.raises(RefusedOutput, match="AGENTS.md is a"):
         undo()
+
+
+def test_links_and_special_files_in_the_work_tree_are_data_to_the_patch_and_never_opened(house_task, tmp_path):
+    workspace = prepare_workspace(house_task, tmp_path / "root")
+    os.mkfifo(workspace / "pipe")  # no writer: opening it would block
+    (workspace / "zero").symlink_to("/dev/zero")  # following it would read without end
+    (workspace / "loop").symlink_to("loop")
+    started = time.monotonic()
+    patch = workspace_patch(workspace, house_task["base_commit"])
+    assert time.monotonic() - started < 10
+    assert "+/dev/zero" in patch and "new file mode 120000" in patch and "pipe" not in patch
