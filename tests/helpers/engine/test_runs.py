@@ -480,3 +480,19 @@ def test_a_patch_over_its_cap_is_a_rule_induced_error_naming_its_size_and_is_not
     row = run(house.head(1), agent, results).iloc[0]
     assert row.status == "error" and re.search(r"the patch is \d+ bytes, over the 2000 bytes", row.error), row.error
     assert row.output == "" and run_outcome(row.to_dict()) == RULES
+
+
+def test_a_plan_over_the_cap_is_a_rule_induced_error_and_is_not_recorded(house, results, monkeypatch):
+    from helpers.core import config
+    from helpers.core.outcomes import RULES, run_outcome
+
+    class Planner(PatchingAgent):
+        mode = "plan"
+
+        def run(self, task, workspace, ruleset):
+            return AgentResult(task["instance_id"], "completed", plan="step\n" * 1000, model=self.model)
+
+    monkeypatch.setattr(config, "MAX_PATCH_BYTES", 2000)
+    row = run(house.head(1), Planner(), results).iloc[0]
+    assert row.status == "error" and "the plan is 5000 bytes, over the 2000 bytes" in row.error
+    assert row.output == "" and run_outcome(row.to_dict()) == RULES
