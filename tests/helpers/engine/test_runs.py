@@ -496,3 +496,17 @@ def test_a_plan_over_the_cap_is_a_rule_induced_error_and_is_not_recorded(house, 
     row = run(house.head(1), Planner(), results).iloc[0]
     assert row.status == "error" and "the plan is 5000 bytes, over the 2000 bytes" in row.error
     assert row.output == "" and run_outcome(row.to_dict()) == RULES
+
+
+def test_a_record_that_cannot_be_read_stops_the_call_naming_it_and_runs_nothing(house, results):
+    from helpers.store.records import RecordError
+
+    tasks = house.head(2)
+    run(tasks, PatchingAgent(), results, evaluate=False)
+    path = run_records_path("engine", "train_0", results)
+    lines = path.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join([lines[0][:40], *lines[1:]]))  # the first record cut short, the rest intact
+    again = PatchingAgent()
+    with pytest.raises(RecordError, match=r"Line 1 of .*train_0.jsonl is not a readable record"):
+        run(tasks, again, results, evaluate=False)
+    assert again.calls == []
