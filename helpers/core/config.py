@@ -73,6 +73,11 @@ AGENT_TRAJECTORY_STEP_CHARS = 2_000  # one step's text within it
 AGENT_MAX_OUTPUT_TOKENS = 16_384
 AGENT_TRANSIENT_RETRIES = 2  # an agent run that failed transiently (a broken model stream) runs again, this often
 EVAL_TIMEOUT_S = 120.0  # per task, local evaluator
+# What the host reads back from a workspace or a run's home is hostile data (helpers.core.untrusted): each read is
+# capped. A patch larger than MAX_PATCH_BYTES is refused as the agent's doing (a rule-induced error naming its size),
+# never recorded: a real fix is kilobytes, and a 520 MB patch once made a 526 MB record and a 2.7 GB driver.
+MAX_PATCH_BYTES = 5 * 2**20
+MAX_READBACK_BYTES = 64 * 2**20  # any other file an agent package reads back (a trajectory file)
 # A mined repository's set-up command (pip install ...) gets the host's network only when this is True; its
 # tests and every agent never do (the sandbox's own network namespace: README, Security model).
 SETUP_NETWORK = False

@@ -32,10 +32,12 @@ from typing import Any, Iterator
 import pandas as pd
 
 from helpers.core import config
+from helpers.core.outcomes import RULE_INDUCED
 from helpers.core.progress import progress_bar
 from helpers.core.processes import kill_processes_in, terminate_as_interrupt, remove_scratch, scratch_dir, sweep_stale
 from helpers.core.protocols import Agent, AgentResult, EvalResult, Evaluator
-from helpers.store.records import append_jsonl, check_name, read_jsonl, ruleset_sha, run_records_path
+from helpers.store.records import (append_jsonl, check_name, read_jsonl, ruleset_sha, run_records_path,
+                                   without_lone_surrogates)
 from helpers.core.tokens import truncate_chars
 from helpers.families.coding.patches import suspect_lines
 
@@ -196,6 +198,7 @@ class _Run:
         return result, output, verdict
 
     def keep(self, record: dict[str, Any]) -> None:
+        record = without_lone_surrogates(record)  # the row as it reads back (a data frame cannot hold one)
         append_jsonl(self.path, record)  # written the moment it is known: a kill loses nothing finished
         with self._lock:
             self.done[record["instance_id"]] = record
@@ -233,8 +236,8 @@ class _Run:
         self.gateway.forget(token)
         if result.status != "completed" and status == "budget":
             result.status, result.error = "budget", f"the experiment's budget is spent ({result.error})"
-        elif result.status == "error":
-            result.transient = is_transient(status)
+        elif result.status == "error":  # a refusal of what the agent left is its own, whatever the provider did
+            result.transient = is_transient(status) and not RULE_INDUCED.search(result.error or "")
         return result
 
     def evaluate_pending(self, frame: pd.DataFrame, run_key: str) -> None:
@@ -318,8 +321,10 @@ def _is_done(record: dict[str, Any]) -> bool:
     gateway's record when the run went through one, else by the error's wording)."""
     if record.get("status") == "budget":
         return False
-    return not (record.get("status") == "error"
-                and (record.get("transient") or TRANSIENT_ERROR.search(record.get("error") or "")))
+    error = record.get("error") or ""
+    if RULE_INDUCED.search(error):  # the ruleset's doing (a refusal may name a path or size holding "500")
+        return True
+    return not (record.get("status") == "error" and (record.get("transient") or TRANSIENT_ERROR.search(error)))
 
 
 def _check_tasks(tasks: Any) -> pd.DataFrame:

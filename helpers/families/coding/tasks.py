@@ -143,7 +143,7 @@ def _read_json(path: Path) -> pd.DataFrame:
         where = "item"
     else:
         numbered = [(number, _json_line(path, number, line))
-                    for number, line in enumerate(text.splitlines(), 1) if line.strip()]
+                    for number, line in enumerate(text.split("\n"), 1) if line.strip()]  # not at U+2028 in a row
         where = "line"
     for number, record in numbered:
         if not isinstance(record, dict):

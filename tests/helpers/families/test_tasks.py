@@ -130,6 +130,14 @@ def test_a_csv_file_loads_the_same_tasks_as_its_jsonl(lite, tmp_path):
         assert list(frame.problem_statement) == list(lite.problem_statement)
 
 
+def test_a_task_row_holding_raw_unicode_line_separators_loads_whole(tmp_path):
+    rows = sample_rows()[:2]
+    rows[0]["problem_statement"] = "First\u2028second\u2029third\x85fourth\x1cfifth."
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    frame = load_tasks(str(tmp_path / "rows.jsonl"))
+    assert len(frame) == 2 and frame.problem_statement[0] == rows[0]["problem_statement"]
+
+
 def test_a_torn_jsonl_line_is_named_by_file_and_number(tmp_path):
     lines = [json.dumps(r) for r in sample_rows()]
     lines[3] = lines[3][:50]  # a line cut short, as a killed download leaves it
