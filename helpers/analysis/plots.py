@@ -77,14 +77,15 @@ def plot_accuracy(loops: pd.DataFrame, experiment: str = "") -> Figure:
     the one test is the kept version's (helpers.analysis.evidence)."""
     figure, ax = _figure()
     sides = [(-0.06, "train", "o", "train"), (0.0, "val", "^", "validation"), (0.06, "test", "s", "test, exploratory")]
-    for offset, split, marker, name in sides:
+    for (offset, split, marker, name), colour in zip(sides, OKABE_ITO):
         if f"{split}_accuracy" not in loops or loops[f"{split}_accuracy"].isna().all():
             continue
         values = pd.to_numeric(loops.get(f"{split}_accuracy"), errors="coerce")
         low = pd.to_numeric(loops.get(f"{split}_ci_low", pd.Series(index=loops.index, dtype=float)), errors="coerce")
         high = pd.to_numeric(loops.get(f"{split}_ci_high", pd.Series(index=loops.index, dtype=float)), errors="coerce")
         errors = [(values - low).clip(lower=0).fillna(0), (high - values).clip(lower=0).fillna(0)]
-        ax.errorbar(loops["loop"] + offset, values, yerr=errors, marker=marker, capsize=4, label=f"{name} (95% CI)")
+        ax.errorbar(loops["loop"] + offset, values, yerr=errors, marker=marker, capsize=4, color=colour,
+                    label=f"{name} (95% CI)")
     ax.set(xlabel="loop (ruleset version used)", ylabel="accuracy (resolved share)", ylim=(-0.02, 1.02),
            title=_title(f"Accuracy per loop: {experiment}", loops))
     ax.set_xticks(list(loops["loop"]))
