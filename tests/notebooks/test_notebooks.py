@@ -263,6 +263,8 @@ def test_the_continual_notebook_learns_from_a_prs_feedback_applies_and_rolls_bac
     assert "SCRIPTED DRY RUN" in shown and "Proposal p0001" in shown and "Approved p0001: ruleset v1" in shown
     assert "prompt-learning: learned rules v1 (p0001, 3 edit(s))" in shown and "Rolled back v1 -> no learned rules" in shown
     assert "2 untrusted record(s), kept out of the optimizer" in shown and "helpful-stranger is FIRST_TIME_CONTRIBUTOR" in shown
+    assert re.search(r"Committed v1 to \S+ on prompt-learning/rules in \S+ \(the demo's scratch clone", shown)
+    assert "continual-demo-" not in shown  # no scratch folder's path in the executed copy
 
 
 def test_the_your_repo_notebook_mines_a_history_runs_the_loop_and_exports_the_rules(isolated):
