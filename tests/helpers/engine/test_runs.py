@@ -448,7 +448,7 @@ def test_grading_follows_the_agents_sandbox_policy(house, results, monkeypatch):
     assert real.calls == []  # refused before any agent ran
 
 
-# An in-package forgery of the report (README, Security model): code the tests import rewrites pytest's verdict
+# An in-package forgery of the report (docs/security.md): code the tests import rewrites pytest's verdict
 # on every test, so that the report and the exit status agree on "all passed". No grading path keeps code under
 # test out of the process that runs the tests: the row names it (`suspect`), the pass is not counted, and the
 # judge sees it, even hidden between 70 KB of padding before and after.

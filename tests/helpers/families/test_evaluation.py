@@ -73,7 +73,7 @@ def test_the_agents_workspace_is_not_needed_or_touched(tasks):
     assert git("status", "--porcelain", cwd=row["repo_path"]).stdout == ""
 
 
-# --- grading the agent cannot game (README, Security model) ---------------------------------------------------
+# --- grading the agent cannot game (docs/security.md) ---------------------------------------------------
 # Each patch below is written as an agent would leave it: files changed in a clone at the base commit, then
 # `git diff`. They are graded in the sandbox (a real run's policy), so these tests need one.
 needs_sandbox = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox here: {unavailable_reason()}")
