@@ -73,6 +73,12 @@ AGENT_TRAJECTORY_STEP_CHARS = 2_000  # one step's text within it
 AGENT_MAX_OUTPUT_TOKENS = 16_384
 AGENT_TRANSIENT_RETRIES = 2  # an agent run that failed transiently (a broken model stream) runs again, this often
 EVAL_TIMEOUT_S = 120.0  # per task, local evaluator
+# Caps of one sandboxed run (an agent's, a grading's), sized for a coding task; helpers.core.sandbox says what
+# enforces each one where, and a run that reaches one ends as a rule-induced error naming it.
+SANDBOX_PROCESSES = 512  # processes and threads at once
+SANDBOX_MEMORY_BYTES = 4 * 2**30  # memory, /tmp (a tmpfs) included
+SANDBOX_DISK_BYTES = 2 * 2**30  # what the workspace and the run's home hold, together
+SANDBOX_FILE_BYTES = 1 * 2**30  # the largest one file written
 # A mined repository's set-up command (pip install ...) gets the host's network only when this is True; its
 # tests and every agent never do (the sandbox's own network namespace: README, Security model).
 SETUP_NETWORK = False

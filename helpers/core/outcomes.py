@@ -8,7 +8,8 @@ The four outcomes:
 - resolved: the patch passed the task's tests (plan mode: the judge found the plan correct);
 - failed: it did not;
 - errored: rules: the agent ran and ended badly in a way the rules can cause (its time limit, its turn
-  or mistake limit, a context window the rules filled). It is the ruleset's doing, so it counts as a
+  or mistake limit, a context window the rules filled, a sandbox cap: processes, memory, disk, file size).
+  It is the ruleset's doing, so it counts as a
   FAILURE of that ruleset, on both sides of every comparison;
 - errored: infrastructure: the provider, the gateway, the budget, the workspace or the test harness
   failed; the run says nothing about the rules, so it is left out of accuracy (and a task with one is
@@ -29,7 +30,8 @@ OUTCOMES = (RESOLVED, FAILED, RULES, INFRA)
 SCORED = (RESOLVED, FAILED, RULES)  # the outcomes accuracy is computed over
 # An agent that stops because of what it was told: out of turns, out of mistakes, out of context.
 RULE_INDUCED = re.compile(r"max(?:imum)?[ _-]?turns|turn limit|mistake limit|too many (?:turns|mistakes)|"
-                          r"context (?:window|length)|prompt is too long|maximum context", re.IGNORECASE)
+                          r"context (?:window|length)|prompt is too long|maximum context|"
+                          r"sandbox cap reached", re.IGNORECASE)  # helpers.core.sandbox.CAP_PREFIX
 # What an infrastructure error is called where a reason is listed (stats' exclusions, loop lines).
 INFRA_REASONS = {"error": "errored", "budget": "stopped by the budget", "not_evaluated": "not evaluated",
                  "pending": "not evaluated yet", "harness": "the test harness failed", "": "no outcome"}
