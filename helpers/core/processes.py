@@ -164,10 +164,12 @@ def sandboxed(args: list[str], workspace: Path, home: Path | None, read_only: Se
 
 
 class SandboxedCommand(list):
-    """A run's command (its arguments: a list, as Popen takes it) and, once its `relayed` block has ended,
-    `cap`: the sandbox cap that ended the run (a sentence starting helpers.core.sandbox.CAP_PREFIX), or ""."""
+    """A run's command (its arguments: a list, as Popen takes it), `user`, the uid it runs as (None: the
+    caller's), and, once its `relayed` block has ended, `cap`: the sandbox cap that ended the run (a sentence
+    starting helpers.core.confinement.CAP_PREFIX), or ""."""
 
     cap = ""
+    user: int | None = None  # the run's own uid (helpers.core.confinement), None: the caller's
 
 
 @contextmanager
@@ -192,6 +194,7 @@ def relayed(args: list[str], workspace: Path, home: Path | None, read_only: Sequ
         command = SandboxedCommand(sandbox_command(
             args, workspace, home, read_only=[*read_only, sys.prefix], reach=reach, network=network,
             user=confinement.user, limits=confinement.limits, cgroup=confinement.cgroup))
+        command.user = confinement.user
         with reach_relay(None if network else reach, home, user=confinement.user):
             yield command
     command.cap = confinement.cap
@@ -212,6 +215,8 @@ def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: s
     reads it back).
     """
     with relayed(args, workspace, home, read_only, sandbox, reach=reach, network=network, limits=limits) as command:
+        for fd in pass_fds if command.user is not None else ():  # a key's pipe: the run's own uid opens it
+            os.fchown(fd, command.user, command.user)
         out, err, timed_out, seconds = _run_group(command, workspace, env, stdin_text, timeout_s, live, lock, pass_fds)
     return out, with_cap(err, command), timed_out, seconds
 

@@ -51,6 +51,7 @@ def main(argv: list[str]) -> int:
             print("sandbox: could not give up root", file=sys.stderr)
             return 126
     os.chdir(folder)
+    os.environ["PWD"] = folder  # bwrap set it to its own working directory, "/"; tools trust it over getcwd
     # Python ignores SIGPIPE and SIGXFSZ for itself, and an ignored signal stays ignored across exec: the
     # command gets the defaults back (a write past FILE_BYTES then ends the writer, as in a shell).
     for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):

@@ -292,7 +292,7 @@ def test_inside_the_agent_is_an_unprivileged_user_reading_no_root_only_file_and_
               f" cat /etc/shadow {secret} 2>&1 | grep -c denied;"
               " mount -t tmpfs none /tmp 2>/dev/null && echo mounted; mount --bind /usr /tmp 2>/dev/null && echo bound;"
               " mknod disk b 8 0 2>/dev/null && echo made; mknod /tmp/null c 1 3 2>/dev/null && echo made;"
-              " echo x > made.txt; cp /usr/bin/true mine; chmod u+s mine; echo end")
+              " echo x > made.txt; cp /usr/bin/true mine; chmod u+s mine; [ \"$PWD\" = \"$(pwd -P)\" ] && echo end")
     workspace, home = tmp_path / "ws", tmp_path / "home"
     workspace.mkdir(), home.mkdir()
     out, err, _, _ = run_cli(["bash", "-c", script], workspace, {"PATH": "/usr/bin:/bin", "HOME": str(home)}, "", 60,
