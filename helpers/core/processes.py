@@ -86,10 +86,10 @@ def remove_scratch(folder: Path | str) -> None:
 
 def sweep_stale() -> list[Path]:
     """Remove the scratch folders of processes that are gone (killed mid-run), ending what still runs
-    in them, and their sandbox cgroups (helpers.core.sandbox.sweep_cgroups); returns the folders removed."""
-    from helpers.core.confinement import sweep_cgroups
+    in them, and their sandbox cgroups (helpers.core.cgroups.sweep); returns the folders removed."""
+    from helpers.core.cgroups import sweep
 
-    sweep_cgroups()
+    sweep()
     root = scratch_root()
     swept = []
     for owner in sorted(root.iterdir()) if root.is_dir() else ():

@@ -19,6 +19,10 @@ An agent runs commands a model chose, over code strangers wrote. Inside the sand
   cannot be given its own address inside: the agent is handed 127.0.0.1 on the same port (inside_url).
   `network=True` shares the host's network instead: only for a set-up command the user allowed to
   download.
+Who the agent is inside and what it may take (helpers.core.confinement, which run_cli and `relayed` apply to
+every agent run and every grading): as root, a uid of the run's own with no capability (root-only files stay
+unreadable, nothing can be mounted or made into a device node); its processes, memory, disk use and file
+size capped, a run over a cap ended and named.
 On macOS nothing here applies (`srt`, Anthropic's sandbox-runtime, or `sandbox-exec` would be the
 mechanism there): the opt-out below is required.
 

@@ -21,11 +21,9 @@ import resource
 import sys
 
 
-def _clear_inheritable() -> None:
+def _clear_inheritable(ctypes) -> None:
     """Empty the inheritable capability set too (bwrap put the two it handed over there; with no_new_privs and
     nosuid binds they could give nothing back, but the run holds none, in any set)."""
-    import ctypes
-
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
     data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable (x2 words): all empty
     if ctypes.CDLL(None, use_errno=True).capset(header, data) != 0:
@@ -42,11 +40,13 @@ def main(argv: list[str]) -> int:
     if file_bytes != "-":
         resource.setrlimit(resource.RLIMIT_FSIZE, (int(file_bytes), int(file_bytes)))
     if user != "-":
+        import ctypes  # while still root: the interpreter's folder may be root's alone
+
         uid = int(user)
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
-        _clear_inheritable()
+        _clear_inheritable(ctypes)
         if os.getuid() != uid or os.geteuid() != uid:  # never run COMMAND with more than asked
             print("sandbox: could not give up root", file=sys.stderr)
             return 126

@@ -265,7 +265,8 @@ def test_a_run_killed_with_a_call_in_flight_leaves_nothing_either(tmp_path):
 
 # --- privilege dropped and caps (helpers.core.confinement) ---------------------------------------------
 from helpers.core import config  # noqa: E402
-from helpers.core.confinement import CAP_PREFIX, Limits, _cgroups, cap_reached  # noqa: E402
+from helpers.core.cgroups import available as _cgroups  # noqa: E402
+from helpers.core.confinement import CAP_PREFIX, Limits, cap_reached  # noqa: E402
 from helpers.core.outcomes import RULES, run_outcome  # noqa: E402
 from helpers.agents.base import CLIAgent, Invocation  # noqa: E402
 from helpers.core.protocols import AgentResult  # noqa: E402
@@ -392,7 +393,7 @@ def test_a_killed_drivers_cgroup_and_what_runs_in_it_are_swept_at_the_next_start
     groups = _cgroups()
     parent = next(iter(groups.parents.values()))
     stale = parent / "999999999-1-1"  # no process has this owner tag
-    stale.mkdir()
+    stale.mkdir(exist_ok=True)
     sleeper = subprocess.Popen(["sleep", "300"])
     try:
         (stale / "cgroup.procs").write_text(str(sleeper.pid))
