@@ -141,7 +141,7 @@ def _under_system(folder: str) -> bool:
 def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str,
                     read_only: Sequence[Path | str] = (), *, reach: str | None = None,
                     network: bool = False, user: int | None = None, limits: "Limits | None" = None,
-                    cgroup: Sequence[Path | str] = ()) -> list[str]:
+                    cgroup: Sequence[Path | str] = (), seccomp: Path | str | None = None) -> list[str]:
     """`args` wrapped to run in the sandbox: `workspace` and `home` read-write, `read_only` folders (the
     agent's CLI, a virtualenv) visible read-only at their own paths, the working directory `workspace`.
 
@@ -153,13 +153,16 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     `relayed` use it): `user`,
     the unprivileged uid `args` run as (the caller must be root; `workspace` and `home` must be that uid's);
     `limits`, whose process and file-size caps become rlimits inside and whose disk cap sizes /tmp;
-    `cgroup`, the cgroup.procs files the whole sandbox joins before bwrap starts.
+    `cgroup`, the cgroup.procs files the whole sandbox joins before bwrap starts; `seccomp`, a filter file
+    (cBPF) bwrap installs for the command.
     """
     # No --new-session: the caller runs bwrap without a terminal, in a process group of its own (TIOCSTI
     # has nothing to inject into), and signals to that group reach the CLI too. bwrap does not forward
     # signals: an interrupt ends bwrap, and --die-with-parent then kills what runs inside.
     command = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                "--unshare-cgroup-try", *([] if network else ["--unshare-net"])]
+    if seccomp:  # the start-up shell (below) opens it as descriptor 9
+        command += ["--seccomp", "9"]
     if user is not None:  # root hands the drop (sandbox_drop.py) only what it needs to give up root
         command += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     for folder in SYSTEM_FOLDERS:
@@ -208,14 +211,15 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
         args = [*forwarder, *args]
     command += ["--chdir", "/" if user is not None else str(workspace), "--"]
     command = command + [str(a) for a in args]
-    if cgroup:  # joined by a shell before bwrap starts: nothing of the run is ever outside the cgroup
-        command = ["sh", "-c", JOIN_CGROUP, "sh", *map(str, cgroup), "--", *command]
+    if cgroup or seccomp:  # a shell joins the cgroup before bwrap starts: nothing of the run is ever outside it
+        command = ["sh", "-c", START, "sh", str(seccomp or "-"), *map(str, cgroup), "--", *command]
     return command
 
 
-# The whole run (bwrap included) joins its cgroup (helpers.core.confinement) before bwrap starts:
-JOIN_CGROUP = ('while [ "$1" != -- ]; do echo 0 > "$1" || { echo "sandbox: cannot join $1" >&2; exit 125; }; '
-               'shift; done; shift; exec "$@"')
+# The whole run (bwrap included) joins its cgroup (helpers.core.confinement) before bwrap starts, and bwrap gets
+# the seccomp filter on descriptor 9: `sh -c START sh FILTER|- PROCS... -- COMMAND...`.
+START = ('filter=$1; shift; while [ "$1" != -- ]; do echo 0 > "$1" || { echo "sandbox: cannot join $1" >&2; '
+         'exit 125; }; shift; done; shift; if [ "$filter" = - ]; then exec "$@"; else exec "$@" 9< "$filter"; fi')
 
 
 # --- reaching the gateway from inside: a relay on the host, a forwarder inside (sandbox_forwarder.py) ---

@@ -292,6 +292,9 @@ def test_inside_the_agent_is_an_unprivileged_user_reading_no_root_only_file_and_
     script = (f"id -u; grep -E '^(CapInh|CapPrm|CapEff|CapAmb|NoNewPrivs):' /proc/self/status;"
               f" cat /etc/shadow {secret} 2>&1 | grep -c denied;"
               " mount -t tmpfs none /tmp 2>/dev/null && echo mounted; mount --bind /usr /tmp 2>/dev/null && echo bound;"
+              # nor as "root" of a user namespace of its own
+              " unshare -Urm mount -t tmpfs none /tmp 2>/dev/null && echo mounted; unshare -U true 2>/dev/null && echo made;"
+              " python3 -c 'import os; os.unshare(os.CLONE_NEWUSER)' 2>/dev/null && echo made;"
               " mknod disk b 8 0 2>/dev/null && echo made; mknod /tmp/null c 1 3 2>/dev/null && echo made;"
               " echo x > made.txt; cp /usr/bin/true mine; chmod u+s mine; [ \"$PWD\" = \"$(pwd -P)\" ] && echo end")
     workspace, home = tmp_path / "ws", tmp_path / "home"
