@@ -14,11 +14,10 @@ set no_new_privs, and its binds are nosuid. (bwrap's own `--unshare-user --uid N
 namespace maps N to the caller, root, and every root-owned file inside would be the agent's.)
 Not root, the run is the caller's uid, and can read no more than the caller.
 
-Caps (Limits says what enforces each): a cgroup of the run's own, v2 when one can be made at the top of the
-cgroup2 hierarchy (root) or beside this process's own cgroup (a systemd delegation), else v1 under this
-process's own cgroups (root, hierarchies mounted writable), for processes and memory; RLIMIT_NPROC on the run's own uid where no cgroup
-caps processes; RLIMIT_FSIZE for one file; a watcher for the workspace's and home's disk use; a tmpfs /tmp
-of the disk cap's size. What nothing here can enforce is said once, in a "Note:" line.
+Caps (Limits says what enforces each): a cgroup of the run's own (helpers.core.cgroups: v2, else v1) for
+processes and memory; RLIMIT_NPROC on the run's own uid where no cgroup caps processes; RLIMIT_FSIZE for one
+file; a watcher for the workspace's and home's disk use; a tmpfs /tmp of the disk cap's size. What nothing
+here can enforce is said once, in a "Note:" line.
 
 A run that reaches a cap is ended (its cgroup, its uid's processes, what works in its folders, all killed)
 and named: run_cli puts the cap's sentence last on stderr, helpers.agents.base.capped makes the agent's

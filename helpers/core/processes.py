@@ -195,7 +195,7 @@ def relayed(args: list[str], workspace: Path, home: Path | None, read_only: Sequ
             args, workspace, home, read_only=[*read_only, sys.prefix], reach=reach, network=network,
             user=confinement.user, limits=confinement.limits, cgroup=confinement.cgroup, seccomp=confinement.seccomp))
         command.user = confinement.user
-        with reach_relay(None if network else reach, home, user=confinement.user):
+        with reach_relay(None if network else reach, home):
             yield command
     command.cap = confinement.cap
 

@@ -258,7 +258,7 @@ def inside_url(url: str) -> str:
 class _Relay:
     """Accepts connections on a Unix socket and connects each to `target` (host, port), both ways."""
 
-    def __init__(self, path: Path, target: tuple[str, int], user: int | None = None):
+    def __init__(self, path: Path, target: tuple[str, int]):
         self.path, self.target = path, target
         self.lock = threading.Lock()
         self.threads: list[threading.Thread] = []
@@ -271,8 +271,9 @@ class _Relay:
         folder = os.open(path.parent, os.O_PATH)
         try:
             self.listener.bind(f"/proc/self/fd/{folder}/{path.name}")
-            if user is not None:  # the run's own uid connects to it
-                os.chown(path.name, user, user, dir_fd=folder, follow_symlinks=False)
+            # whoever the run is inside connects to it (its own uid; or root without its capabilities, for a
+            # forwarder on a port below 1024); the home it lies in is the run's alone
+            os.chmod(path.name, 0o666, dir_fd=folder)
         finally:
             os.close(folder)
         self.listener.listen(128)
@@ -335,15 +336,15 @@ def _end(*sockets: socket.socket) -> None:
 
 
 @contextmanager
-def reach_relay(reach: str | None, home: Path | str, user: int | None = None) -> Iterator[None]:
+def reach_relay(reach: str | None, home: Path | str) -> Iterator[None]:
     """While open, a sandbox started with `reach` (sandbox_command) reaches it: each connection its
     forwarder makes to the socket in `home` is connected to reach's host and port, and bytes pass both
     ways as they come. On leaving, every connection is ended, every thread joined, the socket removed.
-    A no-op without `reach`. `user`: the run's own uid (confined), which the socket is handed to."""
+    A no-op without `reach`."""
     if not reach:
         yield
         return
-    relay = _Relay(_relay_socket(home), _address(reach), user)
+    relay = _Relay(_relay_socket(home), _address(reach))
     try:
         yield
     finally:

@@ -5,8 +5,8 @@ becomes COMMAND.
 
 USER: the unprivileged uid (and gid) COMMAND runs as, with no supplementary groups; "-" keeps the caller's.
 Root hands it only CAP_SETUID and CAP_SETGID (bwrap --cap-drop ALL --cap-add ...): once every uid is USER,
-the kernel clears those too (and the inheritable set is emptied), so COMMAND holds no capability (bwrap has already set no_new_privs, and its
-binds are nosuid: no setuid program gives one back).
+the kernel clears those too (and the inheritable set is emptied), so COMMAND holds no capability (bwrap has
+already set no_new_privs, and its binds are nosuid: no set-uid program gives one back).
 PROCESSES: RLIMIT_NPROC ("-": none). The kernel counts it per real uid, so it caps this run only when USER is
 this run's own uid. FILE_BYTES: RLIMIT_FSIZE, the largest file COMMAND may write ("-": none).
 FOLDER: COMMAND's working directory, entered as USER (root without its capabilities could not enter a folder
