@@ -83,13 +83,16 @@ quickstart: setup
 notebook: setup
 	$(PY) -m helpers.app.notebook_runner $(NB) $(PARAMS)
 
+# The 25 slowest tests are printed at the end, and a test over its time budget fails the run (tests/test_budget.py).
 test: setup
-	$(PY) -m pytest -n auto --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -n auto --dist loadgroup --durations=25 $(PYTEST_ARGS)
 
 # The real-model tier, kept out of `make test` and CI: llama.cpp's llama-server (built once from the sources in
 # llama-cpp-python's sdist, ~6 min on 2 cores, cached in .cache/llama/) serving SmolLM2-135M from a PyPI wheel;
 # every agent, the judge and the optimizer against it, through the gateway and the sandbox. The server is built
 # and fetched first, as a step of its own: inside the first test it would count against that test's timeout.
+# It is built for the x86-64-v3 level, not -march=native (a cloud VM can advertise instructions it refuses), and
+# checked with one short completion; PL_LLAMA_CPU=x86-64 builds for the baseline that runs anywhere.
 test-real: setup local-model-build
 	$(PY) -m pytest -m real tests/real -v -s -p no:cacheprovider $(PYTEST_ARGS)
 

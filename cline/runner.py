@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections import deque
 import os
 import platform
 import shutil
@@ -42,9 +43,8 @@ from typing import Any
 from helpers.agents.base import CLIAgent, capped, task_text
 from helpers.core import config
 from helpers.llm.pricing import call_cost_usd
-from helpers.core.processes import (die_with_parent, reached_at, relayed, safe_environment, scratch_dir, signal_group,
-                                   with_cap,
-                                    stop_processes)
+from helpers.core.processes import (die_with_parent, reached_at, read_capped, relayed, safe_environment, scratch_dir,
+                                    signal_group, stop_processes, with_cap)
 from helpers.testing.edit_tools import WholeFileEditor
 from helpers.core.protocols import AgentResult, Task
 from helpers.families.coding.workspaces import adopt_workspace, forget_host_side, workspace_patch, write_rules
@@ -141,7 +141,7 @@ def child_environment(state_env: dict[str, str], key_env: dict[str, str]) -> dic
 def parse_events(stdout: str) -> tuple[dict[str, Any] | None, list[str]]:
     """(the final run_result event, error messages seen) from Cline's JSON lines."""
     result, errors = None, []
-    for line in stdout.splitlines():
+    for line in stdout.split("\n"):  # not splitlines: an event's text may hold U+2028 raw
         try:
             event = json.loads(line)
         except json.JSONDecodeError:
@@ -192,13 +192,6 @@ def _wait_for_startup(process: subprocess.Popen, spoke: threading.Event, limit_s
         used = now
 
 
-def _read_all(stream, lines: list[str], spoke: threading.Event | None = None) -> None:
-    for line in stream:
-        lines.append(line)
-        if spoke is not None:
-            spoke.set()
-
-
 def _feed(stream, text: str) -> None:
     try:
         stream.write(text)
@@ -236,19 +229,19 @@ def _run_in_slots(args: list[str], workspace: Path, env: dict[str, str], stdin_t
     slots = _startup_slots(max(1, STARTUP_SLOTS or os.cpu_count() or 1))
     slots.acquire()
     holding = True
-    out: list[str] = []
-    err: list[str] = []
+    out: deque[str] = deque()  # a bounded tail of each (read_capped)
+    err: deque[str] = deque()
     try:
         started = time.monotonic()
         process = subprocess.Popen(args, cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                   stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True,
                                    preexec_fn=die_with_parent())
         with _live_lock:
             _live.add(process)
         spoke = threading.Event()
         threads = [threading.Thread(target=_feed, args=(process.stdin, stdin_text), daemon=True),
-                   threading.Thread(target=_read_all, args=(process.stdout, out, spoke), daemon=True),
-                   threading.Thread(target=_read_all, args=(process.stderr, err), daemon=True)]
+                   threading.Thread(target=read_capped, args=(process.stdout, out, None, spoke), daemon=True),
+                   threading.Thread(target=read_capped, args=(process.stderr, err), daemon=True)]
         for thread in threads:
             thread.start()
         timed_out = False

@@ -38,6 +38,7 @@ _EXPORTS = {
     # store
     "RulesetStore": "helpers.store.rulesets",
     "completed_loops": "helpers.store.loops",
+    "resolve_experiment": "helpers.store.loops",
     "load_results": "helpers.store.loops",
     "kept_version": "helpers.store.loops",
     # llm
@@ -71,6 +72,7 @@ _EXPORTS = {
     "start_experiment": "helpers.engine.loop",
     "choose_start_version": "helpers.engine.loop",
     "check_runs": "helpers.engine.loop",
+    "phoenix_metadata": "helpers.engine.loop",
     "log_loop_to_phoenix": "helpers.engine.loop",
     "finish_loop": "helpers.engine.loop",
     "describe_loop": "helpers.engine.loop_lines",

@@ -17,7 +17,9 @@ What a run does (measured on mini-swe-agent 2.4.6; see mini_swe_agent/README.md)
   banner off: a run needs no network but the model's server;
 - the key in OPENAI_API_KEY, the one variable litellm reads, blanked in the commands the agent runs;
 - its trajectory file read into the AgentResult: usage per model call, the commands and their output, the
-  exit status ("Submitted" is a completed run).
+  exit status ("Submitted" is a completed run). The file lies where the agent's commands can write, so it is
+  read as hostile data (helpers.core.untrusted): a link, a FIFO or a file over its cap ends the run as an
+  error naming it.
 mini-swe-agent has no plan mode: mode="plan" is refused. A task-level failure (provider error, crash, timeout)
 is a result with status "error" or "timeout"; only setup problems raise.
 """
@@ -25,8 +27,6 @@ is a result with status "error" or "timeout"; only setup problems raise.
 from __future__ import annotations
 
 import json
-import os
-import stat
 import subprocess
 import threading
 from pathlib import Path
@@ -37,6 +37,7 @@ from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.core.processes import last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
+from helpers.core.untrusted import RefusedOutput, read_untrusted
 from helpers.llm.pricing import call_cost_usd
 from helpers.llm.scripted_server import tool_call
 from helpers.testing.edit_tools import ShellTool
@@ -69,15 +70,29 @@ def provider_settings(model: str, base_url: str | None, api_key: str | None) -> 
 
 
 def workspace_rules(workspace: Path) -> str:
-    """The workspace's AGENTS.md, read as a regular file only (a repository's link to a host file is not followed)."""
-    try:
-        fd = os.open(workspace / RULES_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # no wait on a pipe
-    except OSError:  # none (no rules), or a link
+    """The workspace's AGENTS.md ("" when there is none, or a link: the repository's link is not followed), read
+    as hostile data (helpers.core.untrusted): a FIFO or a file over MAX_RULES_BYTES is a RefusedOutput naming it."""
+    if (workspace / RULES_FILE).is_symlink():  # read before the run: the task's repository's link, left alone
         return ""
-    with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder, a pipe
-            return ""
-        return file.read(MAX_RULES_BYTES).decode("utf-8", errors="replace")
+    try:
+        return read_untrusted(workspace / RULES_FILE, workspace, MAX_RULES_BYTES).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def read_trajectory(trajectory: Path, state: Path) -> dict[str, Any] | None:
+    """mini's trajectory file in the run's state folder (which the agent's commands can write), read as hostile
+    data: None when there is none or it is not JSON; a link, a FIFO, a device or a file over
+    config.MAX_READBACK_BYTES is a RefusedOutput naming it (never a read without end)."""
+    try:
+        data = read_untrusted(trajectory, state, config.MAX_READBACK_BYTES)
+    except FileNotFoundError:
+        return None
+    try:
+        found = json.loads(data)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def system_template(rules: str) -> str:
@@ -230,18 +245,25 @@ class MiniSweAgent(CLIAgent):
         env = state_environment(state, key)
         args = [str(self.binary()), "-y", "-m", f"openai/{self.model}", "-c", "mini.yaml", "-c", str(run_yaml),
                 "-l", "0", "--exit-immediately", "-o", str(trajectory)]
-        self._kept.trajectory = None
+        self._kept.trajectory, self._kept.refused = None, ""
 
         def keep() -> None:
             try:
-                self._kept.trajectory = json.loads(trajectory.read_text())
-            except (OSError, ValueError):
+                self._kept.trajectory = read_trajectory(trajectory, state)
+            except RefusedOutput as error:  # said in the result: a raise here would skip the state's removal
+                self._kept.refused = str(error)
+            except OSError:
                 self._kept.trajectory = None
         return Invocation(args, env, close=[keep])
 
     def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
         trajectory, self._kept.trajectory = getattr(self._kept, "trajectory", None), None
-        return result_of(trajectory, out, err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration)
+        refused, self._kept.refused = getattr(self._kept, "refused", ""), ""
+        result = result_of(trajectory, out, err, timed_out, self.timeout_s, self.model, str(task["instance_id"]),
+                           duration)
+        if refused:  # the agent's doing, whatever else happened: a rule-induced error naming the file
+            result.status, result.error = "error", (refused + (f"; {result.error}" if result.error else ""))[:4000]
+        return result
 
 
 __all__ = ["MiniSweAgent"]  # the public API, documented in CODE_APPENDIX.md

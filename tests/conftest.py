@@ -4,6 +4,8 @@ import pytest
 
 from helpers.tracking.phoenix_server import PhoenixServer
 
+pytest_plugins = ["time_budget"]  # a test over its time budget fails, named (tests/time_budget.py)
+
 
 @pytest.fixture(scope="session")
 def phoenix_server(tmp_path_factory):

@@ -80,7 +80,11 @@ def check_nothing_came_back(rows, results: Path, requests_auth: list[str]) -> No
 
 
 # --- what an agent can plant for the host's git, and how to tell whether the host ran it ---------------------
-GIT_VECTORS = ("fsmonitor", "clean", "smudge", "extdiff", "external", "textconv", "hook", "nested")
+GIT_VECTORS = ("fsmonitor", "clean", "smudge", "extdiff", "external", "textconv", "hook")
+# Repositories inside the work tree, each with the same vectors in its own config: a folder with a .git folder
+# (`nested`), a .git *file* pointing to a git directory elsewhere (`gitfile`), a submodule the agent added to
+# its own repository (`gitlink`: its .git file points into .git/modules). Markers are "<vector>-<where>".
+NESTED_REPOSITORIES = ("nested", "gitfile", "gitlink")
 
 
 def plant_script(markers: Path) -> str:
@@ -101,10 +105,38 @@ def plant_script(markers: Path) -> str:
         "printf '* filter=pl diff=pl\\n' > .gitattributes",
         f"for h in {hooks}; do printf '#!/bin/sh\\n{touch('hook')}\\n' > .git/hooks/$h; chmod +x .git/hooks/$h; done",
         "git config core.hooksPath .git/hooks",
-        "mkdir -p sub && git -C sub init -q && echo nested > sub/file.txt && git -C sub add file.txt",
-        "git -C sub -c user.name=a -c user.email=a@b -c core.hooksPath=/dev/null commit -qm nested",
-        f"git -C sub config core.fsmonitor '{touch('nested')}; false'",
         "echo 'changed by the agent' >> README.md",
+        "echo new > new.txt",
+        "echo planted",
+    ])
+
+
+def plant_nested_script(markers: Path) -> str:
+    """A shell script making NESTED_REPOSITORIES in its workspace, each with GIT_VECTORS in its own config (and
+    attributes naming its filter and diff driver, and a changed file for them to act on), each touching
+    `markers`/<vector>-<where> when run; plus an ordinary change (new.txt)."""
+    def vectors(folder: str, where: str) -> str:
+        touch = lambda name: f"touch {markers}/{name}-{where}"  # noqa: E731
+        return " ; ".join([
+            f"git -C {folder} config core.fsmonitor '{touch('fsmonitor')}; false'",
+            f"git -C {folder} config filter.pl.clean '{touch('clean')}; cat'",
+            f"git -C {folder} config filter.pl.smudge '{touch('smudge')}; cat'",
+            f"git -C {folder} config diff.pl.command '{touch('extdiff')}; true'",
+            f"git -C {folder} config diff.external '{touch('external')}; true'",
+            f"git -C {folder} config diff.pl.textconv '{touch('textconv')}; cat'",
+            f"mkdir -p $(git -C {folder} rev-parse --git-path hooks)",
+            f"printf '#!/bin/sh\\n{touch('hook')}\\n' > $(git -C {folder} rev-parse --git-path hooks)/post-index-change",
+            f"chmod +x $(git -C {folder} rev-parse --git-path hooks)/post-index-change",
+            f"echo 'changed in {where}' >> {folder}/file.txt",
+        ])
+    commit = "-c user.name=a -c user.email=a@b -c core.hooksPath=/dev/null commit -qm first"
+    repository = lambda folder, init: (f"{init} && printf '* filter=pl diff=pl\\n' > {folder}/.gitattributes && "  # noqa: E731
+                                       f"echo first > {folder}/file.txt && git -C {folder} add -A && git -C {folder} {commit}")
+    return " ; ".join([
+        repository("sub", "git init -q sub"), vectors("sub", "nested"),
+        repository("linked", "mkdir -p .store && git init -q --separate-git-dir .store/linked.git linked"),
+        vectors("linked", "gitfile"),
+        "git -c protocol.file.allow=always submodule add -q \"$PWD/sub\" mod", vectors("mod", "gitlink"),
         "echo new > new.txt",
         "echo planted",
     ])

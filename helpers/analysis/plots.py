@@ -7,7 +7,7 @@ repository per loop; tokens per role per loop with the cost as labels; tokens pe
 accuracy, per version (the kept one marked); which test tasks passed in which loop (the flips). Every title
 says SCRIPTED DRY RUN when the results came from the scripted model server; no legend sits on a title; the
 cost figures never draw what has no price as $0 (they say "unpriced", "local: no charge" or "scripted: no
-charge") and their axes start at 0. Figures are built with matplotlib's object API and saved with the Agg
+charge"); token bars start at 0, the tokens-per-run axis where the versions are. Figures are built with matplotlib's object API and saved with the Agg
 canvas: nothing here changes pyplot's backend.
 """
 
@@ -16,19 +16,24 @@ from __future__ import annotations
 import io
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
+from helpers.core.names import check_name
 from helpers.core.costs import LOCAL_NO_CHARGE, RUN_MEASURES, SCRIPTED_NO_CHARGE, UNPRICED
 from helpers.core.outcomes import INFRA, run_outcome
 from helpers.store.loops import kept_version, loop_records, loop_rows
 from helpers.store.records import experiment_dir
 
 DRY_RUN_TITLE = "SCRIPTED DRY RUN (not real results)"
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")  # colour-blind safe
+OUTCOME_COLOURS = ListedColormap(["#E69F00", "#0072B2"]).with_extremes(bad="#BBBBBB")  # Okabe-Ito: failed, passed
 ROLES = ("agent", "judge", "optimizer")  # the model roles whose tokens a loop records (<role>_tokens)
 
 
@@ -72,14 +77,15 @@ def plot_accuracy(loops: pd.DataFrame, experiment: str = "") -> Figure:
     the one test is the kept version's (helpers.analysis.evidence)."""
     figure, ax = _figure()
     sides = [(-0.06, "train", "o", "train"), (0.0, "val", "^", "validation"), (0.06, "test", "s", "test, exploratory")]
-    for offset, split, marker, name in sides:
+    for (offset, split, marker, name), colour in zip(sides, OKABE_ITO):
         if f"{split}_accuracy" not in loops or loops[f"{split}_accuracy"].isna().all():
             continue
         values = pd.to_numeric(loops.get(f"{split}_accuracy"), errors="coerce")
         low = pd.to_numeric(loops.get(f"{split}_ci_low", pd.Series(index=loops.index, dtype=float)), errors="coerce")
         high = pd.to_numeric(loops.get(f"{split}_ci_high", pd.Series(index=loops.index, dtype=float)), errors="coerce")
         errors = [(values - low).clip(lower=0).fillna(0), (high - values).clip(lower=0).fillna(0)]
-        ax.errorbar(loops["loop"] + offset, values, yerr=errors, marker=marker, capsize=4, label=f"{name} (95% CI)")
+        ax.errorbar(loops["loop"] + offset, values, yerr=errors, marker=marker, capsize=4, color=colour,
+                    label=f"{name} (95% CI)")
     ax.set(xlabel="loop (ruleset version used)", ylabel="accuracy (resolved share)", ylim=(-0.02, 1.02),
            title=_title(f"Accuracy per loop: {experiment}", loops))
     ax.set_xticks(list(loops["loop"]))
@@ -215,7 +221,7 @@ def version_costs(experiment: str, results_root: Path | str | None = None) -> pd
 def plot_cost_accuracy(points: pd.DataFrame, experiment: str = "", dry_run: bool = False) -> Figure:
     """Each version (version_costs) as a point: x its tokens per run, y its validation accuracy with the 95%
     interval; versions joined in order; the kept version a star. Up and to the left is better: more accuracy
-    for fewer tokens. Axes start at 0."""
+    for fewer tokens. The y axis starts at 0; the x axis spans the versions' token counts."""
     figure, ax = _figure()
     split = points["split"].iloc[0] if len(points) else "val"
     x = pd.to_numeric(points["tokens_per_run"], errors="coerce").fillna(0.0)
@@ -238,7 +244,7 @@ def plot_cost_accuracy(points: pd.DataFrame, experiment: str = "", dry_run: bool
                   title_fontsize="small")
     if not (x > 0).any():
         ax.annotate("no token counts recorded", (0.5, 0.5), xycoords="axes fraction", ha="center")
-    ax.set_xlim(0, float(x.max()) * 1.2 if (x > 0).any() else 1.0)
+    ax.set_xlim(*_data_range(x[x > 0]))
     ax.set_ylim(0, 1.05)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
     which = ("validation accuracy" if split == "val" else
@@ -251,6 +257,16 @@ def plot_cost_accuracy(points: pd.DataFrame, experiment: str = "", dry_run: bool
                     xycoords="axes fraction", fontsize="small", color="tab:red")
     ax.grid(alpha=0.3)
     return figure
+
+
+def _data_range(values: pd.Series) -> tuple[float, float]:
+    """An axis range that starts where the data do: the values' span with a margin of a tenth of it (at least
+    5% of the largest value) on each side; (0, 1) without data."""
+    if values.empty:
+        return 0.0, 1.0
+    low, high = float(values.min()), float(values.max())
+    margin = max((high - low) * 0.1, high * 0.05, 1.0)
+    return max(0.0, low - margin), high + margin
 
 
 def _tokens_per_run(rows: pd.DataFrame) -> float:
@@ -289,15 +305,19 @@ def flipped_tasks(experiment: str, results_root: Path | str | None = None) -> pd
 
 
 def plot_test_outcomes(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str = "") -> Figure:
-    """Each test task (row) in each loop (column): green passed, red failed; flips stand out as color changes."""
+    """Each test task (row) in each loop (column): blue passed, orange failed (a colour-blind-safe pair, with a
+    legend), grey not run or errored; flips stand out as colour changes."""
     table = (rows.assign(passed=rows["pass_or_fail"].eq("pass").astype(float))
              .pivot_table(index="instance_id", columns="loop", values="passed", aggfunc="last")) if len(rows) else pd.DataFrame()
     figure, ax = _figure(7.0, max(2.5, 0.3 * len(table) + 1.5))
     if len(table):
-        ax.imshow(table.values, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+        ax.imshow(table.values, cmap=OUTCOME_COLOURS, vmin=0, vmax=1, aspect="auto")
+        ax.legend(handles=[Patch(color=OUTCOME_COLOURS(1.0), label="passed"),
+                           Patch(color=OUTCOME_COLOURS(0.0), label="failed")],
+                  loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
         ax.set_yticks(range(len(table)), labels=table.index, fontsize="small")
         ax.set_xticks(range(len(table.columns)), labels=[str(c) for c in table.columns])
-    ax.set(xlabel="loop", title=_title(f"Test tasks passed (green) per loop: {experiment}", loops))
+    ax.set(xlabel="loop", title=_title(f"Test tasks passed per loop: {experiment}", loops))
     return figure
 
 
@@ -321,14 +341,72 @@ def plot_ablation(effects: pd.DataFrame, experiment: str = "", dry_run: bool = F
     return figure
 
 
+def plot_latent_rules(prefix: str, rule_counts: Sequence[int], feedback: str = "explanations",
+                      results_root: Path | str | None = None) -> Figure:
+    """The latent-rules benchmark beside its published figures: for each rule count, the test split's share of
+    pages that follow every rule, per loop, with its 95% interval (a line); the published share after 1 and
+    after 5 loops as hollow diamonds of the same colour. Loops not run have no point."""
+    from helpers.families.latent_rules.report import PUBLISHED, experiment_name
+
+    figure, ax = _figure(7.5, 4.2)
+    dry = False
+    for colour, count in zip(OKABE_ITO, rule_counts):
+        records = loop_records(experiment_name(prefix, count, feedback), results_root)
+        if records:
+            loops = pd.DataFrame(records).sort_values("loop")
+            dry = dry or _dry(loops)
+            values = pd.to_numeric(loops["test_accuracy"], errors="coerce")
+            low = pd.to_numeric(loops.get("test_ci_low"), errors="coerce")
+            high = pd.to_numeric(loops.get("test_ci_high"), errors="coerce")
+            ax.errorbar(loops["loop"], values, yerr=[(values - low).clip(lower=0).fillna(0),
+                                                    (high - values).clip(lower=0).fillna(0)],
+                        marker="o", capsize=3, color=colour, label=f"{count} rules (95% CI)")
+        published = PUBLISHED.get(count, {})
+        points = [(loop, published[f"all_{loop}"]) for loop in (1, 5) if f"all_{loop}" in published]
+        if points:
+            ax.plot(*zip(*points), marker="D", markersize=9, linestyle="none", markerfacecolor="none",
+                    markeredgecolor=colour, label=f"{count} rules, published")
+    ax.set(xlabel="loops of optimization (test split after k loops)", ylabel="pages that follow every rule",
+           ylim=(-0.02, 1.02), title=(f"Latent rules: this run beside the published figures\n{DRY_RUN_TITLE}" if dry
+                                      else "Latent rules: this run beside the published figures"))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    ax.grid(alpha=0.3)
+    return figure
+
+
+def plot_mining(table: pd.DataFrame, experiment: str = "", why: dict[str, str] | None = None) -> Figure:
+    """What mining kept and why (helpers.families.coding.mining.MiningReport.table()): one bar per verdict,
+    the commits kept as tasks first, then each reason for dropping, with its count and, from `why`, what it
+    means."""
+    kept = int(table["kept"].astype(bool).sum()) if len(table) else 0
+    dropped = table.loc[~table["kept"].astype(bool), "reason"].value_counts() if len(table) else pd.Series(dtype=int)
+    labels = ["kept as tasks", *[f"dropped: {reason}" for reason in dropped.index]]
+    counts = [kept, *dropped.tolist()]
+    figure, ax = _figure(7.5, 1.4 + 0.45 * len(labels))
+    colours = [OKABE_ITO[2]] + [OKABE_ITO[1]] * len(dropped)
+    bars = ax.barh(range(len(labels)), counts, color=colours)
+    ax.bar_label(bars, [f"{count:,}" for count in counts], padding=3, fontsize="small")
+    ax.set_yticks(range(len(labels)), labels, fontsize="small")
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(counts + [1]) * 1.25)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+    notes = [f"{reason}: {(why or {}).get(reason)}" for reason in dropped.index if (why or {}).get(reason)]
+    ax.set(xlabel="commits" + ("\n" + "\n".join(textwrap.shorten(n, 110) for n in notes) if notes else ""),
+           title=f"What mining kept, and why the rest was dropped: {experiment}")
+    ax.grid(alpha=0.3, axis="x")
+    return figure
+
+
 def save_figure(figure: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path)
     return path
 
 
-def plot_all(experiment: str, results_root: Path | str | None = None, show: bool = False) -> dict[str, Path]:
-    """Every figure of `experiment`, saved under act_results/<experiment>/plots/; shown inline if `show`."""
+def plot_all(experiment: str, results_root: Path | str | None = None,
+             show: bool | Sequence[str] = False) -> dict[str, Path]:
+    """Every figure of `experiment`, saved under act_results/<experiment>/plots/; shown inline if `show`
+    (True: all; a list of names, e.g. ["accuracy"]: those)."""
     loops = load_loops(experiment, results_root)
     test_rows = load_split_rows(experiment, "test", results_root)
     both = pd.concat([load_split_rows(experiment, "train", results_root), test_rows], ignore_index=True)
@@ -342,17 +420,31 @@ def plot_all(experiment: str, results_root: Path | str | None = None, show: bool
     }
     folder = experiment_dir(experiment, results_root) / "plots"
     paths = {name: save_figure(figure, folder / f"{name}.png") for name, figure in figures.items()}
-    if show:
-        from IPython.display import Image, display
-
-        for figure in figures.values():
-            buffer = io.BytesIO()
-            figure.savefig(buffer, format="png")
-            display(Image(data=buffer.getvalue()))
+    for name, figure in figures.items():
+        if show is True or (not isinstance(show, bool) and name in show):
+            show_figure(figure)
     return paths
+
+
+def show_figure(figure: Figure, path: Path | None = None) -> Path | None:
+    """Show `figure` inline as a PNG (Jupyter, and papermill's executed copies); saved first at `path` when
+    given. The figures here are built with the object API, which registers no inline display of its own: a
+    bare `display(figure)` would print `<Figure size ...>` instead of the picture."""
+    saved = save_figure(figure, path) if path is not None else None
+    from IPython.display import Image, display
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    display(Image(data=buffer.getvalue()))
+    return saved
+
+
+def plot_path(experiment: str, name: str, results_root: Path | str | None = None) -> Path:
+    """Where a figure of `experiment` is saved: act_results/<experiment>/plots/<name>.png."""
+    return experiment_dir(experiment, results_root) / "plots" / f"{check_name(name, 'figure name')}.png"
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "plot_all", "flipped_tasks", "load_loops", "load_split_rows", "plot_accuracy", "plot_ruleset_size",
     "plot_repo_resolved", "plot_cost", "cost_notes", "cost_labels", "plot_test_outcomes", "plot_ablation",
-    "version_costs", "plot_cost_accuracy",
+    "version_costs", "plot_cost_accuracy", "show_figure", "plot_path", "plot_latent_rules", "plot_mining",
 ]

@@ -255,10 +255,16 @@ def _echo(notebook: Path, params: dict[str, Any], enabled: bool) -> Iterator[dic
         logger.propagate = saved[1]
 
 
+# Notebooks that read an experiment another notebook made: with EXPERIMENT=None they resolve it
+# (helpers.store.loops.resolve_experiment), and their executed copy goes with it.
+RESULT_READERS = ("03_results",)
+
+
 def output_path_for(notebook: Path, params: dict[str, Any]) -> Path:
     """act_results/<experiment>/notebooks/<name>: the EXPERIMENT parameter, else the notebook's default,
     else (a notebook that names its experiment itself, as the quickstart does) its name, with
-    "-dry-run" when it has a DRY_RUN parameter and will run the scripted dry run."""
+    "-dry-run" when it has a DRY_RUN parameter and will run the scripted dry run; a reader of results
+    (RESULT_READERS) the experiment it will read."""
     experiment = params.get("EXPERIMENT")
     if experiment is None:  # only then is the notebook itself read
         import papermill
@@ -266,7 +272,11 @@ def output_path_for(notebook: Path, params: dict[str, Any]) -> Path:
         defaults = papermill.inspect_notebook(str(notebook))
         default = defaults.get("EXPERIMENT", {}).get("default")
         experiment = parse_value(default) if default else None
-        if experiment is None and "DRY_RUN" in defaults:
+        if experiment is None and notebook.stem in RESULT_READERS:  # it reads the experiment it resolves
+            from helpers.store.loops import resolve_experiment
+
+            experiment = resolve_experiment(None)
+        elif experiment is None and "DRY_RUN" in defaults:
             from helpers.app.session import is_dry_run
 
             dry_run = params.get("DRY_RUN", parse_value(defaults["DRY_RUN"]["default"]))

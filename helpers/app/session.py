@@ -39,6 +39,7 @@ class Session:
     api_key: str | None = field(default=None, repr=False)
     phoenix_url: str | None = None
     phoenix_api_key: str | None = field(default=None, repr=False)
+    phoenix_owned: bool = False  # this session started the local Phoenix (and stops it on close)
     scripted_server: Any = field(default=None, repr=False)
     gateway: Any = field(default=None, repr=False)
     agent: str = config.AGENT  # the agent's name (helpers.core.registry): its own provider is the agent role's
@@ -99,15 +100,21 @@ class Session:
         return len(self.scripted_server.requests) if self.scripted_server is not None else None
 
     def summary(self) -> str:
+        """What the session's models did, and where its Phoenix is once the session is closed."""
         if self.dry_run:
-            return (f"{DRY_RUN_LABEL}. Model requests answered by the scripted server in this session: "
-                    f"{self.model_requests()}.")
-        if self.gateway is not None:
+            text = (f"{DRY_RUN_LABEL}. Model requests answered by the scripted server in this session: "
+                    f"{self.model_requests():,}.")
+        elif self.gateway is not None:
             spent = self.gateway.usage()
             cost = "unpriced" if spent["cost_usd"] is None else f"${spent['cost_usd']:.2f}"
-            return (f"Real models: {spent['calls']} calls through the gateway this session, {cost}; costs per loop "
+            text = (f"Real models: {spent['calls']:,} calls through the gateway this session, {cost}; costs per loop "
                     "are in act_results/<experiment>/loops.jsonl (cost_usd).")
-        return "Real models: costs per loop are in act_results/<experiment>/loops.jsonl (cost_usd)."
+        else:
+            text = "Real models: costs per loop are in act_results/<experiment>/loops.jsonl (cost_usd)."
+        if self.phoenix_owned:  # its address dies with the session: say how to see it again
+            text += (f"\nPhoenix ({self.phoenix_url}) stops when the session closes; `make phoenix` serves it again, "
+                     "with every experiment, at http://127.0.0.1:6006.")
+        return text
 
     def close(self) -> None:
         while self._closers:
@@ -169,6 +176,7 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
         session.phoenix_api_key = phoenix_api_key or config.read_env("PHOENIX_API_KEY")
         if getattr(handle, "stop", None) and getattr(handle, "owned", True):
             session._closers.insert(0, handle.stop)
+            session.phoenix_owned = True
     if gateway:
         session.gateway = start_gateway(session, budget_usd)
         session._closers.insert(0, session.gateway.stop)

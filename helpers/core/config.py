@@ -79,6 +79,11 @@ SANDBOX_PROCESSES = 512  # processes and threads at once
 SANDBOX_MEMORY_BYTES = 4 * 2**30  # memory, /tmp (a tmpfs) included
 SANDBOX_DISK_BYTES = 2 * 2**30  # what the workspace and the run's home hold, together
 SANDBOX_FILE_BYTES = 1 * 2**30  # the largest one file written
+# What the host reads back from a workspace or a run's home is hostile data (helpers.core.untrusted): each read is
+# capped. A patch larger than MAX_PATCH_BYTES is refused as the agent's doing (a rule-induced error naming its size),
+# never recorded: a real fix is kilobytes, and a 520 MB patch once made a 526 MB record and a 2.7 GB driver.
+MAX_PATCH_BYTES = 5 * 2**20
+MAX_READBACK_BYTES = 64 * 2**20  # any other file an agent package reads back (a trajectory file)
 # A mined repository's set-up command (pip install ...) gets the host's network only when this is True; its
 # tests and every agent never do (the sandbox's own network namespace: README, Security model).
 SETUP_NETWORK = False

@@ -8,12 +8,15 @@ The four outcomes:
 - resolved: the patch passed the task's tests (plan mode: the judge found the plan correct);
 - failed: it did not;
 - errored: rules: the agent ran and ended badly in a way the rules can cause (its time limit, its turn
-  or mistake limit, a context window the rules filled, a sandbox cap: processes, memory, disk, file size).
-  It is the ruleset's doing, so it counts as a
-  FAILURE of that ruleset, on both sides of every comparison;
+  or mistake limit, a context window the rules filled, output the host refuses to take, a sandbox cap:
+  processes, memory, disk, file size). It is the ruleset's doing, so it counts as a FAILURE of that ruleset,
+  on both sides of every comparison;
 - errored: infrastructure: the provider, the gateway, the budget, the workspace or the test harness
   failed; the run says nothing about the rules, so it is left out of accuracy (and a task with one is
-  left out of both sides of a paired comparison), and counted, with its reason.
+  left out of both sides of a paired comparison), and counted, with its reason. A suspect pass (its
+  `pass_or_fail` is "suspect": the tests passed, but the patch reaches into the test machinery, see
+  helpers.families.coding.patches.suspect_lines) is counted apart the same way: its pass cannot be told
+  from a forged one, so it is never resolved (outcome_counts' `suspect` says how many).
 """
 
 from __future__ import annotations
@@ -28,13 +31,17 @@ import pandas as pd
 RESOLVED, FAILED, INFRA, RULES = "resolved", "failed", "errored: infrastructure", "errored: rules"
 OUTCOMES = (RESOLVED, FAILED, RULES, INFRA)
 SCORED = (RESOLVED, FAILED, RULES)  # the outcomes accuracy is computed over
-# An agent that stops because of what it was told: out of turns, out of mistakes, out of context.
+# An agent that stops because of what it was told: out of turns, out of mistakes, out of context; or that left
+# what the host refuses to take (a nested repository, a link where its rules were, a patch over its cap:
+# helpers.core.untrusted.REFUSED).
 RULE_INDUCED = re.compile(r"max(?:imum)?[ _-]?turns|turn limit|mistake limit|too many (?:turns|mistakes)|"
                           r"context (?:window|length)|prompt is too long|maximum context|"
-                          r"sandbox cap reached", re.IGNORECASE)  # helpers.core.sandbox.CAP_PREFIX
+                          r"refused the agent's output|sandbox cap reached",  # helpers.core.confinement.CAP_PREFIX
+                          re.IGNORECASE)
 # What an infrastructure error is called where a reason is listed (stats' exclusions, loop lines).
 INFRA_REASONS = {"error": "errored", "budget": "stopped by the budget", "not_evaluated": "not evaluated",
-                 "pending": "not evaluated yet", "harness": "the test harness failed", "": "no outcome"}
+                 "pending": "not evaluated yet", "harness": "the test harness failed", "": "no outcome",
+                 "suspect": "a suspect pass (the patch reaches into the test machinery)"}
 
 
 def _text(value: Any) -> str:
@@ -45,7 +52,8 @@ def run_outcome(row: Mapping[str, Any], outcome: str = "pass_or_fail") -> str:
     """The outcome of one result row (a run record, a results-CSV row, or a frame's row as a dict).
 
     Reads `status` ("completed", "error", "timeout", "budget"), `error`, `eval_error` and the `outcome`
-    column ("pass", "fail", "error" for a harness failure, "not_evaluated", "pending").
+    column ("pass", "fail", "error" for a harness failure, "suspect" for a suspect pass, "not_evaluated",
+    "pending").
     """
     status, verdict = _text(row.get("status")), _text(row.get(outcome))
     if status == "timeout" or (status == "error" and RULE_INDUCED.search(_text(row.get("error")))):
@@ -76,18 +84,21 @@ def plan_scored(frame: pd.DataFrame) -> pd.DataFrame:
 
 def outcome_counts(frame: pd.DataFrame, plan: bool = False) -> dict[str, Any]:
     """Runs; passed; failed (rule-induced errors included); infrastructure errors (`errors`, left out of
-    accuracy) and rule-induced errors (`rule_errors`, counted as failures); `scored` = the runs accuracy
+    accuracy; `suspect` of them are suspect passes) and rule-induced errors (`rule_errors`, counted as
+    failures); `scored` = the runs accuracy
     is over; `accuracy` (None when nothing is scored); the most common error of each kind; `patched` the runs
     that produced a patch (None for plans)."""
     rows = (plan_scored(frame) if plan else frame).to_dict("records")
     outcomes = [run_outcome(row) for row in rows]
     kinds = Counter(outcomes)
-    infra = Counter(_text(r.get("error") or r.get("eval_error"))[:200] for r, o in zip(rows, outcomes) if o == INFRA)
+    suspect = [o == INFRA and _text(r.get("pass_or_fail")) == "suspect" for r, o in zip(rows, outcomes)]
+    infra = Counter(_text(r.get("error") or r.get("eval_error"))[:200]
+                    for r, o, s in zip(rows, outcomes, suspect) if o == INFRA and not s)
     rules = Counter(_text(r.get("error"))[:200] for r, o in zip(rows, outcomes) if o == RULES)
     scored = sum(kinds[o] for o in SCORED)
     top, top_rules = infra.most_common(1), rules.most_common(1)
     return {"runs": len(rows), "passed": kinds[RESOLVED], "failed": kinds[FAILED] + kinds[RULES],
-            "errors": kinds[INFRA], "rule_errors": kinds[RULES], "scored": scored,
+            "errors": kinds[INFRA], "suspect": sum(suspect), "rule_errors": kinds[RULES], "scored": scored,
             "accuracy": kinds[RESOLVED] / scored if scored else None,
             "top_error": top[0][0] if top else "", "top_error_count": top[0][1] if top else 0,
             "top_rule_error": top_rules[0][0] if top_rules else "",

@@ -14,6 +14,7 @@ but needs privileges these machines do not grant to every user.
 from __future__ import annotations
 
 import json
+from collections import deque
 from contextlib import contextmanager
 import os
 import shutil
@@ -26,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from helpers.core import config
 from helpers.core.procfs import alive, kill_processes_in, owner_tag, processes_in
 
 SCRATCH_PARENT = "pl-runs"
@@ -114,9 +116,23 @@ def stop_processes(live: set[subprocess.Popen], lock: threading.Lock) -> None:
         signal_group(process, signal.SIGKILL)
 
 
-def _read_all(stream, lines: list[str]) -> None:
-    for line in stream:
-        lines.append(line)
+def read_capped(stream: Any, kept: deque[str], limit: int | None = None, heard: threading.Event | None = None) -> None:
+    """Read a CLI's output `stream` (text) to its end, keeping its last `limit` characters in `kept`
+    (config.MAX_READBACK_BYTES): lines read at most 64 KiB at a time, older ones dropped, and their count said
+    in a first line. An agent's commands can print without end; the driver keeps a bounded tail (where a
+    CLI's final event is). `heard` is set at the first output."""
+    limit = config.MAX_READBACK_BYTES if limit is None else limit
+    size = dropped = 0
+    for line in iter(lambda: stream.readline(2**16), ""):
+        kept.append(line)
+        size += len(line)
+        if heard is not None:
+            heard.set()
+        while size > limit and len(kept) > 1:
+            size -= len(kept.popleft())
+            dropped += 1
+    if dropped:
+        kept.appendleft(f"[{dropped} earlier lines of output dropped: over the {limit} characters kept]\n")
 
 
 def _feed(stream, text: str) -> None:
@@ -231,17 +247,17 @@ def with_cap(err: str, command: list[str]) -> str:
 def _run_group(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
                live: set[subprocess.Popen], lock: threading.Lock,
                pass_fds: tuple[int, ...]) -> tuple[str, str, bool, float]:
-    out: list[str] = []
-    err: list[str] = []
+    out: deque[str] = deque()
+    err: deque[str] = deque()
     started = time.monotonic()
     process = subprocess.Popen(args, cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True, pass_fds=pass_fds,
-                               preexec_fn=die_with_parent())
+                               stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True,
+                               pass_fds=pass_fds, preexec_fn=die_with_parent())
     with lock:
         live.add(process)
     threads = [threading.Thread(target=_feed, args=(process.stdin, stdin_text), daemon=True),
-               threading.Thread(target=_read_all, args=(process.stdout, out), daemon=True),
-               threading.Thread(target=_read_all, args=(process.stderr, err), daemon=True)]
+               threading.Thread(target=read_capped, args=(process.stdout, out), daemon=True),
+               threading.Thread(target=read_capped, args=(process.stderr, err), daemon=True)]
     for thread in threads:
         thread.start()
     timed_out = False
@@ -283,9 +299,10 @@ def terminate_as_interrupt() -> Iterator[None]:
 
 
 def json_lines(stdout: str) -> list[dict[str, Any]]:
-    """The JSON objects among a CLI's output lines (other lines skipped)."""
+    """The JSON objects among a CLI's output lines (other lines skipped). Lines end at "\\n" only: an event's
+    text may hold U+2028 or U+0085 raw (JSON allows it), which str.splitlines would split it at."""
     events = []
-    for line in stdout.splitlines():
+    for line in stdout.split("\n"):
         try:
             event = json.loads(line)
         except json.JSONDecodeError:
@@ -299,4 +316,4 @@ def last_lines(text: str, lines: int = 5) -> str:
     kept = [line for line in text.strip().splitlines() if line.strip()]
     return "\n".join(kept[-lines:])
 
-__all__ = ["run_cli", "sandboxed", "relayed", "SandboxedCommand", "with_cap", "alive", "reached_at", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag", "terminate_as_interrupt"]  # public API, documented in CODE_APPENDIX.md
+__all__ = ["run_cli", "read_capped", "sandboxed", "relayed", "SandboxedCommand", "with_cap", "alive", "reached_at", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag", "terminate_as_interrupt"]  # public API, documented in CODE_APPENDIX.md

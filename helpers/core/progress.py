@@ -13,20 +13,26 @@ import os
 import sys
 from typing import Any
 
+from helpers.core.wording import counted
+
 LINES_VARIABLE = "PL_PROGRESS"
 
 
 class LineProgress:
-    """tqdm's update/close, printed as "desc: 3/8 tasks done" lines (about ten per run, and the last)."""
+    """tqdm's update/close, printed as "desc: 3/8 tasks done" lines: one per quarter of the work (and
+    never two for the same count), so a headless log reads in four lines, not one per task."""
 
     def __init__(self, total: int, desc: str, unit: str):
         self.total, self.desc, self.unit, self.n = total, desc, unit, 0
-        self.every = max(1, total // 10)
+        self.marks = sorted({-(-total * quarter // 4) for quarter in range(1, 5)})  # ceil of each quarter
+        self.said = 0
 
     def update(self, n: int = 1) -> None:
         self.n += n
-        if self.n % self.every == 0 or self.n >= self.total:
-            print(f"{self.desc}: {self.n}/{self.total} {self.unit}s done", file=sys.stdout, flush=True)
+        reached = [mark for mark in self.marks if self.said < mark <= self.n]
+        if reached:
+            self.said = self.n
+            print(f"{self.desc}: {self.n}/{counted(self.total, self.unit)} done", file=sys.stdout, flush=True)
 
     def close(self) -> None:
         pass

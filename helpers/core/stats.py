@@ -35,6 +35,7 @@ import pandas as pd
 
 from helpers.core import config
 from helpers.core.outcomes import INFRA, RESOLVED, infra_reason, run_outcome
+from helpers.core.wording import counted
 
 
 __all__ = ["Comparison", "GateDecision", "paired_comparison", "accuracy_interval", "wilson_interval",
@@ -94,7 +95,7 @@ class Comparison:
     def summary(self) -> str:
         """One sentence a person reads, e.g.
         "v3 vs no rules on 150 tasks: +6.0 points (95% CI -1.2 to +13.1), p = 0.09: not significant"."""
-        head = f"{self.label_b} vs {self.label_a} on {_plural(self.n, 'task')}"
+        head = f"{self.label_b} vs {self.label_a} on {counted(self.n, 'task')}"
         if self.attempts > 1:
             head += f" × {self.attempts} attempts"
         level = f"{self.confidence * 100:g}% CI"
@@ -109,9 +110,9 @@ class Comparison:
                     f"{_points(self.ci_high)}), {_format_p(self.p_value)}: {verdict}")
         if self.excluded:
             reasons = ", ".join(f"{count} {reason}" for reason, count in self.excluded.items())
-            text += f"; {_plural(self.n_excluded, 'task')} left out: {reasons}"
+            text += f"; {counted(self.n_excluded, 'task')} left out: {reasons}"
         if self.dropped_attempts:
-            text += f"; {_plural(self.dropped_attempts, 'errored attempt')} dropped"
+            text += f"; {counted(self.dropped_attempts, 'errored attempt')} dropped"
         return text
 
     def to_dict(self) -> dict:
@@ -425,5 +426,3 @@ def _format_p(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

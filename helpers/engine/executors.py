@@ -25,8 +25,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from helpers.core import config
 from helpers.core.processes import kill_processes_in, remove_scratch, scratch_dir
 from helpers.core.protocols import AgentResult, EvalResult
+from helpers.core.untrusted import refused
 from helpers.families.coding.workspaces import prepare_workspace, remove_workspace, workspace_patch, write_rules
 
 RAY_CPUS_PER_RUN = 1.0  # an agent CLI and its commands keep about one core busy
@@ -138,7 +140,7 @@ def run_attempt(runner: Any, task: dict[str, Any], ruleset: str, rules_file: str
         result = runner.run(task, workspace, ruleset)
         kill_processes_in(workspace)  # whatever its commands left running, in any process group
         take_rules_out()
-        output = workspace_patch(workspace, str(task["base_commit"])) if mode == "act" else result.plan
+        output = workspace_patch(workspace, str(task["base_commit"])) if mode == "act" else _capped_plan(result.plan)
     except Exception as error:  # a broken workspace or agent fails this task only
         result = AgentResult(str(task["instance_id"]), "error", error=f"{type(error).__name__}: {error}",
                              model=getattr(runner, "model", ""))
@@ -156,6 +158,15 @@ def run_attempt(runner: Any, task: dict[str, Any], ruleset: str, rules_file: str
             verdict = EvalResult(str(task["instance_id"]), False, log=str(error),
                                  error=f"{type(error).__name__}: {error}", infra=True)
     return result, output, verdict
+
+
+def _capped_plan(plan: str) -> str:
+    """A plan, unless it is over config.MAX_PATCH_BYTES (like a patch: refused naming its size, never recorded)."""
+    size = len((plan or "").encode("utf-8", errors="surrogatepass"))
+    if size > config.MAX_PATCH_BYTES:
+        raise refused("the plan", f"is {size} bytes, over the {config.MAX_PATCH_BYTES} bytes a plan may hold "
+                                  "(MAX_PATCH_BYTES); it is not recorded")
+    return plan
 
 
 __all__ = ["Executor", "LocalExecutor", "RayExecutor", "make_executor", "parse_executor", "run_attempt"]  # CODE_APPENDIX.md

@@ -64,7 +64,7 @@ class CodingLoopFamily:
         from helpers.learn.judge import evaluate_results
 
         judge = dict(workers=self.settings.workers, budget_usd=self.settings.judge_budget_usd,
-                     **self.session.judge_kwargs())
+                     system_prompt=self.settings.judge_prompt, **self.session.judge_kwargs())
         train = evaluate_results(runs["train"], **judge)
         if self.settings.mode != "plan":
             return train, runs["test"]
@@ -76,8 +76,10 @@ class CodingLoopFamily:
     def optimizer(self) -> Any:
         from helpers.learn.optimizer import PromptLearningOptimizer
 
+        chosen = {"system_prompt": self.settings.optimizer_prompt} if self.settings.optimizer_prompt else {}
         return PromptLearningOptimizer(prompt=self.base_prompt, budget_usd=self.settings.optimizer_budget_usd,
-                                       rules_max_tokens=self.settings.rules_max_tokens, **self.session.optimizer_kwargs())
+                                       rules_max_tokens=self.settings.rules_max_tokens, **chosen,
+                                       **self.session.optimizer_kwargs())
 
 
 class PromptLoopFamily:
@@ -115,7 +117,8 @@ class PromptLoopFamily:
     def optimizer(self) -> Any:
         from helpers.learn.optimizer import PromptLearningOptimizer
 
-        return PromptLearningOptimizer(prompt="", system_prompt=self.family.optimizer_prompt, leaks=self.family.leaks,
+        return PromptLearningOptimizer(prompt="", system_prompt=self.settings.optimizer_prompt or self.family.optimizer_prompt,
+                                       leaks=self.family.leaks,
                                        budget_usd=self.settings.optimizer_budget_usd,
                                        rules_max_tokens=self.settings.rules_max_tokens, **self.session.optimizer_kwargs())
 

@@ -67,6 +67,8 @@ class LoopSettings:
     attempts: int = 1  # runs of each task per ruleset: accuracy is the mean over attempts, with its interval
     executor: str = "local"  # where agent runs execute: "local", or a Ray cluster (helpers.engine.executors)
     rules_max_tokens: int | None = config.RULES_MAX_TOKENS  # the rules' budget, told to the optimizer and enforced
+    judge_prompt: str | None = None  # the judge's instructions (None: helpers.learn.judge.JUDGE_SYSTEM_PROMPT)
+    optimizer_prompt: str | None = None  # the meta-prompt's instructions (None: the family's default)
 
     def __post_init__(self) -> None:
         budget = () if self.rules_max_tokens is None else ("rules_max_tokens",)  # None: no budget
@@ -77,6 +79,10 @@ class LoopSettings:
         from helpers.engine.executors import parse_executor
 
         parse_executor(self.executor)
+        for name in ("judge_prompt", "optimizer_prompt"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ValueError(f"{name} must be the instructions' text, or None for the default; got {value!r}.")
         if self.mode not in ("act", "plan"):
             raise ValueError(f"mode must be 'act' or 'plan', not {self.mode!r}.")
         if self.start_from not in ("latest", "best"):
@@ -140,9 +146,33 @@ def start_experiment(settings: LoopSettings, session: Any, initial_ruleset: str 
                 "run on other tasks."
             )
     store = RulesetStore(settings.experiment)
+    check_same_instructions(settings, store)
     if not store.versions():
-        store.save(initial_ruleset, parent=None, loop=None, report=None, model=None, dry_run=session.dry_run)
+        store.save(initial_ruleset, parent=None, loop=None, report=None, model=None, dry_run=session.dry_run,
+                   **instructions(settings))
     return store
+
+
+def instructions(settings: LoopSettings) -> dict[str, str | None]:
+    """The judge's and the optimizer's instructions an experiment was given (None: the defaults), as every
+    ruleset version's metadata records them."""
+    return {"judge_prompt": settings.judge_prompt, "optimizer_prompt": settings.optimizer_prompt}
+
+
+def check_same_instructions(settings: LoopSettings, store: Any) -> None:
+    """Resuming must never mix rules learned with one judge's or optimizer's instructions with another's:
+    one clear error naming which changed (a version saved before instructions were recorded used the
+    defaults)."""
+    given = instructions(settings)
+    for version in store.versions():
+        saved = store.metadata(version)
+        changed = [name for name, text in given.items() if saved.get(name) != text]
+        if changed:
+            names = " and ".join(name.upper() for name in changed)
+            raise ValueError(
+                f"Experiment {settings.experiment!r} was made with other {names} (see version {version}'s "
+                f"metadata) than this run's. Resuming would mix rules learned under both. Choose another "
+                f"EXPERIMENT name for the new instructions, or give the ones it was made with (None: the defaults).")
 
 
 def agent_name(settings: LoopSettings) -> str:
@@ -254,6 +284,12 @@ def meta_prompt(optimizer: Any, judged: pd.DataFrame, ruleset: str, examples: in
     return "\n\n".join(f"===== {m['role']} =====\n{m['content']}" for m in messages)
 
 
+def phoenix_metadata(loop: int, version: int, settings: LoopSettings, session: Any, split: str) -> dict[str, Any]:
+    """What a loop's Phoenix experiment for `split` ("Train", "Val", "Test") is tagged with."""
+    return {"loop": loop, "ruleset_version": version, "agent": agent_name(settings), "agent_model": session.agent_model,
+            "judge_model": session.judge_model, "dry_run": session.dry_run, "split": split.lower()}
+
+
 def log_loop_to_phoenix(loop: int, version: int, ruleset: str, train: pd.DataFrame, test: pd.DataFrame,
                         settings: LoopSettings, session: Any, datasets: dict[str, Any] | None,
                         val: pd.DataFrame | None = None) -> None:
@@ -263,13 +299,11 @@ def log_loop_to_phoenix(loop: int, version: int, ruleset: str, train: pd.DataFra
         return
     from helpers.tracking.phoenix_experiments import log_experiment_to_phoenix, log_ruleset_version
 
-    metadata = {"loop": loop, "ruleset_version": version, "agent": agent_name(settings), "agent_model": session.agent_model,
-                "judge_model": session.judge_model, "dry_run": session.dry_run}
     sides = [("Train", train), *([("Val", val)] if val is not None and "val" in datasets else []), ("Test", test)]
     for split, frame in sides:
         log_experiment_to_phoenix(hostname=session.phoenix_url, api_key=session.phoenix_api_key,
                                   dataset_obj=datasets[split.lower()], experiment_name=f"{split} {loop}",
-                                  experiment_df=frame, metadata={**metadata, "split": split.lower()},
+                                  experiment_df=frame, metadata=phoenix_metadata(loop, version, settings, session, split),
                                   experiment=settings.experiment)
     log_ruleset_version(session.phoenix_url, session.phoenix_api_key, settings.experiment, version, ruleset,
                         loop=loop, dry_run=session.dry_run, model=session.agent_model)
@@ -301,7 +335,7 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
     counts = {split: outcome_counts(frame, plan) for split, frame in every_side.items()}
     changed = new_ruleset != ruleset
     new_version = (store.save(new_ruleset, parent=version, loop=loop, report=report, model=session.optimizer_model,
-                              dry_run=session.dry_run) if changed else version)
+                              dry_run=session.dry_run, **instructions(settings)) if changed else version)
     cost = loop_cost(sides, report, session)
     stats = render_stats(ruleset)
     evidence = loop_evidence(every_side)
@@ -371,7 +405,7 @@ def loop_evidence(sides: dict[str, pd.DataFrame]) -> dict[str, Any]:
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "LoopSettings", "run_loop", "run_prompt_loop", "loop_over", "run_one_loop", "start_experiment", "finish_loop",
     "meta_prompt", "check_runs", "log_loop_to_phoenix", "LoopStopped", "LoopUnfinished", "loop_evidence", "loop_cost",
-    "choose_start_version", "FEEDBACK_COLUMNS",
+    "choose_start_version", "FEEDBACK_COLUMNS", "instructions", "check_same_instructions", "phoenix_metadata",
     # the loop in words, from helpers.engine.loop_lines (importable from here too)
     "describe_loop", "kept_line", "cost_text", "cost_label", "loops_table", "SPLITS",
 ]

@@ -48,8 +48,11 @@ def cost_label(record: dict[str, Any]) -> str:
 
 def tokens_text(record: dict[str, Any]) -> str:
     """The tokens a loop used, by role, as far as its record counts them: "46,411 agent tokens", or
-    "47,000 tokens (agent 46,411, judge 589)" when other roles' `<role>_tokens` are recorded too."""
-    counted = [(role, int(n)) for role in ROLES if isinstance(n := record.get(f"{role}_tokens"), (int, float)) and n == n]
+    "47,000 tokens (agent 46,411, judge 589)" when other roles' `<role>_tokens` are recorded too. A role with no
+    tokens made no call this loop (a prompt family has no judge; its pages' model is metered apart): it is left
+    out, never shown as 0."""
+    counted = [(role, int(n)) for role in ROLES
+               if isinstance(n := record.get(f"{role}_tokens"), (int, float)) and n == n and n > 0]
     if len(counted) == 1:
         return f"{counted[0][1]:,} {counted[0][0]} tokens"
     total = sum(n for _, n in counted)
@@ -71,7 +74,8 @@ def kept_line(experiment: str) -> str:
 
 
 def describe_loop(record: dict[str, Any], label: str = "") -> str:
-    """The loop in one line, failures included: errored runs, judge failures, an optimizer that changed nothing.
+    """The loop in one line, failures included: errored runs, suspect passes, judge failures, an optimizer that
+    changed nothing.
     The test accuracy is marked exploratory: the loop line carries no p-value (see evidence_summary)."""
     record = {k: (None if isinstance(v, float) and v != v else v) for k, v in record.items()}  # NaN from a frame
 
@@ -83,12 +87,15 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
         if acc is not None and low is not None and high is not None:
             text += f" [95% CI {low:.2f}-{high:.2f}]"
         errors, rule_errors = record.get(f"{name}_errors") or 0, record.get(f"{name}_rule_errors") or 0
+        suspect = record.get(f"{name}_suspect") or 0  # among the errors: passes that cannot be told from forged
         text += f", {rule_errors} rule-induced errors counted as fails" if rule_errors else ""
-        return text + (f", {errors} errored runs left out" if errors else "")
+        text += (f", {suspect} suspect passes left out (the patch reaches into the test machinery)"
+                 if suspect else "")
+        return text + (f", {errors - suspect} errored runs left out" if errors - suspect else "")
 
     names = [("train", "train"), *([("val", "validation")] if record.get("val_size") else []), ("test", "test (exploratory)")]
     parts = [split(name, label) for name, label in names]
-    errors = sum(record.get(f"{name}_errors") or 0 for name, _ in names)
+    errors = sum((record.get(f"{name}_errors") or 0) - (record.get(f"{name}_suspect") or 0) for name, _ in names)
     if errors:
         from helpers.llm.client import context_limit
 

@@ -32,11 +32,14 @@ from typing import Any, Iterator
 import pandas as pd
 
 from helpers.core import config
+from helpers.core.outcomes import RULE_INDUCED
 from helpers.core.progress import progress_bar
 from helpers.core.processes import kill_processes_in, terminate_as_interrupt, remove_scratch, scratch_dir, sweep_stale
 from helpers.core.protocols import Agent, AgentResult, EvalResult, Evaluator
-from helpers.store.records import append_jsonl, check_name, read_jsonl, ruleset_sha, run_records_path
+from helpers.store.records import (append_jsonl, check_name, read_jsonl, ruleset_sha, run_records_path,
+                                   without_lone_surrogates)
 from helpers.core.tokens import truncate_chars
+from helpers.families.coding.patches import suspect_lines
 
 TEST_LOG_CHARS = 6_000
 MODES = ("act", "plan")
@@ -44,9 +47,11 @@ COLUMNS = ("instance_id", "repo", "problem_statement", "ground_truth_patch", "te
            "pass_or_fail", "status", "error", "iterations", "input_tokens", "cached_tokens", "output_tokens", "cost_usd",
            "duration_s", "run_id", "attempt", "ruleset_sha", "agent", "model", "eval_error", "failed_tests",
            "test_log", "log_path", "FAIL_TO_PASS", "PASS_TO_PASS", "suite", "transient", "trajectory_summary",
-           "set_aside")  # set_aside: paths of the patch grading did not apply (absent from older records)
+           "set_aside", "suspect")  # set_aside: paths of the patch grading did not apply; suspect: the lines of it
+# that reach into the test machinery (helpers.families.coding.patches.suspect_lines); both absent from older records
 PENDING = "pending"  # pass_or_fail of a finished agent run whose batched evaluation has not run yet
 HARNESS_ERROR = "error"  # pass_or_fail when the evaluation itself failed (eval_error says why): evaluated again
+SUSPECT = "suspect"  # pass_or_fail of a pass whose patch reaches into the test machinery: never counted as resolved
 # Errors worth running again on the next call: the provider was busy or gone, not the task wrong.
 TRANSIENT_ERROR = re.compile(r"\b(429|500|502|503|504|529)\b|rate.?limit|overloaded|timed? ?out|ECONNRESET|"
                              r"socket hang up|connection (?:refused|reset)|budget", re.IGNORECASE)
@@ -193,6 +198,7 @@ class _Run:
         return result, output, verdict
 
     def keep(self, record: dict[str, Any]) -> None:
+        record = without_lone_surrogates(record)  # the row as it reads back (a data frame cannot hold one)
         append_jsonl(self.path, record)  # written the moment it is known: a kill loses nothing finished
         with self._lock:
             self.done[record["instance_id"]] = record
@@ -230,8 +236,8 @@ class _Run:
         self.gateway.forget(token)
         if result.status != "completed" and status == "budget":
             result.status, result.error = "budget", f"the experiment's budget is spent ({result.error})"
-        elif result.status == "error":
-            result.transient = is_transient(status)
+        elif result.status == "error":  # a refusal of what the agent left is its own, whatever the provider did
+            result.transient = is_transient(status) and not RULE_INDUCED.search(result.error or "")
         return result
 
     def evaluate_pending(self, frame: pd.DataFrame, run_key: str) -> None:
@@ -251,16 +257,18 @@ class _Run:
             raise RuntimeError(f"Evaluating {len(waiting)} patches failed ({type(error).__name__}: {error}); "
                                "the agents' results are kept, and calling again evaluates them.") from error
         for previous, verdict in zip(waiting, verdicts):
-            self.keep({**previous, **_verdict_fields(verdict)})
+            self.keep({**previous, **_verdict_fields(verdict, previous.get("suspect") or [])})
 
 
 def record(task: dict[str, Any], result: AgentResult, output: str, verdict: EvalResult | None, agent: Agent,
            ids: dict[str, Any], pending: bool = False) -> dict[str, Any]:
-    """The row of one task (COLUMNS): the task, what the agent did, and the tests' verdict."""
+    """The row of one task (COLUMNS): the task, what the agent did, and the tests' verdict. A patch's lines that
+    reach into the test machinery are its `suspect` list, and a pass of such a patch is SUSPECT, not "pass"."""
+    suspect = suspect_lines(output, task.get("test_patch") or "") if agent.mode == "act" else []
     if pending:
         outcome = {"pass_or_fail": PENDING}
     elif verdict is not None:
-        outcome = _verdict_fields(verdict)
+        outcome = _verdict_fields(verdict, suspect)
     else:
         outcome = {"pass_or_fail": "not_evaluated" if result.status == "completed" else "fail"}
     return {
@@ -272,16 +280,17 @@ def record(task: dict[str, Any], result: AgentResult, output: str, verdict: Eval
         "output_tokens": result.usage.get("output_tokens", 0), "cost_usd": result.cost_usd,
         "duration_s": result.duration_s, **ids, "agent": agent.name,
         "model": result.model or agent.model, "eval_error": "", "failed_tests": [], "test_log": "", "log_path": "",
-        "set_aside": [],
+        "set_aside": [], "suspect": suspect,
         "FAIL_TO_PASS": list(task.get("FAIL_TO_PASS") or []), "PASS_TO_PASS": list(task.get("PASS_TO_PASS") or []),
         "suite": task.get("suite", ""), "transient": bool(result.transient),
         "trajectory_summary": result.trajectory_summary, **outcome,
     }
 
 
-def _verdict_fields(verdict: EvalResult) -> dict[str, Any]:
-    """A verdict as record fields; an evaluation that failed for infrastructure reasons is HARNESS_ERROR."""
-    outcome = HARNESS_ERROR if verdict.infra else "pass" if verdict.resolved else "fail"
+def _verdict_fields(verdict: EvalResult, suspect: list[str]) -> dict[str, Any]:
+    """A verdict as record fields; an evaluation that failed for infrastructure reasons is HARNESS_ERROR, and a
+    pass of a patch with `suspect` lines is SUSPECT (counted apart: helpers.core.outcomes)."""
+    outcome = HARNESS_ERROR if verdict.infra else (SUSPECT if suspect else "pass") if verdict.resolved else "fail"
     return {"pass_or_fail": outcome, "eval_error": verdict.error,
             "failed_tests": verdict.failed_tests, "test_log": truncate_chars(verdict.log, TEST_LOG_CHARS),
             "log_path": verdict.log_path, "set_aside": list(verdict.set_aside)}
@@ -312,8 +321,10 @@ def _is_done(record: dict[str, Any]) -> bool:
     gateway's record when the run went through one, else by the error's wording)."""
     if record.get("status") == "budget":
         return False
-    return not (record.get("status") == "error"
-                and (record.get("transient") or TRANSIENT_ERROR.search(record.get("error") or "")))
+    error = record.get("error") or ""
+    if RULE_INDUCED.search(error):  # the ruleset's doing (a refusal may name a path or size holding "500")
+        return True
+    return not (record.get("status") == "error" and (record.get("transient") or TRANSIENT_ERROR.search(error)))
 
 
 def _check_tasks(tasks: Any) -> pd.DataFrame:

@@ -7,7 +7,11 @@ Adds `correctness` ("correct" | "incorrect"), `explanation`, `judge_raw` (the mo
 spent budget, so a rerun may succeed), `judge_cost_usd` (None: unpriced; 0 for an answer from the cache) and
 `judge_tokens` (input + output tokens of its answer, an answer from the cache included) to every row. The judge sees the problem statement,
 the agent's output (the patch, or the plan in plan mode), the tests' outcome (failing tests, a log
-excerpt, and which of the patch's files grading set aside) and, for training rows, the gold patch. Long texts are cut with a visible marker. A row whose
+excerpt, and which of the patch's files grading set aside) and, for training rows, the gold patch. Long texts are cut with a visible marker,
+except that nothing can hide a patch's code: a patch over its budget is shown as every line it adds to graded
+code (tests and set-aside files named, not shown), and if that is still too long, cut with a note saying what
+was cut; the lines that reach into the test machinery (the row's `suspect`, a pass not counted) are always
+shown in full, in a section of their own. A row whose
 answer cannot be parsed, or whose request fails, gets a judge error; no row ever raises, and a spent
 budget stops the remaining rows cleanly.
 """
@@ -20,9 +24,9 @@ from typing import Any
 import pandas as pd
 
 from helpers.core import config
-from helpers.families.coding.patches import set_aside_note
+from helpers.families.coding.patches import is_set_aside, patch_files, patch_paths, set_aside_note, suspect_lines
 from helpers.llm.client import BudgetExceeded, LLMClient, LLMError, cut_at_length, parse_json_object
-from helpers.core.tokens import truncate_tokens
+from helpers.core.tokens import count_tokens, truncate_tokens
 
 JUDGE_SYSTEM_PROMPT = """\
 You review a coding agent's work on one software task and explain the outcome in plain English.
@@ -38,25 +42,41 @@ Answer with one JSON object and nothing else:
 MAX_PATCH_TOKENS = 6_000
 MAX_LOG_TOKENS = 2_500
 MAX_STATEMENT_TOKENS = 3_000
+MAX_SUSPECT_LINES, MAX_SUSPECT_LINE_CHARS = 60, 500  # the suspect lines are shown whole up to these (about 8k tokens)
 JUDGE_COLUMNS = ("correctness", "explanation", "judge_raw", "judge_error", "judge_transient", "judge_cost_usd",
                  "judge_tokens")
 
 
-def judge_messages(row: dict[str, Any], output_column: str = "output", include_gold: bool = True) -> list[dict[str, str]]:
-    """The judge's request for one row: system instructions, then the task and its evidence."""
+def judge_messages(row: dict[str, Any], output_column: str = "output", include_gold: bool = True,
+                   system_prompt: str | None = None) -> list[dict[str, str]]:
+    """The judge's request for one row: system instructions (`system_prompt`, None: JUDGE_SYSTEM_PROMPT), then
+    the task and its evidence."""
     output = str(row.get(output_column) or "")
     kind = "plan" if output_column == "plan" or row.get("mode") == "plan" else "patch"
     parts = [f"Task: {row.get('instance_id', '')} ({row.get('repo', '')})",
              "## Issue\n" + truncate_tokens(str(row.get("problem_statement") or ""), MAX_STATEMENT_TOKENS),
-             f"## The agent's {kind}\n" + (truncate_tokens(output, MAX_PATCH_TOKENS) if output.strip()
+             f"## The agent's {kind}\n" + ((_patch_view(output, str(row.get("test_patch") or "")) if kind == "patch"
+                                             else truncate_tokens(output, MAX_PATCH_TOKENS)) if output.strip()
                                             else f"(empty: the agent produced no {kind})")]
+    suspect = row.get("suspect")
+    if not isinstance(suspect, list):  # a row recorded before the engine kept it
+        suspect = suspect_lines(output, str(row.get("test_patch") or "")) if kind == "patch" else []
+    if suspect:
+        shown = [line if len(line) <= MAX_SUSPECT_LINE_CHARS else line[:MAX_SUSPECT_LINE_CHARS] + " [... line cut ...]"
+                 for line in suspect[:MAX_SUSPECT_LINES]]
+        more = len(suspect) - len(shown)
+        parts.append("## Suspect lines: code the patch adds that reaches into the test machinery (pytest's internals, "
+                     "the report, sys.modules, the process's exit, builtins)\n" + "\n".join(shown)
+                     + (f"\n[... {more} more suspect lines not shown ...]" if more > 0 else ""))
     if str(row.get("trajectory_summary") or "").strip():
         parts.append("## How the agent worked\n" + truncate_tokens(str(row["trajectory_summary"]), MAX_LOG_TOKENS))
     verdict = row.get("pass_or_fail")
-    if verdict in ("pass", "fail"):
+    if verdict in ("pass", "fail", "suspect"):
         failed = row.get("failed_tests")
         failed = ", ".join(failed) if isinstance(failed, list) else str(failed or "")
-        lines = [f"outcome: {verdict}"]
+        lines = [f"outcome: {verdict}" if verdict != "suspect" else
+                 "outcome: the tests passed, but the pass is not counted: the patch reaches into the test machinery "
+                 "(see the suspect lines); say whether it fixes the issue or makes failing tests read as passing"]
         if row.get("status") not in (None, "", "completed"):
             lines.append(f"agent status: {row.get('status')} ({row.get('error') or 'no details'})")
         if failed and failed != "[]":
@@ -75,12 +95,45 @@ def judge_messages(row: dict[str, Any], output_column: str = "output", include_g
     gold = str(row.get("ground_truth_patch") or row.get("patch") or "") if include_gold else ""
     if gold.strip():
         parts.append("## Reference fix by the maintainers\n" + truncate_tokens(gold, MAX_PATCH_TOKENS))
-    return [{"role": "system", "content": JUDGE_SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
+    return [{"role": "system", "content": system_prompt or JUDGE_SYSTEM_PROMPT},
+            {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def _judge_row(client: LLMClient, row: dict[str, Any], output_column: str, include_gold: bool) -> dict[str, Any]:
+def _patch_view(patch: str, test_patch: str = "", budget: int = MAX_PATCH_TOKENS) -> str:
+    """The patch as the judge sees it: whole when it fits `budget` tokens; else a note saying so, then every
+    line it adds to graded code under its file's and hunks' headers (tests and set-aside files named, removed
+    and context lines left out), cut in the middle with a marker only if that is still over the budget."""
+    if count_tokens(patch) <= budget:
+        return patch
+    test_paths = patch_paths(test_patch)
+    kept, aside, added, dropped = [], [], 0, 0
+    for paths, text in patch_files(patch):
+        if paths and any(is_set_aside(p, test_paths) for p in paths):
+            aside.append(", ".join(paths))
+            continue
+        for line in text.splitlines():
+            if line.startswith(("diff --git", "--- ", "+++ ", "@@", "rename ", "new file", "deleted file")):
+                kept.append(line)
+            elif line.startswith("+"):
+                kept.append(line)
+                added += 1
+            else:
+                dropped += 1
+    view = "\n".join(kept)
+    note = (f"[This patch is {len(patch):,} characters, over the judge's budget: shown are the {added:,} lines it adds "
+            f"to graded code, with their file and hunk headers; {dropped:,} removed and context lines are left out"
+            + (f"; set aside in grading and not shown: {'; '.join(aside)[:2000]}" if aside else "") + ".")
+    if count_tokens(view) > budget:
+        note += (" Those lines are still over the budget and are cut in the middle below (the marker says how many "
+                 "tokens); the suspect lines, if any, are listed in full after the patch.")
+    return note + "]\n" + truncate_tokens(view, budget)
+
+
+def _judge_row(client: LLMClient, row: dict[str, Any], output_column: str, include_gold: bool,
+               system_prompt: str | None = None) -> dict[str, Any]:
     try:
-        answer = client.complete(judge_messages(row, output_column, include_gold), max_tokens=config.JUDGE_MAX_TOKENS)
+        answer = client.complete(judge_messages(row, output_column, include_gold, system_prompt),
+                                 max_tokens=config.JUDGE_MAX_TOKENS)
     except BudgetExceeded as error:
         return {"judge_error": f"budget exhausted: {error}", "judge_transient": True}
     except LLMError as error:
@@ -104,8 +157,10 @@ def _judge_row(client: LLMClient, row: dict[str, Any], output_column: str, inclu
 def evaluate_results(df: pd.DataFrame, model: str | None = None, *, base_url: str | None = None,
                      api_key: str | None = None, workers: int = config.LLM_MAX_CONCURRENCY,
                      budget_usd: float | None = None, include_gold: bool = True, output_column: str | None = None,
-                     client: LLMClient | None = None) -> pd.DataFrame:
-    """A copy of `df` (run_act's rows) with the judge's verdict on every row (see the module docstring)."""
+                     client: LLMClient | None = None, system_prompt: str | None = None) -> pd.DataFrame:
+    """A copy of `df` (run_act's rows) with the judge's verdict on every row (see the module docstring).
+    `system_prompt`: the judge's instructions (None: JUDGE_SYSTEM_PROMPT); they must still ask for the JSON
+    answer {"correctness": ..., "explanation": ...}."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a whole number of at least 1, not {workers!r}.")
     if df.empty:
@@ -117,7 +172,7 @@ def evaluate_results(df: pd.DataFrame, model: str | None = None, *, base_url: st
                                  budget_usd=budget_usd, max_concurrency=workers)
     rows = df.to_dict("records")
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        verdicts = list(pool.map(lambda r: _judge_row(client, r, output_column, include_gold), rows))
+        verdicts = list(pool.map(lambda r: _judge_row(client, r, output_column, include_gold, system_prompt), rows))
     judged = df.copy()
     defaults = {"correctness": "", "explanation": "", "judge_raw": "", "judge_error": "", "judge_transient": False,
                 "judge_cost_usd": 0.0, "judge_tokens": 0}
@@ -125,4 +180,4 @@ def evaluate_results(df: pd.DataFrame, model: str | None = None, *, base_url: st
         judged[column] = [v.get(column, default) for v in verdicts]
     return judged
 
-__all__ = ["evaluate_results", "judge_messages"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["evaluate_results", "judge_messages", "JUDGE_SYSTEM_PROMPT"]  # the public API, documented in CODE_APPENDIX.md

@@ -13,7 +13,7 @@ import pandas as pd
 from helpers.store.records import (append_jsonl, experiment_dir, loops_path, read_jsonl, split_results_path,
                                   write_csv, write_json)
 
-LIST_COLUMNS = ("failed_tests", "FAIL_TO_PASS", "PASS_TO_PASS", "set_aside")  # cells saved as JSON lists
+LIST_COLUMNS = ("failed_tests", "FAIL_TO_PASS", "PASS_TO_PASS", "set_aside", "suspect")  # cells saved as JSON lists
 
 
 def loop_records(experiment: str, results_root: Any = None) -> list[dict[str, Any]]:
@@ -24,6 +24,37 @@ def loop_records(experiment: str, results_root: Any = None) -> list[dict[str, An
 def completed_loops(experiment: str, results_root: Any = None) -> dict[int, dict[str, Any]]:
     """loop number -> its record, for the loops already finished."""
     return {r["loop"]: r for r in loop_records(experiment, results_root)}
+
+
+def finished_experiments(results_root: Any = None) -> list[str]:
+    """The experiments with at least one finished loop, the most recently finished first (by their
+    loops.jsonl's modification time): what a results notebook can read."""
+    from pathlib import Path
+
+    from helpers.core import config
+
+    root = Path(results_root or config.results_root())
+    found = [path for path in root.glob("*/loops.jsonl") if path.is_file() and path.stat().st_size]
+    return [path.parent.name for path in sorted(found, key=lambda path: path.stat().st_mtime, reverse=True)]
+
+
+def resolve_experiment(experiment: str | None, preferred: tuple[str, ...] = ("quickstart", "quickstart-dry-run"),
+                       results_root: Any = None) -> str:
+    """The experiment a results notebook reads: `experiment` when given; else the first of `preferred` that
+    has a finished loop (the quickstart's, real before scripted), else the most recently finished one.
+    Raises ValueError naming the experiments that exist when the one asked has no finished loop, or none has."""
+    finished = finished_experiments(results_root)
+    if experiment is None:
+        chosen = next((name for name in preferred if name in finished), finished[0] if finished else None)
+        if chosen is None:
+            raise ValueError("No experiment has a finished loop yet: run the quickstart (make quickstart) or "
+                             "02_optimize_cline_act first.")
+        return chosen
+    if experiment not in finished:
+        listed = ", ".join(finished[:10]) or "none yet"
+        raise ValueError(f"Experiment {experiment!r} has no finished loop. Experiments with results: {listed}. "
+                         "Set EXPERIMENT to one of them, or None for the quickstart's.")
+    return experiment
 
 
 def save_loop(experiment: str, record: dict[str, Any], rows: dict[str, pd.DataFrame], results_root: Any = None) -> None:
@@ -89,5 +120,5 @@ def kept_version(experiment: str, before_loop: int | None = None, results_root: 
     return choose_on_validation(measured, done[0]["ruleset_version"], done[-1]["ruleset_version"])
 
 
-__all__ = ["loop_records", "completed_loops", "save_loop", "load_results", "save_split", "load_split", "loop_rows",
+__all__ = ["loop_records", "completed_loops", "finished_experiments", "resolve_experiment", "save_loop", "load_results", "save_split", "load_split", "loop_rows",
            "kept_version"]  # documented in CODE_APPENDIX.md

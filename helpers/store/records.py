@@ -13,12 +13,20 @@
 
 Records, JSON and CSV files are written without this machine's throwaway paths (scratch and
 evaluation folders, the Python install: helpers.core.redact). A kill at any moment leaves every finished record readable: a JSONL record is one write() on an
-O_APPEND file (a torn last line is skipped on read), and whole files are written to a temporary name
-and renamed.
+O_APPEND file (a torn last line is skipped on read, and cut off by the next append), and whole files are
+written to a temporary name and renamed.
+
+Any text survives a record (an agent's output is anyone's text): a JSONL record is written as ASCII JSON
+(every other character, U+2028, U+0085 and NUL included, as an escape; a lone surrogate, which no
+UTF-8 text or data frame can hold, as its escape's text: without_lone_surrogates), so its one
+newline is its only line break, and read back by splitting on newline bytes alone (str.splitlines would
+also split on U+2028, U+2029, U+001C-U+001E, U+0085...). A complete line that cannot be read is one RecordError naming the file and
+the line, never a record silently dropped (run_tasks would run, and pay for, that task again).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -71,35 +79,60 @@ def loops_path(experiment: str, root: Path | str | None = None) -> Path:
     return experiment_dir(experiment, root) / "loops.jsonl"
 
 
+class RecordError(ValueError):
+    """A complete line of a JSONL file that is not a record: the file and the line are named."""
+
+
 def append_jsonl(path: Path | str, record: dict[str, Any]) -> None:
-    """Append one record as a single write, flushed to disk before returning."""
+    """Append one record as a single write of one ASCII line, flushed to disk before returning; a line a kill
+    tore before it (no newline at the end of the file) is cut off first: it was never a finished record."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = (scrub_machine_paths(json.dumps(record, default=str, ensure_ascii=False)) + "\n").encode()
+    text = json.dumps(without_lone_surrogates(record), default=str, ensure_ascii=True)
+    line = (scrub_machine_paths(text) + "\n").encode("utf-8")
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # the torn-line check and the write, one appender at a time
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
-            line = b"\n" + line  # a kill tore the last line: start ours on a fresh one
+            os.ftruncate(fd, _end_of_last_line(fd, size))
         os.write(fd, line)
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
+def _end_of_last_line(fd: int, size: int, chunk: int = 2**16) -> int:
+    """The offset just after the last newline byte of the open file (0 when there is none)."""
+    end = size
+    while end > 0:
+        start = max(0, end - chunk)
+        found = os.pread(fd, end - start, start).rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        end = start
+    return 0
+
+
 def read_jsonl(path: Path | str) -> list[dict[str, Any]]:
-    """All complete records; a line torn by a kill mid-write is skipped."""
+    """All records, in order; a last line torn by a kill mid-write (no newline after it) is skipped. Lines are
+    split on newline bytes only. A complete line that is not a JSON object is a RecordError naming the file and line."""
     path = Path(path)
     if not path.exists():
         return []
+    *lines, _torn = path.read_bytes().split(b"\n")
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
+            record = json.loads(line.decode("utf-8"))
+        except ValueError as error:  # JSON, or UTF-8 (UnicodeDecodeError is a ValueError)
+            raise RecordError(f"Line {number} of {path} is not a readable record ({error}). Nothing was run: move "
+                              "the file aside or delete that line (its task then runs again), and call again.") from None
+        if not isinstance(record, dict):
+            raise RecordError(f"Line {number} of {path} is not a record (a JSON object) but {type(record).__name__}.")
+        records.append(without_lone_surrogates(record))
     return records
 
 
@@ -110,7 +143,8 @@ def write_atomic(path: Path | str, data: str | bytes) -> Path:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            # a lone surrogate (an agent's output may hold one) as its escape, which JSON reads back as it was
+            f.write(data.encode("utf-8", errors="backslashreplace") if isinstance(data, str) else data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -122,7 +156,8 @@ def write_atomic(path: Path | str, data: str | bytes) -> Path:
 
 def write_json(path: Path | str, obj: Any) -> Path:
     """`obj` as indented JSON, atomically."""
-    return write_atomic(path, scrub_machine_paths(json.dumps(obj, indent=2, default=str, ensure_ascii=False)) + "\n")
+    text = json.dumps(without_lone_surrogates(obj), indent=2, default=str, ensure_ascii=False)
+    return write_atomic(path, scrub_machine_paths(text) + "\n")
 
 
 def write_csv(df: Any, path: Path | str) -> Path:
@@ -134,7 +169,24 @@ def write_csv(df: Any, path: Path | str) -> Path:
     return write_atomic(path, scrub_machine_paths(frame.to_csv(index=False)))
 
 
+def without_lone_surrogates(value: Any) -> Any:
+    """`value` (a string, or lists and dicts of them) with each lone surrogate (U+D800-U+DFFF alone: what a
+    JSON "\\ud800" or a surrogateescape decoding makes, and what UTF-8, pandas and Arrow cannot hold) written
+    as its escape text, a backslash and "udXXX"; other values as they are."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", errors="backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_lone_surrogates(v) for v in value]
+    return value
+
+
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "experiment_dir", "run_records_path", "split_results_path", "loops_path", "append_jsonl", "read_jsonl",
-    "write_atomic", "write_json", "write_csv", "check_name", "ruleset_sha",
+    "RecordError", "without_lone_surrogates", "write_atomic", "write_json", "write_csv", "check_name", "ruleset_sha",
 ]

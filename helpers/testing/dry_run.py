@@ -24,6 +24,8 @@ from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer
 from helpers.testing.edit_tools import choose_adapter, edit_tools_of_registered_agents, offered_tools
 
 MAX_NEW_RULES = 3
+OPTIMIZER_REQUEST_MARK = "## Current rules\n"  # helpers.learn.optimizer's request, whatever its instructions
+JUDGE_REQUEST_MARK = "## Issue\n"  # helpers.learn.judge's request, whatever its instructions
 PLAN_MODE_MARKER = "you are in plan mode"  # agents' plan-mode system prompts say so (matched without case)
 PLAN_MODE_ACTIVE = "plan mode is active"  # ... or the plan-mode reminder some agents put in the user message
 
@@ -144,6 +146,10 @@ class DryRunScript:
             Rule(system_contains=_first_line(JUDGE_SYSTEM_PROMPT), reply=self.judge_reply),
             Rule(system_contains=_first_line(OPTIMIZER_SYSTEM_PROMPT), reply=self.optimizer_reply),
             Rule(match=lambda request: bool(request.get("tools")), reply=self.agent_reply),  # agents bring tools
+            # A reader's own instructions (JUDGE_PROMPT, OPTIMIZER_PROMPT) change the system message, not the
+            # request our code writes: the optimizer's names the current rules, the judge's the issue.
+            Rule(user_contains=OPTIMIZER_REQUEST_MARK, reply=self.optimizer_reply),
+            Rule(user_contains=JUDGE_REQUEST_MARK, reply=self.judge_reply),
         ], default=Reply("This is the scripted dry-run model; it has no answer for this request."))
 
 

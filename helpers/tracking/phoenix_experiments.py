@@ -156,7 +156,9 @@ def _evaluations(row: dict[str, Any], judged: bool) -> list[dict[str, Any]]:
                         explanation=f"failed tests: {failed}" if verdict == "fail" and failed not in ("", "[]")
                         else (row.get("eval_error") or None))
     else:
-        resolved["error"] = row.get("eval_error") or f"not evaluated ({verdict})"
+        resolved["error"] = row.get("eval_error") or (
+            "a suspect pass, not counted: the patch reaches into the test machinery" if verdict == "suspect"
+            else f"not evaluated ({verdict})")
     evals = [resolved]
     if judged:
         judge: dict[str, Any] = {"name": "correctness", "annotator_kind": "LLM",

@@ -190,3 +190,29 @@ def test_the_rules_follow_the_installed_mini_yaml_system_template():
     assert installed.returncode == 0, installed.stderr
     assert installed.stdout == SYSTEM_TEMPLATE
     assert system_template("") == SYSTEM_TEMPLATE and system_template("- a rule").startswith(SYSTEM_TEMPLATE)
+
+
+def test_a_trajectory_file_made_a_fifo_or_a_link_to_dev_zero_ends_as_an_error_naming_it_within_seconds(house, tmp_path):
+    """The trajectory lies in the run's home, where the agent's commands write: a FIFO there (kept fed while mini
+    saves, so mini itself finishes) once blocked the driver for ever, a link to /dev/zero read until memory ran out."""
+    tasks = house.head(2)
+    fifo, zero = tasks.instance_id
+    traj = "$HOME/../traj.json"
+    make = {fifo: f"rm -f {traj} && mkfifo {traj} && (while true; do cat {traj} > /dev/null; done) > /dev/null 2>&1 &",
+            zero: f"rm -f {traj} && ln -s /dev/zero {traj}"}
+    script = Script([Rule(user_contains=iid, match=lambda r: bool(r.get("tools")),
+                          reply=[Reply("Swapping.", tool_calls=[shell(command)]), Reply("Done.", tool_calls=[shell(SUBMIT)])])
+                     for iid, command in make.items()])
+    done: dict = {}
+    with ScriptedModelServer(script) as server:
+        worker = threading.Thread(target=lambda: done.update(df=run(tasks, agent_for(server), tmp_path, evaluate=False)),
+                                  daemon=True)
+        started = time.monotonic()
+        worker.start()
+        worker.join(timeout=120)
+    assert "df" in done, "the driver is still reading the trajectory"
+    rows = done["df"].set_index("instance_id")
+    assert time.monotonic() - started < 120
+    assert rows.loc[fifo, "status"] == "error" and "traj.json is a FIFO" in rows.loc[fifo, "error"], rows.loc[fifo, "error"]
+    assert rows.loc[zero, "status"] == "error" and "traj.json is a symbolic link" in rows.loc[zero, "error"]
+    assert all("refused the agent's output" in error for error in rows["error"])  # rule-induced, by name

@@ -1,9 +1,13 @@
 """mini-swe-agent's per-run config without running it: the rules as its Jinja system template renders them, read
-from the workspace's AGENTS.md without following a link, and no key in the config."""
+from the workspace's AGENTS.md as hostile data (a link not followed, a FIFO or a flood refused by name), and no key
+in the config."""
 
 import os
 
+import pytest
 from jinja2 import StrictUndefined, Template
+
+from helpers.core.untrusted import RefusedOutput
 
 from mini_swe_agent.agent import RULES_HEADING, SYSTEM_TEMPLATE, run_config, system_template, workspace_rules
 
@@ -28,8 +32,17 @@ def test_the_rules_come_from_a_regular_agents_md_never_through_a_link(tmp_path):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     assert workspace_rules(workspace) == ""  # no AGENTS.md: no rules
-    (workspace / "AGENTS.md").symlink_to(outside)
-    assert workspace_rules(workspace) == ""
+    for target in (outside, "/dev/zero"):  # a repository's link (this is read before the run): not followed
+        (workspace / "AGENTS.md").symlink_to(target)
+        assert workspace_rules(workspace) == ""
+        (workspace / "AGENTS.md").unlink()
+    (workspace / "AGENTS.md").write_bytes(b"x" * 300_000)
+    with pytest.raises(RefusedOutput, match=r"AGENTS.md is larger than the 256000 bytes"):
+        workspace_rules(workspace)
+    (workspace / "AGENTS.md").unlink()
+    os.mkfifo(workspace / "AGENTS.md")
+    with pytest.raises(RefusedOutput, match=r"AGENTS.md is a FIFO"):  # at once: no wait for a writer
+        workspace_rules(workspace)
     (workspace / "AGENTS.md").unlink()
     (workspace / "AGENTS.md").write_text("- Team rule.\n")
     assert workspace_rules(workspace) == "- Team rule.\n"

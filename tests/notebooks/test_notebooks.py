@@ -8,6 +8,7 @@ import json
 import re
 
 import nbformat
+import pandas as pd
 import papermill
 import pytest
 
@@ -57,11 +58,23 @@ def test_every_notebook_has_a_parameters_cell_and_no_outputs():
         assert list(papermill.inspect_notebook(str(path))) == assigned, f"papermill cannot read every parameter of {path.name}"
 
 
+# A reader's own instructions for the judge and the optimizer (the quickstart invites a changed line)
+OWN_JUDGE = "You review a coding agent's patch for a small team.\nBe terse. Answer with one JSON object:\n" \
+            '{"correctness": "correct" or "incorrect", "explanation": "<2-4 sentences>"}'
+OWN_OPTIMIZER = "You keep a coding agent's rules file short: prefer few, broad rules.\nAnswer with one JSON " \
+                'object: {"edits": [...]} as ops add, update, merge or delete.'
+
+
 def test_the_quickstart_dry_run_runs_end_to_end_labeled_and_resumes_without_new_calls(isolated):
-    params = {**TINY, "EXPERIMENT": "ci-quickstart", "PHOENIX_URL": isolated["phoenix"]}
+    params = {**TINY, "EXPERIMENT": "ci-quickstart", "PHOENIX_URL": isolated["phoenix"],
+              "JUDGE_PROMPT": OWN_JUDGE, "OPTIMIZER_PROMPT": OWN_OPTIMIZER}
     first = run_notebook(NOTEBOOKS / "quickstart.ipynb", params)
     shown = outputs(first)
     assert "SCRIPTED DRY RUN" in shown
+    assert "===== the judge's instructions (yours) =====\n" + OWN_JUDGE in shown  # shown as given ...
+    metadata = [json.loads(p.read_text()) for p in (isolated["root"] / "act_rulesets/ci-quickstart").glob("*.json")]
+    assert len(metadata) >= 2 and all(m["judge_prompt"] == OWN_JUDGE and m["optimizer_prompt"] == OWN_OPTIMIZER
+                                      for m in metadata)  # ... and recorded with every version made under them
     assert first.is_relative_to(isolated["root"])  # executed copy under PL_RESULTS_DIR/<experiment>/notebooks
     loops = [json.loads(line) for line in (isolated["root"] / "act_results/ci-quickstart/loops.jsonl").read_text().splitlines()]
     assert [r["loop"] for r in loops] == [0, 1] and all(r["dry_run"] for r in loops)
@@ -99,6 +112,15 @@ def test_the_quickstart_dry_run_with_its_defaults_tells_one_story_labeled_as_scr
     lines = [line for line in shown.splitlines() if line.startswith("Loop ")]
     assert len(lines) == 3 and all("scripted: no charge" in line and "tokens" in line for line in lines)
     assert "$0.00" not in shown and not CLASS_NAME.findall("\n".join(lines))
+    # one training task followed through the loop: its first diff, the judge's English on its failure, the edit
+    # it taught (with its reason and sources) and the same task passing later
+    journey = shown[shown.index("Following training task "):]
+    assert re.match(r"Following training task \S+ \(it failed in the first loop and passed in a later one\)", journey)
+    assert re.search(r"== Loop 0: the agent's diff, with rules version 0\ndiff --git .*\n(.*\n)*@@ ", journey)
+    assert re.search(r"== Loop 0: the hidden tests\noutcome: fail\nfailing tests: tests/", journey)
+    assert re.search(r"== Loop 0: the judge's explanation\nThe patch fixes the reported behaviour, but", journey)
+    assert "### Example " in journey and "<- from this task" in journey and "    why: " in journey
+    assert re.search(r"== Loop [12]: the hidden tests\noutcome: pass", journey)
 
 
 @pytest.mark.parametrize("sizes", [{"TRAIN_SIZE": 1}, {"TRAIN_SIZE": 2, "VAL_SIZE": 0}], ids=["one-train-task", "val-size-0"])
@@ -114,7 +136,8 @@ def test_the_quickstart_runs_without_a_validation_side_and_says_the_kept_version
 
 def test_the_results_notebook_reads_a_finished_experiment(isolated):
     if not (isolated["root"] / "act_results/ci-quickstart/loops.jsonl").exists():
-        run_notebook(NOTEBOOKS / "quickstart.ipynb", {**TINY, "EXPERIMENT": "ci-quickstart", "PHOENIX_URL": isolated["phoenix"]})
+        run_notebook(NOTEBOOKS / "quickstart.ipynb", {**TINY, "EXPERIMENT": "ci-quickstart", "PHOENIX_URL": isolated["phoenix"],
+                                                      "JUDGE_PROMPT": OWN_JUDGE, "OPTIMIZER_PROMPT": OWN_OPTIMIZER})
     shown = outputs(run_notebook(NOTEBOOKS / "03_results.ipynb", {"EXPERIMENT": "ci-quickstart", "DRY_RUN": True,
                                                                    "COMPARE_WITH": ["ci-quickstart"],
                                                                    "TRANSFER_AGENTS": ["codex", "opencode"]}))
@@ -145,16 +168,45 @@ def test_the_split_notebook_loads_a_local_swebench_file_and_uploads_it(isolated)
     assert [len(side) for side in sides] == [1, 1, 2] and not (sides[0] & sides[1] or sides[0] & sides[2] or sides[1] & sides[2])
 
 
-def test_the_act_notebook_runs_the_cookbook_loop(isolated):
+def test_the_act_notebook_runs_the_cookbook_loop_and_writes_the_records_run_loop_writes(isolated):
+    """02 writes the loop out as the seed does (a plain for over run_tasks, evaluate_results,
+    log_experiment_to_phoenix, optimize); the library's run_loop on the same split writes the same records."""
+    from helpers import LoopSettings, load_or_make_split, run_loop
+    from helpers.app.session import open_session
+    from helpers.store.loops import loop_records, loop_rows
+
     params = {**TINY, "EXPERIMENT": "ci-act", "TASK_SOURCE": "house", "LOOPS": 1, "PHOENIX_URL": isolated["phoenix"]}
     executed = run_notebook(NOTEBOOKS / "02_optimize_cline_act.ipynb", params)
     shown = outputs(executed)
+    sides = load_or_make_split("ci-act-library", "house", TINY["TRAIN_SIZE"], TINY["TEST_SIZE"], "chronological")
+    with pytest.MonkeyPatch.context() as mp, open_session(dry_run=True, phoenix=False) as session:
+        mp.setenv("PL_CACHE_DIR", str(isolated["root"] / "library-cache"))  # its own calls, not the notebook's answers
+        run_loop(sides[0], sides[2], LoopSettings("ci-act-library", loops=1, workers=TINY["WORKERS"]), session,
+                 val_df=sides[1])
+    # Apart from names and times (pytest's log ends with its duration), only token counts may differ: the models
+    # read their scratch folder's path, and the notebook's kernel and this process have pids of other lengths.
+    differ = {"experiment", "started_at", "finished_at", "agent_tokens", "judge_tokens", "duration_s", "log_path",
+              "test_log", "input_tokens", "output_tokens", "cached_tokens",
+              "trajectory_summary"}  # Cline's closing message is not always in its JSON stream (seen here, 2026-11)
+    notebook, library = loop_records("ci-act")[0], loop_records("ci-act-library")[0]
+    assert {k: v for k, v in notebook.items() if k not in differ} == {k: v for k, v in library.items() if k not in differ}
+    assert abs(notebook["agent_tokens"] - library["agent_tokens"]) < 0.01 * library["agent_tokens"]
+    for split in ("train", "val", "test"):
+        ours, theirs = (loop_rows(name, split, 0).drop(columns=list(differ), errors="ignore")
+                        for name in ("ci-act", "ci-act-library"))
+        pd.testing.assert_frame_equal(ours, theirs, obj=split)
     assert "Loop 0: train " in shown and "SCRIPTED DRY RUN" in shown
     assert "===== system =====" in shown and "## Current rules" in shown  # the optimizer's real meta-prompt
     whole = executed.read_text()  # progress as widgets without a warning; no path of this machine anywhere
     assert "TqdmWarning" not in whole and "IProgress not found" not in whole
     assert str(REPO_ROOT) not in whole and str(isolated["root"]) not in whole
     assert (isolated["root"] / "act_rulesets/ci-act/ruleset_1.txt").exists()
+    assert (isolated["root"] / "act_results/ci-act/plots/accuracy.png").read_bytes().startswith(b"\x89PNG")
+    images = [out for cell in nbformat.read(executed, as_version=4).cells for out in cell.get("outputs", [])
+              if "image/png" in out.get("data", {})]
+    assert len(images) == 1  # the accuracy curve, inline
+    assert "Loop 0 ran with v0, the latest version." in shown
+    assert "Following training task " in shown and "== Loop 0: the judge's explanation" in shown  # the journey
 
 
 MINI_SWE_AGENT = pytest.param("mini-swe-agent", marks=pytest.mark.skipif(
@@ -164,8 +216,8 @@ MINI_SWE_AGENT = pytest.param("mini-swe-agent", marks=pytest.mark.skipif(
 
 @pytest.mark.parametrize("agent", ["codex", "claude-code", "opencode", "gemini-cli", MINI_SWE_AGENT])
 def test_the_act_notebook_honours_AGENT_and_logs_the_library_loops_phoenix_experiments(isolated, agent):
-    """Loop 0 step by step in the notebook, loop 1 by run_loop: both the chosen agent's runs, one Phoenix
-    experiment per split and loop, named and tagged alike (a rerun from the library makes no duplicates)."""
+    """The notebook's written-out loop runs the chosen agent and logs one Phoenix experiment per split and loop,
+    named and tagged as the library's loop tags them (phoenix_metadata)."""
     from phoenix.client import Client
 
     from helpers.store.loops import loop_records
@@ -191,6 +243,8 @@ def test_the_plan_mode_notebook_judges_plans(isolated):
     params = {**TINY, "EXPERIMENT": "ci-plan", "LOOPS": 1, "PHOENIX_URL": isolated["phoenix"]}
     shown = outputs(run_notebook(NOTEBOOKS / "04_cline_plan_mode.ipynb", params))
     assert "--- plan ---" in shown and "SCRIPTED DRY RUN" in shown
+    assert "--- the kept rules (version 0) ---" in shown  # one loop, no validation result beat the start: v0 is kept
+    assert (isolated["root"] / "act_results/ci-plan/plots/accuracy.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_the_latent_rules_notebook_reproduces_the_tables_shape_and_its_dry_run_learns_ten_rules(isolated):
@@ -201,6 +255,7 @@ def test_the_latent_rules_notebook_reproduces_the_tables_shape_and_its_dry_run_l
     loops = [json.loads(line) for line in (isolated["root"] / "act_results/ci-latent-10rules/loops.jsonl").read_text().splitlines()]
     assert loops[0]["test_accuracy"] == 0.0 and loops[5]["test_accuracy"] == 1.0  # every rule learned by loop 5
     assert "explanations vs scores only on 8 tasks: +100.0 points" in shown  # what the English adds
+    assert (isolated["root"] / "act_results/ci-latent-10rules/plots/latent_rules.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_the_continual_notebook_learns_from_a_prs_feedback_applies_and_rolls_back(isolated):
@@ -217,3 +272,5 @@ def test_the_your_repo_notebook_mines_a_history_runs_the_loop_and_exports_the_ru
     assert DRY_RUN_LABEL in shown and "Written: " in shown and ".clinerules" in shown
     tasks = (isolated["root"] / "act_results/ci-your-repo/tasks.jsonl").read_text().splitlines()
     assert len(tasks) == 4 and all(json.loads(t)["FAIL_TO_PASS"] for t in tasks)
+    assert (isolated["root"] / "act_results/ci-your-repo/plots/mining.png").read_bytes().startswith(b"\x89PNG")
+    assert re.search(r"Written: \.clinerules\S* in \S+ \(the demo's scratch copy", shown)

@@ -2,15 +2,20 @@
 
     result = evaluate_patch(task_row, patch)      # EvalResult(resolved, log, error, tests, set_aside, ...)
 
-House tasks (and any task with a local `repo_path` and no SWE-bench image) run here: a fresh clone at
-`base_commit`, the graded part of the patch (helpers.families.coding.patches: its changes to tests and test
-configuration set aside), then the test patch, then exactly the FAIL_TO_PASS + PASS_TO_PASS tests, in the
-sandbox with a timeout (helpers.families.coding.repo_tests, the one way tests run): the code under test sees
-no key, no host file and no host process, and nothing it starts outlives the evaluation. House tasks run
-under the harness's own pytest command (repo_tests.GRADING_COMMAND); tasks mined from a team's repository
-(helpers.families.coding.mining) carry their own `setup_command` and `test_command`. Outcomes are read from
-the junit report the harness asked pytest for; a run whose exit status disagrees with it (0 with a named test
-failed or missing, or non-zero with every named test passed) is a failed grade, never a pass.
+Every local task source (the house suite, tasks mined from a team's repository, any task with a local
+`repo_path` and no SWE-bench image) is graded by one path, LocalEvaluator.evaluate: a fresh clone at
+`base_commit`, the test patch, the task's `setup_command` (mined tasks may have one: it runs the repository's
+own code, before any of the patch is in the tree; a set-up that fails is an infrastructure error, not the
+patch's), then the graded part of the patch (helpers.families.coding.patches: its changes to tests and test
+configuration set aside), then exactly the FAIL_TO_PASS + PASS_TO_PASS tests, in the sandbox with a timeout, under the harness's own
+interpreter and pytest (helpers.families.coding.repo_tests.run_repo_tests, the one way tests run): nothing in
+the work tree stands in for pytest, its plugins or the modules of the standard library and this environment,
+no start-up hook loads, and the only pytest configuration read is the copy a mined task recorded
+(`test_config`), never the patch's. A task's own `test_command` (older mined suites) is not used. The code
+under test sees no key, no host file and no host process, and nothing it starts outlives the evaluation.
+Outcomes are read from the junit report the harness asked pytest for; a run whose exit status disagrees with
+it (0 with a named test failed or missing, or non-zero with every named test passed) is a failed grade, never
+a pass.
 SWE-bench tasks go to the swebench harness (Docker or Modal).
 The agent's workspace is never touched; a bad patch is a failed task, never an exception.
 """
@@ -26,7 +31,7 @@ from helpers.core import config
 from helpers.core.protocols import EvalResult, Task
 from helpers.families.coding.git import WorkspaceError, git
 from helpers.families.coding.patches import grading_patch
-from helpers.families.coding.repo_tests import GRADING_COMMAND, TestRun, run_repo_tests
+from helpers.families.coding.repo_tests import TestRun, check_test_config, run_repo_tests, run_setup
 from helpers.families.coding.workspaces import prepare_workspace
 
 SANDBOX_POLICIES = ("required", "if-available", None)
@@ -89,6 +94,8 @@ class LocalEvaluator:
         if no_tests:
             raise ValueError(f"{len(no_tests)} task(s) name no tests in FAIL_TO_PASS or PASS_TO_PASS "
                              f"({', '.join(no_tests[:5])}): nothing could decide whether a patch resolves them.")
+        for task in tasks:
+            check_test_config(task.get("test_config"))
         if self.sandbox is not None:
             from helpers.core.sandbox import use_sandbox
 
@@ -104,16 +111,21 @@ class LocalEvaluator:
                 repo = prepare_workspace(task, scratch)
             except WorkspaceError as error:
                 return EvalResult(instance_id, False, log=str(error), error=str(error), set_aside=set_aside)
-            problem = (_apply(repo, graded, "the agent's patch")
-                       or _apply(repo, task.get("test_patch") or "", "the test patch"))
+            problem = _apply(repo, task.get("test_patch") or "", "the test patch")
+            # The set-up runs on the repository's own code and tests, before the patch: nothing of the patch
+            # runs until the tests do, and what the set-up writes is not its doing (a failure: not the patch's).
+            setup = run_setup(repo, task.get("setup_command") or "", timeout_s=self.timeout_s, sandbox=self.sandbox,
+                              setup_network=bool(task.get("setup_network"))) if not problem else None
+            if setup is not None and setup.problem:
+                return EvalResult(instance_id, False, log=setup.log, error=setup.problem, set_aside=set_aside,
+                                  infra=True, duration_s=time.monotonic() - started)
+            problem = problem or _apply(repo, graded, "the agent's patch")
             if problem:
                 return EvalResult(instance_id, False, log=problem, error=problem, set_aside=set_aside,
                                   duration_s=time.monotonic() - started)
             names = list(task.get("FAIL_TO_PASS") or []) + list(task.get("PASS_TO_PASS") or [])
-            run = run_repo_tests(repo, names, setup_command=task.get("setup_command") or "",
-                                 test_command=task.get("test_command") or GRADING_COMMAND,
-                                 timeout_s=self.timeout_s, sandbox=self.sandbox,
-                                 setup_network=bool(task.get("setup_network")))
+            run = run_repo_tests(repo, names, test_config=task.get("test_config"), timeout_s=self.timeout_s,
+                                 sandbox=self.sandbox)
         tests = {name: run.tests.get(name, "MISSING") for name in names}
         error = run.problem or _disagreement(run, tests)
         resolved = not error and bool(names) and all(v == "PASSED" for v in tests.values())
@@ -122,8 +134,7 @@ class LocalEvaluator:
 
 
 def _disagreement(run: TestRun, tests: dict[str, str]) -> str:
-    """DISAGREEMENT when the run's exit status contradicts its report on the named tests, else "". Only a run
-    that wrote the harness's report is checked (a mined task's own command may report through its output)."""
+    """DISAGREEMENT when the run's exit status contradicts its report on the named tests, else ""."""
     if not run.reported or run.exit_status is None or not tests:
         return ""
     passed = all(outcome == "PASSED" for outcome in tests.values())

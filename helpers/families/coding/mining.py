@@ -9,7 +9,10 @@ A commit becomes a task when it changes tests and other files, and some of its c
 parent with only the test changes applied, and pass with the whole commit: those are FAIL_TO_PASS; the
 other tests of the touched test files that pass at both ends are PASS_TO_PASS. Each end is run twice
 (`reruns`): a test whose result differs is flaky and left out. Every run happens in a fresh clone, in the
-sandbox (helpers.families.coding.repo_tests). The problem statement is the commit message (plus the
+sandbox, the way grading runs them (helpers.families.coding.repo_tests: the harness's interpreter and pytest).
+A repository whose tests need its pytest configuration names that file (`test_config="pyproject.toml"`): its
+text at each task's base commit is recorded in the task, and mining and grading use that copy, never the
+version a commit or a patch brings. The problem statement is the commit message (plus the
 title and body of an issue or pull request it names as #N, from an export file given), and a statement
 that quotes a line the fix adds is refused: the task would hand the agent its answer.
 
@@ -38,8 +41,8 @@ from helpers.core.names import check_name
 from helpers.core.processes import remove_scratch, scratch_dir
 from helpers.core.progress import progress_bar
 from helpers.families.coding.git import git
-from helpers.families.coding.repo_tests import (DEFAULT_SETUP_COMMAND, DEFAULT_TEST_COMMAND, TestRun, is_test_file,
-                                                run_repo_tests, runnable_test_files)
+from helpers.families.coding.repo_tests import (DEFAULT_SETUP_COMMAND, PYTEST_CONFIG_NAMES, TestRun, is_test_file,
+                                                run_repo_tests, run_setup, runnable_test_files)
 from helpers.families.coding.workspaces import prepare_workspace, remove_workspace
 from helpers.store.records import append_jsonl, experiment_dir, read_jsonl, write_atomic
 
@@ -55,7 +58,7 @@ DROPS = {
     "tests did not pass after": "no changed test that failed before passes with the whole commit",
     "flaky": "the only tests that went from fail to pass gave different results when run again",
     "set-up failed": "the set-up command failed",
-    "no test result": "the test command ended without pytest's summary (it crashed, was killed, or is not pytest -rA)",
+    "no test result": "pytest ended without reporting a test (it crashed or was killed)",
     "timeout": "the set-up or the tests ran past the time limit",
     "statement quotes the fix": "the commit message (or issue) quotes a line of the fix",
     "error": "mining it failed (the reason is recorded)",
@@ -94,31 +97,36 @@ class MiningReport:
 
 def mine_repository(repo: Path | str, experiment: str, *, branch: str = "HEAD", max_commits: int = 50,
                     commits: str | None = None, setup_command: str = DEFAULT_SETUP_COMMAND,
-                    test_command: str = DEFAULT_TEST_COMMAND, timeout_s: float = config.EVAL_TIMEOUT_S,
+                    test_config: str | None = None, timeout_s: float = config.EVAL_TIMEOUT_S,
                     reruns: int = 1, issues_json: Path | str | None = None, workers: int = config.WORKERS,
                     results_root: Path | str | None = None, progress: bool = True,
                     sandbox: str | None = "required", setup_network: bool = config.SETUP_NETWORK) -> MiningReport:
     """Mine `repo`'s history into tasks and save them to act_results/<experiment>/tasks.jsonl.
 
     `commits` (a git range such as "v1.0..main") or the last `max_commits` commits of `branch` (first
-    parent, newest first) are scanned. `setup_command` and `test_command` run in each clone (see
-    helpers.families.coding.repo_tests: `{python}`, `{tests}`), each within `timeout_s`, with no network but
-    for `setup_network=True` (the set-up command alone gets the host's network; the tasks keep it, so grading
-    sets up the same way). `issues_json`: a
+    parent, newest first) are scanned. `setup_command` runs once in each clone, at the parent with the test
+    changes (see helpers.families.coding.repo_tests: `{python}`), as grading runs it before the patch, then the
+    harness's pytest at both ends, each within `timeout_s`, with no
+    network but for `setup_network=True` (the set-up command alone gets the host's network; the tasks keep it,
+    so grading sets up the same way). `test_config`: the name of the repository's pytest configuration file
+    its tests need (one of repo_tests.PYTEST_CONFIG_NAMES, at its root), recorded per task; None: none is read.
+    `issues_json`: a
     JSON list of issues or pull requests as GitHub's REST API returns them, for statements. Bad arguments
     raise before anything runs."""
     repo, experiment = _check_repo(repo), check_name(experiment, "experiment")
     if not isinstance(max_commits, int) or isinstance(max_commits, bool) or max_commits < 1:
         raise ValueError(f"max_commits must be a whole number of at least 1, not {max_commits!r}.")
-    if "{tests}" not in test_command:
-        raise ValueError(f"test_command must hold {{tests}}, where the test files or ids go: {test_command!r}.")
+    if test_config is not None and test_config not in PYTEST_CONFIG_NAMES:
+        raise ValueError(f"test_config must name a pytest configuration file at the repository's root (one of "
+                         f"{', '.join(PYTEST_CONFIG_NAMES)}), or be None, not {test_config!r}.")
     issues = _read_issues(issues_json) if issues_json else {}
     shas = _commits(repo, branch, commits, max_commits)
     folder = experiment_dir(experiment, results_root)
     folder.mkdir(parents=True, exist_ok=True)
-    digest = _digest(setup_command, test_command, timeout_s, reruns, sorted(issues), *(["network"] if setup_network else []))
+    digest = _digest(setup_command, "harness-pytest", test_config, timeout_s, reruns, sorted(issues),
+                     *(["network"] if setup_network else []))
     decided = {r["sha"]: r for r in read_jsonl(folder / "mining.jsonl") if r.get("settings") == digest}
-    settings = dict(setup_command=setup_command, test_command=test_command, timeout_s=timeout_s, reruns=reruns,
+    settings = dict(setup_command=setup_command, test_config=test_config, timeout_s=timeout_s, reruns=reruns,
                     sandbox=sandbox, setup_network=bool(setup_network))
     todo = [sha for sha in shas if sha not in decided]
     lock = threading.Lock()
@@ -188,11 +196,13 @@ def _judge(repo: Path, sha: str, scratch: Path, issues: dict[int, str], settings
     if leaked:
         return "statement quotes the fix", f"quotes {leaked[:120]!r}", None
     files = [p for p in runnable if _exists_at(repo, sha, p)]
+    recorded = _recorded_config(repo, parent, settings["test_config"])
     reason, detail, fail_to_pass, pass_to_pass = _run_both_ends(repo, sha, parent, patch, test_patch, files, scratch,
-                                                                settings)
+                                                                {**settings, "test_config": recorded})
     if reason:
         return reason, detail, None
-    task = _task_row(repo, sha, parent, patch, test_patch, statement, fail_to_pass, pass_to_pass, settings)
+    task = _task_row(repo, sha, parent, patch, test_patch, statement, fail_to_pass, pass_to_pass,
+                     {**settings, "test_config": recorded})
     return "", f"{len(fail_to_pass)} fail-to-pass, {len(pass_to_pass)} pass-to-pass", task
 
 
@@ -201,9 +211,14 @@ def _run_both_ends(repo: Path, sha: str, parent: str, patch: str, test_patch: st
     """(drop reason, detail, FAIL_TO_PASS, PASS_TO_PASS): reason "" when the commit is a task."""
     workspace = prepare_workspace({"instance_id": sha, "repo_path": str(repo), "base_commit": parent,
                                    "suite": SUITE}, scratch)
-    run = {k: settings[k] for k in ("setup_command", "test_command", "timeout_s", "sandbox", "setup_network")}
+    run = {k: settings[k] for k in ("test_config", "timeout_s", "sandbox")}
     try:
         _apply(workspace, test_patch, "the test changes")
+        # set up once, at the parent, as grading does before the patch: what mining keeps, grading can resolve
+        setup = run_setup(workspace, settings["setup_command"], timeout_s=settings["timeout_s"],
+                          sandbox=settings["sandbox"], setup_network=settings["setup_network"])
+        if setup.problem:
+            return (*_problem([setup], "at the parent"), [], [])
         before = [run_repo_tests(workspace, files, **run) for _ in range(1 + settings["reruns"])]
         problem = _problem(before, "at the parent")
         if problem:
@@ -250,7 +265,7 @@ def _task_row(repo: Path, sha: str, parent: str, patch: str, test_patch: str, st
             "patch": patch, "test_patch": test_patch, "FAIL_TO_PASS": fail_to_pass, "PASS_TO_PASS": pass_to_pass,
             "problem_statement": statement, "created_at": created, "version": sha[:10], "environment_setup_commit": parent,
             "hints_text": "", "repo_path": str(repo), "suite": SUITE, "setup_command": settings["setup_command"],
-            "test_command": settings["test_command"], "setup_network": settings["setup_network"]}
+            "test_config": settings["test_config"], "setup_network": settings["setup_network"]}
 
 
 # --- small helpers --------------------------------------------------------------------------------------
@@ -273,6 +288,14 @@ def _commits(repo: Path, branch: str, commits: str | None, max_commits: int) -> 
 
 def _diff(repo: Path, parent: str, sha: str, paths: list[str]) -> str:
     return git("diff", "--no-color", "--no-ext-diff", "--no-renames", "--full-index", parent, sha, "--", *paths, cwd=repo).stdout
+
+
+def _recorded_config(repo: Path, parent: str, name: str | None) -> dict[str, str] | None:
+    """The repository's pytest configuration `name` as it is at `parent` ({"path", "text"}), None when it has
+    none there (or none was asked for): the copy mining and grading use for this task."""
+    if not name or not _exists_at(repo, parent, name):
+        return None
+    return {"path": name, "text": git("show", f"{parent}:{name}", cwd=repo).stdout}
 
 
 def _exists_at(repo: Path, sha: str, path: str) -> bool:

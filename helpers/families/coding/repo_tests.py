@@ -1,29 +1,33 @@
-"""A repository's own tests, run in the sandbox, read back one outcome per test id: the one way tests run.
+"""A repository's own tests, run in the sandbox, read back one outcome per test id: the one way tests run
+(grading every local task source, and mining).
 
-    run = run_repo_tests(workspace, ["tests/test_money.py"])           # the default: pytest
+    run = run_repo_tests(workspace, ["tests/test_money.py"])           # the harness's pytest
     run.tests     # {"tests/test_money.py::test_rounding": "PASSED", ...}
     run.problem   # "" | "set-up failed: ..." | "tests timed out after 300 s"
-    run.exit_status, run.reported    # 0, True: the test command's exit status; outcomes from its report
+    run.exit_status, run.reported    # 0, True: pytest's exit status; outcomes from its junit report
 
-The set-up command (e.g. `python -m pip install -e .`) and the test command are shell commands run in
-the workspace, in the sandbox (helpers.core.sandbox): the repository's code is not ours, and its tests may
-do anything. `{python}` in either is this environment's interpreter (it has pytest); `{tests}` in the test
-command is the test files or ids to run, shell-quoted; `{report}` is a path outside the workspace where
-pytest writes its junit XML report. Without a set-up command the workspace and its `src/` folder are on
-PYTHONPATH, which runs an ordinary flat or src-layout project as it stands. Test ids are pytest's node ids,
-read from that report when the command names `{report}`, else from its `-rA` summary (`PASSED
-tests/test_a.py::test_x`); a file that fails to import is one ERROR under the file's own path.
-
-GRADING_COMMAND is the harness's own pytest run, for tasks that bring no test command (the house suite):
-the repository's pytest configuration, plugins and the workspace's modules cannot change how pytest
-starts or reports (see the comments on it).
+The set-up command (e.g. `{python} -m pip install --target .deps -r requirements.txt`) is a shell command run
+in the workspace, in the sandbox (helpers.core.sandbox): the repository's code is not ours, and its tests may
+do anything. Grading and mining run it (run_setup) before the code under test is applied, so that it runs the
+repository's own code, never a patch's, and nothing it writes can be the patch's doing. `{python}` in it is this environment's interpreter. The tests then run with the harness's own
+interpreter and pytest, started so that nothing in the work tree can change how pytest starts or reports
+(run_pytest_args and BOOTSTRAP, below): no start-up hook (sitecustomize, usercustomize, *.pth) loads, no module
+of the work tree stands in for the standard library, pytest, its plugins or any package of this environment,
+no plugin autoloads, and the repository's pytest configuration is not read: only the copy recorded when the
+task was mined (`test_config`: {"path": "pyproject.toml", "text": ...}), written over whatever the work tree
+holds at that name just before pytest starts. The workspace and its `src/` folder are on sys.path after the
+harness's paths. Test ids are pytest's node ids, read from the junit report pytest writes outside the workspace;
+a file that fails to import is one ERROR under the file's own path.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
 import sys
+import sysconfig
 import threading
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -34,17 +38,33 @@ from helpers.core import config
 from helpers.core.processes import remove_scratch, run_cli, safe_environment, scratch_dir
 
 DEFAULT_SETUP_COMMAND = ""
-DEFAULT_TEST_COMMAND = ("{python} -m pytest -q -rA -p no:cacheprovider --continue-on-collection-errors "
-                        "--junitxml={report} -o junit_family=xunit1 {tests}")
-# The harness's pytest run. -c /dev/null with --rootdir: no pytest.ini, tox.ini, setup.cfg or pyproject.toml of
-# the repository is read (no addopts, plugins or test paths of its own); --confcutdir: no conftest.py above the
-# workspace is either; no plugin loads from entry points; -P and an empty PYTHONPATH keep the workspace off
-# sys.path until pytest and its plugins are imported (a pytest.py in the workspace cannot stand in for them),
-# then pythonpath puts the workspace and its src/ first, for the code under test (absolute: relative ones would
-# count from /dev).
-GRADING_COMMAND = ("PYTHONPATH= PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {python} -P -m pytest -c /dev/null --rootdir . "
-                   "--confcutdir . -o \"pythonpath='$PWD' '$PWD/src'\" -p no:cacheprovider -q -rA --tb=short "
-                   "--junitxml={report} -o junit_family=xunit1 {tests}")
+# pytest's configuration file names (pytest 9): the only names a mined task may record its configuration under.
+PYTEST_CONFIG_NAMES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini",
+                       "setup.cfg")
+# The harness's pytest run, started by `python -I -S -B -c BOOTSTRAP workspace site-paths pytest-args...`:
+# -I ignores every PYTHON* variable and the user's site folder and keeps the working directory off sys.path;
+# -S skips the site module, so no sitecustomize, usercustomize or *.pth runs (wherever the work tree or a
+# set-up command put one). The bootstrap then builds sys.path itself, the harness's paths (the standard
+# library, this environment's packages: pytest, its plugins and dependencies) first, and a finder at the head of
+# sys.meta_path keeps it so for every top-level module those paths hold, whatever pytest's import mode, a
+# `pythonpath` setting or the tests later put in front: a pytest.py, a decimal.py or a pluggy/ in the work tree
+# is never imported in their place. A package of the work tree named like one of this environment's loses to it.
+BOOTSTRAP = r"""
+import importlib.machinery, os, sys
+workspace, harness = sys.argv[1], [p for p in sys.argv[2].split(os.pathsep) if p]
+trusted = [p for p in sys.path if p] + harness
+class HarnessFirst:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        return importlib.machinery.PathFinder.find_spec(name, trusted) if path is None else None
+sys.meta_path.insert(0, HarnessFirst)
+sys.path[:] = trusted + [workspace, os.path.join(workspace, "src")]
+for name in [n for n in os.environ if n.startswith("PYTEST_")]:
+    del os.environ[name]
+os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+import pytest
+sys.exit(pytest.main(sys.argv[3:]))
+"""
 SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S.*?)(?: - .*)?$")
 OUTCOMES = {"PASSED": "PASSED", "XPASS": "PASSED", "FAILED": "FAILED", "XFAIL": "FAILED", "ERROR": "ERROR"}
 TEST_DIRS = {"test", "tests", "testing"}
@@ -97,36 +117,100 @@ def pytest_outcomes(output: str) -> dict[str, str]:
 
 
 def run_repo_tests(workspace: Path | str, tests: Sequence[str], *, setup_command: str = DEFAULT_SETUP_COMMAND,
-                   test_command: str = DEFAULT_TEST_COMMAND, timeout_s: float = config.EVAL_TIMEOUT_S,
+                   test_config: dict[str, str] | None = None, timeout_s: float = config.EVAL_TIMEOUT_S,
                    sandbox: str | None = "required", setup_network: bool = config.SETUP_NETWORK) -> TestRun:
-    """Run `setup_command` then `test_command` on `tests` in `workspace`, in the sandbox (`sandbox`: "required",
-    "if-available" or None, as helpers.core.processes.sandboxed), each within `timeout_s`; the workspace keeps
-    whatever they wrote (so a second run sees the first one's files). Whatever they start ends with them.
-    Neither has any network, but for `setup_network=True`, which gives the set-up command (alone) the host's
-    network to download what the project needs."""
+    """Run `setup_command` (run_setup), then the harness's pytest on `tests` (files or node ids) in `workspace`,
+    in the sandbox (`sandbox`: "required", "if-available" or None, as helpers.core.processes.sandboxed), each
+    within `timeout_s`; the workspace keeps whatever they wrote (so a second run sees the first one's files).
+    Whatever they start ends with them. The tests have no network. `test_config` (see check_test_config) is the
+    pytest configuration recorded for the task, None for none: the work tree's own is never read. A bad
+    `test_config` raises ValueError before anything runs. Grading and mining call run_setup themselves, before
+    the code under test is in the tree, and this with no set-up command."""
     workspace = Path(workspace)
+    config_name = check_test_config(test_config)
+    if setup_command.strip():
+        setup = run_setup(workspace, setup_command, timeout_s=timeout_s, sandbox=sandbox, setup_network=setup_network)
+        if setup.problem:
+            return setup
     home = scratch_dir("repo-tests-home")
     report = home / "report.xml"  # outside the workspace: the tree the code under test ships
     try:
-        env = _environment(workspace, home)
-        if setup_command.strip():
-            setup = _filled(setup_command, [], report)
-            out, err, timed_out, _ = _shell(setup, workspace, env, home, timeout_s, sandbox, network=setup_network)
-            log = _tail(out + err)
-            if timed_out:
-                return TestRun(log=log, problem=f"set-up timed out after {timeout_s:.0f} s", kind="timeout")
-            if _exit_status(out) != 0:
-                return TestRun(log=log, problem=f"set-up failed: {_last_line(out + err)}", kind="setup")
-        report.unlink(missing_ok=True)  # only the test command's own report counts
-        out, err, timed_out, _ = _shell(_filled(test_command, tests, report), workspace, env, home, timeout_s, sandbox)
-        reported = "{report}" in test_command
-        outcomes = junit_outcomes(report) if reported else pytest_outcomes(out)
+        ini = _place_config(workspace, config_name, test_config) if config_name else "/dev/null"
+        command = " ".join(shlex.quote(a) for a in run_pytest_args(workspace, tests, report, ini))
+        out, err, timed_out, _ = _shell(command, workspace, _environment(workspace, home), home, timeout_s, sandbox)
+        outcomes = junit_outcomes(report)
     finally:
         remove_scratch(home)
     log = _tail(out + err)
     if timed_out:
-        return TestRun(outcomes, log, f"tests timed out after {timeout_s:.0f} s", "timeout", reported=reported)
-    return TestRun(outcomes, log, exit_status=_exit_status(out), reported=reported)
+        return TestRun(outcomes, log, f"tests timed out after {timeout_s:.0f} s", "timeout", reported=True)
+    return TestRun(outcomes, log, exit_status=_exit_status(out), reported=True)
+
+
+def run_setup(workspace: Path | str, setup_command: str, *, timeout_s: float = config.EVAL_TIMEOUT_S,
+              sandbox: str | None = "required", setup_network: bool = config.SETUP_NETWORK) -> TestRun:
+    """Run a task's set-up command in `workspace`, in the sandbox within `timeout_s` (`{python}` in it: this
+    environment's interpreter; the workspace and its `src/` on PYTHONPATH), with no network but for
+    `setup_network=True`. A TestRun with no tests: `problem` "" when it succeeded (or there is none), else why
+    not, with kind "setup" or "timeout". Call it before the code under test is in the tree: what the set-up runs
+    (a setup.py, a Makefile) is then the repository's, and whatever it writes (a conftest.py, a test file) is
+    written before the patch, never by it."""
+    if not setup_command.strip():
+        return TestRun()
+    workspace = Path(workspace)
+    home = scratch_dir("repo-setup-home")
+    try:
+        command = _filled(setup_command, [], home / "report.xml")
+        out, err, timed_out, _ = _shell(command, workspace, _environment(workspace, home), home, timeout_s, sandbox,
+                                        network=setup_network)
+    finally:
+        remove_scratch(home)
+    log = _tail(out + err)
+    if timed_out:
+        return TestRun(log=log, problem=f"set-up timed out after {timeout_s:.0f} s", kind="timeout")
+    if _exit_status(out) != 0:
+        return TestRun(log=log, problem=f"set-up failed: {_last_line(out + err)}", kind="setup")
+    return TestRun(log=log)
+
+
+def run_pytest_args(workspace: Path | str, tests: Sequence[str], report: Path | str, ini: str = "/dev/null") -> list[str]:
+    """The command line of the harness's pytest run (see BOOTSTRAP): this environment's interpreter, isolated,
+    on `tests` in `workspace`, its junit report at `report`, `ini` its only configuration file (/dev/null: none;
+    --rootdir and --confcutdir keep every conftest.py above the workspace out)."""
+    workspace = str(workspace)
+    harness = os.pathsep.join(dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib")))
+    return [sys.executable, "-I", "-S", "-B", "-c", BOOTSTRAP, workspace, harness,
+            "-c", ini, "--rootdir", workspace, "--confcutdir", workspace, "-p", "no:cacheprovider",
+            "-q", "-rA", "--tb=short", "--color=no", "--continue-on-collection-errors",
+            f"--junitxml={report}", "-o", "junit_family=xunit1", "--", *tests]
+
+
+def check_test_config(test_config: dict[str, str] | None) -> str:
+    """The file name of a task's recorded pytest configuration ({"path": one of PYTEST_CONFIG_NAMES, at the
+    repository's root; "text": its content}), "" for None (or a missing value read from a table); raises
+    ValueError naming what is wrong with any other value."""
+    if test_config is None or (isinstance(test_config, float) and test_config != test_config):
+        return ""
+    if (not isinstance(test_config, dict) or test_config.get("path") not in PYTEST_CONFIG_NAMES
+            or not isinstance(test_config.get("text"), str)):
+        raise ValueError(f"test_config must be {{'path': one of {', '.join(PYTEST_CONFIG_NAMES)}, 'text': its "
+                         f"content}}, not {str(test_config)[:200]!r}.")
+    return test_config["path"]
+
+
+def _place_config(workspace: Path, name: str, test_config: dict[str, str]) -> str:
+    """Write the recorded configuration at `name` in the workspace's root, over whatever the patch or the set-up
+    left there (a file, a link, a folder: removed, never followed), and return its path. pytest reads it before
+    any code of the work tree runs; at the root, its relative paths (pythonpath) count from where they did."""
+    target = workspace / name
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    elif target.exists() or target.is_symlink():
+        target.unlink()
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(test_config["text"])
+    return str(target)
 
 
 def junit_outcomes(report: Path | str) -> dict[str, str]:
@@ -199,5 +283,5 @@ def _tail(text: str) -> str:
     return text if len(text) <= LOG_TAIL_CHARS else "[... earlier output cut ...]\n" + text[-LOG_TAIL_CHARS:]
 
 
-__all__ = ["run_repo_tests", "pytest_outcomes", "junit_outcomes", "is_test_file", "runnable_test_files", "TestRun",
-           "DEFAULT_TEST_COMMAND", "DEFAULT_SETUP_COMMAND", "GRADING_COMMAND"]  # documented in CODE_APPENDIX.md
+__all__ = ["run_repo_tests", "run_setup", "run_pytest_args", "check_test_config", "pytest_outcomes", "junit_outcomes", "is_test_file",
+           "runnable_test_files", "TestRun", "DEFAULT_SETUP_COMMAND", "PYTEST_CONFIG_NAMES", "BOOTSTRAP"]  # documented in CODE_APPENDIX.md

@@ -344,7 +344,7 @@ def _check_local_dataset(dataset: str, instance_ids: Sequence[str]) -> None:
         raise ValueError(f"the SWE-bench data set file {path} does not exist.")
     text = path.read_text()
     rows = (json.loads(text) if dataset.endswith(".json")
-            else [json.loads(line) for line in text.splitlines() if line.strip()])
+            else [json.loads(line) for line in text.split("\n") if line.strip()])  # not at U+2028
     missing = sorted(set(instance_ids) - {str(row["instance_id"]) for row in rows})
     if missing:
         raise ValueError(f"{path} has no rows for {missing[:5]} ({len(missing)} tasks): the harness would refuse "

@@ -143,7 +143,7 @@ def _read_json(path: Path) -> pd.DataFrame:
         where = "item"
     else:
         numbered = [(number, _json_line(path, number, line))
-                    for number, line in enumerate(text.splitlines(), 1) if line.strip()]
+                    for number, line in enumerate(text.split("\n"), 1) if line.strip()]  # not at U+2028 in a row
         where = "line"
     for number, record in numbered:
         if not isinstance(record, dict):
@@ -256,13 +256,22 @@ def split_dataset(frame: pd.DataFrame, train_size: int, test_size: int, strategy
     """
     train_size, test_size = _split_size("train_size", train_size), _split_size("test_size", test_size)
     if train_size + test_size > len(frame):
-        raise ValueError(f"train_size + test_size = {train_size + test_size}, but there are only {len(frame)} tasks; "
-                         "lower the sizes.")
+        raise ValueError(f"train_size + test_size = {train_size + test_size}, but the source has {len(frame)} tasks: "
+                         f"{largest_split(len(frame), train_size, test_size)}")
     if strategy not in STRATEGIES:
         raise ValueError(f"Unknown split strategy {strategy!r}: choose one of {list(STRATEGIES)}.")
     split = {"random": _split_random, "by_repo": _split_by_repo, "chronological": _split_chronological}[strategy]
     train, test = split(frame, train_size, test_size, seed)
     return train.reset_index(drop=True), test.reset_index(drop=True)
+
+
+def largest_split(available: int, train_size: int, test_size: int) -> str:
+    """The sentence naming the largest split `available` tasks can fill, in the asked proportions."""
+    if available < 2:
+        return "a split needs at least 2 tasks (1 to train, 1 to test); choose a larger source."
+    train = min(available - 1, max(1, round(available * train_size / (train_size + test_size))))
+    return (f"the largest split that fits is TRAIN_SIZE + TEST_SIZE = {available}, e.g. TRAIN_SIZE={train}, "
+            f"TEST_SIZE={available - train} in the proportions asked.")
 
 
 def _split_size(name: str, value: Any) -> int:

@@ -20,15 +20,21 @@ host's configuration defines, and it defines none.
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
+from helpers.core import config
 from helpers.core.names import check_inside, check_name
 from helpers.core.protocols import Task
 from helpers.core.rules import insert_section, remove_section, split_fenced
 from helpers.core.rules_formats import learned_path, with_front_matter
-from helpers.families.coding.git import WorkspaceError, git
+from helpers.core.untrusted import (REFUSED, RefusedOutput, read_untrusted, refused, remove_untrusted, untrusted_kind,
+                                    write_untrusted)
+from helpers.families.coding.git import WorkspaceError, git, git_environment
 
 def swebench_repo_path(repo: str, mirrors_dir: Path | str) -> Path:
     """Where a SWE-bench repository's mirror is expected: <mirrors_dir>/<owner>__<name>."""
@@ -170,18 +176,53 @@ def forget_host_side(workspace: Path | str) -> None:
 
 
 # git, as the host runs it on a workspace: the host's git directory and configuration only. The -c settings
-# repeat what the host's own config already says (nothing), in case a future git reads a work tree's file.
+# repeat what the host's own config already says (nothing), in case a future git reads a work tree's file; the
+# submodule ones keep git from ever looking into a repository inside the tree (it would run `git status` there,
+# with that repository's config: its filters, fsmonitor and drivers), though none is there (_refuse_nested).
 HOST_GIT_SETTINGS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "diff.external=",
-                     "-c", "core.untrackedCache=false", "-c", "protocol.allow=never")
+                     "-c", "core.untrackedCache=false", "-c", "protocol.allow=never",
+                     "-c", "diff.ignoreSubmodules=all", "-c", "submodule.recurse=false",
+                     "-c", "status.submoduleSummary=false", "-c", "fetch.recurseSubmodules=false",
+                     "-c", "core.attributesFile=/dev/null")
 
 
-def _host_git(workspace: Path, *args: str, check: bool = True):
+def _host_command(workspace: Path, *args: str) -> list[str]:
     host = host_git_dir(workspace)
     if not (host / "HEAD").exists():
         raise WorkspaceError(f"{workspace}: the host has no git directory for this workspace; make it with "
                              "prepare_workspace (or adopt_workspace before the agent runs).")
-    return git(*HOST_GIT_SETTINGS, "--git-dir", str(host), "--work-tree", str(workspace), *args, cwd=workspace,
-               check=check, env={"GIT_INDEX_FILE": str(host / "index")})
+    return [*HOST_GIT_SETTINGS, "--git-dir", str(host), "--work-tree", str(workspace), *args]
+
+
+def _host_git(workspace: Path, *args: str, check: bool = True):
+    return git(*_host_command(workspace, *args), cwd=workspace, check=check,
+               env={"GIT_INDEX_FILE": str(host_git_dir(workspace) / "index")})
+
+
+def _refuse_nested(workspace: Path) -> None:
+    """RefusedOutput naming each `.git` (a folder, a file, a link) below the work tree's top level: a nested
+    repository, a submodule's gitfile, a gitlink's repository. git would look into it (and run its config)
+    when the host takes the patch. Walks without following links; the top level's own `.git` is the agent's
+    and never read (the host diffs with host_git_dir)."""
+    found, folders = [], [workspace]
+    while folders:
+        folder = folders.pop()
+        try:
+            listing = os.scandir(folder)
+        except OSError as error:  # a folder the agent made unreadable: git could not take it either
+            raise refused(Path(folder).relative_to(workspace).as_posix(), f"cannot be read ({error.strerror})") from None
+        with listing as entries:
+            for entry in entries:
+                if folder == workspace and entry.name == ".git":
+                    continue
+                if entry.name.lower() == ".git":
+                    found.append(Path(entry.path).relative_to(workspace).as_posix())
+                elif entry.is_dir(follow_symlinks=False):
+                    folders.append(Path(entry.path))
+    if found:
+        shown = ", ".join(sorted(found)[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+        raise refused(shown, "- a git repository inside the work tree (a nested repository, or a submodule's link "
+                             "to one): the host never looks into a repository the agent made, so no patch is taken")
 
 
 def _is_repository(path: object) -> bool:
@@ -209,67 +250,124 @@ def write_rules(workspace: Path | str, rules_file: str, ruleset: str) -> Callabl
     keeps its text: the learned rules (a fenced ruleset's region) replace its fenced section, or are added
     as one. A folder gets a file of its own (helpers.core.rules_formats.learned_path). The undo
     restores the team's text byte for byte (keeping any edit the agent made to it) and deletes what we
-    created, so the patch holds only the agent's work. An empty ruleset writes nothing. The undo reads and
-    writes the file only while it is still a plain file inside the workspace: an agent that swapped it for a
-    link elsewhere gets its link left alone, never a write through it.
+    created, so the patch holds only the agent's work. An empty ruleset writes nothing.
+
+    Every read, write and delete goes through helpers.core.untrusted: no link is followed on any component
+    of the path (the agent may have swapped the rules folder for a link to a host folder), no special file
+    opened. A link or special file found there before the run (the task's repository holds it) is a
+    WorkspaceError naming it; one the undo finds (the agent made it) is a RefusedOutput naming it, a
+    rule-induced error. Nothing outside the workspace is touched either way.
     """
     workspace = Path(workspace)
     if not ruleset.strip():
         return lambda: None
+    try:  # before the run: what is there is the task's repository's, not the agent's
+        return _put_rules(workspace, rules_file, ruleset)
+    except RefusedOutput as error:
+        raise WorkspaceError(f"{workspace.name}: the rules cannot be written to {rules_file}: "
+                             f"{str(error).removeprefix(REFUSED + ': ')}. The task's repository has it so; give the "
+                             "file a link points to as the rules file (e.g. CLAUDE.md for AGENTS.md -> CLAUDE.md).") from None
+
+
+def _put_rules(workspace: Path, rules_file: str, ruleset: str) -> Callable[[], None]:
+    """write_rules' work, every path reached through helpers.core.untrusted; returns the undo."""
+    untrusted_kind(workspace / rules_file.rstrip("/"), workspace)  # no link on the way: learned_path looks there
     path = learned_path(workspace, rules_file)
-    if not path.exists():  # nothing of the team's here: the file is ours alone
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _write_exact(path, with_front_matter(path.relative_to(workspace).as_posix(), _with_newline(ruleset)))
-        return lambda: path.unlink(missing_ok=True)
+    if untrusted_kind(path, workspace) == "missing":  # nothing of the team's here: the file is ours alone
+        text = with_front_matter(path.relative_to(workspace).as_posix(), _with_newline(ruleset))
+        _write_exact(path, workspace, text, make_folders=True)
+        return lambda: remove_untrusted(path, workspace)
     fenced = split_fenced(ruleset)
     learned = fenced[1] if fenced else ruleset
     if not learned.strip():  # an imported team file with nothing learned yet: the team's file says it all
         return lambda: None
-    original = _read_exact(path)
+    original = _read_exact(path, workspace)
     if split_fenced(original):  # the team's file already has a learned section: swap its content
         before, old, after = split_fenced(original)
-        _write_exact(path, before + _with_newline(learned) + after)
+        _write_exact(path, workspace, before + _with_newline(learned) + after)
 
         def undo() -> None:
-            if _plain_file_inside(path, workspace) and split_fenced(_read_exact(path)):
-                now_before, _, now_after = split_fenced(_read_exact(path))
-                _write_exact(path, now_before + old + now_after)
+            now = _read_exact(path, workspace, missing="")
+            if split_fenced(now):
+                now_before, _, now_after = split_fenced(now)
+                _write_exact(path, workspace, now_before + old + now_after)
         return undo
-    _write_exact(path, insert_section(original, learned))
+    _write_exact(path, workspace, insert_section(original, learned))
 
     def undo() -> None:
-        if _plain_file_inside(path, workspace):
-            _write_exact(path, remove_section(_read_exact(path)))
+        now = _read_exact(path, workspace, missing=None)
+        if now is not None:  # the agent deleted the file: nothing of ours is left in it
+            _write_exact(path, workspace, remove_section(now))
     return undo
-
-
-def _plain_file_inside(path: Path, workspace: Path) -> bool:
-    """`path` is a regular file (not a link) and lies inside `workspace` with no link on the way."""
-    return path.is_file() and not path.is_symlink() and workspace.resolve() in path.resolve().parents
 
 
 def _with_newline(text: str) -> str:
     return text if not text or text.endswith("\n") else text + "\n"
 
 
-def _read_exact(path: Path) -> str:
-    """The file's bytes as text, line endings and undecodable bytes kept as they are."""
-    return path.read_bytes().decode("utf-8", errors="surrogateescape")
+def _read_exact(path: Path, workspace: Path, missing: str | None = "") -> str | None:
+    """The file's bytes as text, line endings and undecodable bytes kept as they are (read as hostile data);
+    `missing` when there is no file."""
+    try:
+        data = read_untrusted(path, workspace, config.MAX_READBACK_BYTES)
+    except FileNotFoundError:
+        return missing
+    return data.decode("utf-8", errors="surrogateescape")
 
 
-def _write_exact(path: Path, text: str) -> None:
-    path.write_bytes(text.encode("utf-8", errors="surrogateescape"))
+def _write_exact(path: Path, workspace: Path, text: str, make_folders: bool = False) -> None:
+    write_untrusted(path, workspace, text.encode("utf-8", errors="surrogateescape"), make_folders=make_folders)
 
 
-def workspace_patch(workspace: Path | str, base_commit: str, exclude: Sequence[str] = ()) -> str:
+def workspace_patch(workspace: Path | str, base_commit: str, exclude: Sequence[str] = (),
+                    max_bytes: int | None = None) -> str:
     """The change in `workspace` against `base_commit`, new files included, build debris and `exclude`
-    (glob patterns) left out. Taken with the host's git directory (host_git_dir) and configuration: nothing
-    the agent wrote in the workspace's `.git` or its attributes runs or changes what is taken."""
+    (glob patterns) left out: the one place the host takes an agent's work, for every agent.
+
+    Taken with the host's git directory (host_git_dir) and configuration: nothing the agent wrote in the
+    workspace's `.git` or its attributes runs or changes what is taken. A `.git` anywhere below the top level
+    (a nested repository, a submodule, a gitlink's repository) is a RefusedOutput naming it, before any git
+    runs, and git is told never to look into submodules. A patch over `max_bytes` (config.MAX_PATCH_BYTES) is
+    a RefusedOutput naming its size: read as a stream, never held whole; so is a patch that is not UTF-8
+    text, naming the file. All are the agent's doing (rule-induced errors, helpers.core.outcomes)."""
     workspace = Path(workspace)
+    limit = config.MAX_PATCH_BYTES if max_bytes is None else max_bytes
+    _refuse_nested(workspace)
     _host_git(workspace, "add", "--all", "--intent-to-add", check=False)
     excludes = [f":(exclude,glob){pattern}" for pattern in (*PATCH_DEBRIS, *exclude)]
-    return _host_git(workspace, "diff", "--no-ext-diff", "--no-textconv", "--no-color", base_commit, "--", ".",
-                     *excludes, check=False).stdout
+    data = _capped_output(workspace, limit, "diff", "--no-ext-diff", "--no-textconv", "--no-color",
+                          "--ignore-submodules=all", base_commit, "--", ".", *excludes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:  # the agent's bytes: not an infrastructure error it could hide behind
+        header = data[data.rfind(b"diff --git ", 0, error.start):].split(b"\n", 1)[0].decode("utf-8", "replace")
+        raise refused("the patch", f"is not UTF-8 text ({error.reason} at byte {error.start}, in {header[:200]!r}); "
+                                   "files must be UTF-8 to be recorded and graded") from None
+
+
+def _capped_output(workspace: Path, limit: int, *args: str) -> bytes:
+    """The output of the host's git `args` on `workspace`, at most `limit` bytes: more is a RefusedOutput naming
+    how many bytes there were (counted as they pass, not kept). A failing git is a WorkspaceError."""
+    command = ["git", *_host_command(workspace, *args)]
+    env = git_environment({"GIT_INDEX_FILE": str(host_git_dir(workspace) / "index")})
+    chunks, size = [], 0
+    with tempfile.TemporaryFile() as errors, subprocess.Popen(  # stderr in a file: a full pipe cannot stall git
+            command, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors) as process:
+        while chunk := process.stdout.read(2**20):
+            size += len(chunk)
+            if size <= limit:
+                chunks.append(chunk)
+            else:
+                chunks = []  # counted on to name the size; nothing more is kept
+        process.wait()
+        errors.seek(0)
+        problem = errors.read(4000).decode(errors="replace").strip()
+    if process.returncode != 0:
+        raise WorkspaceError(f"{workspace.name}: git {args[0]} failed: {problem}")
+    if size > limit:
+        raise refused("the patch", f"is {size} bytes, over the {limit} bytes a patch may hold (MAX_PATCH_BYTES); "
+                                   "it is not recorded")
+    return b"".join(chunks)
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "prepare_workspace", "remove_workspace", "swebench_repo_path", "git", "WorkspaceError", "write_rules",

@@ -181,6 +181,32 @@ def test_the_cost_accuracy_figure_places_each_version_by_its_tokens_per_run_and_
     ax = plot_cost_accuracy(points, "costly").axes[0]
     star = next(line for line in ax.lines if line.get_marker() == "*")
     assert list(star.get_xdata()) == [12_000] and list(star.get_ydata()) == [0.75]  # the kept version
-    assert ax.get_xlim()[0] == 0 and ax.get_ylim()[0] == 0
+    low, high = ax.get_xlim()  # the x axis spans the versions' token counts, not 0 to the largest
+    assert 9_000 < low < 10_000 and 14_000 < high < 15_000 and ax.get_ylim()[0] == 0
     assert ax.get_xlabel().startswith("tokens per run") and ax.get_ylabel() == "validation accuracy"
     assert [t.get_text() for t in ax.texts] == ["v0", "v1", "v2"] and ax.get_legend().get_title().get_text() == "v0: no rules"
+
+
+def test_the_test_outcomes_figure_uses_a_colour_blind_safe_pair_with_a_legend():
+    from helpers.analysis.plots import OUTCOME_COLOURS, plot_test_outcomes
+
+    rows = pd.DataFrame({"instance_id": ["a", "a", "b", "b"], "loop": [0, 1, 0, 1],
+                         "pass_or_fail": ["fail", "pass", "pass", "pass"]})
+    ax = plot_test_outcomes(rows, pd.DataFrame({"loop": [0, 1], "dry_run": [True, True]}), "outcomes").axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["passed", "failed"]
+    assert "SCRIPTED DRY RUN" in ax.get_title()
+    passed, failed = (tuple(round(c, 3) for c in OUTCOME_COLOURS(v)[:3]) for v in (1.0, 0.0))
+    assert passed != failed and (0.0, 0.502, 0.0) not in (passed, failed)  # not the red/green pair
+
+
+def test_show_figure_saves_the_png_and_displays_an_image_not_the_figures_repr(tmp_path, monkeypatch):
+    import IPython.display
+    from helpers.analysis.plots import plot_path, plot_ablation, show_figure
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    effects = pd.DataFrame({"rule": ["r1"], "effect_of_removal": [-0.5], "ci_low": [-0.9], "ci_high": [-0.1],
+                            "harmful": [False], "tokens": [12], "dead_weight": [False], "text": ["Use Decimal."]})
+    path = show_figure(plot_ablation(effects, "abl", dry_run=True), plot_path("abl", "ablation", tmp_path))
+    assert path == tmp_path / "abl" / "plots" / "ablation.png" and path.read_bytes().startswith(b"\x89PNG")
+    assert len(shown) == 1 and isinstance(shown[0], IPython.display.Image) and shown[0].data.startswith(b"\x89PNG")

@@ -1,6 +1,8 @@
 """Headless runs: parameters from the command line, executed copies that are safe to share."""
 
 import json
+import os
+import time
 
 import nbformat
 import pytest
@@ -61,7 +63,7 @@ def test_the_executed_copy_goes_to_the_experiment_the_notebook_will_write_to(mon
         return path.parent.parent.relative_to(tmp_path).as_posix()
 
     assert folder(quickstart, EXPERIMENT="demo") == "demo"
-    assert folder(optimize) == "swebench-lite"  # the notebook's own default
+    assert folder(optimize) == "house"  # the notebook's own default
     assert folder(quickstart, DRY_RUN=True) == "quickstart-dry-run"  # as the quickstart names it
     assert folder(quickstart, DRY_RUN=False) == "quickstart"
     monkeypatch.setenv("OPENAI_API_KEY", "a-key")
@@ -71,6 +73,28 @@ def test_the_executed_copy_goes_to_the_experiment_the_notebook_will_write_to(mon
 
     if not config.has_credentials():  # a key in this checkout's .env would make it a real run
         assert folder(quickstart) == "quickstart-dry-run"
+
+
+def test_the_results_notebook_reads_the_quickstarts_experiment_by_default_and_its_copy_goes_there(monkeypatch, tmp_path):
+    from helpers.store.loops import finished_experiments, resolve_experiment
+    from helpers.store.records import append_jsonl, loops_path
+
+    monkeypatch.setenv("PL_RESULTS_DIR", str(tmp_path))
+    results = REPO_ROOT / "notebooks/03_results.ipynb"
+    with pytest.raises(ValueError, match="No experiment has a finished loop yet: run the quickstart"):
+        resolve_experiment(None)
+    (tmp_path / "started-only").mkdir()  # a folder without a finished loop is not a result
+    for name in ("older", "quickstart-dry-run", "newest"):
+        append_jsonl(loops_path(name), {"loop": 0, "ruleset_version": 0})
+        os.utime(loops_path(name), (time.time() + len(finished_experiments()), time.time() + len(finished_experiments())))
+    assert finished_experiments() == ["newest", "quickstart-dry-run", "older"]
+    assert resolve_experiment(None) == "quickstart-dry-run"  # right after the no-key quickstart
+    assert output_path_for(results, {}).parent.parent.name == "quickstart-dry-run"
+    append_jsonl(loops_path("quickstart"), {"loop": 0, "ruleset_version": 0})
+    assert resolve_experiment(None) == "quickstart"  # a real quickstart before its dry run
+    assert resolve_experiment("older") == "older"
+    with pytest.raises(ValueError, match=r"'nope' has no finished loop\. Experiments with results: newest, quickstart-dry-run, older, quickstart\. "):
+        resolve_experiment("nope")
 
 
 # Parameters are checked against the notebook's parameters cell before any kernel starts.

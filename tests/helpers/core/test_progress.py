@@ -13,13 +13,19 @@ def test_headless_runs_get_progress_as_plain_lines(monkeypatch, capsys):
     assert capsys.readouterr().out.splitlines() == [f"train_0: {n}/4 tasks done" for n in (1, 2, 3, 4)]
 
 
-def test_long_runs_print_about_ten_lines_and_always_the_last(monkeypatch, capsys):
+def test_headless_progress_is_a_line_per_quarter_and_always_the_last(monkeypatch, capsys):
     monkeypatch.setenv("PL_PROGRESS", "lines")
     bar = progress_bar(45, "mining x", "commit")
     for _ in range(45):
         bar.update(1)
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) <= 12 and lines[-1] == "mining x: 45/45 commits done"
+    assert capsys.readouterr().out.splitlines() == [f"mining x: {n}/45 commits done" for n in (12, 23, 34, 45)]
+    six = progress_bar(6, "train_0")
+    six.update(5)  # a jump past several quarters says it once
+    six.update(1)
+    assert capsys.readouterr().out.splitlines() == ["train_0: 5/6 tasks done", "train_0: 6/6 tasks done"]
+    one = progress_bar(1, "test_0")
+    one.update(1)
+    assert capsys.readouterr().out.splitlines() == ["test_0: 1/1 task done"]
 
 
 def test_elsewhere_it_is_a_tqdm_bar_and_disabled_means_silent(monkeypatch, capsys):

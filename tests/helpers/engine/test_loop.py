@@ -382,3 +382,43 @@ def test_a_loop_record_counts_each_roles_tokens_whatever_the_price(isolated, hou
     judged = loop_rows("tokens", "train", 0)["judge_tokens"]  # act mode: the judge explains the training runs
     assert record.judge_tokens == judged.sum() > 0 and (judged > 0).all() and record.optimizer_tokens > 0  # unpriced, still counted
     assert pd.isna(record.cost_usd)
+
+
+def test_an_experiment_made_with_other_instructions_refuses_to_resume_under_new_ones(tmp_path):
+    from helpers.engine.loop import LoopSettings, check_same_instructions, instructions
+    from helpers.store.rulesets import RulesetStore
+
+    store = RulesetStore("prompts", tmp_path)
+    made = LoopSettings("prompts", judge_prompt="Be terse.\nAnswer with JSON.")
+    store.save("", **instructions(made))
+    store.save("- [R1] Add a changelog line.\n", parent=0, loop=0, **instructions(made))
+    check_same_instructions(made, store)  # the same instructions resume
+    for changed, named in ((LoopSettings("prompts"), "JUDGE_PROMPT"),
+                           (LoopSettings("prompts", judge_prompt=made.judge_prompt, optimizer_prompt="Few rules."),
+                            "OPTIMIZER_PROMPT")):
+        with pytest.raises(ValueError, match=f"'prompts' was made with other {named} \\(see version 0's metadata\\)"):
+            check_same_instructions(changed, store)
+    old = RulesetStore("recorded-before", tmp_path)
+    old.save("")  # a version saved before instructions were recorded was made with the defaults
+    check_same_instructions(LoopSettings("recorded-before"), old)
+    with pytest.raises(ValueError, match="JUDGE_PROMPT"):
+        check_same_instructions(LoopSettings("recorded-before", judge_prompt="Mine."), old)
+    for bad in ("", "   ", 3):
+        with pytest.raises(ValueError, match="judge_prompt must be the instructions' text, or None"):
+            LoopSettings("x", judge_prompt=bad)
+
+
+def test_the_scripted_judge_and_optimizer_answer_under_a_readers_own_instructions():
+    from helpers.learn.judge import judge_messages
+    from helpers.learn.optimizer import PromptLearningOptimizer
+    from helpers.core.rules import parse_ruleset
+    from helpers.families.coding.tasks import load_house_suite
+    from helpers.testing.dry_run import DryRunScript
+
+    script = DryRunScript(load_house_suite()).script()
+    row = {**load_house_suite().iloc[0].to_dict(), "output": "diff --git a/x b/x\n", "pass_or_fail": "fail"}
+    judged = script.reply_for({"messages": judge_messages(row, system_prompt="Be terse. Answer with JSON.")})
+    assert "\"correctness\"" in judged.content
+    optimizer = PromptLearningOptimizer(system_prompt="Few, broad rules. Answer with JSON.", client=object())
+    edits = script.reply_for({"messages": optimizer.messages(parse_ruleset(""), ["### Example x\nTask:\n..."])})
+    assert "\"edits\"" in edits.content

@@ -446,3 +446,117 @@ def test_grading_follows_the_agents_sandbox_policy(house, results, monkeypatch):
     with pytest.raises(sandbox.SandboxUnavailable, match="bubblewrap"):
         run(house.head(1), real, results, run_id="real_0")
     assert real.calls == []  # refused before any agent ran
+
+
+# An in-package forgery of the report (README, Security model): code the tests import rewrites pytest's verdict
+# on every test, so that the report and the exit status agree on "all passed". No grading path keeps code under
+# test out of the process that runs the tests: the row names it (`suspect`), the pass is not counted, and the
+# judge sees it, even hidden between 70 KB of padding before and after.
+FORGERY = '''import _pytest.reports
+
+_made = _pytest.reports.TestReport.from_item_and_call.__func__
+
+
+def _passed(cls, item, call):
+    report = _made(cls, item, call)
+    report.outcome, report.longrepr = "passed", None
+    return report
+
+
+_pytest.reports.TestReport.from_item_and_call = classmethod(_passed)
+'''
+PADDING = "".join(f'_TABLE_{i:05d} = "{"x" * 60}"\n' for i in range(1_000))  # about 70 KB of harmless lines
+
+
+def test_an_in_package_forgery_is_suspect_not_resolved_and_the_judge_sees_it_in_a_padded_patch(house, results):
+    from helpers.core.outcomes import infra_reason, outcome_counts
+    from helpers.engine.loop_lines import describe_loop
+    from helpers.learn.judge import judge_messages
+
+    def forge(task, workspace):
+        (workspace / "ledger" / "_tables.py").write_text(PADDING + FORGERY + PADDING)
+        init = workspace / "ledger" / "__init__.py"
+        init.write_text("from ledger import _tables  # noqa: F401\n" + init.read_text())
+
+    assert len(PADDING) > 70_000
+    df = run(house.head(1), PatchingAgent(variant="naive_patch", also=forge), results)  # a fix the tests fail
+    row = df.iloc[0]
+    assert row.pass_or_fail == "suspect" and row.failed_tests == [], row.test_log  # the forgery did pass the tests
+    assert "ledger/_tables.py:1001: +import _pytest.reports" in row.suspect
+    assert any("from_item_and_call = classmethod(_passed)" in line for line in row.suspect)
+    counts = outcome_counts(df)
+    assert (counts["passed"], counts["suspect"], counts["accuracy"]) == (0, 1, None)
+    assert infra_reason(row.to_dict()) == "a suspect pass (the patch reaches into the test machinery)"
+    line = describe_loop({"loop": 1, **{f"train_{k}": v for k, v in counts.items()}, "ruleset_rules": 0,
+                          "ruleset_version": 0, "next_ruleset_version": 0, "dry_run": True})
+    assert "1 suspect passes left out (the patch reaches into the test machinery)" in line
+    assert "errored runs" not in line and "most common error" not in line
+    prompt = judge_messages(row.to_dict())[1]["content"]
+    assert "over the judge's budget" in prompt and "the pass is not counted" in prompt
+    suspect_section = prompt.split("## Suspect lines")[1].split("\n## ")[0]
+    for forging_line in [line for line in FORGERY.splitlines() if "_pytest" in line or ".outcome" in line]:
+        assert forging_line in suspect_section  # in full, whatever the budget cut from the patch itself
+
+
+# Every character that splits a line for str.splitlines, NUL-free (a NUL makes git call the file binary)
+LINE_BREAKERS = "a\u2028b\u2029c\x85d\x1ce\x1df\x1eg\x0bh\x0ci"
+
+
+def test_an_output_with_unicode_line_separators_keeps_its_record_and_a_rerun_runs_nothing(house, results):
+    tasks = house.head(2)
+    broken = tasks.instance_id[1]
+
+    class Hostile(PatchingAgent):
+        def run(self, task, workspace, ruleset):
+            result = super().run(task, workspace, ruleset)
+            (Path(workspace) / "notes.txt").write_text(LINE_BREAKERS + "\n")
+            if task["instance_id"] == broken:  # an error that is the run's own, with a lone surrogate in it
+                return AgentResult(task["instance_id"], "error", error=f"bad \ud800 {LINE_BREAKERS}", model=self.model)
+            return result
+
+    first = run(tasks, Hostile(), results, evaluate=False)
+    assert LINE_BREAKERS in first.output[0] and first.error[1] == f"bad \\ud800 {LINE_BREAKERS}"
+    again = Hostile()
+    second = run(tasks, again, results, evaluate=False)
+    assert again.calls == [] and second.output.tolist() == first.output.tolist()
+
+
+def test_a_patch_over_its_cap_is_a_rule_induced_error_naming_its_size_and_is_not_recorded(house, results, monkeypatch):
+    from helpers.core import config
+    from helpers.core.outcomes import RULES, run_outcome
+
+    monkeypatch.setattr(config, "MAX_PATCH_BYTES", 2000)
+    agent = PatchingAgent(also=lambda task, workspace: (workspace / "big.txt").write_text("x\n" * 2000))
+    row = run(house.head(1), agent, results).iloc[0]
+    assert row.status == "error" and re.search(r"the patch is \d+ bytes, over the 2000 bytes", row.error), row.error
+    assert row.output == "" and run_outcome(row.to_dict()) == RULES
+
+
+def test_a_plan_over_the_cap_is_a_rule_induced_error_and_is_not_recorded(house, results, monkeypatch):
+    from helpers.core import config
+    from helpers.core.outcomes import RULES, run_outcome
+
+    class Planner(PatchingAgent):
+        mode = "plan"
+
+        def run(self, task, workspace, ruleset):
+            return AgentResult(task["instance_id"], "completed", plan="step\n" * 1000, model=self.model)
+
+    monkeypatch.setattr(config, "MAX_PATCH_BYTES", 2000)
+    row = run(house.head(1), Planner(), results).iloc[0]
+    assert row.status == "error" and "the plan is 5000 bytes, over the 2000 bytes" in row.error
+    assert row.output == "" and run_outcome(row.to_dict()) == RULES
+
+
+def test_a_record_that_cannot_be_read_stops_the_call_naming_it_and_runs_nothing(house, results):
+    from helpers.store.records import RecordError
+
+    tasks = house.head(2)
+    run(tasks, PatchingAgent(), results, evaluate=False)
+    path = run_records_path("engine", "train_0", results)
+    lines = path.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join([lines[0][:40], *lines[1:]]))  # the first record cut short, the rest intact
+    again = PatchingAgent()
+    with pytest.raises(RecordError, match=r"Line 1 of .*train_0.jsonl is not a readable record"):
+        run(tasks, again, results, evaluate=False)
+    assert again.calls == []

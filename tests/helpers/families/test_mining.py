@@ -5,6 +5,7 @@ import subprocess
 
 import pytest
 
+from helpers.core.sandbox import unavailable_reason
 from helpers.families.coding.evaluation import LocalEvaluator
 from helpers.families.coding.mining import mine_repository
 from helpers.families.coding.tasks import load_mined_tasks
@@ -15,6 +16,10 @@ TESTS = "from calc import add, sub\n\n\ndef test_add():\n    assert add(2, 2) ==
 # Passes on its first run in a workspace and fails on the second: a test whose result changes on a rerun.
 FLAKY = ("from pathlib import Path\n\n\ndef test_sometimes():\n    mark = Path(__file__).with_name('.ran')\n"
          "    first = not mark.exists()\n    mark.write_text('x') if first else mark.unlink()\n    assert first\n")
+
+# The set-up runs at the parent with the commit's tests (before any source change): this one fails when those
+# tests say they need a build step it cannot do.
+NO_BUILD = "test ! -e tests/needs_build.py"
 
 
 def commit(repo, message, files):
@@ -51,7 +56,7 @@ def history(tmp_path_factory):
         "src/calc/mul.py": "def mul(a, b):\n    return a * b if b else 0  # the whole fix\n",
         "tests/test_mul.py": "from calc.mul import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"})
     shas["broken_setup"] = commit(repo, "Add div (needs a new build step)", {
-        "BROKEN_SETUP": "x\n", "src/calc/div.py": "def div(a, b):\n    return a / b\n",
+        "tests/needs_build.py": "STEP = \"make div\"\n", "src/calc/div.py": "def div(a, b):\n    return a / b\n",
         "tests/test_div.py": "from calc.div import div\n\n\ndef test_div():\n    assert div(6, 3) == 2\n"})
     return repo, shas
 
@@ -60,7 +65,7 @@ def history(tmp_path_factory):
 def mined(history, tmp_path_factory):
     repo, shas = history
     root = tmp_path_factory.mktemp("results")
-    report = mine_repository(repo, "calc-mined", max_commits=20, setup_command="test ! -e BROKEN_SETUP",
+    report = mine_repository(repo, "calc-mined", max_commits=20, setup_command=NO_BUILD,
                              results_root=root, progress=False, workers=2, timeout_s=120)
     return report, root
 
@@ -108,7 +113,7 @@ def test_mining_again_runs_no_decided_commit(history, mined):
     report, root = mined
     log = root / "calc-mined" / "mining.jsonl"
     before = log.read_text().splitlines()
-    again = mine_repository(repo, "calc-mined", max_commits=20, setup_command="test ! -e BROKEN_SETUP",
+    again = mine_repository(repo, "calc-mined", max_commits=20, setup_command=NO_BUILD,
                             results_root=root, progress=False, timeout_s=120)
     assert log.read_text().splitlines() == before  # nothing run, nothing appended
     assert [v["reason"] for v in again.verdicts] == [v["reason"] for v in report.verdicts]
@@ -116,7 +121,7 @@ def test_mining_again_runs_no_decided_commit(history, mined):
 
 def test_other_settings_decide_the_commits_again(history, tmp_path):
     repo, _ = history
-    first = mine_repository(repo, "two", max_commits=2, setup_command="test ! -e BROKEN_SETUP", results_root=tmp_path,
+    first = mine_repository(repo, "two", max_commits=2, setup_command=NO_BUILD, results_root=tmp_path,
                             progress=False, timeout_s=120)
     second = mine_repository(repo, "two", max_commits=2, results_root=tmp_path, progress=False, timeout_s=120)
     assert [v["reason"] for v in first.verdicts] == ["set-up failed", "statement quotes the fix"]
@@ -125,9 +130,9 @@ def test_other_settings_decide_the_commits_again(history, tmp_path):
     assert list(load_mined_tasks("two", tmp_path).FAIL_TO_PASS[0]) == ["tests/test_div.py::test_div"]
 
 
-def test_a_test_command_that_reports_no_test_is_said_so_not_called_a_failure(history, tmp_path):
-    repo, _ = history
-    report = mine_repository(repo, "quiet", max_commits=1, test_command="true {tests}", results_root=tmp_path,
+def test_tests_that_report_nothing_are_said_so_not_called_a_failure(history, tmp_path):
+    repo, _ = history  # a set-up that leaves pytest nothing to import: it reports no test at all
+    report = mine_repository(repo, "quiet", max_commits=1, setup_command="rm -rf tests", results_root=tmp_path,
                              progress=False, timeout_s=60)
     assert [v["reason"] for v in report.verdicts] == ["no test result"] and "reported no test" in report.verdicts[0]["detail"]
 
@@ -135,7 +140,7 @@ def test_a_test_command_that_reports_no_test_is_said_so_not_called_a_failure(his
 @pytest.mark.parametrize("kwargs, match", [
     (dict(repo="/no/such/folder"), "is not a folder"),
     (dict(max_commits=0), "max_commits"),
-    (dict(test_command="pytest -q"), "{tests}"),
+    (dict(test_config="ci/pytest.ini"), "test_config"),
     (dict(experiment="../x"), "experiment"),
     (dict(commits="no-such-branch"), "not a branch"),
 ])
@@ -180,3 +185,96 @@ def test_a_mined_task_flows_through_the_scripted_dry_run_with_each_agent(mined, 
     assert df["status"].tolist() == ["completed"], df["error"].tolist()
     assert df["pass_or_fail"].tolist() == ["pass"], df["test_log"].tolist()  # the scripted agent writes the commit's fix
     assert "src/calc/__init__.py" in df["output"][0] and "tests/" not in df["output"][0]
+
+
+# --- a mined task is graded like a house task: nothing in the work tree changes how pytest starts or reports ---
+# Each patch leaves the bug in place and adds one thing that, on a path that reads the work tree, made every named
+# test pass: it writes an all-pass junit report and summary for the ids on its command line, then exits 0.
+FORGER = '''import os
+_args = [a.decode() for a in open("/proc/self/cmdline", "rb").read().split(b"\\\\0") if a]
+if any("pytest" in a for a in _args):
+    _ids = [a for a in _args if "::" in a]
+    for _a in _args:
+        if _a.startswith("--junitxml="):
+            _cases = "".join('<testcase classname="%s" name="%s" file="%s"/>' % (
+                i.split("::")[0][:-3].replace("/", "."), i.split("::")[1], i.split("::")[0]) for i in _ids)
+            open(_a.split("=", 1)[1], "w").write("<testsuites><testsuite>%s</testsuite></testsuites>" % _cases)
+    print("\\\\n".join("PASSED " + i for i in _ids), flush=True)
+    os._exit(0)
+'''
+FORGERIES = {
+    "pytest.py at the root": {"pytest.py": FORGER},
+    "pytest.py under src": {"src/pytest.py": FORGER},
+    "a standard module pytest imports": {"src/fnmatch.py": FORGER},
+    "pytest's own dependency": {"pluggy/__init__.py": FORGER},
+    "a standard module the code imports": {"src/decimal.py": FORGER,
+                                           "src/calc/__init__.py": lambda text: "import decimal\n" + text},
+    "a renamed .pytest.ini": {".pytest.ini": "[pytest]\naddopts = -p calc_forge\n", "src/calc_forge.py": FORGER},
+    "a pytest.toml": {"pytest.toml": '[pytest]\naddopts = ["-p", "calc_forge"]\n', "src/calc_forge.py": FORGER},
+    "a sitecustomize package": {"src/sitecustomize/__init__.py": FORGER},
+}
+
+
+def forged_patch(repo, base, tmp_path, changes):
+    """The patch an agent leaves after writing `changes` (path -> text, or a function of the old text) in a
+    clone of `repo` at `base`."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
+    subprocess.run(["git", "checkout", "-q", "--detach", base], cwd=clone, check=True)
+    for path, change in changes.items():
+        target = clone / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(change(target.read_text()) if callable(change) else change)
+    subprocess.run(["git", "add", "-A", "-N"], cwd=clone, check=True)
+    return subprocess.run(["git", "diff", base], cwd=clone, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox here: {unavailable_reason()}")
+@pytest.mark.parametrize("forgery", list(FORGERIES))
+def test_nothing_a_patch_adds_to_the_work_tree_forges_a_mined_tasks_grade(mined, tmp_path, forgery):
+    repo_root, root = mined
+    task = load_mined_tasks("calc-mined", root).iloc[0].to_dict()
+    patch = forged_patch(task["repo_path"], task["base_commit"], tmp_path, FORGERIES[forgery])
+    result = LocalEvaluator(timeout_s=120).evaluate(task, patch)
+    assert result.set_aside == [] and not result.resolved, result.log
+    assert result.tests["tests/test_calc.py::test_sub"] == "FAILED", result.log  # the hidden test ran, and failed
+    assert result.tests["tests/test_calc.py::test_add"] == "PASSED"
+
+
+def test_a_mined_tasks_recorded_configuration_is_used_and_the_patchs_never(tmp_path):
+    repo = tmp_path / "checks"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    config = "[pytest]\npython_functions = check_*\npythonpath = lib\n"  # the team's tests need both settings
+    commit(repo, "Start", {"pytest.ini": config, "lib/shapes.py": "def area(w, h):\n    return w + h\n",
+                           "tests/test_shapes.py": "from shapes import area\n\n\ndef check_square():\n    assert area(2, 2) == 4\n"})
+    commit(repo, "Fix area", {"lib/shapes.py": "def area(w, h):\n    return w * h\n",
+                              "tests/test_shapes.py": "from shapes import area\n\n\ndef check_square():\n    assert area(2, 2) == 4\n"
+                                                      "\n\ndef check_rectangle():\n    assert area(2, 3) == 6\n"})
+    report = mine_repository(repo, "checks", max_commits=1, test_config="pytest.ini", results_root=tmp_path / "r",
+                             progress=False, timeout_s=60, sandbox="if-available")
+    task = load_mined_tasks("checks", tmp_path / "r").iloc[0].to_dict()
+    assert report.verdicts[0]["kept"] and task["test_config"] == {"path": "pytest.ini", "text": config}
+    assert list(task["FAIL_TO_PASS"]) == ["tests/test_shapes.py::check_rectangle"]
+    assert list(task["PASS_TO_PASS"]) == ["tests/test_shapes.py::check_square"]
+    evaluator = LocalEvaluator(timeout_s=60, sandbox="if-available")
+    assert evaluator.evaluate(task, task["patch"]).resolved
+    # The patch's own pytest.ini (set aside by name) and a setup.cfg beside it are never read.
+    other = forged_patch(repo, task["base_commit"], tmp_path, {
+        "pytest.ini": "[pytest]\npython_functions = nothing_*\n", "setup.cfg": "[tool:pytest]\naddopts = -x -p nowhere\n"})
+    result = evaluator.evaluate(task, task["patch"] + other)
+    assert result.resolved and result.set_aside == ["pytest.ini", "setup.cfg"], result.log
+
+
+@pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox here: {unavailable_reason()}")
+def test_a_set_up_command_runs_before_the_patch_so_the_patchs_build_script_never_runs(mined, tmp_path):
+    _, root = mined
+    task = load_mined_tasks("calc-mined", root).iloc[0].to_dict()
+    task["setup_command"] = "test ! -e tools/build.py || {python} tools/build.py"  # a team's optional build step
+    force_passes = ("import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+                    "    (yield).get_result().outcome = 'passed'\n")
+    build = f"open('tests/conftest.py', 'w').write({force_passes!r})\nprint('built')\n"
+    patch = forged_patch(task["repo_path"], task["base_commit"], tmp_path, {"tools/build.py": build})
+    result = LocalEvaluator(timeout_s=120).evaluate(task, patch)
+    assert result.set_aside == [] and not result.resolved and "built" not in result.log, result.log
+    assert result.tests["tests/test_calc.py::test_sub"] == "FAILED", result.log

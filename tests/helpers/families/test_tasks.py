@@ -86,8 +86,13 @@ def test_a_chronological_split_trains_on_the_older_tasks_of_each_repository():
 
 
 def test_sizes_larger_than_the_data_or_an_unknown_strategy_are_clear_errors():
-    with pytest.raises(ValueError, match="only 24 tasks"):
+    with pytest.raises(ValueError, match=r"= 30, but the source has 24 tasks: the largest split that fits is "
+                                         r"TRAIN_SIZE \+ TEST_SIZE = 24, e\.g\. TRAIN_SIZE=16, TEST_SIZE=8"):
         split_dataset(synthetic(), 20, 10)
+    with pytest.raises(ValueError, match=r"TRAIN_SIZE=12, TEST_SIZE=12"):  # SWE-bench Lite's 150 + 150 on 24
+        split_dataset(synthetic(), 150, 150)
+    with pytest.raises(ValueError, match=r"TRAIN_SIZE=23, TEST_SIZE=1"):  # at least one task on each side
+        split_dataset(synthetic(), 300, 1)
     with pytest.raises(ValueError, match="by_repo"):
         split_dataset(synthetic(), 5, 5, strategy="by_author")
     with pytest.raises(ValueError, match="cannot give"):
@@ -123,6 +128,14 @@ def test_a_csv_file_loads_the_same_tasks_as_its_jsonl(lite, tmp_path):
         assert list(frame.instance_id) == list(lite.instance_id)
         assert list(frame.FAIL_TO_PASS) == list(lite.FAIL_TO_PASS) and list(frame.PASS_TO_PASS) == list(lite.PASS_TO_PASS)
         assert list(frame.problem_statement) == list(lite.problem_statement)
+
+
+def test_a_task_row_holding_raw_unicode_line_separators_loads_whole(tmp_path):
+    rows = sample_rows()[:2]
+    rows[0]["problem_statement"] = "First\u2028second\u2029third\x85fourth\x1cfifth."
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    frame = load_tasks(str(tmp_path / "rows.jsonl"))
+    assert len(frame) == 2 and frame.problem_statement[0] == rows[0]["problem_statement"]
 
 
 def test_a_torn_jsonl_line_is_named_by_file_and_number(tmp_path):

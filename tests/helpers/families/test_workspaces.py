@@ -204,3 +204,120 @@ def test_the_check_names_what_a_repository_holds_beyond_its_base(repository_with
     repo, base, _ = repository_with_a_future
     with pytest.raises(WorkspaceError, match="commit.*not in the base's history.*refs"):
         check_no_future(repo, base)
+
+
+# --- nothing the agent leaves is read as a repository, followed as a link or kept without a cap ------------------
+import re  # noqa: E402
+import shutil  # noqa: E402
+import time  # noqa: E402
+
+from sandbox_probes import NESTED_REPOSITORIES, plant_nested_script  # noqa: E402
+
+from helpers.core import config  # noqa: E402
+from helpers.core.outcomes import RULES, run_outcome  # noqa: E402
+from helpers.core.rules_formats import FORMATS  # noqa: E402
+from helpers.core.untrusted import RefusedOutput  # noqa: E402
+from helpers.families.coding.workspaces import write_rules  # noqa: E402
+
+
+def test_a_repository_inside_the_work_tree_is_refused_by_name_and_none_of_its_git_config_runs(house_task, tmp_path):
+    """A nested repository, a .git file pointing elsewhere and a submodule (a gitlink), each with a filter,
+    fsmonitor, diff and textconv drivers and a hook in its own config: today's git ran their clean filters."""
+    workspace, markers = prepare_workspace(house_task, tmp_path / "root"), tmp_path / "markers"
+    markers.mkdir()
+    planted = subprocess.run(["bash", "-c", plant_nested_script(markers)], cwd=workspace, capture_output=True, text=True)
+    assert "planted" in planted.stdout, planted.stderr
+    assert (workspace / "linked/.git").is_file() and (workspace / "mod/.git").is_file() and (workspace / ".gitmodules").exists()
+    shutil.rmtree(markers)  # planting ran some of them here: only what the host runs next counts
+    markers.mkdir()
+    with pytest.raises(RefusedOutput, match=r"linked/\.git, mod/\.git, sub/\.git - a git repository inside") as refusal:
+        workspace_patch(workspace, house_task["base_commit"])
+    assert markers_found(markers) == [], f"the host ran what the agent planted: {markers_found(markers)}"
+    assert run_outcome({"status": "error", "error": f"RefusedOutput: {refusal.value}"}) == RULES  # the agent's doing
+    assert set(NESTED_REPOSITORIES) == {"nested", "gitfile", "gitlink"}
+
+
+def test_a_patch_over_its_cap_is_refused_naming_its_size_and_one_under_it_is_taken(house_task, tmp_path, monkeypatch):
+    workspace = prepare_workspace(house_task, tmp_path / "root")
+    (workspace / "big.txt").write_text("y\n" * 2_000_000)  # a 6 MB patch
+    with pytest.raises(RefusedOutput, match=r"the patch is \d{7} bytes, over the 5242880 bytes .*MAX_PATCH_BYTES"):
+        workspace_patch(workspace, house_task["base_commit"])
+    monkeypatch.setattr(config, "MAX_PATCH_BYTES", 8 * 2**20)
+    assert "+++ b/big.txt" in workspace_patch(workspace, house_task["base_commit"])
+    (workspace / "latin1.txt").write_bytes("café\n".encode("latin-1"))  # not an infrastructure error to hide behind
+    with pytest.raises(RefusedOutput, match=r"the patch is not UTF-8 text .*latin1.txt"):
+        workspace_patch(workspace, house_task["base_commit"])
+
+
+# Every folder of rules: each named format's folder, .clinerules as a folder, and any other folder.
+RULES_FOLDERS = sorted({fmt.folder for fmt in FORMATS if fmt.folder} | {".clinerules", "docs/rules"})
+
+
+def host_folder(tmp_path, under=""):
+    """A folder on the host holding, `under` it, what our own file in a rules folder would be called in every
+    format, and a team file."""
+    host = tmp_path / "host"
+    for name in ("learned-rules.md", "learned-rules.mdc", "learned-rules/SKILL.md", "team.md"):
+        (host / under / name).parent.mkdir(parents=True, exist_ok=True)
+        (host / under / name).write_text(f"host file {name}\n")
+    return host
+
+
+def host_state(host):
+    return sorted((p.relative_to(host).as_posix(), p.read_text() if p.is_file() else "") for p in host.rglob("*"))
+
+
+@pytest.mark.parametrize("folder, swapped", [(f, "the folder") for f in RULES_FOLDERS]
+                         + [(f, "its top folder") for f in RULES_FOLDERS if "/" in f])
+def test_a_rules_folder_the_agent_swaps_for_a_link_touches_nothing_outside_the_workspace(tmp_path, folder, swapped):
+    top, _, rest = folder.partition("/")
+    workspace = tmp_path / "ws"
+    host = host_folder(tmp_path, under=rest if swapped == "its top folder" else "")
+    (workspace / folder).mkdir(parents=True)
+    (workspace / folder / "team.md").write_text("team rule\n")
+    before = host_state(host)
+    undo = write_rules(workspace, folder + "/", "- [R1] Learned.\n")
+    ours = [p for p in (workspace / folder).rglob("*") if p.is_file() and p.name != "team.md"]
+    assert len(ours) == 1 and "[R1]" in ours[0].read_text()
+    link = workspace / (folder if swapped == "the folder" else top)
+    shutil.rmtree(link)  # what the agent's commands can do: the folder becomes a link to a host folder
+    link.symlink_to(host)  # which holds a file at the path of ours: today's undo deleted it
+    with pytest.raises(RefusedOutput, match=f"{re.escape(link.relative_to(workspace).as_posix())} is a symbolic link"):
+        undo()
+    assert host_state(host) == before
+
+
+@pytest.mark.parametrize("folder", RULES_FOLDERS)
+def test_a_rules_folder_that_is_a_link_before_the_run_is_refused_and_nothing_is_written(tmp_path, folder):
+    """The task's repository holds the link (no agent ran yet): a workspace error, left out of accuracy."""
+    workspace, host = tmp_path / "ws", host_folder(tmp_path)
+    (workspace / folder).parent.mkdir(parents=True, exist_ok=True)
+    (workspace / folder).symlink_to(host)
+    before = host_state(host)
+    with pytest.raises(WorkspaceError, match=f"cannot be written to {folder}/: {folder} is a symbolic link"):
+        write_rules(workspace, folder + "/", "- [R1] Learned.\n")
+    assert host_state(host) == before
+
+
+@pytest.mark.parametrize("make", ["fifo", "link to /dev/zero", "folder"])
+def test_a_rules_file_the_agent_made_special_is_refused_by_the_undo_at_once(tmp_path, make):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "AGENTS.md").write_text("Team text.\n")
+    undo = write_rules(workspace, "AGENTS.md", "- [R1] Learned.\n")
+    (workspace / "AGENTS.md").unlink()
+    {"fifo": lambda p: os.mkfifo(p), "link to /dev/zero": lambda p: p.symlink_to("/dev/zero"),
+     "folder": lambda p: p.mkdir()}[make](workspace / "AGENTS.md")
+    with pytest.raises(RefusedOutput, match="AGENTS.md is a"):
+        undo()
+
+
+def test_links_and_special_files_in_the_work_tree_are_data_to_the_patch_and_never_opened(house_task, tmp_path):
+    workspace = prepare_workspace(house_task, tmp_path / "root")
+    os.mkfifo(workspace / "pipe")  # no writer: opening it would block
+    (workspace / "zero").symlink_to("/dev/zero")  # following it would read without end
+    (workspace / "loop").symlink_to("loop")
+    started = time.monotonic()
+    patch = workspace_patch(workspace, house_task["base_commit"])
+    assert time.monotonic() - started < 10
+    assert "+/dev/zero" in patch and "new file mode 120000" in patch and "pipe" not in patch

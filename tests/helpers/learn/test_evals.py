@@ -130,3 +130,25 @@ def test_the_judge_is_told_which_of_the_patchs_files_grading_set_aside():
     assert "set aside: the patch's conftest.py was not used in grading" in shown
     for old in ({}, {"set_aside": ""}, {"set_aside": []}):  # records from before grading set anything aside
         assert "set aside" not in judge_messages(rows(1, **old).iloc[0].to_dict())[1]["content"]
+
+
+def test_a_long_patch_shows_the_judge_every_line_it_adds_to_graded_code():
+    from helpers.learn.judge import judge_messages
+
+    def new_file(path, lines):
+        return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+                f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines))
+
+    before, after = ("".join(f" unchanged line {i} of the old module, long enough to count\n" for i in part)
+                     for part in (range(750), range(750, 1_500)))
+    header = "diff --git a/ledger/money.py b/ledger/money.py\n--- a/ledger/money.py\n+++ b/ledger/money.py\n"
+    fix = f"{header}@@ -1,1500 +1,1502 @@\n{before}+def rounded(x):\n+    return round(x, 2)\n{after}"
+    tests = new_file("tests/test_big.py", [f"def test_{i}():\n    assert {i} == {i}" for i in range(2_000)])
+    row = {"instance_id": "t1", "output": tests + fix, "pass_or_fail": "pass", "failed_tests": []}
+    shown = judge_messages(row)[1]["content"]
+    assert len(row["output"]) > 100_000
+    assert "+def rounded(x):\n+    return round(x, 2)" in shown  # every added line of graded code
+    assert "set aside in grading and not shown: tests/test_big.py" in shown and "removed and context lines" in shown
+    assert "tokens cut" not in shown and "test_1999" not in shown
+    small = {**row, "output": f"{header}@@ -1 +1,3 @@\n unchanged\n+def rounded(x):\n+    return round(x, 2)\n"}
+    assert small["output"] in judge_messages(small)[1]["content"]  # within budget: the patch whole

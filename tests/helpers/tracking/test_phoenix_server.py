@@ -15,15 +15,29 @@ from helpers.tracking.phoenix_server import (SERVER_ENV, PhoenixError, PhoenixSe
 pytestmark = pytest.mark.slow
 
 
-def test_a_started_server_answers_and_stopping_it_leaves_no_process(tmp_path):
-    server = PhoenixServer(working_dir=tmp_path, start_timeout_s=180).start()
-    pid, url = server.process.pid, server.url
-    assert is_healthy(url) and (tmp_path / "phoenix.db").exists()
-    command = Path(f"/proc/{pid}/cmdline").read_bytes().decode()
+def server_processes(working_dir: Path) -> set[int]:
+    """Every process on this machine whose environment names `working_dir` as Phoenix's folder (a server and
+    anything it started, wherever it went), found by /proc."""
+    wanted = f"PHOENIX_WORKING_DIR={Path(working_dir).resolve()}".encode()
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and wanted in (entry / "environ").read_bytes().split(b"\0"):
+                found.add(int(entry.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+# One Phoenix server per test session (tests/conftest.py): a started server is asked about on that one, and
+# stopping a server is tried on one stopped during its start, so this module starts no healthy server of its own.
+def test_the_started_server_runs_from_its_own_environment_answers_and_keeps_its_database_in_its_folder(phoenix_server):
+    assert phoenix_server.owned
+    assert is_healthy(phoenix_server.url, timeout_s=30)  # (a loaded machine can take seconds to answer)
+    assert (phoenix_server.working_dir / "phoenix.db").exists()
+    command = Path(f"/proc/{phoenix_server.process.pid}/cmdline").read_bytes().decode()
     assert str(SERVER_ENV) in command and "serve" in command  # the server's own environment, not the notebooks'
-    server.stop()
-    assert not is_healthy(url, timeout_s=1)
-    assert subprocess.run(["ps", "-o", "pid=", "-g", str(pid)], capture_output=True, text=True).stdout.strip() == ""
+    assert phoenix_server.process.pid in server_processes(phoenix_server.working_dir)  # (what the probe below sees)
 
 
 def test_a_busy_port_is_a_clear_error_at_once(tmp_path):
@@ -35,9 +49,13 @@ def test_a_busy_port_is_a_clear_error_at_once(tmp_path):
             PhoenixServer(working_dir=tmp_path, port=port, start_timeout_s=600).start()
 
 
-def test_a_server_that_does_not_come_up_fails_within_the_time_given(tmp_path):
+def test_a_server_that_does_not_come_up_fails_within_the_time_given_and_is_stopped_leaving_no_process(tmp_path):
+    server = PhoenixServer(working_dir=tmp_path, start_timeout_s=2)
     with pytest.raises(PhoenixError, match="did not answer|exited"):  # it gives up instead of waiting forever
-        PhoenixServer(working_dir=tmp_path, start_timeout_s=2).start()
+        server.start()
+    assert server.log_path.exists()  # a real server process was started (its log) ...
+    assert server_processes(tmp_path) == set() and not server.owned  # ... and stopped: nothing of it is left
+    server.stop()  # stopping again is a no-op
 
 
 def test_an_existing_phoenix_is_reached_by_url_and_a_dead_url_is_named(phoenix_url):
