@@ -38,7 +38,7 @@ def task_text(task: Task) -> str:
 
 def capped(result: AgentResult, err: str) -> AgentResult:
     """`result` as an error naming the sandbox cap that ended its run (run_cli names it last in `err`:
-    helpers.core.sandbox.cap_reached), whatever the agent's own output said; a rule-induced error
+    helpers.core.confinement.cap_reached), whatever the agent's own output said; a rule-induced error
     (helpers.core.outcomes); `result` itself when no cap ended it."""
     cap = cap_reached(err)
     if cap:

@@ -192,9 +192,9 @@ class SandboxedCommand(list):
 def relayed(args: list[str], workspace: Path, home: Path | None, read_only: Sequence[Path | str] = (),
             sandbox: str | None = "required", *, reach: str | None = None,
             network: bool = False, limits: Any = None) -> Iterator[SandboxedCommand]:
-    """`sandboxed(...)`'s command, run unprivileged and within `limits` (helpers.core.sandbox.confined: the
+    """`sandboxed(...)`'s command, run unprivileged and within `limits` (helpers.core.confinement.confined: the
     run's own uid when we are root, its caps, a watcher ending it at the first cap reached; `limits` a
-    helpers.core.sandbox.Limits, default config's), with the relay that carries its connections to `reach`
+    helpers.core.confinement.Limits, default config's), with the relay that carries its connections to `reach`
     open while the block runs (start the command inside it). On leaving, nothing of the run or the relay is
     left, and the command's `cap` names the cap that ended it, if one did."""
     from helpers.core.confinement import confined
@@ -227,7 +227,7 @@ def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: s
 
     On timeout the group gets SIGINT, then SIGKILL after CLI_STOP_GRACE_S; whatever is left in the group is
     killed when the CLI ends. The child dies with the thread that started it (die_with_parent). A run that a
-    sandbox cap ended has that cap's sentence as the last line of stderr (helpers.core.sandbox.cap_reached
+    sandbox cap ended has that cap's sentence as the last line of stderr (helpers.core.confinement.cap_reached
     reads it back).
     """
     with relayed(args, workspace, home, read_only, sandbox, reach=reach, network=network, limits=limits) as command:
