@@ -8,6 +8,11 @@
    against straight to the server with the host's network shared), on a fresh connection per call (as a
    client without keep-alive) and on kept-alive connections (as the agents' SDKs). A model call takes
    hundreds of milliseconds at least.
+3. Privilege and caps (helpers.core.confinement): an agent run (`node -e 0` with the gateway in reach) and a
+   grading (`bash -c true`), each in an empty workspace and in one of WORKSPACE_FILES files, started as run_cli
+   starts them (`relayed`: the run's own uid, its workspace and home handed to it and back, its cgroup made
+   and removed, its rlimits set and root given up inside, the seccomp filter, the watcher's last check)
+   against the same sandbox without them: at most CONFINE_TARGET_S added per run (median of STARTS, in turns).
 
     .venv/bin/python benchmarks/bench_sandbox.py
 """
@@ -24,12 +29,15 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from helpers.core.processes import relayed
 from helpers.core.sandbox import reach_relay, sandbox_command, unavailable_reason
 
 START_TARGET_S = 0.25
 NETWORK_START_TARGET_S = 0.1
 CALL_TARGET_P50_S, CALL_TARGET_P99_S = 0.002, 0.010  # added per call
 STARTS = 30
+CONFINE_TARGET_S = 0.25
+WORKSPACE_FILES = 2000  # a mid-sized repository's checkout
 N_CALLS, BATCHES = 1000, 10
 # Run inside the sandbox: N calls to URL, each timed; prints the latencies (seconds) as JSON.
 CLIENT = """
@@ -95,6 +103,30 @@ def call_times(url: str, fresh: bool, workspace: Path, home: Path) -> tuple[list
     return straight, relayed
 
 
+def confinement_costs(workspace: Path, home: Path, url: str) -> list[float]:
+    """Median wall time of an agent run and a grading, each without and with privilege dropped and caps."""
+    node, grading = ["node", "-e", "0"], ["bash", "-c", "true"]
+
+    def plain(args: list[str], reach: str | None) -> None:
+        with reach_relay(reach, home):
+            subprocess.run(sandbox_command(args, workspace, home, read_only=[sys.prefix], reach=reach), check=True,
+                           capture_output=True)
+
+    def confined(args: list[str], reach: str | None) -> None:
+        with relayed(args, workspace, home, reach=reach) as command:
+            subprocess.run(command, check=True, capture_output=True)
+
+    runs = [lambda: plain(node, url), lambda: confined(node, url), lambda: plain(grading, None),
+            lambda: confined(grading, None)]
+    times: list[list[float]] = [[] for _ in runs]
+    for _ in range(STARTS):
+        for run, taken in zip(runs, times):
+            started = time.perf_counter()
+            run()
+            taken.append(time.perf_counter() - started)
+    return [statistics.median(taken) for taken in times]
+
+
 def percentile(times: list[float], p: float) -> float:
     return sorted(times)[min(len(times) - 1, int(p / 100 * len(times)))]
 
@@ -136,6 +168,17 @@ def main() -> int:
                   f"forwarder and relay p50 {percentile(relayed, 50) * 1000:.2f} ms p99 "
                   f"{percentile(relayed, 99) * 1000:.2f} ms; added p50 {p50 * 1000:.2f} ms, p99 {p99 * 1000:.2f} ms "
                   f"(targets <= {CALL_TARGET_P50_S * 1000:.0f} and {CALL_TARGET_P99_S * 1000:.0f})")
+        for files in (0, WORKSPACE_FILES):  # the walks that hand the folders over and back grow with the files
+            for i in range(files):
+                folder = workspace / f"pkg{i // 100}"
+                folder.mkdir(exist_ok=True)
+                (folder / f"module{i}.py").write_text("x = 1\n" * 20)
+            agent, agent_confined, grading, grading_confined = confinement_costs(workspace, home, url)
+            for what, before, after in (("agent run", agent, agent_confined), ("grading", grading, grading_confined)):
+                ok &= after - before <= CONFINE_TARGET_S
+                print(f"privilege dropped and caps ({what}, {files} files in the workspace, median of {STARTS}): "
+                      f"without {before * 1000:.0f} ms, with {after * 1000:.0f} ms (+{(after - before) * 1000:.0f} "
+                      f"ms, target <= {CONFINE_TARGET_S * 1000:.0f})")
     server.shutdown()
     print("OK" if ok else "MISSED")
     return 0 if ok else 1

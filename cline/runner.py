@@ -40,11 +40,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from helpers.agents.base import CLIAgent, task_text
+from helpers.agents.base import CLIAgent, capped, task_text
 from helpers.core import config
 from helpers.llm.pricing import call_cost_usd
 from helpers.core.processes import (die_with_parent, reached_at, read_capped, relayed, safe_environment, scratch_dir,
-                                    signal_group, stop_processes)
+                                    signal_group, stop_processes, with_cap)
 from helpers.testing.edit_tools import WholeFileEditor
 from helpers.core.protocols import AgentResult, Task
 from helpers.families.coding.workspaces import adopt_workspace, forget_host_side, workspace_patch, write_rules
@@ -216,7 +216,8 @@ def _run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: 
     """(stdout, stderr, timed_out, seconds it ran) of one CLI run, stopped as a process group on timeout; in
     the sandbox, `reach` (the gateway) is the one address in reach, for as long as the run lasts."""
     with relayed(args, workspace, home, [PACKAGE_DIR], sandbox, reach=reach) as command:
-        return _run_in_slots(command, workspace, env, stdin_text, timeout_s)
+        out, err, timed_out, seconds = _run_in_slots(command, workspace, env, stdin_text, timeout_s)
+    return out, with_cap(err, command), timed_out, seconds  # a sandbox cap that ended it, named last
 
 
 def _run_in_slots(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str,
@@ -301,9 +302,9 @@ def run_cline(task: Task, workspace: Path | str, *, model: str = DEFAULT_MODEL, 
     else:
         status = "error"
         error = "; ".join(dict.fromkeys(errors)) or text or _last_lines(err) or "Cline ended without a result"
-    return AgentResult(instance_id, status, plan=text if mode == "plan" else "", error=error[:4000],
-                       iterations=int((final or {}).get("iterations") or 0), duration_s=round(duration, 3),
-                       usage=tokens, cost_usd=cost, final_text=text, model=model)
+    return capped(AgentResult(instance_id, status, plan=text if mode == "plan" else "", error=error[:4000],
+                              iterations=int((final or {}).get("iterations") or 0), duration_s=round(duration, 3),
+                              usage=tokens, cost_usd=cost, final_text=text, model=model), err)
 
 
 def run_task(task: Task, workspace: Path | str, ruleset: str = "", **settings: Any) -> AgentResult:

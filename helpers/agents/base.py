@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Sequence
 from helpers.core import config
 from helpers.core.processes import reached_at, remove_scratch, run_cli, scratch_dir, stop_processes
 from helpers.core.protocols import AgentResult, Task
+from helpers.core.confinement import cap_reached
 
 MODES = ("act", "plan")
 
@@ -33,6 +34,16 @@ def task_text(task: Task) -> str:
     """What an agent is asked: the issue, named by its instance id."""
     return (f"Task {task['instance_id']} in the repository {task.get('repo', '')} (the current directory):\n\n"
             f"{task['problem_statement'].strip()}\n\nChange the repository's files to resolve this issue.")
+
+
+def capped(result: AgentResult, err: str) -> AgentResult:
+    """`result` as an error naming the sandbox cap that ended its run (run_cli names it last in `err`:
+    helpers.core.confinement.cap_reached), whatever the agent's own output said; a rule-induced error
+    (helpers.core.outcomes); `result` itself when no cap ended it."""
+    cap = cap_reached(err)
+    if cap:
+        result.status, result.error = "error", f"{cap} {result.error}".strip()[:4000]
+    return result
 
 
 PROVIDER_OWNERS = {"anthropic": "a Claude model served by Anthropic", "gemini": "a Gemini model served by Google"}
@@ -171,7 +182,7 @@ class CLIAgent(AgentBase):
             for close in (invocation.close if invocation else []):
                 close()
             remove_scratch(state)
-        return self.result(task, out, err, timed_out, duration)
+        return capped(self.result(task, out, err, timed_out, duration), err)
 
     def _as_seen_inside(self) -> "CLIAgent":
         """This agent with the base URL its run uses: in the sandbox, only `base_url` (the gateway) is in reach,
@@ -192,4 +203,4 @@ class CLIAgent(AgentBase):
         stop_processes(self._live, self._live_lock)
 
 
-__all__ = ["AgentBase", "CLIAgent", "Invocation", "task_text", "openai_provider", "openai_upstream"]  # documented in CODE_APPENDIX.md
+__all__ = ["AgentBase", "CLIAgent", "Invocation", "task_text", "capped", "openai_provider", "openai_upstream"]  # documented in CODE_APPENDIX.md

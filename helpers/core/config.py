@@ -73,6 +73,12 @@ AGENT_TRAJECTORY_STEP_CHARS = 2_000  # one step's text within it
 AGENT_MAX_OUTPUT_TOKENS = 16_384
 AGENT_TRANSIENT_RETRIES = 2  # an agent run that failed transiently (a broken model stream) runs again, this often
 EVAL_TIMEOUT_S = 120.0  # per task, local evaluator
+# Caps of one sandboxed run (an agent's, a grading's), sized for a coding task; helpers.core.sandbox says what
+# enforces each one where, and a run that reaches one ends as a rule-induced error naming it.
+SANDBOX_PROCESSES = 512  # processes and threads at once
+SANDBOX_MEMORY_BYTES = 4 * 2**30  # memory, /tmp (a tmpfs) included
+SANDBOX_DISK_BYTES = 2 * 2**30  # what the workspace and the run's home hold, together
+SANDBOX_FILE_BYTES = 1 * 2**30  # the largest one file written
 # What the host reads back from a workspace or a run's home is hostile data (helpers.core.untrusted): each read is
 # capped. A patch larger than MAX_PATCH_BYTES is refused as the agent's doing (a rule-induced error naming its size),
 # never recorded: a real fix is kilobytes, and a 520 MB patch once made a 526 MB record and a 2.7 GB driver.

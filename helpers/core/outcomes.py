@@ -8,8 +8,9 @@ The four outcomes:
 - resolved: the patch passed the task's tests (plan mode: the judge found the plan correct);
 - failed: it did not;
 - errored: rules: the agent ran and ended badly in a way the rules can cause (its time limit, its turn
-  or mistake limit, a context window the rules filled, output the host refuses to take). It is the
-  ruleset's doing, so it counts as a FAILURE of that ruleset, on both sides of every comparison;
+  or mistake limit, a context window the rules filled, output the host refuses to take, a sandbox cap:
+  processes, memory, disk, file size). It is the ruleset's doing, so it counts as a FAILURE of that ruleset,
+  on both sides of every comparison;
 - errored: infrastructure: the provider, the gateway, the budget, the workspace or the test harness
   failed; the run says nothing about the rules, so it is left out of accuracy (and a task with one is
   left out of both sides of a paired comparison), and counted, with its reason. A suspect pass (its
@@ -35,7 +36,8 @@ SCORED = (RESOLVED, FAILED, RULES)  # the outcomes accuracy is computed over
 # helpers.core.untrusted.REFUSED).
 RULE_INDUCED = re.compile(r"max(?:imum)?[ _-]?turns|turn limit|mistake limit|too many (?:turns|mistakes)|"
                           r"context (?:window|length)|prompt is too long|maximum context|"
-                          r"refused the agent's output", re.IGNORECASE)
+                          r"refused the agent's output|sandbox cap reached",  # helpers.core.confinement.CAP_PREFIX
+                          re.IGNORECASE)
 # What an infrastructure error is called where a reason is listed (stats' exclusions, loop lines).
 INFRA_REASONS = {"error": "errored", "budget": "stopped by the budget", "not_evaluated": "not evaluated",
                  "pending": "not evaluated yet", "harness": "the test harness failed", "": "no outcome",

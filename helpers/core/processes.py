@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from helpers.core import config
+from helpers.core.procfs import alive, kill_processes_in, owner_tag, processes_in
 
 SCRATCH_PARENT = "pl-runs"
 CLI_STOP_GRACE_S = 3.0  # after SIGINT to a CLI's process group, before SIGKILL
@@ -68,25 +69,6 @@ def die_with_parent() -> Callable[[], None]:
     return preexec
 
 
-def _start_time(pid: int) -> str | None:
-    """The kernel's start time of `pid` (clock ticks since boot), or None when it is not running."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def owner_tag(pid: int | None = None) -> str:
-    """`<pid>-<start time>`: names this process's scratch folder; unique even after pid reuse."""
-    pid = pid or os.getpid()
-    return f"{pid}-{_start_time(pid) or 0}"
-
-
-def _alive(tag: str) -> bool:
-    pid, _, started = tag.partition("-")
-    return pid.isdigit() and _start_time(int(pid)) == started
-
-
 def scratch_root() -> Path:
     return Path(tempfile.gettempdir()) / SCRATCH_PARENT
 
@@ -98,33 +80,6 @@ def scratch_dir(kind: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=owner))
 
 
-def processes_in(folder: Path | str) -> list[int]:
-    """Pids (other than ours) whose working directory is `folder` or below it, deleted or not."""
-    root = os.path.realpath(folder)
-    found = []
-    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cwd = os.readlink(entry / "cwd").removesuffix(" (deleted)")
-        except OSError:
-            continue
-        if cwd == root or cwd.startswith(root + os.sep):
-            found.append(int(entry.name))
-    return found
-
-
-def kill_processes_in(folder: Path | str) -> int:
-    """SIGKILL every process working in `folder`; returns how many there were."""
-    pids = processes_in(folder)
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    return len(pids)
-
-
 def remove_scratch(folder: Path | str) -> None:
     """End what still works in `folder`, then delete it."""
     kill_processes_in(folder)
@@ -133,11 +88,14 @@ def remove_scratch(folder: Path | str) -> None:
 
 def sweep_stale() -> list[Path]:
     """Remove the scratch folders of processes that are gone (killed mid-run), ending what still runs
-    in them; returns the folders removed."""
+    in them, and their sandbox cgroups (helpers.core.cgroups.sweep); returns the folders removed."""
+    from helpers.core.cgroups import sweep
+
+    sweep()
     root = scratch_root()
     swept = []
     for owner in sorted(root.iterdir()) if root.is_dir() else ():
-        if owner.is_dir() and not _alive(owner.name):
+        if owner.is_dir() and not alive(owner.name):
             remove_scratch(owner)
             swept.append(owner)
     return swept
@@ -209,7 +167,8 @@ def sandboxed(args: list[str], workspace: Path, home: Path | None, read_only: Se
 
     Network: none, except `reach` (the gateway's URL: reachable inside at `reached_at(reach, sandbox)`, while
     `relayed` holds the relay open, as run_cli does); `network=True` shares the host's network (a set-up
-    command the user allowed to download)."""
+    command the user allowed to download). The command alone is neither unprivileged nor capped: `relayed`
+    (and run_cli) give it the run's own user and its caps."""
     from helpers.core.sandbox import sandbox_command
 
     if not _runs_sandboxed(sandbox):
@@ -220,33 +179,69 @@ def sandboxed(args: list[str], workspace: Path, home: Path | None, read_only: Se
                            network=network)
 
 
+class SandboxedCommand(list):
+    """A run's command (its arguments: a list, as Popen takes it), `user`, the uid it runs as (None: the
+    caller's), and, once its `relayed` block has ended, `cap`: the sandbox cap that ended the run (a sentence
+    starting helpers.core.confinement.CAP_PREFIX), or ""."""
+
+    cap = ""
+    user: int | None = None  # the run's own uid (helpers.core.confinement), None: the caller's
+
+
 @contextmanager
 def relayed(args: list[str], workspace: Path, home: Path | None, read_only: Sequence[Path | str] = (),
             sandbox: str | None = "required", *, reach: str | None = None,
-            network: bool = False) -> Iterator[list[str]]:
-    """`sandboxed(...)`'s command, with the relay that carries its connections to `reach` open while the
-    block runs (start the command inside it); on leaving, nothing of the relay is left."""
-    from helpers.core.sandbox import reach_relay
+            network: bool = False, limits: Any = None) -> Iterator[SandboxedCommand]:
+    """`sandboxed(...)`'s command, run unprivileged and within `limits` (helpers.core.confinement.confined: the
+    run's own uid when we are root, its caps, a watcher ending it at the first cap reached; `limits` a
+    helpers.core.confinement.Limits, default config's), with the relay that carries its connections to `reach`
+    open while the block runs (start the command inside it). On leaving, nothing of the run or the relay is
+    left, and the command's `cap` names the cap that ended it, if one did."""
+    from helpers.core.confinement import confined
+    from helpers.core.sandbox import reach_relay, sandbox_command
 
-    command = sandboxed(args, workspace, home, read_only, sandbox, reach=reach, network=network)
-    with reach_relay(reach if _runs_sandboxed(sandbox) and not network else None, home or workspace):
-        yield command
+    if not _runs_sandboxed(sandbox):
+        yield SandboxedCommand(args)
+        return
+    if reach and not network and home is None:
+        raise ValueError("a sandbox with `reach` needs the run's `home`: the relay's socket lives there")
+    home = home or workspace
+    with confined(workspace, home, limits) as confinement:
+        command = SandboxedCommand(sandbox_command(
+            args, workspace, home, read_only=[*read_only, sys.prefix], reach=reach, network=network,
+            user=confinement.user, limits=confinement.limits, cgroup=confinement.cgroup, seccomp=confinement.seccomp))
+        command.user = confinement.user
+        with reach_relay(None if network else reach, home):
+            yield command
+    command.cap = confinement.cap
 
 
 def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
             live: set[subprocess.Popen], lock: threading.Lock, pass_fds: tuple[int, ...] = (), *,
             home: Path | None = None, read_only: Sequence[Path | str] = (),
             sandbox: str | None = None, reach: str | None = None,
-            network: bool = False) -> tuple[str, str, bool, float]:
+            network: bool = False, limits: Any = None) -> tuple[str, str, bool, float]:
     """(stdout, stderr, timed_out, seconds) of one CLI run in its own process group (in the sandbox with
-    `home`, `read_only`, `reach` and `network` unless `sandbox` is None: see `sandboxed`; the relay to `reach`
-    lives exactly as long as the run).
+    `home`, `read_only`, `reach`, `network` and `limits` unless `sandbox` is None: see `relayed`; the relay to
+    `reach` lives exactly as long as the run).
 
     On timeout the group gets SIGINT, then SIGKILL after CLI_STOP_GRACE_S; whatever is left in the group is
-    killed when the CLI ends. The child dies with the thread that started it (die_with_parent).
+    killed when the CLI ends. The child dies with the thread that started it (die_with_parent). A run that a
+    sandbox cap ended has that cap's sentence as the last line of stderr (helpers.core.confinement.cap_reached
+    reads it back).
     """
-    with relayed(args, workspace, home, read_only, sandbox, reach=reach, network=network) as command:
-        return _run_group(command, workspace, env, stdin_text, timeout_s, live, lock, pass_fds)
+    with relayed(args, workspace, home, read_only, sandbox, reach=reach, network=network, limits=limits) as command:
+        for fd in pass_fds if command.user is not None else ():  # a key's pipe: the run's own uid opens it
+            os.fchown(fd, command.user, command.user)
+        out, err, timed_out, seconds = _run_group(command, workspace, env, stdin_text, timeout_s, live, lock, pass_fds)
+    return out, with_cap(err, command), timed_out, seconds
+
+
+def with_cap(err: str, command: list[str]) -> str:
+    """`err` with the cap that ended the run of `command` (a SandboxedCommand after its block) as its last
+    line, if one did."""
+    cap = getattr(command, "cap", "")
+    return f"{err.rstrip(chr(10))}\n{cap}\n" if cap else err
 
 
 def _run_group(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
@@ -321,4 +316,4 @@ def last_lines(text: str, lines: int = 5) -> str:
     kept = [line for line in text.strip().splitlines() if line.strip()]
     return "\n".join(kept[-lines:])
 
-__all__ = ["run_cli", "read_capped", "sandboxed", "relayed", "reached_at", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag", "terminate_as_interrupt"]  # public API, documented in CODE_APPENDIX.md
+__all__ = ["run_cli", "read_capped", "sandboxed", "relayed", "SandboxedCommand", "with_cap", "alive", "reached_at", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag", "terminate_as_interrupt"]  # public API, documented in CODE_APPENDIX.md

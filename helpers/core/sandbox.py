@@ -19,6 +19,10 @@ An agent runs commands a model chose, over code strangers wrote. Inside the sand
   cannot be given its own address inside: the agent is handed 127.0.0.1 on the same port (inside_url).
   `network=True` shares the host's network instead: only for a set-up command the user allowed to
   download.
+Who the agent is inside and what it may take (helpers.core.confinement, which run_cli and `relayed` apply to
+every agent run and every grading): as root, a uid of the run's own with no capability (root-only files stay
+unreadable, nothing can be mounted or made into a device node); its processes, memory, disk use and file
+size capped, a run over a cap ended and named.
 On macOS nothing here applies (`srt`, Anthropic's sandbox-runtime, or `sandbox-exec` would be the
 mechanism there): the opt-out below is required.
 
@@ -55,6 +59,7 @@ LOOPBACK = "127.0.0.1"
 RELAY_SOCKET = ".gateway.sock"  # in the run's home: the relay listens there, the forwarder connects
 INSIDE = "/run/pl-sandbox"  # where the forwarder and the relay's socket appear inside the sandbox
 FORWARDER = Path(__file__).with_name("sandbox_forwarder.py")
+DROP = Path(__file__).with_name("sandbox_drop.py")
 RELAY_CONNECT_S = 10.0  # a gateway that does not answer a connect by then is not there
 
 
@@ -129,21 +134,37 @@ def _install_prefix(executable: str | None) -> Path | None:
     return None if any(str(prefix).startswith(folder) for folder in SYSTEM_FOLDERS) else prefix
 
 
+def _under_system(folder: str) -> bool:
+    return any(folder == s or folder.startswith(s + "/") for s in (*SYSTEM_FOLDERS, *ROOT_LINKS, "/proc", "/dev"))
+
+
 def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str,
                     read_only: Sequence[Path | str] = (), *, reach: str | None = None,
-                    network: bool = False) -> list[str]:
+                    network: bool = False, user: int | None = None, limits: "Limits | None" = None,
+                    cgroup: Sequence[Path | str] = (), seccomp: Path | str | None = None) -> list[str]:
     """`args` wrapped to run in the sandbox: `workspace` and `home` read-write, `read_only` folders (the
     agent's CLI, a virtualenv) visible read-only at their own paths, the working directory `workspace`.
 
     Network: none (its own namespace, only `lo`), except `reach`, a URL (the gateway's) whose host and port
     are reachable inside through the forwarder, at `inside_url(reach)`; reach_relay(reach, home) must be
     open while the command runs. `network=True` shares the host's network instead (everything in reach).
+
+    Privilege and caps (helpers.core.confinement.confined gives all three, with its watcher; run_cli and
+    `relayed` use it): `user`,
+    the unprivileged uid `args` run as (the caller must be root; `workspace` and `home` must be that uid's);
+    `limits`, whose process and file-size caps become rlimits inside and whose disk cap sizes /tmp;
+    `cgroup`, the cgroup.procs files the whole sandbox joins before bwrap starts; `seccomp`, a filter file
+    (cBPF) bwrap installs for the command.
     """
     # No --new-session: the caller runs bwrap without a terminal, in a process group of its own (TIOCSTI
     # has nothing to inject into), and signals to that group reach the CLI too. bwrap does not forward
     # signals: an interrupt ends bwrap, and --die-with-parent then kills what runs inside.
     command = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                "--unshare-cgroup-try", *([] if network else ["--unshare-net"])]
+    if seccomp:  # the start-up shell (below) opens it as descriptor 9
+        command += ["--seccomp", "9"]
+    if user is not None:  # root hands the drop (sandbox_drop.py) only what it needs to give up root
+        command += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     for folder in SYSTEM_FOLDERS:
         command += ["--ro-bind-try", folder, folder]
     for link in ROOT_LINKS:  # merged-/usr systems link these; others have real folders
@@ -151,22 +172,54 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
             command += ["--symlink", os.readlink(link), link]
         elif os.path.isdir(link):
             command += ["--ro-bind", link, link]
-    command += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # before the binds: they may lie in /tmp
+    tmp_size = ["--size", str(limits.disk_bytes)] if limits else []
+    # /tmp before the binds (they may lie in /tmp); anyone's to write in, as on the host
+    command += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", *tmp_size, "--tmpfs", "/tmp"]
     extra = [_install_prefix(shutil.which("node")), _install_prefix(sys.executable),
              Path(sys.base_prefix), *map(Path, read_only)]
-    for folder in dict.fromkeys(str(p) for p in extra if p):
-        if Path(folder).exists() and not any(folder.startswith(s + "/") or folder == s for s in SYSTEM_FOLDERS):
-            command += ["--ro-bind", folder, folder]
-    command += ["--bind", str(home), str(home), "--bind", str(workspace), str(workspace)]
+    binds = [["--ro-bind", folder, folder] for folder in dict.fromkeys(str(p) for p in extra if p)
+             if Path(folder).exists() and not any(folder.startswith(s + "/") or folder == s for s in SYSTEM_FOLDERS)]
+    binds += [["--bind", str(home), str(home)], ["--bind", str(workspace), str(workspace)]]
+    # The folders above each bind, made open to all (bwrap would copy the host's modes: /root is 0700, and the
+    # run's own user could not reach its interpreter or workspace).
+    for parent in dict.fromkeys(p for _, _, target in binds for p in reversed(Path(target).parents)
+                                if str(p) not in ("/", "/tmp") and not _under_system(str(p))):
+        command += ["--perms", "0755", "--dir", str(parent)]
+    command += [arg for bind in binds for arg in bind]
+    command += ["--perms", "0755", "--dir", INSIDE]  # the forwarder and the drop, open to the run's own user
+    python = os.path.realpath(sys.executable)  # its install folder is visible (above), a virtualenv's may not be
+    forwarder: list[str] = []
     if reach and not network:
         command += ["--ro-bind", str(_relay_socket(home)), f"{INSIDE}/gateway.sock",
                     "--ro-bind", str(FORWARDER), f"{INSIDE}/forwarder.py"]
         host, port = _address(reach)
-        # The interpreter's real path: its install folder is visible (above), a virtualenv's may not be.
-        args = [os.path.realpath(sys.executable), "-I", "-S", f"{INSIDE}/forwarder.py", f"{INSIDE}/gateway.sock",
-                _listen_host(host), str(port), "--", *args]
-    command += ["--chdir", str(workspace), "--"]
-    return command + [str(a) for a in args]
+        forwarder = [python, "-I", "-S", f"{INSIDE}/forwarder.py", f"{INSIDE}/gateway.sock", _listen_host(host),
+                     str(port), "--"]
+    # A port below 1024 (a remote gateway on 443) takes a capability to listen on: then the forwarder listens
+    # before root is given up, holding only that one, SETUID and SETGID; otherwise it runs as the run's user.
+    privileged_port = bool(forwarder) and user is not None and int(forwarder[-2]) < 1024
+    if privileged_port:
+        command += ["--cap-add", "CAP_NET_BIND_SERVICE"]
+    if user is not None or limits:  # first inside: the run's rlimits, then root given up
+        command += ["--ro-bind", str(DROP), f"{INSIDE}/drop.py"]
+        # RLIMIT_NPROC counts per real uid: only a uid of the run's own makes it this run's cap
+        processes = str(limits.processes) if limits and user is not None else "-"
+        drop = [python, "-I", "-S", f"{INSIDE}/drop.py", "-" if user is None else str(user), processes,
+                str(limits.file_bytes) if limits else "-", str(workspace), "--"]
+        args = [*forwarder, *drop, *args] if privileged_port else [*drop, *forwarder, *args]
+    else:
+        args = [*forwarder, *args]
+    command += ["--chdir", "/" if user is not None else str(workspace), "--"]
+    command = command + [str(a) for a in args]
+    if cgroup or seccomp:  # a shell joins the cgroup before bwrap starts: nothing of the run is ever outside it
+        command = ["sh", "-c", START, "sh", str(seccomp or "-"), *map(str, cgroup), "--", *command]
+    return command
+
+
+# The whole run (bwrap included) joins its cgroup (helpers.core.confinement) before bwrap starts, and bwrap gets
+# the seccomp filter on descriptor 9: `sh -c START sh FILTER|- PROCS... -- COMMAND...`.
+START = ('filter=$1; shift; while [ "$1" != -- ]; do echo 0 > "$1" || { echo "sandbox: cannot join $1" >&2; '
+         'exit 125; }; shift; done; shift; if [ "$filter" = - ]; then exec "$@"; else exec "$@" 9< "$filter"; fi')
 
 
 # --- reaching the gateway from inside: a relay on the host, a forwarder inside (sandbox_forwarder.py) ---
@@ -218,6 +271,9 @@ class _Relay:
         folder = os.open(path.parent, os.O_PATH)
         try:
             self.listener.bind(f"/proc/self/fd/{folder}/{path.name}")
+            # whoever the run is inside connects to it (its own uid; or root without its capabilities, for a
+            # forwarder on a port below 1024); the home it lies in is the run's alone
+            os.chmod(path.name, 0o666, dir_fd=folder)
         finally:
             os.close(folder)
         self.listener.listen(128)

@@ -261,3 +261,158 @@ def test_a_run_killed_with_a_call_in_flight_leaves_nothing_either(tmp_path):
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=60)
         assert _leftovers(tmp_path) == []
+
+
+# --- privilege dropped and caps (helpers.core.confinement) ---------------------------------------------
+from helpers.core import config  # noqa: E402
+from helpers.core.cgroups import available as _cgroups  # noqa: E402
+from helpers.core.confinement import CAP_PREFIX, Limits, cap_reached  # noqa: E402
+from helpers.core.outcomes import RULES, run_outcome  # noqa: E402
+from helpers.agents.base import CLIAgent, Invocation  # noqa: E402
+from helpers.core.protocols import AgentResult  # noqa: E402
+
+ROOT = os.geteuid() == 0
+
+
+def run_confined(script: str, tmp_path: Path, limits: Limits | None = None, name: str = "run") -> tuple[str, str]:
+    """(stdout, stderr) of bash `script` run by run_cli, the one runner, in the sandbox within `limits`."""
+    workspace, home = tmp_path / f"{name}-ws", tmp_path / f"{name}-home"
+    workspace.mkdir(), home.mkdir()
+    out, err, timed_out, _ = run_cli(["bash", "-c", script], workspace, {"PATH": "/usr/bin:/bin", "HOME": str(home)},
+                                     "", 60, set(), threading.Lock(), home=home, sandbox="required", limits=limits)
+    assert not timed_out, err
+    return out, err
+
+
+def test_inside_the_agent_is_an_unprivileged_user_reading_no_root_only_file_and_making_no_mount_or_device(tmp_path):
+    secret = tmp_path / "bound" / "secret.txt"  # root-only, in a folder bound in read-only: the binds give nothing
+    secret.parent.mkdir()
+    secret.write_text("root only")
+    secret.chmod(0o600)
+    script = (f"id -u; grep -E '^(CapInh|CapPrm|CapEff|CapAmb|NoNewPrivs):' /proc/self/status;"
+              f" cat /etc/shadow {secret} 2>&1 | grep -c denied;"
+              " mount -t tmpfs none /tmp 2>/dev/null && echo mounted; mount --bind /usr /tmp 2>/dev/null && echo bound;"
+              # nor as "root" of a user namespace of its own
+              " unshare -Urm mount -t tmpfs none /tmp 2>/dev/null && echo mounted;"
+              " unshare -U true 2>/dev/null && echo made;"
+              " python3 -c 'import os; os.unshare(os.CLONE_NEWUSER)' 2>/dev/null && echo made;"
+              " mknod disk b 8 0 2>/dev/null && echo made; mknod /tmp/null c 1 3 2>/dev/null && echo made;"
+              " echo x > made.txt; cp /usr/bin/true mine; chmod u+s mine; [ \"$PWD\" = \"$(pwd -P)\" ] && echo end")
+    workspace, home = tmp_path / "ws", tmp_path / "home"
+    workspace.mkdir(), home.mkdir()
+    out, err, _, _ = run_cli(["bash", "-c", script], workspace, {"PATH": "/usr/bin:/bin", "HOME": str(home)}, "", 60,
+                             set(), threading.Lock(), home=home, read_only=[secret.parent], sandbox="required")
+    lines = out.split("\n")
+    assert lines[-2] == "end", err
+    if ROOT:
+        assert int(lines[0]) != 0
+    caps = dict(line.split(":\t") for line in lines[1:6])
+    assert {caps[k] for k in ("CapInh", "CapPrm", "CapEff", "CapAmb")} == {"0000000000000000"}, caps
+    assert caps["NoNewPrivs"] == "1"
+    assert lines[6] == "2", out  # /etc/shadow and the secret: both refused
+    assert not {"mounted", "bound", "made"} & set(lines), out
+    # after the run the host has its workspace back: the agent's files are the folder owner's, a set-uid bit
+    # the agent left is gone with its owner
+    owner = workspace.stat().st_uid
+    assert {p.stat().st_uid for p in workspace.iterdir()} == {owner}
+    assert not (workspace / "mine").stat().st_mode & 0o4000
+
+
+def test_runs_over_each_cap_end_named_within_seconds_while_a_run_beside_them_completes(tmp_path):
+    limits = Limits(processes=40, memory_bytes=96 * 2**20, disk_bytes=24 * 2**20, file_bytes=16 * 2**20)
+    scripts = {
+        "process": "bomb() { bomb | bomb & }; bomb; sleep 30",
+        "memory": "python3 -c 'a = []\nwhile True: a.append(bytearray(2**20))'; sleep 30",
+        "tmp": "for i in $(seq 4); do head -c 10000000 /dev/zero > /tmp/f$i; done; du -sk /tmp",  # a tmpfs
+        "disk": "for i in 1 2 3 4 5 6; do head -c 8000000 /dev/zero > f$i; done; sleep 30",
+        "file-size": "head -c 30000000 /dev/zero > big; sleep 30",
+        "beside": "sleep 2; for i in $(seq 20); do (echo $i > n$i) & done; wait; ls | wc -l",
+    }
+    results: dict[str, tuple[str, str, float]] = {}
+
+    def run(name: str) -> None:
+        import time
+
+        started = time.monotonic()
+        out, err = run_confined(scripts[name], tmp_path, limits, name.replace(" ", "-").replace("/", ""))
+        results[name] = (out, err, time.monotonic() - started)
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in scripts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results["beside"][0].strip() == "20" and not cap_reached(results["beside"][1]), results["beside"]
+    out, err, _ = results["tmp"]  # /tmp is a tmpfs of the disk cap's size: a write past it fails
+    assert "No space left" in err and int(out.split()[0]) <= 24 * 1024 + 64, (out, err)  # + its folders
+    groups = _cgroups()
+    enforced = {"disk", "file-size", *(["process"] if groups and "pids" in groups.parents or ROOT else []),
+                *(["memory"] if groups and "memory" in groups.parents else [])}
+    for name in enforced:
+        out, err, seconds = results[name]
+        cap = cap_reached(err)
+        assert cap.startswith(CAP_PREFIX) and f"the {name.split()[0]} cap" in cap, (name, err[-500:])
+        assert seconds < 20, (name, seconds)
+    # nothing of them is left: no process of a run's own uid, no cgroup
+    for parent in set(groups.parents.values()) if groups else ():
+        assert not [p for p in parent.iterdir() if p.is_dir() and p.name.startswith(f"{os.getpid()}-")]
+
+
+class _Bomb(CLIAgent):
+    """An agent whose every run starts processes without end."""
+
+    name = "bomb"
+
+    def invoke(self, task, workspace, state):
+        return Invocation(["bash", "-c", "bomb() { bomb | bomb & }; bomb; sleep 30"], {"PATH": "/usr/bin:/bin"})
+
+    def result(self, task, out, err, timed_out, duration):
+        return AgentResult(task["instance_id"], "completed", final_text="all done")
+
+
+@pytest.mark.skipif(not (ROOT or _cgroups()), reason="nothing caps processes here")
+def test_an_agent_run_and_a_grading_over_the_process_cap_are_named_and_the_agents_counts_as_rule_induced(
+        tmp_path, monkeypatch):
+    from helpers.families.coding.repo_tests import run_repo_tests
+
+    monkeypatch.setattr(config, "SANDBOX_PROCESSES", 40)  # config's caps, as every run and grading gets them
+    _Bomb.package_dir = tmp_path / "package"
+    _Bomb.package_dir.mkdir()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    result = _Bomb(sandbox="required").run({"instance_id": "t-1", "problem_statement": "x"}, workspace, "")
+    assert result.status == "error"
+    assert result.error.startswith(f"{CAP_PREFIX} the process cap (40 ") and run_outcome(result.to_dict()) == RULES
+    graded = tmp_path / "graded"
+    graded.mkdir()
+    bomb = "bomb() { bomb | bomb & }; bomb; sleep 30"
+    (graded / "test_x.py").write_text(f"import subprocess\n\ndef test_x():\n    subprocess.run(['bash', '-c', {bomb!r}])\n")
+    run = run_repo_tests(graded, ["test_x.py::test_x"], timeout_s=60)
+    assert f"{CAP_PREFIX} the process cap (40 " in run.log and run.tests.get("test_x.py::test_x") != "PASSED"
+
+
+@pytest.mark.skipif(not _cgroups(), reason="no cgroup can be made here")
+def test_a_killed_drivers_cgroup_and_what_runs_in_it_are_swept_at_the_next_start():
+    from helpers.core.processes import sweep_stale
+
+    groups = _cgroups()
+    parent = next(iter(groups.parents.values()))
+    stale = parent / "999999999-1-1"  # no process has this owner tag
+    stale.mkdir(exist_ok=True)
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        (stale / "cgroup.procs").write_text(str(sleeper.pid))
+        sweep_stale()
+        assert sleeper.wait(timeout=10) == -9 and not stale.exists()
+    finally:
+        sleeper.kill()
+        if stale.exists():
+            stale.rmdir()
+
+
+def test_a_gateway_on_a_port_below_1024_is_still_reached_inside_by_the_unprivileged_run(tmp_path):
+    # the forwarder listens there before root is given up, holding only the capability to, and the relay's
+    # socket lets it connect; the run itself holds nothing
+    script = ("import socket; socket.create_connection(('127.0.0.1', 443), 5); print('reached', open("
+              "'/proc/self/status').read().split('CapEff:')[1].split()[0])")
+    assert run_boxed(script, tmp_path, "https://gateway.example:443/u/agent/v1").split() == ["reached", "0" * 16]
