@@ -85,7 +85,7 @@ SANDBOX_FILE_BYTES = 1 * 2**30  # the largest one file written
 MAX_PATCH_BYTES = 5 * 2**20
 MAX_READBACK_BYTES = 64 * 2**20  # any other file an agent package reads back (a trajectory file)
 # A mined repository's set-up command (pip install ...) gets the host's network only when this is True; its
-# tests and every agent never do (the sandbox's own network namespace: README, Security model).
+# tests and every agent never do (the sandbox's own network namespace: docs/security.md).
 SETUP_NETWORK = False
 LLM_MAX_RETRIES = 5
 LLM_MAX_CONCURRENCY = 8
@@ -214,7 +214,7 @@ def llm_settings(model: str, api_key: str | None = None, base_url: str | None = 
 
 def gateway_host() -> str:
     """The address the session's model gateway listens on: loopback, or PL_GATEWAY_HOST (the driver's address
-    on a private network, for a Ray cluster with remote nodes; README, Running on a cluster)."""
+    on a private network, for a Ray cluster with remote nodes; docs/cluster.md)."""
     return read_env("PL_GATEWAY_HOST") or "127.0.0.1"
 
 

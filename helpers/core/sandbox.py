@@ -97,7 +97,7 @@ def require_sandbox() -> bool:
     reason = unavailable_reason()
     if reason:
         raise SandboxUnavailable(f"Agents run in a sandbox and none can start: {reason}. (Unsafe: set "
-                                 f"{UNSAFE_OPT_OUT}=1 to run them unsandboxed; see README, Security model.)")
+                                 f"{UNSAFE_OPT_OUT}=1 to run them unsandboxed; see docs/security.md.)")
     return True
 
 

@@ -176,10 +176,10 @@ def test_a_committed_cursor_rule_or_skill_gets_its_front_matter_and_goes_when_em
         commit_rules(repo, "rules", ".claude/skills/Bad Name/SKILL.md", store.load(1), "learned")
 
 
-def test_the_readme_names_every_format():
+def test_the_docs_on_using_the_learned_rules_name_every_format():
     from helpers.core.config import REPO_ROOT
 
-    section = (REPO_ROOT / "README.md").read_text().split("## Using the learned rules")[1].split("\n## ")[0]
+    section = (REPO_ROOT / "docs" / "rules.md").read_text()
     assert [fmt.pattern for fmt in FORMATS if f"`{fmt.pattern}`" not in section] == []
 
 
