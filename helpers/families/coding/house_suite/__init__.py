@@ -24,8 +24,8 @@ from typing import Any
 CONVENTIONS: dict[str, dict[str, str]] = {
     "errors": {
         "title": "errors are the package's own exceptions",
-        "rule": "Raise errors as the package's own exception types (subclasses of its base error: `LedgerError`, "
-                "`TodoError`, `RowsError`), never bare ValueError, KeyError or Exception.",
+        "rule": "Raise errors as the package's own exception types (subclasses of the base error class in its "
+                "errors module), never bare ValueError, KeyError or Exception.",
         "check": "pytest.raises(<the package's base error>) on the bad input",
         "scope": "team",
     },
@@ -71,8 +71,8 @@ CONVENTIONS: dict[str, dict[str, str]] = {
     },
     "cli_exit": {
         "title": "CLI failures exit with their named status",
-        "rule": "In the todo command-line tool, a failing command returns `fail(error, <status>)` with the exit "
-                "status named for the failure in todo/cli.py (`EXIT_NOT_FOUND`, `EXIT_USAGE`), never 1 or a print.",
+        "rule": "In the todo command-line tool, a failing command returns `fail(error, status)` with the named "
+                "exit-status constant for that kind of failure (not found, bad usage), never a bare 1 or a print.",
         "check": "main() returns the named status and writes one 'todo: ...' line on stderr",
         "scope": "house/todo",
     },
