@@ -214,3 +214,23 @@ def test_a_built_suite_is_reused_not_rebuilt(built):
     build_house_repos(root)
     assert marker.exists()
     marker.unlink()
+
+
+def test_the_scripted_agent_writes_a_tasks_gold_fix_in_any_library_only_when_the_rules_state_every_convention(tasks):
+    """The dry run knows a rule by its sentence: a library's own rule teaches only that library's convention."""
+    from helpers.testing.dry_run import DryRunScript
+    from helpers.testing.edit_tools import PATCH_END, ShellTool
+
+    script = DryRunScript(tasks, edit_tools=[ShellTool("bash")])
+    assert script.known_conventions(CONVENTIONS["cli_exit"]["rule"]) == {"cli_exit"}
+    tool = [{"type": "function", "function": {"name": "bash", "parameters": {"properties": {"command": {}}}}}]
+    for row in tasks.groupby("repo").tail(2).to_dict("records"):
+        def patch_written(conventions):
+            rules = "\n".join(f"- {CONVENTIONS[c]['rule']}" for c in conventions)
+            request = {"messages": [{"role": "system", "content": rules}, {"role": "user", "content": row["problem_statement"]}],
+                       "tools": tool}
+            command = script.agent_reply(request).tool_calls[0]["arguments"]["command"]
+            return command.split("\n", 1)[1].rsplit(f"\n{PATCH_END}", 1)[0]
+
+        assert patch_written(row["conventions"]) == row["patch"].rstrip()
+        assert patch_written(row["conventions"][:-1]) == row["naive_patch"].rstrip()
