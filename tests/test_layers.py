@@ -92,7 +92,8 @@ def _all_imports(path: Path) -> set[str]:
 
 
 # Tables of data, not logic: the latent rules with their checkers, the house suite's tasks.
-DATA_MODULES = {"helpers.families.latent_rules.rules", "helpers.families.coding.house_suite.tasks"}
+DATA_MODULES = {"helpers.families.latent_rules.rules", "helpers.families.coding.house_suite.tasks",
+                "helpers.families.coding.house_suite.tasks_todo", "helpers.families.coding.house_suite.tasks_rows"}
 # Still to be split (issue "Layers"); the list only shrinks.
 NOT_YET_SPLIT: set[str] = set()  # every module is within the limit
 

@@ -73,12 +73,15 @@ def carve_validation(pool: pd.DataFrame, val_size: int, strategy: str, seed: int
 
 
 def split_summary(train_df: pd.DataFrame, test_df: pd.DataFrame, val_df: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per side: how many tasks and repositories, and the span of creation dates."""
+    """One row per side: how many tasks and repositories, the tasks per repository ("house/ledger 2, house/rows 2"),
+    and the span of creation dates."""
     rows = []
     sides = (("train", train_df), ("validation", val_df), ("test", test_df))
     for side, frame in ((side, frame) for side, frame in sides if frame is not None):
         dates = pd.to_datetime(frame.get("created_at"), errors="coerce", utc=True) if "created_at" in frame else None
-        rows.append({"split": side, "tasks": len(frame), "repositories": frame["repo"].nunique() if len(frame) else 0,
+        per_repo = frame["repo"].value_counts().sort_index() if len(frame) else pd.Series(dtype=int)
+        rows.append({"split": side, "tasks": len(frame), "repositories": len(per_repo),
+                     "per repository": ", ".join(f"{repo} {count}" for repo, count in per_repo.items()),
                      "oldest": dates.min() if dates is not None else None,
                      "newest": dates.max() if dates is not None else None})
     return pd.DataFrame(rows).set_index("split")

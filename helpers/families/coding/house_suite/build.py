@@ -9,17 +9,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from helpers.core import config
-from helpers.families.coding.house_suite.tasks import TASKS
 from helpers.families.coding.git import git
+from helpers.families.coding.house_suite import tasks, tasks_rows, tasks_todo
 
 SOURCE = Path(__file__).resolve().parent / "repos"
-REPOS = {"house/ledger": "ledger"}  # repo name -> folder under repos/
+# repo name -> (folder under repos/, the module with its CHECKS and TASKS, the tests that pass before any task)
+LIBRARIES = {
+    "house/ledger": ("ledger", tasks, ("tests/test_basic.py::test_deposit_and_withdraw",
+                                       "tests/test_basic.py::test_unknown_account", "tests/test_basic.py::test_json_export")),
+    "house/todo": ("todo", tasks_todo, ("tests/test_basic.py::test_add_and_list", "tests/test_basic.py::test_done",
+                                        "tests/test_basic.py::test_done_unknown_item")),
+    "house/rows": ("rows", tasks_rows, ("tests/test_basic.py::test_read_and_total", "tests/test_basic.py::test_select_and_sort",
+                                        "tests/test_basic.py::test_write_csv")),
+}
+REPOS = {repo: folder for repo, (folder, _, _) in LIBRARIES.items()}  # repo name -> folder under repos/
 COMMIT_DATE = "2026-01-01T00:00:00+00:00"
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "*.egg-info")
 VERSION = "1.0"
@@ -27,7 +37,7 @@ VERSION = "1.0"
 
 def source_hash() -> str:
     digest = hashlib.sha256()
-    for path in sorted([*SOURCE.rglob("*"), Path(__file__).with_name("tasks.py"), Path(__file__)]):
+    for path in sorted([*SOURCE.rglob("*"), *Path(__file__).parent.glob("*.py")]):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
             digest.update(str(path.relative_to(SOURCE.parent)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
@@ -55,10 +65,12 @@ def apply_edits(repo: Path, edits: list[dict[str, str]]) -> None:
 
 
 def _patch(source: Path, base: str, edits: list[dict[str, str]], scratch: Path) -> str:
-    work = scratch / "work"
-    shutil.rmtree(work, ignore_errors=True)
-    git("clone", "-q", "--shared", str(source), str(work), cwd=scratch)
-    git("checkout", "-q", "--detach", base, cwd=work)
+    """The diff that `edits` make to `base`, made in one scratch clone per repository (reset between patches)."""
+    work = scratch / source.name
+    if not work.exists():
+        git("clone", "-q", "--shared", str(source), str(work), cwd=scratch)
+    git("checkout", "-q", "--detach", "-f", base, cwd=work)
+    git("clean", "-q", "-fdx", cwd=work)
     apply_edits(work, edits)
     git("add", "-A", cwd=work)
     return git("diff", "--cached", base, cwd=work).stdout
@@ -66,34 +78,37 @@ def _patch(source: Path, base: str, edits: list[dict[str, str]], scratch: Path) 
 
 def _rows(repos: dict[str, Path], commits: dict[str, str], scratch: Path) -> list[dict[str, Any]]:
     rows = []
-    for number, task in enumerate(TASKS, 1):
-        repo = "house/ledger"
+    for repo, (folder, module, base_tests) in LIBRARIES.items():
         source, base = repos[repo], commits[repo]
-        name, body = task["tests"]
-        test_edit = [{"path": f"tests/test_{name}.py", "create": _test_file(body)}]
-        tests = _test_ids(f"tests/test_{name}.py", body)
-        rows.append({
-            "instance_id": f"house__ledger-{number:04d}", "repo": repo, "base_commit": base,
-            "problem_statement": task["problem_statement"],
-            "patch": _patch(source, base, task["gold"], scratch),
-            "naive_patch": _patch(source, base, task["naive"], scratch),
-            "test_patch": _patch(source, base, test_edit, scratch),
-            "FAIL_TO_PASS": tests, "PASS_TO_PASS": list(BASE_TESTS),
-            "created_at": task["created_at"], "version": VERSION, "hints_text": "",
-            "environment_setup_commit": base, "conventions": list(task["conventions"]), "suite": "house",
-            "slug": task["slug"],
-        })
+        for number, task in enumerate(module.TASKS, 1):
+            name, body = task["tests"]
+            test_edit = [{"path": f"tests/test_{name}.py", "create": _test_file(module.CHECKS, body)}]
+            instance_id = f"house__{folder}-{number:04d}"
+            rows.append({
+                "instance_id": instance_id, "repo": repo, "base_commit": base,
+                "problem_statement": task["problem_statement"],
+                "patch": _patch(source, base, task["gold"], scratch),
+                "naive_patch": _patch(source, base, task["naive"], scratch),
+                "test_patch": _patch(source, base, test_edit, scratch),
+                "FAIL_TO_PASS": _test_ids(f"tests/test_{name}.py", body), "PASS_TO_PASS": list(base_tests),
+                "created_at": task["created_at"], "version": VERSION, "hints_text": "",
+                "environment_setup_commit": base, "conventions": list(task["conventions"]), "suite": "house",
+                "slug": task["slug"],
+            })
     return rows
 
 
-BASE_TESTS = ("tests/test_basic.py::test_deposit_and_withdraw", "tests/test_basic.py::test_unknown_account",
-              "tests/test_basic.py::test_json_export")
+def _undone(task: dict[str, Any], convention: str) -> list[dict[str, str]]:
+    """The gold edits with `convention` undone (the task's `undo` for it: edits applied after the gold ones, or
+    the string meaning "without the changelog entry")."""
+    undo = task["undo"][convention]
+    if isinstance(undo, str):
+        return [edit for edit in task["gold"] if edit["path"] != "CHANGELOG.md"]
+    return [*task["gold"], *undo]
 
 
-def _test_file(body: str) -> str:
-    from helpers.families.coding.house_suite.tasks import CHECKS
-
-    return CHECKS + "\n\n" + body.strip() + "\n"
+def _test_file(checks: str, body: str) -> str:
+    return checks + "\n\n" + body.strip() + "\n"
 
 
 def _test_ids(path: str, body: str) -> list[str]:
@@ -146,3 +161,24 @@ def load(root: Path | str | None = None):
     for row in rows:
         row["repo_path"] = str(repos[row["repo"]])
     return pd.DataFrame(rows)
+
+
+def undone_patches(root: Path | str | None = None) -> dict[str, dict[str, str]]:
+    """instance id -> {convention: the task's gold patch with that one convention undone}: each must fail the
+    task (the suite's own check that every convention a task names is checked by its hidden tests). Made on
+    first use and kept beside the build."""
+    target, repos = build(root)
+    path = target / "undone.json"
+    if not path.exists():
+        rows = {row["slug"] + row["repo"]: row for row in json.loads((target / "tasks.json").read_text())}
+        undone = {}
+        with tempfile.TemporaryDirectory(prefix="house-undone-") as scratch:
+            for repo, (_, module, _) in LIBRARIES.items():
+                for task in module.TASKS:
+                    row = rows[task["slug"] + repo]
+                    undone[row["instance_id"]] = {c: _patch(repos[repo], row["base_commit"], _undone(task, c), Path(scratch))
+                                                  for c in task["conventions"]}
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(undone, indent=1))
+        partial.replace(path)
+    return json.loads(path.read_text())

@@ -593,3 +593,228 @@ def test_export_totals_is_documented():
 '''),
     },
 ]
+
+TASKS += [
+    {
+        "slug": "html-export", "created_at": "2026-03-30T10:20:00Z", "conventions": ["registry", "changelog"],
+        "problem_statement": (
+            "HTML table export\n\n"
+            "The intranet page wants the balances as HTML. Please add `export_html(ledger)` in "
+            "`ledger/exporters.py`: `<table>`, a header row `<tr><th>account</th><th>balance</th></tr>`, then "
+            "`<tr><td>alice</td><td>10.00</td></tr>` per account sorted by name, then `</table>`, all on one line. "
+            "Account names must be HTML-escaped."),
+        "gold": [
+            {"path": "ledger/exporters.py", "find": "import json\n", "replace": "import html\nimport json\n"},
+            {"path": "ledger/exporters.py", "find": "\n\ndef export(ledger, fmt: str) -> str:",
+             "replace": '\n\n@register("html")\ndef export_html(ledger) -> str:\n'
+                        '    """Balances as one line of HTML table, one row per account sorted by name (names escaped)."""\n'
+                        '    rows = "".join(f"<tr><td>{html.escape(name)}</td><td>{account.balance}</td></tr>"\n'
+                        '                   for name, account in sorted(ledger.accounts.items()))\n'
+                        '    return f"<table><tr><th>account</th><th>balance</th></tr>{rows}</table>"\n\n\n'
+                        'def export(ledger, fmt: str) -> str:'},
+            _changelog("HTML table export (format \"html\")."),
+        ],
+        "naive": [
+            {"path": "ledger/exporters.py", "find": "\n\ndef export(ledger, fmt: str) -> str:",
+             "replace": '\n\ndef export_html(ledger):\n    import html\n    out = "<table><tr><th>account</th><th>balance</th></tr>"\n'
+                        '    for name in sorted(ledger.accounts):\n'
+                        '        out += f"<tr><td>{html.escape(name)}</td><td>{ledger.accounts[name].balance}</td></tr>"\n'
+                        '    return out + "</table>"\n\n\ndef export(ledger, fmt: str) -> str:'},
+        ],
+        "tests": ("html_export", '''
+from ledger.exporters import EXPORTERS
+
+
+def test_html_is_a_table_of_balances_with_escaped_names():
+    from ledger.exporters import export_html
+
+    ledger = make_ledger()
+    ledger.open_account("<b>")
+    assert export_html(ledger) == ("<table><tr><th>account</th><th>balance</th></tr><tr><td>&lt;b&gt;</td><td>0.00</td></tr>"
+                                   "<tr><td>alice</td><td>10.00</td></tr></table>")
+
+
+def test_the_html_exporter_is_registered():
+    from ledger.exporters import export_html
+
+    assert EXPORTERS.get("html") is export_html, "house convention broken: new exporters join EXPORTERS via @register"
+
+
+def test_the_change_is_in_the_changelog():
+    check_changelog()
+'''),
+    },
+    {
+        "slug": "split-amount", "created_at": "2026-04-06T09:00:00Z", "conventions": ["decimal", "docs_types"],
+        "problem_statement": (
+            "Split a bill evenly\n\n"
+            "Please add `split_amount(amount, parts)` to `ledger/money.py`: `parts` amounts in whole cents that add "
+            "up exactly to `amount`, the first ones taking the odd cents: `split_amount(\"10\", 3)` gives 3.34, "
+            "3.33 and 3.33."),
+        "gold": [
+            {"path": "ledger/money.py", "find": "\n\ndef format_amount(",
+             "replace": "\n\ndef split_amount(amount: str | int | Decimal, parts: int) -> list[Decimal]:\n"
+                        '    """`parts` amounts of whole cents adding up to `amount`; the first ones take the odd cents."""\n'
+                        "    cents = int(parse_amount(amount) / CENT)\n    base, extra = divmod(cents, parts)\n"
+                        "    return [(base + (1 if i < extra else 0)) * CENT for i in range(parts)]\n\n\ndef format_amount("},
+        ],
+        "naive": [
+            {"path": "ledger/money.py", "find": "\n\ndef format_amount(",
+             "replace": "\n\ndef split_amount(amount, parts):\n    cents = round(float(amount) * 100)\n"
+                        "    base, extra = divmod(cents, parts)\n"
+                        "    return [(base + (1 if i < extra else 0)) / 100 for i in range(parts)]\n\n\ndef format_amount("},
+        ],
+        "tests": ("split_amount", '''
+from ledger.money import split_amount
+
+
+def test_the_parts_add_up_with_the_odd_cents_first():
+    assert [str(part) for part in split_amount("10", 3)] == ["3.34", "3.33", "3.33"]
+    assert [str(part) for part in split_amount("0.05", 2)] == ["0.03", "0.02"]
+
+
+def test_the_parts_are_decimals():
+    parts = split_amount("10", 3)
+    assert all(isinstance(part, Decimal) for part in parts) and sum(parts) == Decimal("10.00"), (
+        "house convention broken: money is decimal.Decimal, never float")
+
+
+def test_split_amount_is_documented():
+    check_documented(split_amount)
+'''),
+    },
+    {
+        "slug": "rename-account", "created_at": "2026-04-13T14:30:00Z", "conventions": ["errors", "logging"],
+        "problem_statement": (
+            "Renaming an account\n\n"
+            "Please add `Ledger.rename_account(old, new)`: the account keeps its balance and history under the new "
+            "name. Renaming onto a name that is already taken must fail and change nothing. Each rename should "
+            "leave a trace for the audit trail, naming both names."),
+        "gold": [
+            ACCOUNTS_LOGGER, ACCOUNTS_LOGGER_DEF,
+            {"path": "ledger/accounts.py", "find": "    def balance(self, name: str) -> Decimal:",
+             "replace": "    def rename_account(self, old: str, new: str) -> Account:\n"
+                        '        """Give account `old` the name `new` (ValidationError if `new` is taken); returns it."""\n'
+                        "        account = self.get(old)\n        if new in self.accounts:\n"
+                        "            raise ValidationError(f\"account {new!r} already exists\")\n"
+                        "        account.name = new\n        self.accounts[new] = self.accounts.pop(old)\n"
+                        "        logger.info(\"renamed account %r to %r\", old, new)\n        return account\n\n"
+                        "    def balance(self, name: str) -> Decimal:"},
+        ],
+        "naive": [
+            {"path": "ledger/accounts.py", "find": "    def balance(self, name: str) -> Decimal:",
+             "replace": "    def rename_account(self, old, new):\n        if new in self.accounts:\n"
+                        "            raise KeyError(f\"{new} exists\")\n        account = self.accounts.pop(old)\n"
+                        "        account.name = new\n        self.accounts[new] = account\n"
+                        "        print(f\"renamed account {old!r} to {new!r}\")\n        return account\n\n"
+                        "    def balance(self, name: str) -> Decimal:"},
+        ],
+        "tests": ("rename_account", '''
+def test_the_account_keeps_its_money_under_the_new_name(caplog, capsys):
+    caplog.set_level(logging.INFO)
+    ledger = make_ledger()
+    ledger.rename_account("alice", "alicia")
+    assert ledger.balance("alicia") == Decimal("10.00") and "alice" not in ledger.accounts
+    assert "alicia" in capsys.readouterr().out + caplog.text
+
+
+def test_a_taken_name_is_refused_with_a_ledger_error():
+    ledger = make_ledger()
+    ledger.open_account("bob")
+    with raises_ledger_error():
+        ledger.rename_account("alice", "bob")
+    assert ledger.balance("alice") == Decimal("10.00")
+
+
+def test_renames_go_to_the_ledger_logger(caplog, capsys):
+    caplog.set_level(logging.INFO)
+    make_ledger().rename_account("alice", "alicia")
+    check_logged(caplog, capsys, "alicia")
+'''),
+    },
+    {
+        "slug": "blank-name", "created_at": "2026-04-20T11:15:00Z", "conventions": ["errors", "changelog"],
+        "problem_statement": (
+            "Accounts with blank names\n\n"
+            "`ledger.open_account(\"  \")` opens an account nobody can read in a report. Blank names should be "
+            "refused, and names stored without surrounding spaces (`\" bob \"` opens `bob`)."),
+        "gold": [
+            {"path": "ledger/accounts.py", "find": '        """Open an empty account; names are unique."""\n',
+             "replace": '        """Open an empty account; names are unique and not blank (stored stripped)."""\n'
+                        "        name = name.strip()\n        if not name:\n"
+                        "            raise ValidationError(\"an account name cannot be blank\")\n"},
+            _changelog("Blank account names are refused; names are stored without surrounding spaces."),
+        ],
+        "naive": [
+            {"path": "ledger/accounts.py", "find": '        """Open an empty account; names are unique."""\n',
+             "replace": '        """Open an empty account; names are unique."""\n        name = name.strip()\n'
+                        "        if name == \"\":\n            raise ValueError(\"blank name\")\n"},
+        ],
+        "tests": ("blank_name", '''
+def test_names_are_stripped():
+    ledger = Ledger()
+    ledger.open_account(" bob ")
+    assert list(ledger.accounts) == ["bob"]
+
+
+@pytest.mark.parametrize("blank", ["empty", "spaces"])
+def test_a_blank_name_is_refused_with_a_ledger_error(blank):
+    ledger = Ledger()
+    with raises_ledger_error():
+        ledger.open_account({"empty": "", "spaces": "   "}[blank])
+    assert ledger.accounts == {}
+
+
+def test_the_change_is_in_the_changelog():
+    check_changelog()
+'''),
+    },
+]
+
+# Per task (by slug) and convention: the edits that undo that convention in the gold fix (applied after it),
+# or NO_CHANGELOG (the gold fix without its changelog entry). The suite's own checks use them: each
+# must make the task fail, so every convention a task names is one its hidden tests check.
+NO_CHANGELOG = "drop the changelog entry"
+
+
+def _undo(path, find, replace):
+    return [{"path": path, "find": find, "replace": replace}]
+
+
+UNDO = {
+    "overdraft": {"errors": _undo("ledger/accounts.py", "raise InsufficientFundsError(", "raise ValueError("),
+                  "changelog": NO_CHANGELOG},
+    "negative-deposit": {"errors": _undo("ledger/accounts.py", 'raise ValidationError(f"a deposit', 'raise ValueError(f"a deposit')},
+    "csv-export": {"registry": _undo("ledger/exporters.py", '@register("csv")\n', ""),
+                   "docs_types": _undo("ledger/exporters.py", "def export_csv(ledger: Ledger) -> str:", "def export_csv(ledger):")},
+    "transfer": {"docs_types": _undo("ledger/accounts.py", "def transfer(self, source: str, target: str, amount: str | Decimal) -> Decimal:",
+                                     "def transfer(self, source, target, amount):"),
+                 "changelog": NO_CHANGELOG},
+    "large-withdrawal": {"logging": _undo("ledger/accounts.py", 'logger.warning("large withdrawal of %s from %r", value, name)',
+                                          'print(f"large withdrawal of {value} from {name!r}")')},
+    "thousands-separator": {"decimal": _undo("ledger/money.py", "    return value.quantize(CENT)\n",
+                                             "    return float(value.quantize(CENT)) if \",\" in str(text) else value.quantize(CENT)\n"),
+                            "changelog": NO_CHANGELOG},
+    "interest": {"decimal": _undo("ledger/interest.py", "    return interest\n", "    return float(interest)\n"),
+                 "docs_types": _undo("ledger/interest.py", "def apply_interest(ledger: Ledger, name: str, rate: str | float | Decimal) -> Decimal:",
+                                     "def apply_interest(ledger, name, rate):")},
+    "markdown-export": {"registry": _undo("ledger/exporters.py", '@register("markdown")\n', ""), "changelog": NO_CHANGELOG},
+    "close-account": {"errors": _undo("ledger/accounts.py", 'raise ValidationError(f"account {name!r} still holds', 'raise ValueError(f"account {name!r} still holds'),
+                      "logging": _undo("ledger/accounts.py", 'logger.info("closed account %r", name)', 'print(f"closed account {name!r}")')},
+    "unknown-format": {"errors": _undo("ledger/exporters.py", 'raise ValidationError(f"unknown format', 'raise ValueError(f"unknown format'),
+                       "changelog": NO_CHANGELOG},
+    "csv-import": {"logging": _undo("ledger/importers.py", 'logger.warning("skipping malformed line %r", line)', 'print(f"skipping malformed line {line!r}")'),
+                   "docs_types": _undo("ledger/importers.py", "def import_csv(ledger: Ledger, text: str) -> int:", "def import_csv(ledger, text):")},
+    "totals-export": {"registry": _undo("ledger/exporters.py", '@register("totals")\n', ""),
+                      "docs_types": _undo("ledger/exporters.py", "def export_totals(ledger: Ledger) -> str:", "def export_totals(ledger):")},
+    "html-export": {"registry": _undo("ledger/exporters.py", '@register("html")\n', ""), "changelog": NO_CHANGELOG},
+    "split-amount": {"decimal": _undo("ledger/money.py", "    return [(base + (1 if i < extra else 0)) * CENT for i in range(parts)]\n",
+                                      "    return [float((base + (1 if i < extra else 0)) * CENT) for i in range(parts)]\n"),
+                     "docs_types": _undo("ledger/money.py", '    """`parts` amounts of whole cents adding up to `amount`; the first ones take the odd cents."""\n', "")},
+    "rename-account": {"errors": _undo("ledger/accounts.py", 'raise ValidationError(f"account {new!r} already exists")', 'raise KeyError(f"account {new!r} already exists")'),
+                       "logging": _undo("ledger/accounts.py", 'logger.info("renamed account %r to %r", old, new)', 'print(f"renamed account {old!r} to {new!r}")')},
+    "blank-name": {"errors": _undo("ledger/accounts.py", 'raise ValidationError("an account name cannot be blank")', 'raise ValueError("an account name cannot be blank")'),
+                   "changelog": NO_CHANGELOG},
+}
+for _task in TASKS:
+    _task["undo"] = UNDO[_task["slug"]]
