@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from helpers.core import config
 
@@ -59,16 +60,26 @@ def check_packages() -> Check:
 
 
 def check_agents() -> list[Check]:
-    """One check per registered agent: is its pinned CLI installed, and which version."""
+    """One check per registered agent: is its pinned CLI installed, and which version. Looking installs nothing
+    (an agent's CLI installs on its first run): a missing CLI fails only for the agent the notebooks run (AGENT)."""
     from helpers.core.registry import agent_class, registered_agents
 
     checks = []
     for name in sorted(set(registered_agents()) | {config.AGENT}):
+        cls = agent_class(name)
+        binary = getattr(cls, "package_dir", None) and Path(cls.package_dir) / getattr(cls, "binary_path", "")
+        if binary and getattr(cls, "binary_path", "") and not binary.exists():
+            later = "" if name == config.AGENT else (
+                ": it installs on its first run" if (Path(cls.package_dir) / "package.json").exists() else "")
+            checks.append(Check(f"agent: {name}", name != config.AGENT, f"not installed{later}",
+                                f"`make agent AGENT={name}` installs it now (needs Node 20+; `make setup`: every agent)."))
+            continue
         try:
             checks.append(Check(f"agent: {name}", True, agent_class(name).installed()))
         except Exception as error:  # a doctor reports, it does not raise
             checks.append(Check(f"agent: {name}", False, str(error),
-                                "Run `make setup` (it installs each agent's pinned CLI into its package; needs Node 20+)."))
+                                f"Run `make agent AGENT={name}` (it installs the agent's pinned CLI into its package; "
+                                "needs Node 20+; `make setup`: every agent)."))
     return checks
 
 

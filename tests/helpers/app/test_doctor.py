@@ -16,6 +16,22 @@ def test_the_environment_check_finds_the_installed_parts_and_explains_the_rest(m
         assert "house" in checks.loc["SWE-bench evaluation", "fix"]
 
 
+def test_looking_for_an_agents_cli_installs_nothing_and_fails_only_for_the_agent_the_notebooks_run(monkeypatch,
+                                                                                                   tmp_path):
+    from helpers.app.doctor import check_agents
+    from helpers.core.registry import agent_class
+
+    codex = agent_class("codex")
+    (tmp_path / "package.json").write_text(codex.package_dir.joinpath("package.json").read_text())
+    monkeypatch.setattr(codex, "package_dir", tmp_path)  # a checkout where `make quickstart` left Codex out
+    checks = {c.component: c for c in check_agents()}
+    assert checks["agent: codex"].ok and checks["agent: codex"].detail == "not installed: it installs on its first run"
+    monkeypatch.setattr("helpers.core.config.AGENT", "codex")
+    chosen = {c.component: c for c in check_agents()}["agent: codex"]
+    assert not chosen.ok and "make agent AGENT=codex" in chosen.fix
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["package.json"]  # no npm ran
+
+
 def test_an_unreachable_phoenix_is_reported_not_raised():
     checks = check_environment("http://127.0.0.1:9").set_index("component")
     assert not checks.loc["Phoenix", "ok"] and "unset it" in checks.loc["Phoenix", "fix"]
