@@ -1,6 +1,9 @@
 # Two commands on a fresh machine (Python 3.11+, Node 20+):
-#   make quickstart   set up, then run the quickstart notebook headless (a scripted dry run without a key)
-#   make test         set up, then run the test suite
+#   make quickstart   install what the quickstart needs, then run it headless (a scripted dry run without a key):
+#                     the package (no test extras, no Ray), the Phoenix server and one agent's CLI, AGENT's
+#                     (cline unless `AGENT=codex make quickstart`); another agent's CLI installs on its first use
+#   make test         install everything (make setup: every agent, Ray, the test extras), then run the test suite
+#   make agent AGENT=codex   one agent's CLI (mini-swe-agent: its own environment)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -23,16 +26,27 @@ export HF_HOME               := $(CURDIR)/.state/huggingface
 export PHOENIX_WORKING_DIR   := $(CURDIR)/.phoenix
 
 NB     ?= notebooks/quickstart.ipynb
+# The agent `make quickstart` runs and `make agent` installs, by its registered name; its package folder is the name
+# with - as _ (claude-code: claude_code/).
+AGENT  ?= cline
+AGENTS := cline claude-code codex opencode gemini-cli mini-swe-agent
+AGENT_INSTALL = $(if $(filter $(AGENT),$(AGENTS)),$(if $(filter mini-swe-agent,$(AGENT)),$(MINI_MARK),$(subst -,_,$(AGENT))/node_modules/.installed),$(error AGENT must be one of: $(AGENTS) (not "$(AGENT)")))
 PARAMS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup sandbox phoenix-server mini-swe-agent quickstart notebook test test-real local-model local-model-build bench phoenix clean
+.PHONY: setup agent sandbox phoenix-server mini-swe-agent quickstart notebook test test-real local-model local-model-build bench phoenix clean
 
 AGENT_CLIS := cline/node_modules/.installed claude_code/node_modules/.installed codex/node_modules/.installed opencode/node_modules/.installed gemini_cli/node_modules/.installed
 
-setup: $(VENV)/.installed $(PHOENIX_MARK) $(AGENT_CLIS) $(MINI_MARK) sandbox
+setup: $(VENV)/.dev-installed $(PHOENIX_MARK) $(AGENT_CLIS) $(MINI_MARK) sandbox
 
-# Agents run in a bubblewrap sandbox (README, Security model). As root on Debian/Ubuntu setup installs it;
+# The notebooks' own needs, no more: a workshop laptop's install (docs/setup.md).
+QUICKSTART := $(VENV)/.installed $(PHOENIX_MARK) sandbox
+
+.SECONDEXPANSION:
+agent: $$(AGENT_INSTALL)
+
+# Agents run in a bubblewrap sandbox (docs/security.md). As root on Debian/Ubuntu setup installs it;
 # elsewhere it says how: without it only the scripted dry run runs agents (unsandboxed, on our own script).
 sandbox:
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
@@ -44,10 +58,15 @@ $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed: set PYTHON=/path/to/python3.11 (found " + sys.version.split()[0] + ")")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e .
 	@# A checkout set up before the server moved to $(PHOENIX_VENV) has it here, where it slows every import of phoenix.client.
 	@$(PY) -m pip uninstall --quiet --yes arize-phoenix arize-phoenix-evals 2>/dev/null || true
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+# The test extras on top (pytest, Ray, the Anthropic and Gemini SDKs the gateway tests drive): make setup, make test.
+$(VENV)/.dev-installed: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
 phoenix-server: $(PHOENIX_MARK)
@@ -77,10 +96,10 @@ $(MINI_MARK): mini_swe_agent/requirements.txt
 	cd $* && npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
-quickstart: setup
-	$(PY) -m helpers.app.notebook_runner $(NB) $(PARAMS)
+quickstart: $(QUICKSTART) agent
+	$(PY) -m helpers.app.notebook_runner $(NB) AGENT=$(AGENT) $(PARAMS)
 
-notebook: setup
+notebook: $(QUICKSTART) agent
 	$(PY) -m helpers.app.notebook_runner $(NB) $(PARAMS)
 
 # The 25 slowest tests are printed at the end, and a test over its time budget fails the run (tests/test_budget.py).
@@ -99,7 +118,7 @@ test-real: setup local-model-build
 local-model-build: setup
 	$(PY) -m helpers.testing.local_model build
 
-# The same server for a person: OPENAI_BASE_URL / ANTHROPIC_BASE_URL are printed (README, Using a local model).
+# The same server for a person: OPENAI_BASE_URL / ANTHROPIC_BASE_URL are printed (docs/models.md).
 local-model: setup
 	$(PY) -m helpers.testing.local_model serve
 

@@ -5,7 +5,7 @@ executor="local" (threads) and executor="ray" (a Ray started on this machine), W
 
 Reports each executor's wall time, and Ray's overhead per run: (ray - local) / N. Ray's start-up (a local
 Ray instance, ~5-10 s) is timed apart, since a cluster is started once for many runs. On one machine Ray can
-only cost: what it buys is more machines (README, Running on a cluster, has the paper calculation).
+only cost: what it buys is more machines (docs/cluster.md has the paper calculation).
 """
 
 from __future__ import annotations

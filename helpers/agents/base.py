@@ -16,6 +16,9 @@ with a run token), and `stop_all`.
 from __future__ import annotations
 
 import copy
+import fcntl
+import os
+import shutil
 import subprocess
 import threading
 from dataclasses import dataclass, field
@@ -23,7 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 from helpers.core import config
-from helpers.core.processes import reached_at, remove_scratch, run_cli, scratch_dir, stop_processes
+from helpers.core.processes import reached_at, remove_scratch, run_cli, safe_environment, scratch_dir, stop_processes
 from helpers.core.protocols import AgentResult, Task
 from helpers.core.confinement import cap_reached
 
@@ -67,6 +70,41 @@ def openai_provider(model: str, base_url: str | None, api_key: str | None, speak
 def openai_upstream(url: str, key: str) -> tuple[str | None, str, str]:
     """The gateway upstream (base_url, key, kind) of an `openai_provider` answer."""
     return (None, key, "openai") if url == config.OPENAI_URL else (url, key, "openai-compatible")
+
+
+NPM_INSTALL = ("install", "--no-audit", "--no-fund", "--loglevel=error")  # the Makefile's own command
+_installing = threading.Lock()
+
+
+def install_on_first_use(package_dir: Path, name: str) -> None:
+    """Install the agent CLI pinned in `package_dir` (its package.json and package-lock.json) into its
+    node_modules if it is not there yet, saying so in one line: what `make agent AGENT=<name>` does, for an
+    agent the quickstart's install left out. Installed means node_modules/.installed exists (the Makefile's
+    marker); a package without a package.json has nothing to install. One install at a time, across threads
+    and processes (a lock file). npm runs with the allow-listed environment and its own settings only: no key
+    reaches the packages' install scripts. Raises FileNotFoundError naming the fix when npm is missing or fails."""
+    marker = package_dir / "node_modules" / ".installed"
+    if marker.exists() or not (package_dir / "package.json").exists():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise FileNotFoundError(f"The {name} CLI is not installed, and npm is not found to install it: install "
+                                f"Node.js 20+ (it brings npm), then run `make agent AGENT={name}`.")
+    marker.parent.mkdir(exist_ok=True)
+    with _installing, open(marker.parent / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists():  # another process installed it while this one waited
+            return
+        print(f"Installing the {name} CLI on first use (npm install in {package_dir.name}/, the version pinned there; "
+              "once).", flush=True)
+        own = {k: v for k, v in os.environ.items() if k.lower().startswith("npm_config_") or k == "NODE_EXTRA_CA_CERTS"}
+        done = subprocess.run([npm, *NPM_INSTALL], cwd=package_dir, env=safe_environment(own), capture_output=True,
+                              text=True, timeout=1800)
+        if done.returncode != 0:
+            raise FileNotFoundError(f"Installing the {name} CLI failed (npm install in {package_dir}, exit "
+                                    f"{done.returncode}): {(done.stderr or done.stdout).strip()[-800:]} Run "
+                                    f"`make agent AGENT={name}` to see it whole.")
+        marker.touch()
 
 
 class AgentBase:
@@ -154,8 +192,11 @@ class CLIAgent(AgentBase):
     # --- the shared parts ------------------------------------------------------------------------
     @classmethod
     def binary(cls) -> Path:
-        """The pinned executable `make setup` installs into the package's node_modules."""
+        """The pinned executable in the package's node_modules (`make setup` installs every agent's, `make
+        quickstart` the chosen one's; any other is installed here on first use: install_on_first_use)."""
         binary = cls.package_dir / cls.binary_path
+        if not binary.exists():
+            install_on_first_use(cls.package_dir, cls.name)
         if not binary.exists():
             raise FileNotFoundError(
                 f"The {cls.name} CLI is not installed at {binary}. Run `make setup` (it installs the version pinned "
@@ -203,4 +244,5 @@ class CLIAgent(AgentBase):
         stop_processes(self._live, self._live_lock)
 
 
-__all__ = ["AgentBase", "CLIAgent", "Invocation", "task_text", "capped", "openai_provider", "openai_upstream"]  # documented in CODE_APPENDIX.md
+__all__ = ["AgentBase", "CLIAgent", "Invocation", "task_text", "capped", "openai_provider", "openai_upstream",
+           "install_on_first_use"]  # documented in CODE_APPENDIX.md

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from helpers.core import config
 
@@ -59,16 +60,26 @@ def check_packages() -> Check:
 
 
 def check_agents() -> list[Check]:
-    """One check per registered agent: is its pinned CLI installed, and which version."""
+    """One check per registered agent: is its pinned CLI installed, and which version. Looking installs nothing
+    (an agent's CLI installs on its first run): a missing CLI fails only for the agent the notebooks run (AGENT)."""
     from helpers.core.registry import agent_class, registered_agents
 
     checks = []
     for name in sorted(set(registered_agents()) | {config.AGENT}):
+        cls = agent_class(name)
+        binary = getattr(cls, "package_dir", None) and Path(cls.package_dir) / getattr(cls, "binary_path", "")
+        if binary and getattr(cls, "binary_path", "") and not binary.exists():
+            later = "" if name == config.AGENT else (
+                ": it installs on its first run" if (Path(cls.package_dir) / "package.json").exists() else "")
+            checks.append(Check(f"agent: {name}", name != config.AGENT, f"not installed{later}",
+                                f"`make agent AGENT={name}` installs it now (needs Node 20+; `make setup`: every agent)."))
+            continue
         try:
             checks.append(Check(f"agent: {name}", True, agent_class(name).installed()))
         except Exception as error:  # a doctor reports, it does not raise
             checks.append(Check(f"agent: {name}", False, str(error),
-                                "Run `make setup` (it installs each agent's pinned CLI into its package; needs Node 20+)."))
+                                f"Run `make agent AGENT={name}` (it installs the agent's pinned CLI into its package; "
+                                "needs Node 20+; `make setup`: every agent)."))
     return checks
 
 
@@ -130,8 +141,59 @@ def check_sandbox() -> Check:
     if reason is None:
         return Check("agent sandbox", True, "bubblewrap: agents run in their own namespaces")
     detail = f"{reason} ({UNSAFE_OPT_OUT} is set: agents run unsandboxed)" if opted_out() else reason
-    return Check("agent sandbox", False, detail, "Install bubblewrap (sudo apt-get install bubblewrap); until then "
-                 "only the scripted dry run runs agents. README, Security model.")
+    fix = SANDBOX_FIXES.get(platform_of(), "install bubblewrap (sudo apt-get install bubblewrap)")
+    return Check("agent sandbox", False, detail, f"{fix[0].upper()}{fix[1:]}; until then only the scripted dry run "
+                 f"runs agents ({UNSAFE_OPT_OUT}=1 runs real ones unsandboxed, as you). docs/security.md.")
+
+
+def platform_of(system: str = sys.platform, kernel: str | None = None, container: bool | None = None) -> str:
+    """"linux", "wsl2", "wsl1", "container" (Linux inside Docker/Podman), "macos", "windows" or the system's own
+    name; `kernel` (/proc/version) and `container` are read from this machine when None."""
+    if system == "darwin":
+        return "macos"
+    if system in ("win32", "cygwin", "msys"):
+        return "windows"
+    if not system.startswith("linux"):
+        return system
+    if kernel is None:
+        kernel = Path("/proc/version").read_text(errors="replace") if Path("/proc/version").exists() else ""
+    if "microsoft" in kernel.lower():
+        return "wsl2" if "wsl2" in kernel.lower() else "wsl1"
+    if container is None:
+        container = Path("/.dockerenv").exists() or Path("/run/.containerenv").exists()
+    return "container" if container else "linux"
+
+
+PLATFORM_NOTES = {
+    "linux": "Linux: everything runs, real agent runs in the bubblewrap sandbox.",
+    "wsl2": "Windows, in WSL2: a Linux, so everything runs as on Linux (keep the checkout in the WSL file system).",
+    "container": "Linux in a container: everything runs when bubblewrap can create its namespaces (the container "
+                 "needs unprivileged user namespaces, or --privileged).",
+    "macos": "macOS: the scripted dry run and the notebooks run (Homebrew Python 3.11+ and Node); real agent runs "
+             "need the sandbox, which is Linux only: run them in a Linux VM or container, or opt out knowingly.",
+    "windows": "Windows: run the cookbook in WSL2 (a Linux); natively nothing here is supported.",
+    "wsl1": "Windows, in WSL1: it has no Linux namespaces for the sandbox; convert it to WSL2 (wsl --set-version).",
+}
+
+
+SANDBOX_FIXES = {  # what makes the sandbox start, by platform_of
+    "container": "run the container with --privileged, or allow unprivileged user namespaces on its host "
+                 "(sysctl kernel.unprivileged_userns_clone=1)",
+    "macos": "run real agent runs in a Linux VM or container", "windows": "install WSL2 and run the cookbook there",
+    "wsl1": "convert it to WSL2 (wsl --set-version <distro> 2)",
+}
+
+
+def check_platform() -> Check:
+    """Which kind of machine this is and what runs on it (a statement, never a failure: check_sandbox is the
+    check that real agent runs can start)."""
+    from helpers.core.sandbox import unavailable_reason
+
+    kind = platform_of()
+    note = PLATFORM_NOTES.get(kind, f"{kind}: untested; the scripted dry run may run, real agent runs need Linux.")
+    if unavailable_reason() is not None:
+        note += " Here the sandbox cannot start, so only the scripted dry run runs agents (see the sandbox row)."
+    return Check("platform", True, note)
 
 
 def check_swebench_runtime() -> Check:
@@ -180,8 +242,8 @@ def check_cluster(executor: str = "local") -> Check:
         nodes = [n for n in ray.nodes() if n.get("Alive")]
     except Exception as error:  # no Ray, no cluster at that address, a wrong token
         return Check("executor", False, f"{executor}: {type(error).__name__}: {str(error).splitlines()[0][:200]}",
-                     "pip install 'prompt-learning-coding-agents[cluster]'; start the cluster (README, Running on a "
-                     "cluster) and check its address and RAY_AUTH_TOKEN")
+                     "pip install 'prompt-learning-coding-agents[cluster]'; start the cluster (docs/cluster.md) "
+                     "and check its address and RAY_AUTH_TOKEN")
     cpus = sum(n.get("Resources", {}).get("CPU", 0) for n in nodes)
     return Check("executor", bool(nodes), f"{executor}: {len(nodes)} nodes, {cpus:g} CPUs",
                  "" if nodes else "start at least one Ray node")
@@ -191,7 +253,8 @@ def check_environment(phoenix_url: str | None = None, executor: str = "local"):
     """All checks as a DataFrame (component, ok, detail, fix)."""
     import pandas as pd
 
-    checks = [check_python(), check_packages(), check_node(), *check_agents(), check_git(), check_sandbox(), check_llm(),
+    checks = [check_platform(), check_python(), check_packages(), check_node(), *check_agents(), check_git(),
+              check_sandbox(), check_llm(),
               check_models(), check_phoenix(phoenix_url), check_swebench_runtime(), check_cluster(executor)]
     return pd.DataFrame([asdict(c) for c in checks])
 

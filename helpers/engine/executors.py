@@ -15,7 +15,7 @@ On Ray, each attempt is a task declaring `cpus_per_run` CPUs and `memory_per_run
 itself (`max_retries`) when its worker process or node dies; a task whose code raises is not retried by
 Ray (run_attempt turns an agent's failure into an error result, so an exception means a bug). Models are
 reached only through the driver's gateway, whose URL and a per-attempt token travel with the task: no
-provider key leaves the driver (README, Running on a cluster).
+provider key leaves the driver (docs/cluster.md).
 """
 
 from __future__ import annotations
@@ -34,11 +34,6 @@ from helpers.families.coding.workspaces import prepare_workspace, remove_workspa
 RAY_CPUS_PER_RUN = 1.0  # an agent CLI and its commands keep about one core busy
 RAY_MEMORY_PER_RUN = 1 * 2**30  # a Cline run uses ~400 MB; room for the code under test
 RAY_MAX_RETRIES = 2  # attempts Ray runs again when their worker process or node died
-# How long a starting Ray node's raylet waits for its dashboard agent (a Python process) to come up. Ray's own 15 s
-# is missed on a loaded 2-core machine (the raylet then aborts "Timed out waiting for file
-# .../dashboard_agent_listen_port_..."; seen in a fresh clone's test run here); RAY_agent_register_timeout_ms
-# lengthens that wait (measured: a head starved by 8 busy processes aborted at 15 s, and started with this set).
-RAY_AGENT_START_TIMEOUT_MS = 120_000
 
 
 class Executor(Protocol):
@@ -75,8 +70,6 @@ class RayExecutor:
         import ray
 
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no calls home from the driver
-        # a local Ray that ray.init starts here (address None) waits for its agents as long as a cluster node may
-        os.environ.setdefault("RAY_agent_register_timeout_ms", str(RAY_AGENT_START_TIMEOUT_MS))
         if not ray.is_initialized():
             ray.init(address=address, include_dashboard=False, log_to_driver=False,
                      runtime_env={"env_vars": {"RAY_USAGE_STATS_ENABLED": "0"}})

@@ -156,6 +156,9 @@ def test_the_setup_notebook_reports_what_is_here(isolated):
     shown = outputs(run_notebook(NOTEBOOKS / "00_setup.ipynb", {"PHOENIX_URL": isolated["phoenix"]}, 
                                  output=isolated["root"] / "00_setup.ipynb"))
     assert "Everything the loop needs is here." in shown and "Phoenix answers at" in shown
+    from helpers.app.doctor import PLATFORM_NOTES, platform_of
+
+    assert PLATFORM_NOTES[platform_of()] in shown and "Real agent runs can start here." in shown  # which, and so
 
 
 def test_the_split_notebook_loads_a_local_swebench_file_and_uploads_it(isolated):

@@ -52,6 +52,12 @@ LOG_PARSER_BY_REPO = {
 }
 
 
+# `make quickstart` installs the package without it (a workshop laptop's install runs the house suite)
+SWEBENCH_EXTRA = ("SWE-bench tasks need the swebench extra (the harness and the datasets library, ~250 MB): "
+                  "pip install -e '.[swebench]' (`make setup` installs it). The bundled house suite "
+                  "(TASK_SOURCE='house') runs without it.")
+
+
 class HarnessUnavailable(RuntimeError):
     """Neither a Docker engine nor Modal credentials: SWE-bench tests cannot run on this machine."""
 
@@ -82,6 +88,8 @@ def require_backend(backend: str | None = None) -> str:
     """The backend to use ("docker" or "modal"), or HarnessUnavailable saying how to get one."""
     if backend not in (None, "docker", "modal"):
         raise ValueError(f"backend must be 'docker' or 'modal', not {backend!r}.")
+    if importlib.util.find_spec("swebench") is None:
+        raise HarnessUnavailable(SWEBENCH_EXTRA)
     if backend in (None, "docker") and docker_available():
         return "docker"
     if backend in (None, "modal") and modal_available():

@@ -183,8 +183,12 @@ def _read_hub(name: str, split: str) -> pd.DataFrame:
             f"(`datasets.load_dataset({name!r}, split={split!r}).to_json('swe-bench-lite.jsonl')`) and pass the "
             "file's path instead, e.g. TASK_SOURCE='data/swe-bench-lite.jsonl'; or use TASK_SOURCE='house'."
         )
-    from datasets import load_dataset
+    try:
+        from datasets import load_dataset
+    except ImportError:
+        from helpers.families.coding.swebench_harness import SWEBENCH_EXTRA
 
+        raise ImportError(SWEBENCH_EXTRA) from None
     return load_dataset(name, split=split).to_pandas()
 
 

@@ -59,7 +59,8 @@
   count_tokens, Gemini's countTokens) and failed calls cost 0), latency and retries. Cached input tokens
   are priced at the cache-read rate (see pricing.py).
 - Budget: once the priced calls' cost reaches `budget_usd`, new calls get 429 with a JSON error saying the
-  budget is spent and the header `x-gateway-budget: spent`; their record says status "budget". Calls in
+  budget is spent and the header `x-gateway-budget: spent`; their record says status "budget". It also says
+  not to wait and ask again (`x-should-retry: false`, `retry-after-ms: 0`): a spent budget stays spent. Calls in
   flight finish, so the spend can overshoot by what they cost.
 - Prompt cache: each record's `cached_tokens` is the part of its input the provider read from its prompt
   cache, as the answer reports it (metering.py), and `usage()` sums it; None when the answer does not say.

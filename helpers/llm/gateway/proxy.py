@@ -43,6 +43,10 @@ SETTLE_S = 10.0  # how long a reader of records waits for calls under way to be 
 MAX_REQUEST_BYTES = 256 * 2**20  # long agent conversations exceed aiohttp's 1 MiB default
 
 BUDGET_HEADER = "x-gateway-budget"
+# A spent budget stays spent, so a client should stop at once rather than back off and ask again: the OpenAI and
+# Anthropic SDKs honour x-should-retry; the AI SDK in Cline ignores it and retries a 429 five times, 2 s doubling
+# (62 s per run, measured), unless retry-after-ms names a shorter wait: 0, so its retries are refused at once.
+BUDGET_SPENT_HEADERS = {BUDGET_HEADER: "spent", "x-should-retry": "false", "retry-after-ms": "0"}
 
 
 class Gateway:
@@ -295,7 +299,7 @@ class Gateway:
             self._finish(token, record, started, body, asked, b"", Meter())
             return error_response(429, f"gateway: the budget of ${self.budget_usd:.2f} for model calls is spent "
                           f"(${self.spent_usd:.2f} used); no new model calls are made.", "budget_exceeded",
-                          {BUDGET_HEADER: "spent"}, api=api)
+                          BUDGET_SPENT_HEADERS, api=api)
         meter, kept = Meter(output=self.trace is not None), [b""]
         response: aiohttp.ClientResponse | None = None
         finished = False

@@ -8,12 +8,30 @@ from helpers.app.doctor import check_environment, check_models
 def test_the_environment_check_finds_the_installed_parts_and_explains_the_rest(monkeypatch):
     monkeypatch.delenv("PHOENIX_COLLECTOR_ENDPOINT", raising=False)
     checks = check_environment().set_index("component")
+    assert checks.index[0] == "platform" and checks.loc["platform", "ok"]  # which machine this is, first
+    assert checks.loc["platform", "detail"].startswith(("Linux", "Windows", "macOS"))
     for part in ("Python", "Python packages", "Node.js", "agent: cline", "git"):
         assert checks.loc[part, "ok"], checks.loc[part, "detail"]
     assert "3.0.65" in checks.loc["agent: cline", "detail"]
     assert checks.loc[~checks.ok, "fix"].map(bool).all(), "every failing check says how to fix it"
     if not checks.loc["SWE-bench evaluation", "ok"]:
         assert "house" in checks.loc["SWE-bench evaluation", "fix"]
+
+
+def test_looking_for_an_agents_cli_installs_nothing_and_fails_only_for_the_agent_the_notebooks_run(monkeypatch,
+                                                                                                   tmp_path):
+    from helpers.app.doctor import check_agents
+    from helpers.core.registry import agent_class
+
+    codex = agent_class("codex")
+    (tmp_path / "package.json").write_text(codex.package_dir.joinpath("package.json").read_text())
+    monkeypatch.setattr(codex, "package_dir", tmp_path)  # a checkout where `make quickstart` left Codex out
+    checks = {c.component: c for c in check_agents()}
+    assert checks["agent: codex"].ok and checks["agent: codex"].detail == "not installed: it installs on its first run"
+    monkeypatch.setattr("helpers.core.config.AGENT", "codex")
+    chosen = {c.component: c for c in check_agents()}["agent: codex"]
+    assert not chosen.ok and "make agent AGENT=codex" in chosen.fix
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["package.json"]  # no npm ran
 
 
 def test_an_unreachable_phoenix_is_reported_not_raised():
@@ -47,3 +65,19 @@ def test_the_setup_check_passes_models_their_server_lists(openai_base_url):
     check = check_models(agent_model="local", judge_model="gpt-6.1-sol", optimizer_model="gpt-6.1-sol")
     assert check.ok and check.detail.endswith("each one its server lists"), check.detail
     assert openai_base_url.model_requests() == []  # it asked for the list only
+
+
+@pytest.mark.parametrize("system, kernel, container, kind", [
+    ("darwin", "", False, "macos"), ("win32", "", False, "windows"),
+    ("linux", "Linux version 5.15.153.1-microsoft-standard-WSL2 (root@1c602f52c2e4)", False, "wsl2"),
+    ("linux", "Linux version 4.4.0-19041-Microsoft (Microsoft@Microsoft.com)", False, "wsl1"),
+    ("linux", "Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org)", True, "container"),
+    ("linux", "Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org)", False, "linux")])
+def test_the_setup_check_says_which_platform_the_reader_is_on_and_what_runs_there(system, kernel, container, kind):
+    from helpers.app.doctor import PLATFORM_NOTES, SANDBOX_FIXES, platform_of
+
+    assert platform_of(system, kernel, container) == kind
+    note = PLATFORM_NOTES[kind]
+    if kind in ("macos", "windows", "wsl1", "container"):  # where the sandbox needs more, the way to it is named
+        assert kind in SANDBOX_FIXES
+    assert {"macos": "dry run", "windows": "WSL2", "wsl1": "WSL2", "container": "--privileged"}.get(kind, "") in note

@@ -5,6 +5,7 @@ The cluster is real and local: `ray start --head` on loopback and a second `ray 
 node, both on this machine (what two machines add, the network between them, is not tested here)."""
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -19,7 +20,7 @@ import pytest
 from helpers.app.session import open_session
 from helpers.core import config
 from helpers.core.registry import make_agent
-from helpers.engine.executors import RAY_AGENT_START_TIMEOUT_MS, parse_executor
+from helpers.engine.executors import parse_executor
 from helpers.engine.runs import run_tasks
 from helpers.families.coding.tasks import load_house_suite
 from helpers.store.records import read_jsonl, run_records_path
@@ -27,8 +28,15 @@ from helpers.store.records import read_jsonl, run_records_path
 # one xdist worker holds the cluster (make test runs with --dist loadgroup): two would stop each other's
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray-cluster")]
 RAY = str(Path(sys.executable).parent / "ray")
-START_ATTEMPTS = 4
+START_ATTEMPTS = 3
+START_WITHIN_S = 180  # no new attempt after this: a machine this starved fails the next one too
 DETERMINISTIC = ["instance_id", "status", "pass_or_fail", "output", "agent", "model"]
+# Ray's own limits on a starting node, which no setting lengthens (measured with Ray 2.60: an agent held back 20 s
+# aborts its raylet at 15 s with RAY_agent_register_timeout_ms=120000 or RAY_raylet_start_wait_time_s=120 set):
+# the raylet waits 15 s for its dashboard agent (a Python process) to write its port file, `ray start` 30 s for the
+# raylet to register (ray/_private/node.py). A machine too loaded to start a Python process in 15 s fails them.
+RAY_START_LIMITS = re.compile(r"Timed out waiting for file \S*dashboard_agent_listen_port|"
+                              r"The current node timed out during startup")
 
 
 def free_port() -> int:
@@ -42,40 +50,78 @@ NODE_PORTS = ("--node-manager-port", "--object-manager-port", "--dashboard-agent
 
 
 def start_node(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    """`ray start ... --block` in a process group of its own: killing the group ends that node and everything
+    """`ray start ... --block` in a session of its own: killing its process group ends that node and everything
     it started, and nothing else (`ray stop` would end every Ray on the machine). Every port is a free one,
     so two nodes, or another Ray on this machine, never collide on Ray's fixed defaults.
 
-    A starting node waits for its Python agents: its raylet for its dashboard agent (15 s unless
-    RAY_agent_register_timeout_ms says more; CI's runs and a fresh clone's here aborted there), `ray start` for
-    the raylet to register (a fixed 30 s, ray/_private/node.py). On a 2-core machine the other pytest worker's
-    agent runs can starve those agents longer, so the wait is lengthened and the node runs at a raised CPU
-    priority where the user may raise it (root, as in CI; elsewhere `nice` says it cannot and runs it as is).
-    Measured here with six busy processes: a head started in 44.8 s as is, 17.5 s at nice -10."""
+    A starting node must bring up its Python agents within Ray's fixed limits (RAY_START_LIMITS), so it starts
+    at the highest CPU priority where the user may raise it (root, as in CI; elsewhere `nice` says it cannot
+    and runs it as is), and `settle` lowers it once the node is up: the agent runs it starts later share the
+    machine like any other work."""
     ports = [item for name in NODE_PORTS for item in (name, str(free_port()))]
     with open(log, "ab") as out:
-        env = {**env, "RAY_agent_register_timeout_ms": str(RAY_AGENT_START_TIMEOUT_MS)}
-        return subprocess.Popen(["nice", "-n", "-10", RAY, "start", *args, *ports, "--block"], env=env,
+        return subprocess.Popen(["nice", "-n", "-20", RAY, "start", *args, *ports, "--block"], env=env,
                                 start_new_session=True, stdout=out, stderr=subprocess.STDOUT)
 
 
+def parents() -> dict[int, int]:
+    """Each process's parent, from /proc (no process started to ask)."""
+    found = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        found[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return found
+
+
+def node_of(pid: int, nodes: list[int], parent: dict[int, int]) -> int | None:
+    """Which of `nodes` (their `ray start` pids) started `pid`, by its ancestry; None: none of them."""
+    while pid > 1:
+        if pid in nodes:
+            return pid
+        pid = parent.get(pid, 0)
+    return None
+
+
+def settle(node: subprocess.Popen) -> None:
+    """Every process of a started node back at the usual priority (the workers it starts later inherit it)."""
+    parent = parents()
+    for pid in parent:
+        if node_of(pid, [node.pid], parent):
+            try:
+                os.setpriority(os.PRIO_PROCESS, pid, 0)
+            except OSError:  # gone meanwhile
+                continue
+
+
 def wait_for_start(node: subprocess.Popen, log: Path) -> bool:
-    """True once `ray start` says its node registered; False if it exited first (its log says why). Reading its
-    log costs nothing, where polling `ray status` would start a Python process a second on the cores the
-    starting node needs."""
-    deadline = time.monotonic() + 240
+    """True once `ray start` says its node registered; False if it exited first, or once a raylet of this
+    session aborted at its 15 s wait (`ray start` would wait 30 s more for it to register). Reading logs costs
+    nothing, where polling `ray status` would start a Python process a second on the cores the node needs."""
+    deadline = time.monotonic() + 120  # Ray's own limits end a start long before
     while time.monotonic() < deadline:
         if "Ray runtime started." in log.read_text(errors="replace"):
             return True
-        if node.poll() is not None:
+        if node.poll() is not None or ray_said(log.parent, ("raylet.out",)):
             return False
         time.sleep(0.5)
-    raise AssertionError(f"a Ray node neither started nor exited in 240 s: {tails(log.parent, [log])}")
+    raise AssertionError(f"a Ray node neither started nor exited in 120 s: {tails(log.parent, [log])}")
 
 
-def count_nodes(env: dict[str, str]) -> int:
-    status = subprocess.run([RAY, "status"], env=env, capture_output=True, text=True, timeout=120)
-    return status.stdout.count(" node_") if status.returncode == 0 else 0
+def ray_said(temp: Path, names: tuple[str, ...]) -> str:
+    """The first line of the latest session's `names` logs (and the given paths) saying a start hit Ray's
+    fixed limits, or ""."""
+    session = temp / "session_latest" / "logs"
+    for path in (name if isinstance(name, Path) else session / name for name in names):
+        if path.exists():
+            found = RAY_START_LIMITS.search(path.read_text(errors="replace"))
+            if found:
+                text = path.read_text(errors="replace")
+                line = text[text.rfind("\n", 0, found.start()) + 1:text.find("\n", found.end())]
+                return f"{path.name}: {line.strip()[-300:]}"
+    return ""
 
 
 RAY_LOGS = ("raylet.out", "raylet.err", "gcs_server.err", "dashboard_agent.log", "dashboard_agent.err",
@@ -89,50 +135,54 @@ def tails(temp: Path, logs: list[Path]) -> str:
     found = [*logs, *(session / name for name in RAY_LOGS)]
     text = " | ".join(f"{log.name}: {log.read_text(errors='replace')[-1200:]}" for log in found
                       if log.exists() and log.stat().st_size)
-    return f"load average {os.getloadavg()}; {text}"
+    return f"load average {os.getloadavg()} on {os.cpu_count()} CPUs; {text}"
 
 
 def stop_nodes(nodes: list[subprocess.Popen]) -> None:
+    """Each node's whole process group, at once: nothing of a test cluster is worth a graceful drain (`ray start`
+    asks the GCS to drain its node on SIGTERM, which took 35 s at the session's end)."""
     for node in reversed(nodes):
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(node.pid, sig)
-                node.wait(timeout=60)
-                break
-            except ProcessLookupError:  # the group is gone already
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        try:
+            os.killpg(node.pid, signal.SIGKILL)
+        except ProcessLookupError:  # the group is gone already
+            pass
+        node.wait(timeout=60)
 
 
 def start_cluster(temp: Path, auth: dict[str, str], port: int, attempt: int) -> list[subprocess.Popen]:
-    """A head node, then a worker node joined to it; the nodes, or an empty list if one exited while starting."""
+    """A head node, then a worker node joined to it; the nodes, or an empty list if one exited while starting
+    (each node registered with the head before its `ray start` says so: no `ray status` is needed)."""
     env = {**os.environ, **auth}
-    common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "2", "--disable-usage-stats"]
+    # no autoscaler monitor and no log monitor: two Python processes fewer starting beside the agents
+    common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "2", "--disable-usage-stats",
+              "--include-log-monitor", "false"]
     head = {k: v for k, v in env.items() if k != "RAY_ADDRESS"}
     logs = [temp / f"head-{attempt}.log", temp / f"worker-{attempt}.log"]
+    (temp / "session_latest").unlink(missing_ok=True)  # a failed attempt's logs say nothing of this one
     nodes = [start_node(["--head", "--port", str(port), "--temp-dir", str(temp), "--include-dashboard", "false",
+                         "--no-monitor", "--dashboard-port", str(free_port()),
                          "--ray-client-server-port", str(free_port()), *common], head, logs[0])]
     if wait_for_start(nodes[0], logs[0]):
+        settle(nodes[0])
         nodes.append(start_node(["--address", f"127.0.0.1:{port}", *common], env, logs[1]))
         if wait_for_start(nodes[1], logs[1]):
-            # each node registered before saying so; the head's view of the two is read once or twice
-            for _ in range(30):
-                if count_nodes(env) >= 2:
-                    return nodes
-                time.sleep(2)
-            raise AssertionError(f"the Ray cluster did not reach 2 nodes: {tails(temp, logs)}")
+            settle(nodes[1])
+            return nodes
     stop_nodes(nodes)
     return []
 
 
 # once per session, not per module: under xdist another module's tests may run between this module's, and each
-# module-scope restart costs a minute and is one more chance of a start failing on a loaded machine
+# restart costs a minute and is one more chance of a start failing on a loaded machine
 @pytest.fixture(scope="session")
 def cluster():
-    """A head node and a second worker node on loopback, each with 2 CPUs; stopped however the tests end."""
-    import secrets
+    """A head node and a second worker node on loopback, each with 2 CPUs; stopped however the tests end.
 
+    A node that exits while starting is started again, on fresh ports (another test's server may take a free
+    port before Ray binds it). When every attempt ended at Ray's fixed start limits (RAY_START_LIMITS: the
+    machine is too loaded to start a Python process in 15 s), the tests that need the cluster are skipped,
+    each saying so with the load and Ray's own words; any other failure to start is an error."""
+    import secrets
     import shutil
     import tempfile
 
@@ -142,93 +192,107 @@ def cluster():
     nodes: list[subprocess.Popen] = []
     saved = {name: os.environ.get(name) for name in ("RAY_USAGE_STATS_ENABLED", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN",
                                                      "RAY_ADDRESS")}
+    began = time.monotonic()
     try:
-        # a node that exits while starting is started again, on fresh ports: another test's server may take a
-        # free port before Ray binds it, and on a loaded machine a raylet can miss Ray's own fixed 30 s limit
-        # for registering (ray/_private/node.py), which no setting lengthens
         for attempt in range(START_ATTEMPTS):
             port = free_port()
             # Ray's token authentication, as a cluster should run: every node and the driver hold the token
             auth = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16),
                     "RAY_ADDRESS": f"127.0.0.1:{port}"}
             nodes = start_cluster(temp, auth, port, attempt)
-            if nodes:
+            if nodes or time.monotonic() - began > START_WITHIN_S:
                 break
-        assert nodes, (f"a Ray node exited while starting, {START_ATTEMPTS} times: "
-                       f"{tails(temp, sorted(temp.glob('*.log')))}")
+        if not nodes:
+            logs = sorted(temp.glob("*.log"))
+            why, said = tails(temp, logs), ray_said(temp, ("raylet.out", *logs))
+            if said:
+                pytest.skip(f"the Ray cluster did not start here, {attempt + 1} times, at Ray's fixed start limits "
+                            f"(a node's Python agent must start within 15 s: this machine is too loaded for it), so "
+                            f"the Ray executor tests did not run. Ray said: {said}; {why[:1200]}")
+            raise AssertionError(f"a Ray node exited while starting, {attempt + 1} times: {why}")
         os.environ.update(auth)
-        yield f"127.0.0.1:{port}"
+        yield {"address": f"127.0.0.1:{port}", "nodes": [node.pid for node in nodes]}
     finally:
         for name, value in saved.items():
             os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
-        import ray
-
-        ray.shutdown()
+        if "ray" in sys.modules:
+            sys.modules["ray"].shutdown()
         stop_nodes(nodes)  # (then the temp dir goes too)
         shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def house():
-    return load_house_suite().head(8)
+    return load_house_suite().head(4)  # a run of each on the cluster's 4 CPUs, 2 on each node
 
 
-def run(house, tmp_path, executor, run_id="r", **kw):
-    """The house tasks with the real Cline agent on the scripted server, through the session's gateway."""
+class Watch:
+    """What the cluster does as model requests reach the scripted server, seen the moment each arrives: the nodes
+    running an attempt then (a Ray worker running one is titled ray::run_attempt), and with kill=True, one such
+    worker killed at the first request, so a run is killed mid-way without waiting for one to be seen."""
+
+    def __init__(self, nodes: list[int], kill: bool = False):
+        self.nodes, self.kill = nodes, kill
+        self.busy: set[int] = set()  # the nodes (their `ray start` pids) seen running an attempt
+        self.killed: list[int] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, entry: dict) -> None:
+        parent = parents()
+        running = []
+        for pid in parent:
+            node = node_of(pid, self.nodes, parent)
+            try:
+                if node and Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::run_attempt"):
+                    running.append((pid, node))
+            except OSError:  # gone meanwhile
+                continue
+        with self._lock:
+            self.busy |= {node for _, node in running}
+            if self.kill and not self.killed and running:
+                os.kill(running[0][0], signal.SIGKILL)
+                self.killed.append(running[0][0])
+
+
+def run(house, tmp_path, executor, run_id="r", watch=None, **kw):
+    """The house tasks with the real Cline agent on the scripted server, through the session's gateway; `watch`
+    is called with each request the server receives, before it answers."""
     with open_session(dry_run=True, phoenix=False, dry_run_tasks=house, budget_usd=kw.pop("budget_usd", None)) as session:
+        if watch is not None:
+            server, keep = session.scripted_server, session.scripted_server.record
+            server.record = lambda entry: (watch(entry), keep(entry))
         agent = make_agent("cline", **session.agent_kwargs())
         frame = run_tasks(house, agent, run_id=run_id, experiment="ray", results_root=tmp_path, gateway=session.gateway,
                           executor=executor, workers=2, progress=False, **kw)
         return frame, session.gateway.calls()
 
 
-def test_the_cluster_gives_the_same_records_as_threads_here(cluster, house, tmp_path):
+# one run on the cluster answers both: its records are the threads' records, though a worker died mid-run
+def test_the_cluster_gives_the_same_records_as_threads_here_though_a_worker_is_killed_mid_run(cluster, house,
+                                                                                                tmp_path):
     import ray
 
     local, _ = run(house, tmp_path / "local", "local")
-    on_ray, calls = run(house, tmp_path / "ray", "ray:auto")
+    watch = Watch(cluster["nodes"], kill=True)
+    on_ray, calls = run(house, tmp_path / "ray", "ray:auto", watch=watch)
     assert len(ray.nodes()) == 2 and sum(n["Resources"].get("CPU", 0) for n in ray.nodes()) == 4
-    assert on_ray[DETERMINISTIC].to_dict("records") == local[DETERMINISTIC].to_dict("records")
+    assert watch.killed, "no attempt was running when the first model request came"
+    assert watch.busy == set(cluster["nodes"]), "the runs did not reach both nodes"
+    assert on_ray[DETERMINISTIC].to_dict("records") == local[DETERMINISTIC].to_dict("records"), \
+        on_ray[["instance_id", "status", "error"]].to_dict("records")
     assert set(on_ray.status) == {"completed"} and all(on_ray.input_tokens > 0)  # metered at the driver's gateway
     assert {c["status"] for c in calls} == {200}
     written = read_jsonl(run_records_path("ray", "r", tmp_path / "ray"))
-    assert sorted(r["instance_id"] for r in written) == sorted(house.instance_id)  # one record each, by the driver
-
-
-def ray_workers_running_attempts() -> list[int]:
-    """Pids of Ray worker processes running an attempt now (their title names the task)."""
-    found = subprocess.run(["pgrep", "-f", "ray::run_attempt"], capture_output=True, text=True).stdout.split()
-    return [int(pid) for pid in found]
-
-
-def test_a_worker_killed_mid_run_loses_nothing_and_duplicates_nothing(cluster, house, tmp_path):
-    killed = []
-
-    def kill_one():
-        deadline = time.monotonic() + 300
-        while not killed and time.monotonic() < deadline:
-            workers = ray_workers_running_attempts()
-            if workers:
-                os.kill(workers[0], signal.SIGKILL)
-                killed.append(workers[0])
-            time.sleep(0.2)
-
-    killer = threading.Thread(target=kill_one)
-    killer.start()
-    try:
-        frame, _ = run(house, tmp_path, "ray:auto", run_id="killed")
-    finally:
-        killer.join()
-    assert killed, "no attempt was seen running"
-    assert set(frame.status) == {"completed"}, frame[["instance_id", "status", "error"]].to_dict("records")
-    written = read_jsonl(run_records_path("ray", "killed", tmp_path))
-    assert Counter(r["instance_id"] for r in written) == Counter(house.instance_id)  # each once: none lost, none twice
+    # one record each, by the driver: the killed attempt, run again by Ray, is neither lost nor written twice
+    assert Counter(r["instance_id"] for r in written) == Counter(house.instance_id)
 
 
 def test_a_spent_budget_stops_the_runs_on_every_node(cluster, house, tmp_path, monkeypatch):
     monkeypatch.setitem(config.PRICE_OVERRIDES, config.SCRIPTED_MODEL, (1000.0, 1000.0))  # the first call spends it
-    frame, calls = run(house, tmp_path, "ray:auto", budget_usd=0.01)
+    watch = Watch(cluster["nodes"])
+    frame, calls = run(house, tmp_path, "ray:auto", watch=watch, budget_usd=0.01)
     assert set(frame.status) == {"budget"}, frame[["instance_id", "status", "error"]].to_dict("records")
+    assert watch.busy == set(cluster["nodes"]), "the runs did not reach both nodes"
     # the first charged call spends it: every call answered after that had started before it was spent (an
     # attempt may have more than one call in flight, so no count of them is fixed)
     spent_at = min(c["started_at"] + c["latency_s"] for c in calls if c["cost_usd"])

@@ -238,3 +238,16 @@ def test_the_patchs_changes_to_tests_and_test_configuration_never_reach_the_harn
     assert results[1].set_aside == ["tests/test_mine.py"]
     rows = [json.loads(line) for line in open(argument(harness_calls(tmp_path)[0], "--predictions_path"))]
     assert [(r["instance_id"], r["model_patch"]) for r in rows] == [(TRIO[1], FIXED)]
+
+
+def test_without_the_swebench_extra_grading_is_one_error_naming_the_install_and_the_house_suite(monkeypatch):
+    import importlib.util
+
+    from helpers.families.coding.swebench_harness import require_backend
+
+    found = importlib.util.find_spec
+    # a quickstart-sized install: the package without its swebench extra
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "swebench" else found(name, *a))
+    for backend in (None, "docker", "modal"):
+        with pytest.raises(HarnessUnavailable, match=r"swebench extra.*pip install -e '\.\[swebench\]'.*house"):
+            require_backend(backend)

@@ -427,6 +427,9 @@ def test_the_budget_stops_new_calls_with_a_clear_error():
 
     assert "budget" in refused.value.message and "spent" in refused.value.message
     assert refused.value.response.headers[BUDGET_HEADER] == "spent"
+    # and no client waits to ask again: the SDKs read x-should-retry, Cline's AI SDK a retry-after-ms (else 62 s)
+    assert refused.value.response.headers["x-should-retry"] == "false"
+    assert refused.value.response.headers["retry-after-ms"] == "0"
     assert len(server.requests) == 2
     assert [r["status"] for r in gateway.calls()] == [200, 200, "budget"]
     assert gateway.last_status(token) == "budget" and gateway.spent_usd == pytest.approx(4.0)
