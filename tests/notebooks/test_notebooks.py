@@ -181,7 +181,9 @@ def test_the_act_notebook_runs_the_cookbook_loop_and_writes_the_records_run_loop
     from helpers.store.loops import loop_records, loop_rows
 
     params = {**TINY, "EXPERIMENT": "ci-act", "TASK_SOURCE": "house", "LOOPS": 1, "PHOENIX_URL": isolated["phoenix"]}
-    executed = run_notebook(NOTEBOOKS / "02_optimize_cline_act.ipynb", params)
+    with pytest.MonkeyPatch.context() as mp:  # both runs ask the models afresh: a cached answer costs nothing
+        mp.setenv("PL_CACHE_DIR", str(isolated["root"] / "notebook-cache"))
+        executed = run_notebook(NOTEBOOKS / "02_optimize_cline_act.ipynb", params)
     shown = outputs(executed)
     sides = load_or_make_split("ci-act-library", "house", TINY["TRAIN_SIZE"], TINY["TEST_SIZE"], "chronological")
     with pytest.MonkeyPatch.context() as mp, open_session(dry_run=True, phoenix=False) as session:
