@@ -35,6 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import Sequence
 
 from helpers.core import config
+from helpers.core.names import check_inside
 from helpers.core.processes import remove_scratch, run_cli, safe_environment, scratch_dir
 
 DEFAULT_SETUP_COMMAND = ""
@@ -204,7 +205,7 @@ def _place_config(workspace: Path, name: str, test_config: dict[str, str]) -> st
     any code of the work tree runs; at the root, its relative paths (pythonpath) count from where they did."""
     target = workspace / name
     if target.is_dir() and not target.is_symlink():
-        shutil.rmtree(target)
+        shutil.rmtree(check_inside(target, workspace))
     elif target.exists() or target.is_symlink():
         target.unlink()
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)

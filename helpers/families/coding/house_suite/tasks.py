@@ -6,6 +6,23 @@ from the edits with git when the suite is built (helpers.families.coding.house_s
 """
 
 # Helpers every hidden test file starts with. Their messages name the convention a failure breaks.
+# The checks of two team-wide conventions (a changelog entry; type hints and a docstring), word for word the
+# same in every library's hidden tests (tasks_todo and tasks_rows take them from here).
+TEAM_CHECKS = '''\
+def check_changelog():
+    section = (ROOT / "CHANGELOG.md").read_text().split("## Unreleased", 1)[1].split("\\n## ", 1)[0]
+    entries = [line for line in section.splitlines() if line.strip().startswith("- ")]
+    assert entries, "house convention broken: every change needs an entry under '## Unreleased' in CHANGELOG.md"
+
+
+def check_documented(func):
+    signature = inspect.signature(func)
+    bare = [name for name, p in signature.parameters.items() if name != "self" and p.annotation is p.empty]
+    assert not bare and signature.return_annotation is not signature.empty, (
+        f"house convention broken: public function {func.__qualname__} needs type hints (missing: {bare or 'return'})")
+    assert inspect.getdoc(func), f"house convention broken: public function {func.__qualname__} needs a docstring"
+'''
+
 CHECKS = '''\
 import inspect
 import logging
@@ -39,19 +56,7 @@ def raises_ledger_error():
     raise AssertionError("expected an error, none was raised")
 
 
-def check_changelog():
-    section = (ROOT / "CHANGELOG.md").read_text().split("## Unreleased", 1)[1].split("\\n## ", 1)[0]
-    entries = [line for line in section.splitlines() if line.strip().startswith("- ")]
-    assert entries, "house convention broken: every change needs an entry under '## Unreleased' in CHANGELOG.md"
-
-
-def check_documented(func):
-    signature = inspect.signature(func)
-    bare = [name for name, p in signature.parameters.items() if name != "self" and p.annotation is p.empty]
-    assert not bare and signature.return_annotation is not signature.empty, (
-        f"house convention broken: public function {func.__qualname__} needs type hints (missing: {bare or 'return'})")
-    assert inspect.getdoc(func), f"house convention broken: public function {func.__qualname__} needs a docstring"
-
+''' + TEAM_CHECKS + '''
 
 def check_logged(caplog, capsys, fragment):
     printed = capsys.readouterr()

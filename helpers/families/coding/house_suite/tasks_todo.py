@@ -7,6 +7,8 @@ failing command goes through fail() with the exit status named for the failure (
 
 from textwrap import dedent, indent
 
+from helpers.families.coding.house_suite.tasks import TEAM_CHECKS
+
 CHECKS = '''\
 import argparse
 import inspect
@@ -40,19 +42,7 @@ def raises_todo_error(call, *args):
     raise AssertionError("expected an error, none was raised")
 
 
-def check_changelog():
-    section = (ROOT / "CHANGELOG.md").read_text().split("## Unreleased", 1)[1].split("\\n## ", 1)[0]
-    entries = [line for line in section.splitlines() if line.strip().startswith("- ")]
-    assert entries, "house convention broken: every change needs an entry under '## Unreleased' in CHANGELOG.md"
-
-
-def check_documented(func):
-    signature = inspect.signature(func)
-    bare = [name for name, p in signature.parameters.items() if name != "self" and p.annotation is p.empty]
-    assert not bare and signature.return_annotation is not signature.empty, (
-        f"house convention broken: public function {func.__qualname__} needs type hints (missing: {bare or 'return'})")
-    assert inspect.getdoc(func), f"house convention broken: public function {func.__qualname__} needs a docstring"
-
+''' + TEAM_CHECKS + '''
 
 def check_logged(caplog, capsys, fragment):
     printed = capsys.readouterr()
