@@ -20,15 +20,19 @@ from helpers.store.loops import load_split, loop_records
 
 
 def split_tasks(experiment: str, split: str) -> pd.DataFrame:
-    """The experiment's saved `split` tasks (split.json names them and their source)."""
+    """The experiment's saved `split` tasks: "train", "val" (the validation side) or "test" (split.json names
+    them and their source)."""
     from helpers.families.coding.tasks import load_tasks, select_tasks
 
     split_ids = load_split(experiment)
     if split_ids is None:
         raise FileNotFoundError(f"Experiment {experiment!r} has no saved split: pass tasks= instead.")
-    if split not in ("train", "test"):
-        raise ValueError(f"split must be 'train' or 'test', not {split!r}.")
-    return select_tasks(load_tasks(split_ids.get("source", "house")), split_ids[split])
+    if split not in ("train", "val", "test"):
+        raise ValueError(f"split must be 'train', 'val' or 'test', not {split!r}.")
+    ids = split_ids.get("validation" if split == "val" else split) or []
+    if not ids:
+        raise ValueError(f"Experiment {experiment!r} has no {split} tasks (a split without a validation side?).")
+    return select_tasks(load_tasks(split_ids.get("source", "house")), ids)
 
 
 def ablation_rulesets(ruleset: str, rules: list[str] | None = None) -> dict[str, str]:
@@ -114,8 +118,8 @@ def ablate(experiment: str, version: int, split: str = "test", rules: list[str] 
 
 # the heading every transfer table carries: it answers a second question, never the experiment's own
 TRANSFER_QUESTION = ("A second, separate question (not the primary test): do the rules this experiment kept help "
-                     "another agent or model on the same test tasks? Each row is its own paired test, with the "
-                     "primary test's decision rule.")
+                     "another agent or model on the same tasks (the test split's, unless TRANSFER_SPLIT names "
+                     "another)? Each row is its own paired test, with the primary test's decision rule.")
 
 
 def transfer_targets(targets: str | list[str] | None) -> list[tuple[str, str | None]]:

@@ -13,7 +13,7 @@ import papermill
 import pytest
 
 from helpers.core.config import REPO_ROOT
-from helpers.engine.loop import describe_loop
+from helpers.engine.loop import describe_loop, phoenix_metadata
 from helpers.app.session import DRY_RUN_LABEL
 from helpers.app.notebook_runner import run_notebook
 
@@ -63,46 +63,35 @@ OWN_JUDGE = "You review a coding agent's patch for a small team.\nBe terse. Answ
             '{"correctness": "correct" or "incorrect", "explanation": "<2-4 sentences>"}'
 OWN_OPTIMIZER = "You keep a coding agent's rules file short: prefer few, broad rules.\nAnswer with one JSON " \
                 'object: {"edits": [...]} as ops add, update, merge or delete.'
+QUICKSTART = {"DRY_RUN": True, "JUDGE_PROMPT": OWN_JUDGE, "OPTIMIZER_PROMPT": OWN_OPTIMIZER}
+# The tests that read the one quickstart run share a worker (and so the module's fixtures) under xdist.
+READS_THE_QUICKSTART = pytest.mark.xdist_group("quickstart")
 
 
-def test_the_quickstart_dry_run_runs_end_to_end_labeled_and_resumes_without_new_calls(isolated):
-    params = {**TINY, "EXPERIMENT": "ci-quickstart", "PHOENIX_URL": isolated["phoenix"],
-              "JUDGE_PROMPT": OWN_JUDGE, "OPTIMIZER_PROMPT": OWN_OPTIMIZER}
-    first = run_notebook(NOTEBOOKS / "quickstart.ipynb", params)
-    shown = outputs(first)
-    assert "SCRIPTED DRY RUN" in shown
-    assert "===== the judge's instructions (yours) =====\n" + OWN_JUDGE in shown  # shown as given ...
-    metadata = [json.loads(p.read_text()) for p in (isolated["root"] / "act_rulesets/ci-quickstart").glob("*.json")]
-    assert len(metadata) >= 2 and all(m["judge_prompt"] == OWN_JUDGE and m["optimizer_prompt"] == OWN_OPTIMIZER
-                                      for m in metadata)  # ... and recorded with every version made under them
-    assert first.is_relative_to(isolated["root"])  # executed copy under PL_RESULTS_DIR/<experiment>/notebooks
-    loops = [json.loads(line) for line in (isolated["root"] / "act_results/ci-quickstart/loops.jsonl").read_text().splitlines()]
-    assert [r["loop"] for r in loops] == [0, 1] and all(r["dry_run"] for r in loops)
-    plots = sorted(p.name for p in (isolated["root"] / "act_results/ci-quickstart/plots").glob("*.png"))
-    assert plots, "the quickstart saves its figures"
-    assert str(REPO_ROOT) not in first.read_text()  # no machine paths in the executed copy
-
-    again = outputs(run_notebook(NOTEBOOKS / "quickstart.ipynb", params))
-    requests = re.search(r"Model requests answered by the scripted server in this session: (\d+)", again)
-    assert requests and int(requests.group(1)) == 0, "a rerun of a finished experiment asks the model nothing"
-    for record in loops:  # and shows the same loop lines, numbers and all
-        assert describe_loop(record, DRY_RUN_LABEL) + " (already finished)" in again
-    # The scripted model learns the conventions from the judge's English: the rules grow and accuracy rises.
-    assert loops[0]["ruleset_rules"] == 0 and loops[1]["ruleset_rules"] > 0
-    assert loops[1]["train_accuracy"] > loops[0]["train_accuracy"]
+@pytest.fixture(scope="module")
+def quickstart(isolated):
+    """The quickstart as a reader first runs it, headless with no key: its defaults (6 + 16 house tasks, two
+    loops), with the reader's own judge and optimizer instructions, which the scripted server answers as it
+    answers the defaults. Run once (about two minutes): every test of the quickstart, its rerun and 03 read it."""
+    executed = run_notebook(NOTEBOOKS / "quickstart.ipynb", {**QUICKSTART, "PHOENIX_URL": isolated["phoenix"]})
+    results = isolated["root"] / "act_results/quickstart-dry-run"
+    return {"executed": executed, "shown": outputs(executed), "results": results,
+            "loops": [json.loads(line) for line in (results / "loops.jsonl").read_text().splitlines()]}
 
 
 CLASS_NAME = re.compile(r"\b(?:[A-Z][a-z0-9]+){2,}(?:Error|Exception)\b")  # ClientPayloadError, APIConnectionError, ...
 
 
-def test_the_quickstart_dry_run_with_its_defaults_tells_one_story_labeled_as_scripted(isolated):
-    """Validation climbs with the rules, so the version kept is the learned one; on the 16-task test its gain is
-    significant, with its p-value, interval and what the split can detect; no loop line shows dollars or a
-    library's class name."""
-    params = {"EXPERIMENT": "ci-quickstart-defaults", "DRY_RUN": True, "PHOENIX_URL": isolated["phoenix"]}
-    shown = outputs(run_notebook(NOTEBOOKS / "quickstart.ipynb", params))
-    loops = [json.loads(line) for line in
-             (isolated["root"] / "act_results/ci-quickstart-defaults/loops.jsonl").read_text().splitlines()]
+@READS_THE_QUICKSTART
+def test_the_quickstart_dry_run_with_its_defaults_tells_one_story_labeled_as_scripted(isolated, quickstart):
+    """The rules grow from none and accuracy rises with them; validation climbs, so the version kept is the
+    learned one; on the 16-task test its gain is significant, with its p-value, interval and what the split can
+    detect; no loop line shows dollars or a library's class name; figures saved, no machine path shown."""
+    shown, loops = quickstart["shown"], quickstart["loops"]
+    assert "SCRIPTED DRY RUN" in shown and all(r["dry_run"] for r in loops) and [r["loop"] for r in loops] == [0, 1]
+    assert "Validation: 2 of the pool's 6 tasks decide which ruleset version is kept" in shown
+    assert loops[0]["ruleset_rules"] == 0 and loops[1]["ruleset_rules"] > 0  # learned from the judge's English
+    assert loops[1]["train_accuracy"] > loops[0]["train_accuracy"]
     validation = [r["val_accuracy"] for r in loops]
     assert validation == sorted(validation) and validation[0] == 0.0 and validation[-1] == 0.5
     assert f"Kept version: v{loops[-1]['ruleset_version']}: the highest validation accuracy (0.50" in shown
@@ -114,9 +103,16 @@ def test_the_quickstart_dry_run_with_its_defaults_tells_one_story_labeled_as_scr
     lines = [line for line in shown.splitlines() if line.startswith("Loop ")]
     assert len(lines) == 2 and all("scripted: no charge" in line and "tokens" in line for line in lines)
     assert "$0.00" not in shown and not CLASS_NAME.findall("\n".join(lines))
-    # one training task followed through the loop: its first diff, the judge's English on its failure, the edit
-    # it taught (with its reason and sources) and the same task passing later
-    journey = shown[shown.index("Following training task "):]
+    assert sorted(p.name for p in (quickstart["results"] / "plots").glob("*.png")), "the quickstart saves its figures"
+    assert quickstart["executed"].is_relative_to(quickstart["results"])  # act_results/<experiment>/notebooks/
+    assert str(REPO_ROOT) not in quickstart["executed"].read_text()  # no machine paths in the executed copy
+
+
+@READS_THE_QUICKSTART
+def test_the_quickstart_follows_one_training_task_from_its_failing_diff_to_its_later_pass(quickstart):
+    """Its first diff, the hidden test that failed, the judge's English on it, the edit it taught (with its
+    reason and sources) and the same task passing later."""
+    journey = quickstart["shown"][quickstart["shown"].index("Following training task "):]
     assert re.match(r"Following training task \S+ \(it failed in the first loop and passed in a later one\)", journey)
     assert re.search(r"== Loop 0: the agent's diff, with rules version 0\ndiff --git .*\n(.*\n)*@@ ", journey)
     assert re.search(r"== Loop 0: the hidden tests\noutcome: fail\nfailing tests: tests/", journey)
@@ -125,31 +121,41 @@ def test_the_quickstart_dry_run_with_its_defaults_tells_one_story_labeled_as_scr
     assert re.search(r"== Loop [12]: the hidden tests\noutcome: pass", journey)
 
 
-@pytest.mark.parametrize("sizes", [{"TRAIN_SIZE": 1}, {"TRAIN_SIZE": 2, "VAL_SIZE": 0}], ids=["one-train-task", "val-size-0"])
-def test_the_quickstart_runs_without_a_validation_side_and_says_the_kept_version_is_the_latest(isolated, sizes):
-    experiment = f"ci-no-val-{sizes['TRAIN_SIZE']}"
-    params = {**TINY, "TEST_SIZE": 2, **sizes, "EXPERIMENT": experiment, "PHOENIX_URL": isolated["phoenix"]}
-    shown = outputs(run_notebook(NOTEBOOKS / "quickstart.ipynb", params))
-    loops = [json.loads(line) for line in (isolated["root"] / f"act_results/{experiment}/loops.jsonl").read_text().splitlines()]
-    assert [r["loop"] for r in loops] == [0, 1] and all(r["val_size"] == 0 for r in loops)
-    assert "No validation side" in shown  # said before any agent runs ...
-    assert "the latest version: no validation results, so it was not chosen by data" in shown  # ... and after
+@READS_THE_QUICKSTART
+def test_the_readers_own_judge_and_optimizer_instructions_are_shown_and_recorded_with_every_version(isolated, quickstart):
+    assert "===== the judge's instructions (yours) =====\n" + OWN_JUDGE in quickstart["shown"]  # shown as given ...
+    metadata = [json.loads(p.read_text()) for p in (isolated["root"] / "act_rulesets/quickstart-dry-run").glob("*.json")]
+    assert len(metadata) >= 2 and all(m["judge_prompt"] == OWN_JUDGE and m["optimizer_prompt"] == OWN_OPTIMIZER
+                                      for m in metadata)  # ... and recorded with every version made under them
 
 
-def test_the_results_notebook_reads_a_finished_experiment(isolated):
-    if not (isolated["root"] / "act_results/ci-quickstart/loops.jsonl").exists():
-        run_notebook(NOTEBOOKS / "quickstart.ipynb", {**TINY, "EXPERIMENT": "ci-quickstart", "PHOENIX_URL": isolated["phoenix"],
-                                                      "JUDGE_PROMPT": OWN_JUDGE, "OPTIMIZER_PROMPT": OWN_OPTIMIZER})
-    shown = outputs(run_notebook(NOTEBOOKS / "03_results.ipynb", {"EXPERIMENT": "ci-quickstart", "DRY_RUN": True,
-                                                                   "COMPARE_WITH": ["ci-quickstart"],
-                                                                   "TRANSFER_AGENTS": ["codex", "opencode"]}))
-    assert "SCRIPTED DRY RUN" in shown and "Ruleset v0 -> v1" in shown
-    # Cline's kept rules tried on two other agents: a second question, labeled, one paired row each
+@READS_THE_QUICKSTART
+def test_a_rerun_of_the_finished_quickstart_asks_the_model_nothing_and_shows_the_same_loop_lines(isolated, quickstart):
+    again = outputs(run_notebook(NOTEBOOKS / "quickstart.ipynb", {**QUICKSTART, "PHOENIX_URL": isolated["phoenix"]}))
+    requests = re.search(r"Model requests answered by the scripted server in this session: (\d+)", again)
+    assert requests and int(requests.group(1)) == 0, "a rerun of a finished experiment asks the model nothing"
+    for record in quickstart["loops"]:  # and shows the same loop lines, numbers and all
+        assert describe_loop(record, DRY_RUN_LABEL) + " (already finished)" in again
+
+
+@READS_THE_QUICKSTART
+def test_the_results_notebook_with_its_defaults_reads_the_quickstarts_experiment_ablates_and_transfers(isolated, quickstart):
+    """Run right after the no-key quickstart, 03 finds its experiment; ABLATE measures each kept rule (its forest
+    plot inline and saved); TRANSFER_AGENTS tries the kept rules on another agent, a second, labeled question."""
+    params = {"ABLATE": True, "ABLATE_SPLIT": "val", "COMPARE_WITH": ["quickstart-dry-run"],
+              "TRANSFER_AGENTS": ["codex"], "TRANSFER_SPLIT": "val"}  # on the 2 validation tasks: cheap
+    executed = run_notebook(NOTEBOOKS / "03_results.ipynb", params)
+    shown = outputs(executed)
+    assert "Experiment: quickstart-dry-run" in shown and "SCRIPTED DRY RUN" in shown and "Ruleset v0 -> v1" in shown
+    assert executed.is_relative_to(quickstart["results"])  # its executed copy goes with the experiment it read
+    assert (quickstart["results"] / "plots/ablation.png").read_bytes().startswith(b"\x89PNG")
+    images = [out for cell in nbformat.read(executed, as_version=4).cells for out in cell.get("outputs", [])
+              if "image/png" in out.get("data", {}) and "ABLATE" in cell.source]
+    assert len(images) == 1  # the ablation forest plot, inline
     assert "A second, separate question (not the primary test)" in shown
-    rows = [line.split() for line in shown.splitlines() if re.match(r"^\d\s+(codex|opencode)\s", line)]
-    assert [row[1] for row in rows] == ["codex", "opencode"] and all(row[3] == "SCRIPTED" for row in rows), rows
-    decisions = re.findall(r"^(codex|opencode) \(.*?\): (Noise|The rules help|The rules hurt|No test)", shown, re.M)
-    assert [agent for agent, _ in decisions] == ["codex", "opencode"], decisions
+    rows = [line.split() for line in shown.splitlines() if re.match(r"^\d\s+codex\s", line)]
+    assert [row[1] for row in rows] == ["codex"] and rows[0][3] == "SCRIPTED", rows  # one paired row, labeled
+    assert re.search(r"^codex \(.*?\): (Noise|The rules help|The rules hurt|No test)", shown, re.M)
 
 
 def test_the_setup_notebook_reports_what_is_here(isolated):
@@ -173,29 +179,36 @@ def test_the_split_notebook_loads_a_local_swebench_file_and_uploads_it(isolated)
     assert [len(side) for side in sides] == [1, 1, 2] and not (sides[0] & sides[1] or sides[0] & sides[2] or sides[1] & sides[2])
 
 
-def test_the_act_notebook_runs_the_cookbook_loop_and_writes_the_records_run_loop_writes(isolated):
+def test_the_act_notebook_writes_the_cookbooks_loop_out_for_the_chosen_agent_as_run_loop_would(isolated):
     """02 writes the loop out as the seed does (a plain for over run_tasks, evaluate_results,
-    log_experiment_to_phoenix, optimize); the library's run_loop on the same split writes the same records."""
+    log_experiment_to_phoenix, optimize) for the AGENT chosen: Codex here, where Cline is the quickstart's (every
+    registered agent goes through the same run_tasks, and each runs for real in its own package's tests). The
+    library's run_loop on the same split writes the same records, and each split is logged to Phoenix as an
+    experiment named and tagged as run_loop tags it (phoenix_metadata)."""
+    from phoenix.client import Client
+
     from helpers import LoopSettings, load_or_make_split, run_loop
     from helpers.app.session import open_session
     from helpers.store.loops import loop_records, loop_rows
 
-    params = {**TINY, "EXPERIMENT": "ci-act", "TASK_SOURCE": "house", "LOOPS": 1, "PHOENIX_URL": isolated["phoenix"]}
+    agent = "codex"
+    params = {**TINY, "EXPERIMENT": "ci-act", "TASK_SOURCE": "house", "LOOPS": 1, "AGENT": agent,
+              "PHOENIX_URL": isolated["phoenix"]}
     with pytest.MonkeyPatch.context() as mp:  # both runs ask the models afresh: a cached answer costs nothing
         mp.setenv("PL_CACHE_DIR", str(isolated["root"] / "notebook-cache"))
         executed = run_notebook(NOTEBOOKS / "02_optimize_cline_act.ipynb", params)
     shown = outputs(executed)
     sides = load_or_make_split("ci-act-library", "house", TINY["TRAIN_SIZE"], TINY["TEST_SIZE"], "chronological")
-    with pytest.MonkeyPatch.context() as mp, open_session(dry_run=True, phoenix=False) as session:
+    with pytest.MonkeyPatch.context() as mp, open_session(dry_run=True, agent=agent, phoenix=False) as session:
         mp.setenv("PL_CACHE_DIR", str(isolated["root"] / "library-cache"))  # its own calls, not the notebook's answers
-        run_loop(sides[0], sides[2], LoopSettings("ci-act-library", loops=1, workers=TINY["WORKERS"]), session,
-                 val_df=sides[1])
+        run_loop(sides[0], sides[2], LoopSettings("ci-act-library", loops=1, workers=TINY["WORKERS"], agent=agent),
+                 session, val_df=sides[1])
     # Apart from names and times (pytest's log ends with its duration), only token counts may differ: the models
     # read their scratch folder's path, and the notebook's kernel and this process have pids of other lengths.
     differ = {"experiment", "started_at", "finished_at", "agent_tokens", "judge_tokens", "duration_s", "log_path",
-              "test_log", "input_tokens", "output_tokens", "cached_tokens",
-              "trajectory_summary"}  # Cline's closing message is not always in its JSON stream (seen here, 2026-11)
+              "test_log", "input_tokens", "output_tokens", "cached_tokens", "cost_usd", "agent_cost_usd"}
     notebook, library = loop_records("ci-act")[0], loop_records("ci-act-library")[0]
+    assert notebook["agent"] == library["agent"] == agent
     assert {k: v for k, v in notebook.items() if k not in differ} == {k: v for k, v in library.items() if k not in differ}
     assert abs(notebook["agent_tokens"] - library["agent_tokens"]) < 0.01 * library["agent_tokens"]
     for split in ("train", "val", "test"):
@@ -214,36 +227,15 @@ def test_the_act_notebook_runs_the_cookbook_loop_and_writes_the_records_run_loop
     assert len(images) == 1  # the accuracy curve, inline
     assert "Loop 0 ran with v0, the latest version." in shown
     assert "Following training task " in shown and "== Loop 0: the judge's explanation" in shown  # the journey
-
-
-MINI_SWE_AGENT = pytest.param("mini-swe-agent", marks=pytest.mark.skipif(
-    not (REPO_ROOT / "mini_swe_agent/.venv/bin/mini").exists(),
-    reason="mini-swe-agent is not installed in mini_swe_agent/.venv: run `make mini-swe-agent` (`make setup` does)"))
-
-
-@pytest.mark.parametrize("agent", ["codex", "claude-code", "opencode", "gemini-cli", MINI_SWE_AGENT])
-def test_the_act_notebook_honours_AGENT_and_logs_the_library_loops_phoenix_experiments(isolated, agent):
-    """The notebook's written-out loop runs the chosen agent and logs one Phoenix experiment per split and loop,
-    named and tagged as the library's loop tags them (phoenix_metadata)."""
-    from phoenix.client import Client
-
-    from helpers.store.loops import loop_records
-
-    experiment = f"ci-act-{agent}"
-    params = {**TINY, "TRAIN_SIZE": 2, "TEST_SIZE": 1, "EXPERIMENT": experiment, "TASK_SOURCE": "house", "LOOPS": 2,
-              "AGENT": agent, "PHOENIX_URL": isolated["phoenix"]}
-    shown = outputs(run_notebook(NOTEBOOKS / "02_optimize_cline_act.ipynb", params))
-    assert "Loop 0: train " in shown and "Loop 1: train " in shown and "SCRIPTED DRY RUN" in shown
-    records = loop_records(experiment)
-    assert [r["agent"] for r in records] == [agent, agent]
     client = Client(base_url=isolated["phoenix"])
-    for split in ("train", "test"):
-        dataset = client.datasets.get_dataset(dataset=f"{agent}: {experiment} {split}")
+    with open_session(dry_run=True, agent=agent, phoenix=False) as session:  # the tags run_loop would give
+        tags = {split: phoenix_metadata(0, 0, LoopSettings("ci-act", agent=agent), session, split)
+                for split in ("Train", "Val", "Test")}
+    for split in ("train", "val", "test"):
+        dataset = client.datasets.get_dataset(dataset=f"{agent}: ci-act {split}")
         logged = {e["name"]: e.get("metadata") or {} for e in client.experiments.list(dataset_id=dataset.id)}
-        names = [f"{split.title()} {loop} (scripted dry run)" for loop in (0, 1)]  # the dry run says so in the name
-        assert sorted(logged) == names
-        step, library = logged[names[0]], logged[names[1]]
-        assert set(step) == set(library) and step["agent"] == library["agent"] == agent
+        assert list(logged) == [f"{split.title()} 0 (scripted dry run)"]  # the dry run says so in the name
+        assert tags[split.title()].items() <= logged[f"{split.title()} 0 (scripted dry run)"].items()
 
 
 def test_the_plan_mode_notebook_judges_plans(isolated):

@@ -55,13 +55,15 @@ def assert_each_run_completed_or_named_its_error(rows):
             assert row["error"].strip() and "\n" not in row["error"].strip() and "Traceback" not in row["error"], row
 
 
+@pytest.mark.timeout(NOTEBOOK_TIMEOUT_S + 120)  # the notebook's own limit, not pytest's 10-minute default, ends it
 def test_the_cline_quickstart_runs_end_to_end_on_a_real_server(local_model, isolated, monkeypatch, capfd):
     monkeypatch.setenv("OPENAI_BASE_URL", local_model.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "local-server-needs-no-key")
     model = repr(local_model.model)
     output = isolated / "quickstart.ipynb"
     code = run_headless(["notebooks/quickstart.ipynb", "LOOPS=1", "TRAIN_SIZE=2", "TEST_SIZE=2", "EXPERIMENT=real-cline",
-                         f"AGENT_MODEL={model}", f"JUDGE_MODEL={model}", f"OPTIMIZER_MODEL={model}",
+                         f"AGENT_TIMEOUT_S={AGENT_TIMEOUT_S}", f"AGENT_MODEL={model}", f"JUDGE_MODEL={model}",
+                         f"OPTIMIZER_MODEL={model}",
                          "-o", str(output), "--timeout", str(NOTEBOOK_TIMEOUT_S)])
     console = capfd.readouterr()
     assert code == 0, console.err
