@@ -137,6 +137,30 @@ def is_dry_run(dry_run: bool | None = None, base_url: str | None = None) -> bool
                 or config.anthropic_base_url() or config.gemini_base_url())
 
 
+def readable_tables() -> None:
+    """pandas tables as a notebook reader wants them: floats to two decimals with thousands separators (two
+    significant digits below 0.1, so a p-value of 0.016 stays 0.016, not 0.02) and text cut at
+    config.TABLE_TEXT_CHARS with an ellipsis; the whole text is one call away (`df.loc[row, column]`, or print
+    it). open_session sets it inside a Jupyter kernel only: a script's or a test's tables stay pandas' own."""
+    import pandas as pd
+
+    pd.set_option("display.float_format", _readable_float)
+    pd.set_option("display.max_colwidth", config.TABLE_TEXT_CHARS)
+
+
+def _readable_float(value: float) -> str:
+    if value != value:  # NaN: pandas shows it as NaN whatever the format
+        return "NaN"
+    return f"{value:.2g}" if 0 < abs(value) < 0.1 else f"{value:,.2f}"
+
+
+def _in_a_kernel() -> bool:
+    import sys
+
+    shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
+    return bool(shell) and type(shell).__name__ == "ZMQInteractiveShell"  # Jupyter's, papermill's: not a terminal
+
+
 def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
                  judge_model: str | None = None, optimizer_model: str | None = None,
                  base_url: str | None = None, phoenix: bool = True, phoenix_url: str | None = None,
@@ -155,6 +179,8 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
     judge_model = judge_model or config.JUDGE_MODEL
     optimizer_model = optimizer_model or config.OPTIMIZER_MODEL
     dry_run = is_dry_run(dry_run, base_url)
+    if _in_a_kernel():
+        readable_tables()
     if dry_run:
         from helpers.testing.dry_run import start_dry_run_server
 
@@ -347,5 +373,5 @@ class ExperimentTracer:
             tracer.flush()
             tracer.close()
 
-__all__ = ["open_session", "is_dry_run", "Session", "start_gateway", "role_upstream", "agent_upstream", "role_upstreams",
+__all__ = ["open_session", "readable_tables", "is_dry_run", "Session", "start_gateway", "role_upstream", "agent_upstream", "role_upstreams",
            "require_key", "require_served_models", "ExperimentTracer", "default_agent_model"]  # the public API, documented in CODE_APPENDIX.md

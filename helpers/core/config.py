@@ -64,6 +64,9 @@ SWEBENCH_SPLIT = "test"
 SEED = 0
 DEFAULT_EXPERIMENT = "default"  # the results folder of calls that name no experiment
 
+# --- how notebooks show tables (helpers.app.session.readable_tables) ------------------------------------
+TABLE_TEXT_CHARS = 60  # a table cell's text is cut here, with an ellipsis: a notebook table stays one screen wide
+
 # --- run limits ----------------------------------------------------------------------------------
 AGENT_TIMEOUT_S = 900.0  # per task; enforced by each agent package (some CLIs ignore their own)
 AGENT_TRAJECTORY_CHARS = 24_000  # an agent's trajectory kept with its result (its own event stream)

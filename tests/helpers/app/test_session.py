@@ -185,3 +185,23 @@ def test_a_server_without_a_model_list_is_not_an_error_and_is_named_once(no_keys
 def test_the_dry_run_passes_the_check_on_the_scripted_servers_own_list(no_keys):
     with open_session(phoenix=False) as session:
         assert session.dry_run and session.model_check == []
+
+
+def test_readable_tables_show_two_decimals_small_numbers_by_their_digits_and_cut_long_text():
+    import pandas as pd
+
+    from helpers.app.session import readable_tables
+    from helpers.core import config
+
+    table = pd.DataFrame({"cost_usd": [0.045587, 12345.678, 0.0], "p_value": [0.016, 0.5, float("nan")],
+                          "text": ["x" * 200, "short", ""]})
+    try:
+        readable_tables()
+        shown = repr(table) + table._repr_html_()  # as a terminal and as Jupyter show it
+    finally:
+        pd.reset_option("display.float_format")
+        pd.reset_option("display.max_colwidth")
+    assert "0.046" in shown and "12,345.68" in shown and "0.00" in shown and "0.50" in shown and "0.016" in shown
+    assert "0.045587" not in shown and "NaN" in shown
+    assert "x" * config.TABLE_TEXT_CHARS not in shown and "..." in shown  # cut, with an ellipsis
+    assert table.loc[0, "text"] == "x" * 200  # the whole text is still there, one call away
