@@ -258,19 +258,25 @@ def _echo(notebook: Path, params: dict[str, Any], enabled: bool) -> Iterator[dic
 # Notebooks that read an experiment another notebook made: with EXPERIMENT=None they resolve it
 # (helpers.store.loops.resolve_experiment), and their executed copy goes with it.
 RESULT_READERS = ("03_results",)
+# The parameter a notebook names its results by (05's continual mode keeps an inbox, not an experiment), and the
+# name a notebook gives itself when that parameter is None ("-dry-run" added for the scripted dry run).
+NAME_PARAMETERS = ("EXPERIMENT", "INBOX")
+SELF_NAMES = {"05_continual": "continual"}
 
 
 def output_path_for(notebook: Path, params: dict[str, Any]) -> Path:
-    """act_results/<experiment>/notebooks/<name>: the EXPERIMENT parameter, else the notebook's default,
-    else (a notebook that names its experiment itself, as the quickstart does) its name, with
-    "-dry-run" when it has a DRY_RUN parameter and will run the scripted dry run; a reader of results
-    (RESULT_READERS) the experiment it will read."""
-    experiment = params.get("EXPERIMENT")
+    """act_results/<experiment>/notebooks/<name>: the EXPERIMENT (or INBOX) parameter, else the notebook's
+    default, else (a notebook that names its experiment itself, as the quickstart and 05 do) the name it
+    gives itself (SELF_NAMES, else its own), with "-dry-run" when it has a DRY_RUN parameter and will run the
+    scripted dry run; a reader of results (RESULT_READERS) the experiment it will read."""
+    name = next((n for n in NAME_PARAMETERS if n in params), None)
+    experiment = params.get(name) if name else None
     if experiment is None:  # only then is the notebook itself read
         import papermill
 
         defaults = papermill.inspect_notebook(str(notebook))
-        default = defaults.get("EXPERIMENT", {}).get("default")
+        name = name or next((n for n in NAME_PARAMETERS if n in defaults), "EXPERIMENT")
+        default = defaults.get(name, {}).get("default")
         experiment = parse_value(default) if default else None
         if experiment is None and notebook.stem in RESULT_READERS:  # it reads the experiment it resolves
             from helpers.store.loops import resolve_experiment
@@ -280,7 +286,7 @@ def output_path_for(notebook: Path, params: dict[str, Any]) -> Path:
             from helpers.app.session import is_dry_run
 
             dry_run = params.get("DRY_RUN", parse_value(defaults["DRY_RUN"]["default"]))
-            experiment = notebook.stem + ("-dry-run" if is_dry_run(dry_run) else "")
+            experiment = SELF_NAMES.get(notebook.stem, notebook.stem) + ("-dry-run" if is_dry_run(dry_run) else "")
     experiment = experiment or notebook.stem
     return results_root() / check_name(str(experiment)) / "notebooks" / notebook.name
 

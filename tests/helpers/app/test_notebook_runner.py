@@ -73,6 +73,8 @@ def test_the_executed_copy_goes_to_the_experiment_the_notebook_will_write_to(mon
 
     if not config.has_credentials():  # a key in this checkout's .env would make it a real run
         assert folder(quickstart) == "quickstart-dry-run"
+    continual = REPO_ROOT / "notebooks/05_continual.ipynb"  # 05 keeps an inbox: its copy goes with it
+    assert folder(continual, DRY_RUN=True) == "continual-dry-run" and folder(continual, INBOX="team") == "team"
 
 
 def test_the_results_notebook_reads_the_quickstarts_experiment_by_default_and_its_copy_goes_there(monkeypatch, tmp_path):
