@@ -53,6 +53,7 @@ from helpers.continual.trust import TrustPolicy, flags_of
 from helpers.core import config
 from helpers.core.edits import apply_edits
 from helpers.core.rules import parse_rules_text, rules_file_for
+from helpers.core.wording import counted
 from helpers.store.records import append_jsonl, check_name, read_jsonl, write_json
 from helpers.store.rulesets import RulesetStore
 
@@ -190,7 +191,7 @@ class Inbox:
         if not applied:
             why = ("every edit it proposed was rejected before" if filtered else
                    "the optimizer changed nothing" + (f" ({'; '.join(report.errors)})" if report.errors else ""))
-            self.last_note = f"No proposal from {len(fresh)} new feedback record(s): {why}."
+            self.last_note = f"No proposal from {counted(len(fresh), 'new feedback record')}: {why}."
             append_jsonl(self.dir / "events.jsonl", {"at": self._now(), "outcome": "unchanged", "why": why,
                                                      "feedback_ids": ids, "cost_usd": cost,
                                                      "filtered": filtered, "errors": report.errors})
@@ -203,7 +204,7 @@ class Inbox:
                             filtered=filtered, model=str(report.model), dry_run=bool(report.dry_run),
                             errors=list(report.errors), sources=[_provenance(f, self.trusted(f)[1]) for f in fresh])
         self._save(proposal)
-        self.last_note = f"Proposal {proposal.id}: {len(applied)} edit(s) from {len(fresh)} feedback record(s)."
+        self.last_note = f"Proposal {proposal.id}: {counted(len(applied), 'edit')} from {counted(len(fresh), 'feedback record')}."
         return proposal
 
     def proposals(self) -> list[Proposal]:

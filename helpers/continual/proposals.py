@@ -10,6 +10,7 @@ import pandas as pd
 
 from helpers.continual.feedback import Feedback, _one_line
 from helpers.core.rules import diff_rulesets
+from helpers.core.wording import counted
 
 REJECTED_ROW_ID = "rejected-edits"  # the example that tells the optimizer what the team refused
 FEEDBACK_COLUMNS = ["outcome", "feedback"]  # what the optimizer reads per feedback record
@@ -68,7 +69,7 @@ class Proposal:
         """What a reviewer reads: each edit with its reason and feedback, the diff, cost and evidence."""
         cost = "unpriced" if self.cost_usd is None else f"${self.cost_usd:.4f}"
         lines = [f"Proposal {self.id} ({self.kind}, {self.status}) against v{self.base_version}: "
-                 f"{len(self.edits)} edit(s), cost {cost}" + (" [SCRIPTED DRY RUN]" if self.dry_run else "")]
+                 f"{counted(len(self.edits), 'edit')}, cost {cost}" + (" [SCRIPTED DRY RUN]" if self.dry_run else "")]
         if self.flags:
             lines.append(f"  FLAGGED for a person: {', '.join(self.flags)} (never auto-approved)")
         by_id = {source["id"]: source for source in self.sources}
@@ -136,7 +137,7 @@ def _commit_message(version: int, proposal: Proposal | None, feedback: dict[str,
     (author, association, file or link, time), and who approved it on what evidence."""
     if proposal is None:
         return f"prompt-learning: learned rules v{version}\n"
-    lines = [f"prompt-learning: learned rules v{version} ({proposal.id}, {len(proposal.edits)} edit(s))", ""]
+    lines = [f"prompt-learning: learned rules v{version} ({proposal.id}, {counted(len(proposal.edits), 'edit')})", ""]
     by_id = {source["id"]: source for source in proposal.sources}
     for edit in proposal.edits:
         target = edit.get("new_id") or edit.get("id") or ",".join(edit.get("ids") or [])

@@ -11,6 +11,8 @@ from typing import Any
 
 import pandas as pd
 
+from helpers.core.wording import counted
+
 SPLITS = ("train", "val", "test")  # the sides of every loop record, in this order
 
 
@@ -88,10 +90,10 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
             text += f" [95% CI {low:.2f}-{high:.2f}]"
         errors, rule_errors = record.get(f"{name}_errors") or 0, record.get(f"{name}_rule_errors") or 0
         suspect = record.get(f"{name}_suspect") or 0  # among the errors: passes that cannot be told from forged
-        text += f", {rule_errors} rule-induced errors counted as fails" if rule_errors else ""
-        text += (f", {suspect} suspect passes left out (the patch reaches into the test machinery)"
+        text += f", {counted(rule_errors, 'rule-induced error')} counted as fails" if rule_errors else ""
+        text += (f", {counted(suspect, 'suspect pass', 'suspect passes')} left out (the patch reaches into the test machinery)"
                  if suspect else "")
-        return text + (f", {errors - suspect} errored runs left out" if errors - suspect else "")
+        return text + (f", {counted(errors - suspect, 'errored run')} left out" if errors - suspect else "")
 
     names = [("train", "train"), *([("val", "validation")] if record.get("val_size") else []), ("test", "test (exploratory)")]
     parts = [split(name, label) for name, label in names]
@@ -106,15 +108,15 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
     if all(isinstance(n, int) for n in patched):
         runs = sum(record.get(f"{name}_runs") or 0 for name, _ in names)
         if sum(patched) < runs:
-            parts.append(f"{sum(patched)} of {runs} runs produced a patch")
+            parts.append(f"{sum(patched)} of {counted(runs, 'run')} produced a patch")
     if record.get("judge_errors"):
         why = f" ({record['judge_top_error']})" if record.get("judge_top_error") else ""
-        parts.append(f"judge failed on {record['judge_errors']} rows{why}")
+        parts.append(f"judge failed on {counted(record['judge_errors'], 'row')}{why}")
     if "optimizer_changed" in record:
-        change = (f"rules changed ({record.get('optimizer_edits', 0)} edits)" if record["optimizer_changed"]
+        change = (f"rules changed ({counted(record.get('optimizer_edits', 0), 'edit')})" if record["optimizer_changed"]
                   else "optimizer changed nothing")
         if record.get("optimizer_errors"):
-            change += f" ({len(record['optimizer_errors'])} optimizer errors: {record['optimizer_errors'][0]})"
+            change += f" ({counted(len(record['optimizer_errors']), 'optimizer error')}: {record['optimizer_errors'][0]})"
         parts.append(change)
     parts.append(cost_text(record))
     if record.get("next_ruleset_version") == record.get("ruleset_version"):

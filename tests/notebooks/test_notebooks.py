@@ -260,8 +260,8 @@ def test_the_latent_rules_notebook_reproduces_the_tables_shape_and_its_dry_run_l
 def test_the_continual_notebook_learns_from_a_prs_feedback_applies_and_rolls_back(isolated):
     shown = outputs(run_notebook(NOTEBOOKS / "05_continual.ipynb", {"DRY_RUN": True, "INBOX": "ci-continual"}))
     assert "SCRIPTED DRY RUN" in shown and "Proposal p0001" in shown and "Approved p0001: ruleset v1" in shown
-    assert "prompt-learning: learned rules v1 (p0001, 3 edit(s))" in shown and "Rolled back v1 -> no learned rules" in shown
-    assert "2 untrusted record(s), kept out of the optimizer" in shown and "helpful-stranger is FIRST_TIME_CONTRIBUTOR" in shown
+    assert "prompt-learning: learned rules v1 (p0001, 3 edits)" in shown and "Rolled back v1 -> no learned rules" in shown
+    assert "2 untrusted records, kept out of the optimizer" in shown and "helpful-stranger is FIRST_TIME_CONTRIBUTOR" in shown
     assert re.search(r"Committed v1 to \S+ on prompt-learning/rules in \S+ \(the demo's scratch clone", shown)
     assert "continual-demo-" not in shown  # no scratch folder's path in the executed copy
 
@@ -269,7 +269,7 @@ def test_the_continual_notebook_learns_from_a_prs_feedback_applies_and_rolls_bac
 def test_the_your_repo_notebook_mines_a_history_runs_the_loop_and_exports_the_rules(isolated):
     params = {"DRY_RUN": True, "EXPERIMENT": "ci-your-repo", "PHOENIX_URL": isolated["phoenix"]}
     shown = outputs(run_notebook(NOTEBOOKS / "07_your_repo.ipynb", params))
-    assert "Mined 6 commit(s) of ci-your-repo: 4 kept as tasks, 2 dropped." in shown and "no tests touched" in shown
+    assert "Mined 6 commits of ci-your-repo: 4 kept as tasks, 2 dropped." in shown and "no tests touched" in shown
     assert DRY_RUN_LABEL in shown and "Written: " in shown and ".clinerules" in shown
     tasks = (isolated["root"] / "act_results/ci-your-repo/tasks.jsonl").read_text().splitlines()
     assert len(tasks) == 4 and all(json.loads(t)["FAIL_TO_PASS"] for t in tasks)

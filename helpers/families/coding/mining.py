@@ -40,6 +40,7 @@ from helpers.core import config
 from helpers.core.names import check_name
 from helpers.core.processes import remove_scratch, scratch_dir
 from helpers.core.progress import progress_bar
+from helpers.core.wording import counted
 from helpers.families.coding.git import git
 from helpers.families.coding.repo_tests import (DEFAULT_SETUP_COMMAND, PYTEST_CONFIG_NAMES, TestRun, is_test_file,
                                                 run_repo_tests, run_setup, runnable_test_files)
@@ -88,7 +89,7 @@ class MiningReport:
 
     def summary(self) -> str:
         kept = sum(v["kept"] for v in self.verdicts)
-        lines = [f"Mined {len(self.verdicts)} commit(s) of {self.experiment}: {kept} kept as tasks, "
+        lines = [f"Mined {counted(len(self.verdicts), 'commit')} of {self.experiment}: {kept} kept as tasks, "
                  f"{len(self.verdicts) - kept} dropped."]
         lines += [f"  {count:3d} dropped: {reason} ({DROPS.get(reason, reason)})"
                   for reason, count in self.reasons().most_common()]

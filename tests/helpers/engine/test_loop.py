@@ -300,7 +300,7 @@ def test_the_loop_line_counts_runs_that_produced_no_patch_and_says_why_the_judge
               "cost_usd": None, "unpriced": ["agent"], "ruleset_rules": 0, "next_ruleset_version": 0, "ruleset_version": 0}
     line = describe_loop(record)
     assert "0 of 4 runs produced a patch" in line
-    assert "judge failed on 1 rows (the judge's answer was cut at the length limit (256 tokens))" in line
+    assert "judge failed on 1 row (the judge's answer was cut at the length limit (256 tokens))" in line
     assert "produced a patch" not in describe_loop({**record, "train_patched": 2, "test_patched": 2})
 
 
@@ -422,3 +422,15 @@ def test_the_scripted_judge_and_optimizer_answer_under_a_readers_own_instruction
     optimizer = PromptLearningOptimizer(system_prompt="Few, broad rules. Answer with JSON.", client=object())
     edits = script.reply_for({"messages": optimizer.messages(parse_ruleset(""), ["### Example x\nTask:\n..."])})
     assert "\"edits\"" in edits.content
+
+
+def test_a_loop_line_counts_one_of_anything_in_the_singular():
+    record = {"loop": 0, "train_accuracy": 0.5, "train_scored": 2, "train_passed": 1, "train_errors": 2,
+              "train_suspect": 1, "train_rule_errors": 1, "train_top_error": "boom", "test_accuracy": None,
+              "test_scored": 0, "judge_errors": 1, "optimizer_changed": True, "optimizer_edits": 1,
+              "optimizer_errors": ["cut"], "cost_usd": 0.0, "ruleset_rules": 1, "ruleset_version": 0,
+              "next_ruleset_version": 1}
+    line = describe_loop(record)
+    for part in ("1 rule-induced error counted", "1 suspect pass left out", "1 errored run left out",
+                 "judge failed on 1 row", "rules changed (1 edit)", "(1 optimizer error: cut)"):
+        assert part in line, (part, line)

@@ -81,7 +81,7 @@ def test_each_commit_is_kept_or_dropped_for_its_stated_reason(history, mined):
     assert {name: verdicts[shas[name]]["reason"] for name in expected} == expected
     assert [v["sha"] for v in report.verdicts if v["kept"]] == [shas["fix"]]
     summary = report.summary()
-    assert "Mined 8 commit(s) of calc-mined: 1 kept as tasks, 7 dropped." in summary and "1 dropped: flaky" in summary
+    assert "Mined 8 commits of calc-mined: 1 kept as tasks, 7 dropped." in summary and "1 dropped: flaky" in summary
 
 
 def test_a_kept_commit_is_a_swebench_shaped_task_that_leaks_no_answer(history, mined):
