@@ -32,6 +32,9 @@ from helpers.core.config import PHOENIX_DIR, REPO_ROOT, read_env
 from helpers.core.processes import safe_environment
 
 START_TIMEOUT_S = 60.0  # Phoenix needs ~13-16 s to import and migrate its database on this machine
+PORT_ATTEMPTS = 3  # starts tried when a port picked free is taken before Phoenix binds it
+# What Phoenix's log says when a port it was given is taken: gRPC's words, and uvicorn's errno 98
+PORT_TAKEN_SIGNS = ("Failed to bind to address", "address already in use")
 STOP_TIMEOUT_S = 10.0
 SERVER_ENV = REPO_ROOT / ".venv-phoenix"  # made by `make setup` (the Makefile's PHOENIX_VENV)
 # Variables that would point the embedded server somewhere other than its own SQLite file.
@@ -40,6 +43,10 @@ _DROPPED_ENV = ("PHOENIX_SQL_DATABASE_URL", "PHOENIX_SQL_DATABASE_SCHEMA", "PHOE
 
 class PhoenixError(RuntimeError):
     """The Phoenix server could not be started or reached."""
+
+
+class _PortTaken(PhoenixError):
+    """The server exited because a port it was given was taken meanwhile (start() tries new ones)."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -159,6 +166,9 @@ class PhoenixServer:
         return self.process is not None
 
     def start(self) -> "PhoenixServer":
+        """Start the server and wait until it answers. Ports left None are picked free, but Phoenix binds them
+        only after ~15 s of imports, so on a busy machine another process can take one first: then the start
+        is tried again on new ports (PORT_ATTEMPTS in all); a port given is never swapped for another."""
         if self._url is not None:
             return self
         for name, port in (("port", self.port), ("grpc_port", self.grpc_port)):
@@ -167,11 +177,21 @@ class PhoenixServer:
                     f"Cannot start Phoenix: {self.host}:{port} ({name}) is already in use. Stop what "
                     f"listens there, or pass {name}=None to use a free port."
                 )
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                return self._start_once()
+            except _PortTaken:
+                if attempt == PORT_ATTEMPTS or (self.port is not None and self.grpc_port is not None):
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> "PhoenixServer":
         command = server_command()
         port = self.port or free_port(self.host)
         grpc_port = self.grpc_port or free_port(self.host)
         self.working_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.working_dir / f"server-{port}.log"
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         env = server_environment(self.working_dir, self.host, port, grpc_port, self.database_url)
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
@@ -197,7 +217,9 @@ class PhoenixServer:
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise PhoenixError(
+                this_start = self.log_path.read_bytes()[self._log_start:].decode(errors="replace")
+                error = _PortTaken if any(sign in this_start for sign in PORT_TAKEN_SIGNS) else PhoenixError
+                raise error(
                     f"Phoenix exited with code {self.process.returncode} before answering /healthz "
                     f"(a port in use, or a broken install?). Log {self.log_path}:\n{self.log_tail()}"
                 )

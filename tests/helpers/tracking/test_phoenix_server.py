@@ -112,3 +112,49 @@ def test_the_notebooks_environment_has_the_client_without_the_server_so_it_impor
     code = "import importlib.util, phoenix.client; print(importlib.util.find_spec('phoenix.server') is None)"
     no_server = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip()
     assert no_server == "True", "arize-phoenix is in the notebooks' environment: run `make setup` (it moves it to .venv-phoenix)"
+
+
+# A stand-in for `phoenix serve` that honours its contract here: it binds PHOENIX_GRPC_PORT, then serves /healthz
+# on PHOENIX_PORT, and when a port is taken exits saying so in gRPC's words. It proves start()'s handling of
+# that exit; it cannot prove Phoenix's own wording, which PORT_TAKEN_SIGNS quotes from a real failed start.
+STAND_IN = """
+import http.server, os, socket, sys
+grpc = socket.socket()
+try:
+    grpc.bind(("127.0.0.1", int(os.environ["PHOENIX_GRPC_PORT"])))
+except OSError:
+    sys.exit("RuntimeError: Failed to bind to address 127.0.0.1:" + os.environ["PHOENIX_GRPC_PORT"])
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"OK")
+http.server.HTTPServer(("127.0.0.1", int(os.environ["PHOENIX_PORT"])), Health).serve_forever()
+"""
+
+
+def test_a_port_taken_between_its_pick_and_phoenixs_bind_is_tried_again_on_new_ones(tmp_path, monkeypatch):
+    import helpers.tracking.phoenix_server as phoenix_server
+
+    (tmp_path / "serve.py").write_text(STAND_IN)
+    monkeypatch.setattr(phoenix_server, "server_command", lambda: [sys.executable, str(tmp_path / "serve.py")])
+    with socket.socket() as taken, socket.socket() as also_taken:
+        for sock in (taken, also_taken):
+            sock.bind(("127.0.0.1", 0))
+        picks = iter([phoenix_server.free_port(), taken.getsockname()[1],  # the first start's gRPC port: taken
+                      phoenix_server.free_port(), also_taken.getsockname()[1]])  # and the second's
+        monkeypatch.setattr(phoenix_server, "free_port", lambda host="127.0.0.1": next(picks, None) or socket_port())
+        server = PhoenixServer(working_dir=tmp_path / "phoenix", start_timeout_s=60).start()
+        try:
+            assert is_healthy(server.url) and server.grpc_port not in (taken.getsockname()[1], also_taken.getsockname()[1])
+        finally:
+            server.stop()
+        assert server_processes(tmp_path / "phoenix") == set()
+        picks = iter([socket_port(), taken.getsockname()[1]] * 3)  # taken every time: named after three starts
+        with pytest.raises(PhoenixError, match="Failed to bind"):
+            PhoenixServer(working_dir=tmp_path / "again", start_timeout_s=60).start()
+        assert next(picks, None) is None  # all three tried
+
+
+def socket_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
