@@ -540,7 +540,11 @@ def test_the_responses_api_is_forwarded_and_metered(stub):
 
 # --- traces ----------------------------------------------------------------------------------------
 def test_with_phoenix_down_spans_are_dropped_with_one_warning(stub):
-    tracer = phoenix_tracer(f"http://127.0.0.1:{free_port()}", "gateway-test")
+    from helpers.llm.gateway.tracing import PhoenixTracer
+
+    # the exporter retries a refused connection until its timeout (5 s by default) before it reports the export
+    # failed: a short one asks the same question of each of the three exports without waiting those 15 s
+    tracer = PhoenixTracer(f"http://127.0.0.1:{free_port()}", "gateway-test", timeout_s=0.5)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with Gateway(stub_upstreams(stub), trace=tracer) as gateway:
