@@ -358,6 +358,11 @@ def four_convention_tasks(n=6):
     return house[house.conventions.map(lambda c: set(c) <= set(FOUR))].head(n)
 
 
+# the tests that read `gated` run on one xdist worker (make test runs with --dist loadgroup): spread over two, each
+# would gate the proposal again
+one_gating = pytest.mark.xdist_group("continual-replay-gate")
+
+
 @pytest.fixture(scope="module")
 def gated(tmp_path_factory):
     """One proposal of the four conventions' rules, gated as a team would meet it: on 4 tasks, then on 6, then
@@ -376,6 +381,7 @@ def gated(tmp_path_factory):
     return found
 
 
+@one_gating
 def test_the_replay_gate_accepts_a_proposal_that_is_not_worse_on_enough_tasks(gated):
     decision = gated["enough"]
     assert decision.accept and decision.comparison.n == 6 and decision.comparison.b_only == 6
@@ -384,6 +390,7 @@ def test_the_replay_gate_accepts_a_proposal_that_is_not_worse_on_enough_tasks(ga
     assert stored["accept"] and stored["summary"] == decision.comparison.summary() and "on 6 tasks" in stored["summary"]
 
 
+@one_gating
 def test_a_replay_gate_too_small_to_ever_refuse_does_not_accept_and_says_how_many_tasks_it_needs(gated):
     decision = gated["small"]
     assert not decision.accept and decision.comparison.b_only == 4  # better on every task, and still not accepted
@@ -392,6 +399,7 @@ def test_a_replay_gate_too_small_to_ever_refuse_does_not_accept_and_says_how_man
     assert not gated["small evidence"]["accept"]
 
 
+@one_gating
 def test_auto_approval_needs_trusted_sources_no_flags_and_a_gate_that_could_have_refused(gated):
     version, why = gated["auto small"]
     assert version is None and "the replay gate refused: with 4 replay tasks" in why
@@ -401,6 +409,7 @@ def test_auto_approval_needs_trusted_sources_no_flags_and_a_gate_that_could_have
     assert gated["auto enough proposal"].status == "approved"
 
 
+@one_gating
 def test_a_gate_run_again_resumes_the_runs_it_has_and_runs_only_the_new_tasks(gated):
     # each of the 6 tasks ran once under the current rules and once under the proposal's, over four gates
     assert sorted(Counter(gated["agent"].calls).values()) == [2] * 6

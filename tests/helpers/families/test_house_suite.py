@@ -27,6 +27,9 @@ from helpers.families.coding.house_suite import CONVENTIONS, build_house_repos, 
 from helpers.families.coding.house_suite.build import LIBRARIES, undone_patches
 from helpers.families.coding.tasks import split_dataset
 
+# one xdist worker grades the suite (make test runs with --dist loadgroup): spread over two, each would build and
+# grade it again for its share of this module's tests
+pytestmark = pytest.mark.xdist_group("house-suite-grading")
 # Words that would give a convention away in an issue (checked on every task whose tests check it).
 GIVEAWAYS = {
     "errors": ["LedgerError", "TodoError", "RowsError", "exception type", "exception class"],
