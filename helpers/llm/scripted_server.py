@@ -84,8 +84,9 @@ class ScriptedModelServer:
     # --- lifecycle ---
     def start(self) -> "ScriptedModelServer":
         self._httpd = _Server((self._host, self._port), _handler_for(self))
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-model-server",
-                                        daemon=True)
+        # stop() waits for serve_forever's next poll: at its default 0.5 s, half a second per server stopped
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="scripted-model-server", daemon=True)
         self._thread.start()
         return self
 

@@ -17,13 +17,6 @@ from helpers.families.coding.tasks import load_house_suite
 from helpers.families.coding.git import git
 
 
-@pytest.fixture
-def isolated(tmp_path, monkeypatch):
-    for name, sub in (("PL_RESULTS_DIR", "results"), ("PL_RULESETS_DIR", "rulesets"), ("PL_CACHE_DIR", "cache")):
-        monkeypatch.setenv(name, str(tmp_path / sub))
-    return tmp_path
-
-
 def finished_loop(experiment, loop, version, passes, n=30, rules=0, dry_run=False, val=None, splits=("train", "test"),
                   tokens=None, cost=None, seconds=60.0, ruleset_tokens=0):
     """A loop's record and its rows: the first `passes` tasks pass (on validation, the first `val`); each run

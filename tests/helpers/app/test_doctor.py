@@ -2,12 +2,18 @@
 
 import pytest
 
-from helpers.app.doctor import check_environment, check_models
+from helpers.app.doctor import check_environment, check_models, check_phoenix
 
 
-def test_the_environment_check_finds_the_installed_parts_and_explains_the_rest(monkeypatch):
-    monkeypatch.delenv("PHOENIX_COLLECTOR_ENDPOINT", raising=False)
-    checks = check_environment().set_index("component")
+@pytest.fixture(scope="module")
+def environment():
+    """One whole setup check, with Phoenix at an address where nothing answers: it asks every agent's CLI for its
+    version (seconds each), so the tests below read this one check rather than each making its own."""
+    return check_environment("http://127.0.0.1:9").set_index("component")
+
+
+def test_the_environment_check_finds_the_installed_parts_and_explains_the_rest(environment, monkeypatch):
+    checks = environment
     assert checks.index[0] == "platform" and checks.loc["platform", "ok"]  # which machine this is, first
     assert checks.loc["platform", "detail"].startswith(("Linux", "Windows", "macOS"))
     for part in ("Python", "Python packages", "Node.js", "agent: cline", "git"):
@@ -16,14 +22,22 @@ def test_the_environment_check_finds_the_installed_parts_and_explains_the_rest(m
     assert checks.loc[~checks.ok, "fix"].map(bool).all(), "every failing check says how to fix it"
     if not checks.loc["SWE-bench evaluation", "ok"]:
         assert "house" in checks.loc["SWE-bench evaluation", "fix"]
+    monkeypatch.delenv("PHOENIX_COLLECTOR_ENDPOINT", raising=False)  # and with no Phoenix given
+    phoenix = check_phoenix()
+    assert phoenix.ok or phoenix.fix
 
 
 def test_looking_for_an_agents_cli_installs_nothing_and_fails_only_for_the_agent_the_notebooks_run(monkeypatch,
                                                                                                    tmp_path):
     from helpers.app.doctor import check_agents
+    from helpers.core import registry
     from helpers.core.registry import agent_class
 
     codex = agent_class("codex")
+    # only Codex registered (the chosen agent is always checked too): every other agent's CLI would be asked its
+    # version, seconds each, twice, for an answer this test does not read (`environment` reads them)
+    only_codex = {name: target for name, target in registry.registered_agents().items() if name == "codex"}
+    monkeypatch.setattr(registry, "registered_agents", lambda: only_codex)
     (tmp_path / "package.json").write_text(codex.package_dir.joinpath("package.json").read_text())
     monkeypatch.setattr(codex, "package_dir", tmp_path)  # a checkout where `make quickstart` left Codex out
     checks = {c.component: c for c in check_agents()}
@@ -34,8 +48,8 @@ def test_looking_for_an_agents_cli_installs_nothing_and_fails_only_for_the_agent
     assert sorted(p.name for p in tmp_path.iterdir()) == ["package.json"]  # no npm ran
 
 
-def test_an_unreachable_phoenix_is_reported_not_raised():
-    checks = check_environment("http://127.0.0.1:9").set_index("component")
+def test_an_unreachable_phoenix_is_reported_not_raised(environment):
+    checks = environment
     assert not checks.loc["Phoenix", "ok"] and "unset it" in checks.loc["Phoenix", "fix"]
 
 

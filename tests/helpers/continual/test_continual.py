@@ -3,6 +3,7 @@ a real git repository as the target; rejected edits remembered; expiry; the repl
 
 import json
 import warnings
+from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -331,7 +332,11 @@ class RuleFollowingAgent(AgentBase):
     def check(self):
         pass
 
+    def __init__(self):
+        self.calls = []  # the instance ids it ran, in order
+
     def run(self, task, workspace, ruleset):
+        self.calls.append(task["instance_id"])
         knows = all(CONVENTIONS[c]["rule"] in ruleset for c in task["conventions"])
         git("apply", "-", cwd=workspace, input=task["patch" if knows else "naive_patch"])
         return AgentResult(task["instance_id"], "completed", model=self.model)
@@ -353,35 +358,61 @@ def four_convention_tasks(n=6):
     return house[house.conventions.map(lambda c: set(c) <= set(FOUR))].head(n)
 
 
-def test_the_replay_gate_accepts_a_proposal_that_is_not_worse_on_enough_tasks(tmp_path):
-    tasks = four_convention_tasks()
+# the tests that read `gated` run on one xdist worker (make test runs with --dist loadgroup): spread over two, each
+# would gate the proposal again
+one_gating = pytest.mark.xdist_group("continual-replay-gate")
+
+
+@pytest.fixture(scope="module")
+def gated(tmp_path_factory):
+    """One proposal of the four conventions' rules, gated as a team would meet it: on 4 tasks, then on 6, then
+    auto-approved on 4 and on 6; what each step decided and stored. Every gate shares one results folder, so a
+    task already run under a ruleset is resumed, not run and graded again: 12 gradings, not 32."""
+    tmp_path = tmp_path_factory.mktemp("gate")
     inbox, proposal = gate_inbox(tmp_path, FOUR)
-    decision = inbox.replay_gate(proposal.id, RuleFollowingAgent(), tasks, workers=2, results_root=tmp_path / "results")
+    agent, gate = RuleFollowingAgent(), dict(workers=2, results_root=tmp_path / "results")
+    found = {"proposal": proposal.id, "agent": agent}
+    for label, n in (("small", 4), ("enough", 6)):
+        found[label] = inbox.replay_gate(proposal.id, agent, four_convention_tasks(n), **gate)
+        found[f"{label} evidence"] = dict(inbox.proposal(proposal.id).evidence)
+    for label, n in (("auto small", 4), ("auto enough", 6)):
+        found[label] = inbox.auto_approve(proposal.id, agent, four_convention_tasks(n), **gate)
+        found[f"{label} proposal"] = inbox.proposal(proposal.id)
+    return found
+
+
+@one_gating
+def test_the_replay_gate_accepts_a_proposal_that_is_not_worse_on_enough_tasks(gated):
+    decision = gated["enough"]
     assert decision.accept and decision.comparison.n == 6 and decision.comparison.b_only == 6
     assert "not significantly worse on 6 tasks" in decision.reason and "would be caught with 80% power" in decision.reason
-    stored = inbox.proposal(proposal.id).evidence
+    stored = gated["enough evidence"]
     assert stored["accept"] and stored["summary"] == decision.comparison.summary() and "on 6 tasks" in stored["summary"]
 
 
-def test_a_replay_gate_too_small_to_ever_refuse_does_not_accept_and_says_how_many_tasks_it_needs(tmp_path):
-    tasks = four_convention_tasks(4)
-    inbox, proposal = gate_inbox(tmp_path, FOUR)
-    decision = inbox.replay_gate(proposal.id, RuleFollowingAgent(), tasks, workers=2, results_root=tmp_path / "results")
+@one_gating
+def test_a_replay_gate_too_small_to_ever_refuse_does_not_accept_and_says_how_many_tasks_it_needs(gated):
+    decision = gated["small"]
     assert not decision.accept and decision.comparison.b_only == 4  # better on every task, and still not accepted
     assert "with 4 replay tasks no difference can be significant at 0.05" in decision.reason
     assert "needs at least 6 tasks" in decision.reason
+    assert not gated["small evidence"]["accept"]
 
 
-def test_auto_approval_needs_trusted_sources_no_flags_and_a_gate_that_could_have_refused(tmp_path):
-    inbox, small = gate_inbox(tmp_path, FOUR)
-    version, why = inbox.auto_approve(small.id, RuleFollowingAgent(), four_convention_tasks(4), workers=2,
-                                      results_root=tmp_path / "results")
+@one_gating
+def test_auto_approval_needs_trusted_sources_no_flags_and_a_gate_that_could_have_refused(gated):
+    version, why = gated["auto small"]
     assert version is None and "the replay gate refused: with 4 replay tasks" in why
-    assert inbox.proposal(small.id).status == "pending" and inbox.proposal(small.id).reason == why
-    version, why = inbox.auto_approve(small.id, RuleFollowingAgent(), four_convention_tasks(), workers=2,
-                                      results_root=tmp_path / "results")
+    assert gated["auto small proposal"].status == "pending" and gated["auto small proposal"].reason == why
+    version, why = gated["auto enough"]
     assert version == 1 and why.startswith("auto-approved: trusted sources, no flags, replay gate: the proposal is not")
-    assert inbox.proposal(small.id).status == "approved"
+    assert gated["auto enough proposal"].status == "approved"
+
+
+@one_gating
+def test_a_gate_run_again_resumes_the_runs_it_has_and_runs_only_the_new_tasks(gated):
+    # each of the 6 tasks ran once under the current rules and once under the proposal's, over four gates
+    assert sorted(Counter(gated["agent"].calls).values()) == [2] * 6
 
 
 def test_the_replay_gate_refuses_a_proposal_that_is_significantly_worse(tmp_path):

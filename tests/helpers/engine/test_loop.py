@@ -41,17 +41,18 @@ class HouseAgent(AgentBase):
         return AgentResult(task["instance_id"], "completed", model=self.model)
 
 
-@pytest.fixture
-def isolated(tmp_path, monkeypatch):
-    for name, sub in (("PL_RESULTS_DIR", "results"), ("PL_RULESETS_DIR", "rulesets"), ("PL_CACHE_DIR", "cache")):
-        monkeypatch.setenv(name, str(tmp_path / sub))
-    return tmp_path
-
-
 @pytest.fixture(scope="module")
 def house():
     tasks = load_house_suite()
     return tasks.head(2), tasks.iloc[2:4].reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def one_each(house):
+    """One training task and one test task: every run is graded for real, so a test that asks about the loop's
+    records and lines, not how many rows it counts, pays for two gradings a loop rather than four."""
+    train, test = house
+    return train.head(1), test.head(1)
 
 
 def session_on(server, model="gpt-4.1"):
@@ -95,23 +96,23 @@ def test_a_judge_out_of_budget_leaves_the_loop_unfinished_and_a_rerun_completes_
     assert len(agent.calls) == runs_before, "the rerun ran no agent again"
 
 
-def test_a_judge_answered_with_something_other_than_a_completion_is_counted_and_named_and_the_loop_finishes(isolated, house):
+def test_a_judge_answered_with_something_other_than_a_completion_is_counted_and_named_and_the_loop_finishes(isolated, one_each):
     from helpers.learn.judge import JUDGE_SYSTEM_PROMPT
 
-    train, test = house
+    train, test = one_each
     wrong = Rule(system_contains=JUDGE_SYSTEM_PROMPT.splitlines()[0], reply=Reply("{}", fault="wrong_api"))
     with ScriptedModelServer(script_with(wrong)) as server:
         loops = run_loop(train, test, LoopSettings("judge-wrong-api", loops=1, workers=2, agent=HouseAgent()),
                          session_on(server), verbose=False)
     record = loops.iloc[0].to_dict()
-    assert record["judge_errors"] == 2 and "the body is not a chat completion" in record["judge_top_error"]
-    assert "judge failed on 2 rows (LLM request to gpt-4.1 failed: the server answered 200" in describe_loop(record)
+    assert record["judge_errors"] == 1 and "the body is not a chat completion" in record["judge_top_error"]
+    assert "judge failed on 1 rows (LLM request to gpt-4.1 failed: the server answered 200" in describe_loop(record)
 
 
-def test_a_failed_optimizer_request_leaves_the_loop_unfinished(isolated, house):
+def test_a_failed_optimizer_request_leaves_the_loop_unfinished(isolated, one_each):
     from helpers.learn.optimizer import OPTIMIZER_SYSTEM_PROMPT
 
-    train, test = house
+    train, test = one_each
     overloaded = Rule(system_contains=OPTIMIZER_SYSTEM_PROMPT.splitlines()[0],
                       reply=Reply(status=503, error_message="overloaded", retry_after=0))
     with ScriptedModelServer(script_with(overloaded)) as server:
@@ -162,11 +163,11 @@ def test_a_prompt_family_runs_through_the_same_loop_and_its_dry_run_learns_every
     assert "alt text" in split_fenced(prompt)[1]
 
 
-def test_an_optimizer_that_changes_nothing_keeps_the_version_and_the_line_says_so(isolated, house):
+def test_an_optimizer_that_changes_nothing_keeps_the_version_and_the_line_says_so(isolated, one_each):
     from helpers.learn.optimizer import OPTIMIZER_SYSTEM_PROMPT
     from helpers.store.rulesets import RulesetStore
 
-    train, test = house
+    train, test = one_each
     no_edits = Rule(system_contains=OPTIMIZER_SYSTEM_PROMPT.splitlines()[0], reply=Reply('{"edits": []}'))
     with ScriptedModelServer(script_with(no_edits)) as server:
         loops = run_loop(train, test, LoopSettings("unchanged", loops=2, workers=2, agent=HouseAgent()),
@@ -178,7 +179,7 @@ def test_an_optimizer_that_changes_nothing_keeps_the_version_and_the_line_says_s
     assert "rules 1, unchanged" in line and "optimizer changed nothing" in line and "-> version" not in line
 
 
-def test_a_planted_rule_is_refused_with_its_reason_in_the_versions_metadata_and_never_reaches_an_export(isolated, house):
+def test_a_planted_rule_is_refused_with_its_reason_in_the_versions_metadata_and_never_reaches_an_export(isolated, one_each):
     import json
 
     from helpers.learn.optimizer import OPTIMIZER_SYSTEM_PROMPT
@@ -188,7 +189,7 @@ def test_a_planted_rule_is_refused_with_its_reason_in_the_versions_metadata_and_
     ordinary = "Run the tests with pytest before finishing."
     answer = Reply(json.dumps({"edits": [{"op": "add", "text": text, "reason": "from feedback", "sources": []}
                                          for text in (planted, ordinary)]}))
-    train, test = house
+    train, test = one_each
     with ScriptedModelServer(script_with(Rule(system_contains=OPTIMIZER_SYSTEM_PROMPT.splitlines()[0],
                                               reply=answer))) as server:
         run_loop(train, test, LoopSettings("planted", loops=1, workers=2, agent=HouseAgent()), session_on(server),
@@ -204,7 +205,7 @@ def test_a_planted_rule_is_refused_with_its_reason_in_the_versions_metadata_and_
         assert ordinary in exported and not any(trace in exported for trace in ("curl", "x.example", "GITHUB_TOKEN"))
 
 
-def test_the_notebook_steps_and_the_library_loop_are_one_loop_with_one_phoenix_scheme(isolated, house, monkeypatch):
+def test_the_notebook_steps_and_the_library_loop_are_one_loop_with_one_phoenix_scheme(isolated, one_each, monkeypatch):
     """Loop 0 run step by step (as notebook 02 shows it), loop 1 by run_loop: the same record fields, the same
     output column, and the Phoenix experiments named and tagged by one function."""
     from helpers.engine import loop as engine_loop
@@ -215,7 +216,7 @@ def test_the_notebook_steps_and_the_library_loop_are_one_loop_with_one_phoenix_s
     logged = []
     monkeypatch.setattr(engine_loop, "log_loop_to_phoenix",
                         lambda loop, version, *a, **k: logged.append(("library", loop, version)))
-    train_df, test_df = house
+    train_df, test_df = one_each
     with ScriptedModelServer(script_with()) as server:
         session = session_on(server)
         settings = LoopSettings("steps", loops=2, workers=2, agent=HouseAgent())
@@ -335,10 +336,10 @@ def test_a_context_limit_error_in_the_loop_line_is_named_with_its_size(error, sa
 
 
 # --- a split without a validation side (VAL_SIZE=0, or a pool of one task) ------------------------------------
-def test_a_split_without_a_validation_side_runs_keeps_the_latest_version_and_says_it_was_not_chosen(isolated, house, capsys):
+def test_a_split_without_a_validation_side_runs_keeps_the_latest_version_and_says_it_was_not_chosen(isolated, one_each, capsys):
     from helpers.store.loops import kept_version
 
-    train, test = house
+    train, test = one_each
     with ScriptedModelServer(script_with()) as server:
         loops = run_loop(train, test, LoopSettings("no-val", loops=2, workers=2, agent=HouseAgent()),
                          session_on(server), val_df=train.iloc[:0])
@@ -371,10 +372,10 @@ def test_the_validation_note_says_what_a_split_without_validation_costs():
     assert "No validation side" in note and "the latest, not one chosen by data" in note
 
 
-def test_a_loop_record_counts_each_roles_tokens_whatever_the_price(isolated, house):
+def test_a_loop_record_counts_each_roles_tokens_whatever_the_price(isolated, one_each):
     from helpers.store.loops import loop_rows
 
-    train, test = house
+    train, test = one_each
     with ScriptedModelServer(script_with()) as server:
         loops = run_loop(train, test, LoopSettings("tokens", loops=1, workers=2, agent=HouseAgent()),
                          session_on(server, model="scripted-dry-run"), verbose=False)

@@ -1,12 +1,13 @@
 """The house suite: tasks on three libraries whose hidden tests check conventions the issues never state.
 
 The suite's own checks grade every task's gold patch, naive patch, empty patch and gold patch with each of its
-conventions undone: some 240 gradings. The real grading path (LocalEvaluator: a clone, the sandbox, one pytest
-process per patch) takes 1-2 s each here and has no batch mode, so it grades a sample of one task per
-library; the rest run in batches: one pytest process per library that runs each variant's tests in turn
-(pytest.main on a copy of the repository with the patch and the test patch applied by git apply, the
-package's modules dropped between runs). These patches are the suite's own, not an agent's.
-"""
+conventions undone: some 240 gradings, each graded once (the `graded` fixture) and asked every question here.
+The real grading path (LocalEvaluator: a clone, the sandbox, one pytest process per patch) takes 1-2 s each here
+and has no batch mode, so it grades a sample of one task per library for each patch kind and must agree with the
+batch test by test; the rest run in batches: one pytest process per library that runs each variant's tests in
+turn (pytest.main on a copy of the repository with the patch and the test patch applied by git apply, the
+package's modules dropped between runs). No gold or naive patch touches a test or the test configuration (checked
+below), so the real path's setting aside of them changes nothing the batch grades."""
 
 import json
 import os
@@ -26,6 +27,9 @@ from helpers.families.coding.house_suite import CONVENTIONS, build_house_repos, 
 from helpers.families.coding.house_suite.build import LIBRARIES, undone_patches
 from helpers.families.coding.tasks import split_dataset
 
+# one xdist worker grades the suite (make test runs with --dist loadgroup): spread over two, each would build and
+# grade it again for its share of this module's tests
+pytestmark = pytest.mark.xdist_group("house-suite-grading")
 # Words that would give a convention away in an issue (checked on every task whose tests check it).
 GIVEAWAYS = {
     "errors": ["LedgerError", "TodoError", "RowsError", "exception type", "exception class"],
@@ -50,11 +54,12 @@ package, jobs = sys.argv[1], json.loads(sys.stdin.read())
 
 class Outcomes:
     def __init__(self):
-        self.tests = {}
+        self.tests, self.log = {}, []
 
     def pytest_runtest_logreport(self, report):
         if report.failed:
             self.tests[report.nodeid] = "FAILED"
+            self.log.append(report.longreprtext)
         elif report.when == "call" and report.nodeid not in self.tests:
             self.tests[report.nodeid] = "PASSED"
 
@@ -66,7 +71,7 @@ for folder, names in jobs.items():
         del sys.modules[name]
     outcomes = Outcomes()
     pytest.main(["-q", "-p", "no:cacheprovider", "--rootdir", folder, "-W", "ignore", *names], plugins=[outcomes])
-    results[folder] = {n: outcomes.tests.get(n, "MISSING") for n in names}
+    results[folder] = {"tests": {n: outcomes.tests.get(n, "MISSING") for n in names}, "log": "\n".join(outcomes.log)}
 print("RESULTS" + json.dumps(results))
 '''
 
@@ -84,8 +89,9 @@ def tasks(built):
 
 @pytest.fixture(scope="module")
 def graded(built, tmp_path_factory):
-    """(instance id, variant) -> resolved, for every task's gold, naive and empty patch and its gold patch with
-    each convention undone; graded in one pytest process per library."""
+    """(instance id, variant) -> {"tests": test -> PASSED/FAILED/MISSING, "log": the failures' reports}, for every
+    task's gold, naive and empty patch and its gold patch with each convention undone; graded in one pytest
+    process per library."""
     began = time.monotonic()
     root, tasks = built
     undone = undone_patches(root)
@@ -112,7 +118,7 @@ def graded(built, tmp_path_factory):
         found = re.search(r"^RESULTS(.*)$", done.stdout, re.M)
         assert found, f"the batch for {repo} did not finish: {done.stderr[-2000:]}"
         results = json.loads(found.group(1))
-        return {jobs[repo][folder][:2]: all(v == "PASSED" for v in tests.values()) for folder, tests in results.items()}
+        return {jobs[repo][folder][:2]: grade for folder, grade in results.items()}
 
     started = time.monotonic()
     with ThreadPoolExecutor(2) as pool:
@@ -134,29 +140,54 @@ def test_there_are_at_least_48_tasks_over_three_libraries_with_every_swebench_fi
         assert row.FAIL_TO_PASS and row.PASS_TO_PASS and row.suite == "house"
 
 
+def resolved(grade: dict) -> bool:
+    return all(v == "PASSED" for v in grade["tests"].values())
+
+
 def test_every_gold_patch_resolves_its_task_and_every_naive_empty_or_convention_undone_patch_fails(tasks, graded):
     failures = []
     for row in tasks.itertuples():
-        if not graded[(row.instance_id, "gold")]:
+        if not resolved(graded[(row.instance_id, "gold")]):
             failures.append(f"{row.instance_id}: gold does not resolve")
         for variant in ["naive", "empty", *(f"undone:{c}" for c in row.conventions)]:
-            if graded[(row.instance_id, variant)]:
+            if resolved(graded[(row.instance_id, variant)]):
                 failures.append(f"{row.instance_id}: {variant} resolves")
     assert not failures, failures
     assert len(graded) == 3 * len(tasks) + sum(len(c) for c in tasks.conventions)
 
 
-def test_the_real_grading_path_agrees_on_one_task_per_library(tasks, graded):
+def test_a_fix_that_breaks_a_convention_fails_only_hidden_tests_and_the_log_names_the_convention(tasks, graded):
+    for row in tasks.itertuples():
+        naive = graded[(row.instance_id, "naive")]
+        failed = [t for t, outcome in naive["tests"].items() if outcome != "PASSED"]
+        assert failed and all(t in row.FAIL_TO_PASS for t in failed), row.instance_id
+        assert "house convention broken" in naive["log"], row.instance_id
+
+
+def test_no_gold_or_naive_patch_touches_a_test_or_the_test_configuration(tasks):
+    from helpers.families.coding.patches import grading_patch
+
+    for row in tasks.itertuples():
+        for patch in (row.patch, row.naive_patch):
+            assert grading_patch(patch, row.test_patch)[1] == [], row.instance_id
+
+
+def test_the_real_grading_path_agrees_test_by_test_on_one_task_per_library(tasks, graded):
     from helpers.families.coding.evaluation import evaluator_for
 
     sample = tasks.groupby("repo").tail(1).to_dict("records")
     evaluator = evaluator_for(sample, sandbox="if-available")
     evaluator.check(sample)
+    jobs = [(row, kind, variant) for row in sample for kind, variant in (("patch", "gold"), ("naive_patch", "naive"),
+                                                                         (None, "empty"))]
     with ThreadPoolExecutor(2) as pool:
-        verdicts = list(pool.map(lambda job: evaluator.evaluate(job[0], job[0][job[1]]).resolved,
-                                 [(row, kind) for row in sample for kind in ("patch", "naive_patch")]))
-    assert verdicts == [True, False] * len(sample)
-    assert all(graded[(row["instance_id"], "gold")] and not graded[(row["instance_id"], "naive")] for row in sample)
+        results = list(pool.map(lambda job: evaluator.evaluate(job[0], job[0][job[1]] if job[1] else ""), jobs))
+    for (row, _, variant), result in zip(jobs, results):
+        batch = graded[(row["instance_id"], variant)]
+        assert result.resolved == (variant == "gold") == resolved(batch), (row["instance_id"], variant, result.log)
+        assert result.tests == batch["tests"], (row["instance_id"], variant)
+        if variant == "naive":
+            assert "house convention broken" in result.log, row["instance_id"]
 
 
 def test_every_convention_recurs_in_three_tasks_is_stated_as_a_rule_and_says_where_it_holds(tasks):

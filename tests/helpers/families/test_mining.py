@@ -11,6 +11,9 @@ from helpers.families.coding.mining import mine_repository
 from helpers.families.coding.tasks import load_mined_tasks
 from helpers.families.coding.repo_tests import is_test_file, pytest_outcomes
 
+# one xdist worker mines the history (make test runs with --dist loadgroup): spread over two, each would mine it
+# again for its share of this module's tests
+pytestmark = pytest.mark.xdist_group("mined-history")
 CALC = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b\n"
 TESTS = "from calc import add, sub\n\n\ndef test_add():\n    assert add(2, 2) == 4\n"
 # Passes on its first run in a workspace and fails on the second: a test whose result changes on a rerun.

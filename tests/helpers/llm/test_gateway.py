@@ -174,7 +174,8 @@ class Stub:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # shutdown() waits for the next poll: 0.05 s, not the default 0.5 s, per server stopped
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def close(self):
         self.server.shutdown()
@@ -540,7 +541,11 @@ def test_the_responses_api_is_forwarded_and_metered(stub):
 
 # --- traces ----------------------------------------------------------------------------------------
 def test_with_phoenix_down_spans_are_dropped_with_one_warning(stub):
-    tracer = phoenix_tracer(f"http://127.0.0.1:{free_port()}", "gateway-test")
+    from helpers.llm.gateway.tracing import PhoenixTracer
+
+    # the exporter retries a refused connection until its timeout (5 s by default) before it reports the export
+    # failed: a short one asks the same question of each of the three exports without waiting those 15 s
+    tracer = PhoenixTracer(f"http://127.0.0.1:{free_port()}", "gateway-test", timeout_s=0.5)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with Gateway(stub_upstreams(stub), trace=tracer) as gateway:

@@ -268,7 +268,8 @@ def recorded_stream_server(body: bytes):
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # shutdown() waits for the next poll: 0.05 s, not the default 0.5 s, per server stopped
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return server
 
 

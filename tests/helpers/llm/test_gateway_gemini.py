@@ -275,7 +275,8 @@ def google_stub(chunks):
                 self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n")
 
     upstream = ThreadingHTTPServer(("127.0.0.1", 0), Google)
-    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    # shutdown() waits for the next poll: 0.05 s, not the default 0.5 s, per server stopped
+    threading.Thread(target=upstream.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         with Gateway({"g": Upstream(f"http://127.0.0.1:{upstream.server_address[1]}", GEMINI_KEY, "gemini")},
                      max_retries=0) as gateway:
