@@ -106,7 +106,7 @@ def test_a_judge_answered_with_something_other_than_a_completion_is_counted_and_
                          session_on(server), verbose=False)
     record = loops.iloc[0].to_dict()
     assert record["judge_errors"] == 1 and "the body is not a chat completion" in record["judge_top_error"]
-    assert "judge failed on 1 rows (LLM request to gpt-4.1 failed: the server answered 200" in describe_loop(record)
+    assert "judge failed on 1 row (LLM request to gpt-4.1 failed: the server answered 200" in describe_loop(record)
 
 
 def test_a_failed_optimizer_request_leaves_the_loop_unfinished(isolated, one_each):
