@@ -60,9 +60,9 @@ SPECS = {
     "claude-code": Spec("claude-sonnet-4-5", "user", foreign_model="gpt-4.1"),
     "codex": Spec("gpt-5", "user", foreign_model="claude-sonnet-4-5"),
     # opencode and the Gemini CLI take seconds to start (Bun, Node): their limit leaves room for that
-    "opencode": Spec("gpt-5", "system", timeout_s=15.0, foreign_model="claude-sonnet-4-5",
+    "opencode": Spec("gpt-5", "system", timeout_s=12.0, foreign_model="claude-sonnet-4-5",
                      inspect="cat $OPENCODE_CONFIG > config.txt; ls -a $HOME $XDG_CONFIG_HOME/opencode > home.txt"),
-    "gemini-cli": Spec("gemini-2.5-pro", at_origin=True, timeout_s=12.0, foreign_model="gpt-5",
+    "gemini-cli": Spec("gemini-2.5-pro", at_origin=True, timeout_s=10.0, foreign_model="gpt-5",
                        inspect="cat $HOME/.gemini/settings.json > settings.txt"),
     "mini-swe-agent": Spec("gpt-5", "system", turns=1, streams=False, foreign_model="claude-sonnet-4-5",
                            inspect="cat $HOME/../run.yaml > config.txt; ls -a $HOME/.. > state.txt"),
@@ -210,7 +210,7 @@ def fix_run(name: str, results) -> Run:
     with ScriptedModelServer(script) as server, watching_command_lines(key) as seen:
         agent = agent_at(name, server, key, timeout_s=180)
         with Gateway({"agent": Upstream(*agent.upstream())}) as gateway:
-            rows = run_tasks(tasks, agent, run_id="train_0", experiment="contract", ruleset=rules, workers=2,
+            rows = run_tasks(tasks, agent, run_id="train_0", experiment="contract", ruleset=rules, workers=4,
                              progress=False, results_root=results, gateway=gateway)
             calls = gateway.calls()
         requests = list(server.requests)

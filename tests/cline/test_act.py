@@ -76,6 +76,7 @@ def test_every_task_is_run_tested_and_recorded_and_a_second_call_runs_only_what_
 
 
 def test_a_killed_run_resumes_without_redoing_finished_tasks(tasks, tmp_path):
+    tasks = tasks.head(3)  # killed once two are recorded: the third is then under way
     results = tmp_path / "results"
     tasks_file = tmp_path / "tasks.json"
     tasks.to_json(tasks_file, orient="records")
@@ -97,7 +98,7 @@ run_act(tasks=pd.read_json({str(tasks_file)!r}), run_id="train_0", workers=1, mo
         while cline_processes() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert cline_processes() == [], "a Cline run outlived the killed run_act"
-        assert 2 <= len(finished) < 4
+        assert 2 <= len(set(finished)) < len(tasks)
         before = requests_per_task(server)
         server.clear()
         df = run_act(tasks=tasks, run_id="train_0", workers=2, model="scripted-dry-run", base_url=server.base_url,

@@ -43,18 +43,12 @@ def test_the_rules_reach_the_model_through_its_rules_file_and_the_fix_is_the_tes
     offered = offered_tools(next(r["body"] for r in run.requests if r.get("api") in MODEL_APIS and r["body"].get("tools")))
     edit_tool = choose_adapter(agent_class(name).dry_run_tools, offered).tool
     assert fixed["trajectory_summary"].str.contains(f"tools: {edit_tool} x").all(), fixed["trajectory_summary"].tolist()
-    first = [r for r in first_requests(run.requests) if run.tasks.instance_id[3] not in message_text(r, "user")]
-    assert len(first) >= 3
-    rule = CONVENTIONS["errors"]["rule"]
-    for request in first:
-        if task_of(request, run.tasks) in run.tasks.instance_id[:2].tolist():
-            assert rule in message_text(request, spec.rules_in)
-            if spec.rules_in == "user":
-                assert rule not in message_text(request, "system")
-
-
-def task_of(request: dict, tasks) -> str | None:
-    return next((iid for iid in tasks.instance_id if iid in message_text(request, "user")), None)
+    taught = [r for r in first_requests(run.requests) if any(i in message_text(r, "user") for i in fixed.instance_id)]
+    assert len(taught) >= 2
+    for request in taught:  # the rules file, in the message its agent puts it in
+        assert CONVENTIONS["errors"]["rule"] in message_text(request, spec.rules_in)
+        if spec.rules_in == "user":
+            assert CONVENTIONS["errors"]["rule"] not in message_text(request, "system")
 
 
 @pytest.mark.parametrize("name", agents())
@@ -64,8 +58,10 @@ def test_without_the_rules_a_task_needs_the_quick_fix_fails_its_hidden_tests(nam
     assert quick["status"] == "completed", quick["error"]
     assert quick["pass_or_fail"] == "fail", quick["test_log"]
     assert quick["output"].count("diff --git") == run.tasks.naive_patch[2].count("diff --git")
-    if spec_of(name).turns > 1:  # its answer after the edit, as its trajectory's end
-        assert "ended: Done: applied the quick fix" in quick["trajectory_summary"], quick["trajectory_summary"]
+    summary = quick["trajectory_summary"]
+    # its answer after the edit, where its trajectory has one (mini-swe-agent ends on its submit command; Cline's
+    # trajectory is its conversation at the gateway, which holds no last answer)
+    assert "ended: Done: applied the quick fix" in summary or "ended: (no final message)" in summary, summary
 
 
 @pytest.mark.parametrize("name", agents())
