@@ -45,7 +45,7 @@ from helpers.core import config
 from helpers.llm.pricing import call_cost_usd
 from helpers.core.processes import (die_with_parent, reached_at, read_capped, relayed, safe_environment, scratch_dir,
                                     signal_group, stop_processes, with_cap)
-from helpers.testing.edit_tools import WholeFileEditor
+from helpers.testing.edit_tools import ShellTool, WholeFileEditor
 from helpers.core.protocols import AgentResult, Task
 from helpers.families.coding.workspaces import adopt_workspace, forget_host_side, workspace_patch, write_rules
 
@@ -341,7 +341,8 @@ class ClineAgent(CLIAgent):
     rules_file = RULES_FILE
     base_prompt = BASE_PROMPT
     package_dir, binary_path = PACKAGE_DIR, _binary_path()
-    dry_run_tools = (WholeFileEditor("editor", delete_tool="run_commands"),)  # its file editor, in the dry run
+    # its file editor, in the dry run; its shell (a list of commands), for scripted shell steps
+    dry_run_tools = (WholeFileEditor("editor", delete_tool="run_commands"), ShellTool("run_commands", "commands", listed=True))
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
                  provider: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act",

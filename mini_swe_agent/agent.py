@@ -191,11 +191,11 @@ def result_of(trajectory: dict[str, Any] | None, out: str, err: str, timed_out: 
 
 
 class SubmittingShellTool(ShellTool):
-    """The dry run's edit through `bash`, then the submit command in the same turn: mini-swe-agent ends a run
-    only on that command (a reply without a tool call is a format error to it, not the end)."""
+    """A step through `bash` (the dry run's edit, a test's command), then the submit command in the same turn:
+    mini-swe-agent ends a run only on that command (a reply without a tool call is a format error to it, not the end)."""
 
-    def calls(self, task: dict, patch: str) -> list[dict]:
-        return [*super().calls(task, patch), tool_call(self.tool, **{self.argument: SUBMIT})]
+    def step(self, command: str) -> list[dict]:
+        return [*super().step(command), tool_call(self.tool, **{self.argument: SUBMIT})]
 
 
 class MiniSweAgent(CLIAgent):

@@ -4,7 +4,8 @@ import pytest
 
 from helpers.tracking.phoenix_server import PhoenixServer
 
-pytest_plugins = ["time_budget"]  # a test over its time budget fails, named (tests/time_budget.py)
+pytest_plugins = ["time_budget", "agent_runs"]  # a test over its time budget fails, named (tests/time_budget.py);
+# the real agent runs the agent contract and the agents' own tests share (tests/agent_runs.py)
 
 
 @pytest.fixture(scope="session")

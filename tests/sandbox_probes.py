@@ -1,8 +1,8 @@
 """The probes an attacker would run inside an agent run, and what must not come back from them.
 
-Each agent's test has the scripted model ask the real CLI to run PROBE_SCRIPT through its shell tool,
-with the provider key SECRET in the test process's environment (as a notebook kernel started with the key
-holds it) and the run going through the gateway (which alone holds the key).
+The agent contract's probe run (tests/agent_runs.py) has the scripted model ask each real CLI to run PROBE_SCRIPT
+through its shell tool, with the provider key SECRET in the test process's environment (as a notebook kernel
+started with the key holds it) and the run going through the gateway (which alone holds the key).
 """
 
 import json
@@ -30,30 +30,6 @@ PROBE_SCRIPT = " ; ".join([
     f"(setsid {DAEMON} > /dev/null 2>&1 &)",
     "echo probes done",
 ])
-
-
-def probe_run(agent_at, shell_call, kind: str, results: Path):
-    """(rows, the credentials the scripted server received) of scripted_run, `shell_call` running PROBE_SCRIPT."""
-    rows, requests = scripted_run(agent_at, shell_call, kind, results)
-    return rows, [r.get("authorization") or r.get("x-api-key") or "" for r in requests]
-
-
-def scripted_run(agent_at, shell_call, kind: str, results: Path):
-    """(rows, every request the scripted server received) of one house task run by `agent_at(base_url)` (its
-    key SECRET) through a gateway of upstream `kind`, the model asking once for `shell_call` (its shell tool's
-    call); requests without tools (an agent's side calls) just get "Done."."""
-    from helpers.engine.runs import run_tasks
-    from helpers.families.coding.house_suite import load_house_suite
-    from helpers.llm.gateway import Gateway, Upstream
-    from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer
-
-    steps = [Reply("Probing.", tool_calls=[shell_call]), Reply("Done.")]
-    script = Script([Rule(match=lambda request: bool(request.get("tools")), reply=steps)], default=Reply("Done."))
-    with ScriptedModelServer(script) as server, Gateway({"agent": Upstream(server.base_url, SECRET, kind)}) as gateway:
-        rows = run_tasks(load_house_suite().head(1), agent_at(server.base_url), run_id="probes", experiment="probes",
-                         progress=False, results_root=results, evaluate=False, gateway=gateway)
-        requests = list(server.requests)
-    return rows, requests
 
 
 def added(patch: str, name: str) -> str:
@@ -179,9 +155,11 @@ def fetch_script(port: int) -> str:
     return f'{sys.executable} -I -c "{fetch}" > probe_net.txt 2>&1; echo "exit=$?" >> probe_net.txt'
 
 
-def check_only_the_gateway_was_reached(rows, requests: list[dict], service: ThreadingHTTPServer) -> None:
+def check_only_the_gateway_was_reached(rows, requests: list[dict], service: ThreadingHTTPServer, turns: int = 2,
+                                       streams: bool = True) -> None:
     """The fetch failed (refused: nothing listens on that port in the sandbox) and the service saw nothing,
-    while the run completed: its streamed model calls, before and after the command, went through."""
+    while the run completed: its model calls (`turns` of them with tools at least), before and after the command,
+    went through the gateway, streamed where the agent `streams`."""
     patch = rows["output"][0]
     assert rows["status"][0] == "completed", rows["error"][0]
     fetched = added(patch, "probe_net.txt")
@@ -189,5 +167,6 @@ def check_only_the_gateway_was_reached(rows, requests: list[dict], service: Thre
     assert LOOPBACK_SECRET not in patch + json.dumps(rows.to_dict("records"), default=str)
     assert service.hits == []
     calls = [r for r in requests if r.get("api") in ("chat", "anthropic", "responses", "gemini") and r["body"].get("tools")]
-    # the command's turn, then the answer, both streamed (Gemini says so in its path, not its body)
-    assert len(calls) >= 2 and all(r["body"].get("stream") or ":streamGenerateContent" in r["path"] for r in calls)
+    assert len(calls) >= turns
+    if streams:  # Gemini says so in its path, not its body
+        assert all(r["body"].get("stream") or ":streamGenerateContent" in r["path"] for r in calls)

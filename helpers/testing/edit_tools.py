@@ -27,18 +27,23 @@ PATCH_END = "PL_DRY_RUN_PATCH_END"  # the heredoc delimiter of a `git apply` com
 
 @dataclass(frozen=True)
 class ShellTool:
-    """A tool that runs a shell command (argument `argument`): the patch goes through `git apply`."""
+    """A tool that runs a shell command (argument `argument`; a list of commands when `listed`): the patch goes
+    through `git apply`."""
 
     tool: str
     argument: str = "command"
+    listed: bool = False
 
     @property
     def arguments(self) -> frozenset[str]:
         return frozenset({self.argument})
 
+    def step(self, command: str) -> list[dict]:
+        """The tool calls of one model turn that runs `command` (the tests script an agent's shell with it)."""
+        return [tool_call(self.tool, **{self.argument: [command] if self.listed else command})]
+
     def calls(self, task: dict, patch: str) -> list[dict]:
-        command = f"git apply --whitespace=nowarn <<'{PATCH_END}'\n{patch.rstrip()}\n{PATCH_END}"
-        return [tool_call(self.tool, **{self.argument: command})]
+        return self.step(f"git apply --whitespace=nowarn <<'{PATCH_END}'\n{patch.rstrip()}\n{PATCH_END}")
 
 
 @dataclass(frozen=True)

@@ -28,30 +28,7 @@ def run(server, task, workspace, ruleset="", **kw):
     return run_task(task, workspace, ruleset, model="scripted-dry-run", base_url=server.base_url, api_key=KEY, **kw)
 
 
-def test_the_patch_is_exactly_the_agents_edit_with_new_files_and_without_the_rules(calc):
-    _, _, task, workspace = calc
-    with ScriptedModelServer(fix_script()) as server:
-        result = run(server, task, workspace, ruleset="Keep functions small.")
-    assert result.status == "completed" and result.iterations == 2
-    assert "-    return a - b\n+    return a + b" in result.patch
-    assert "+++ b/NOTES.md" in result.patch and "new file mode" in result.patch
-    assert ".clinerules" not in result.patch
-    assert result.usage["input_tokens"] > 0 and result.duration_s > 0
-
-
-def test_the_ruleset_reaches_the_system_message_and_an_empty_one_does_not(calc, tmp_path):
-    _, _, task, workspace = calc
-    with ScriptedModelServer(fix_script()) as server:
-        run(server, task, workspace, ruleset="RULE-7f3a: always add a changelog entry.")
-        with_rules = message_text(server.chat_requests()[0], "system")
-        server.clear()
-        run(server, task, workspace, ruleset="")
-        without = message_text(server.chat_requests()[0], "system")
-    assert "## .clinerules\nRULE-7f3a: always add a changelog entry." in with_rules
-    assert "RULE-7f3a" not in without and ".clinerules" not in without
-
-
-def test_four_parallel_runs_keep_their_own_state_start_no_hub_and_leave_nothing_behind(calc, tmp_path):
+def test_four_parallel_runs_keep_their_own_state_patch_exactly_their_edits_start_no_hub_and_leave_nothing(calc, tmp_path):
     repo, base, task, _ = calc
     from helpers.families.coding.git import git
 
@@ -65,28 +42,16 @@ def test_four_parallel_runs_keep_their_own_state_start_no_hub_and_leave_nothing_
                                                   ruleset=f"RULESET-OF-RUN-{i}"), range(4)))
         systems = [message_text(r, "system") for r in server.chat_requests() if not any(m["role"] == "assistant" for m in r["messages"])]
     assert [r.status for r in results] == ["completed"] * 4
+    for result in results:  # the patch is exactly the agent's edit, new files included, without the rules
+        assert result.iterations == 2 and "-    return a - b\n+    return a + b" in result.patch
+        assert "+++ b/NOTES.md" in result.patch and "new file mode" in result.patch
+        assert ".clinerules" not in result.patch
+        assert result.usage["input_tokens"] > 0 and result.duration_s > 0
     assert all(sum(f"RULESET-OF-RUN-{i}" in s for i in range(4)) == 1 for s in systems)  # no run saw another's rules
     assert sorted(s.split("RULESET-OF-RUN-")[1][0] for s in systems) == ["0", "1", "2", "3"]
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", 25463)) != 0, "a Cline hub daemon is listening"
     assert cline_processes() == []
-
-
-def test_a_hang_ends_in_timeout_soon_after_the_limit(calc):
-    _, _, task, workspace = calc
-    with ScriptedModelServer(Script(default=Reply("never mind", delay_s=60))) as server:
-        result = run(server, task, workspace, timeout_s=4)
-    assert result.status == "timeout" and "4 s" in result.error  # not the 60 s the model would take
-    assert cline_processes() == []
-
-
-def test_a_4xx_from_the_provider_ends_in_error_with_its_message(calc):
-    _, _, task, workspace = calc
-    script = Script(default=Reply(status=400, error_message="the model 'nope' does not exist"))
-    with ScriptedModelServer(script) as server:
-        result = run(server, task, workspace)
-    assert result.status == "error" and "the model 'nope' does not exist" in result.error
-    assert result.patch == ""
 
 
 def test_the_key_never_reaches_the_state_folder_or_any_command_line(calc, tmp_path):
@@ -120,15 +85,6 @@ def test_the_key_never_reaches_the_state_folder_or_any_command_line(calc, tmp_pa
     assert authorization == f"Bearer {KEY}"  # the key did reach the provider, through the environment
     assert seen["scans"] > 0 and not seen["argv"] and not seen["files"]  # it looked while Cline ran
     assert not any(state_root.iterdir())  # the state folder is removed after the run
-
-
-def test_plan_mode_returns_the_plan_and_changes_nothing(calc):
-    _, _, task, workspace = calc
-    script = Script([Rule(system_contains="You are in Plan mode", reply=Reply("1. Make add() add.\n2. Test it."))])
-    with ScriptedModelServer(script) as server:
-        result = run(server, task, workspace, mode="plan")
-    assert result.status == "completed" and result.plan == "1. Make add() add.\n2. Test it."
-    assert result.patch == "" and (workspace / "calc.py").read_text() == BUGGY
 
 
 def test_runs_beyond_the_startup_slots_wait_until_one_is_past_its_startup(calc, tmp_path, monkeypatch):

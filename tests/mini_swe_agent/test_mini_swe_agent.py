@@ -1,6 +1,7 @@
-"""The real mini-swe-agent (its own environment, mini_swe_agent/.venv) against the scripted model server (OpenAI
-chat completions), on house tasks, through the run engine, the gateway and the sandbox: rules in its system
-message, the edit in the patch, usage metered, the key kept out, timeouts, errors."""
+"""What only mini-swe-agent does (its own environment, mini_swe_agent/.venv), read from the agent contract's shared runs
+(tests/agent_runs.py; the contract itself: tests/helpers/agents/test_agent_contract.py) or run here: the rules in
+its Jinja system template as text, plain chat completions with bash alone, its submit command, no retry of a
+refusal, the key blanked for its commands when it holds the key itself, its trajectory file read as hostile data."""
 
 import json
 import subprocess
@@ -8,27 +9,23 @@ import threading
 import time
 
 import pytest
+from agent_runs import BRACES, first_requests, watching_command_lines
+from sandbox_probes import added
 
-from worker_processes import command_lines
-
-from helpers.core.config import MissingCredentials
 from helpers.core.processes import scratch_dir
-from helpers.core.registry import make_agent
 from helpers.engine.runs import run_tasks
 from helpers.families.coding.house_suite import CONVENTIONS
 from helpers.families.coding.tasks import load_house_suite
-from helpers.families.coding.workspaces import prepare_workspace, remove_workspace, write_rules
+from helpers.families.coding.workspaces import prepare_workspace, remove_workspace
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call, tool_names
-from helpers.testing.dry_run import DryRunScript
 from mini_swe_agent import MiniSweAgent
 from mini_swe_agent.agent import PACKAGE_DIR, SUBMIT, SYSTEM_TEMPLATE, system_template
 
 INSTALLED = (PACKAGE_DIR / MiniSweAgent.binary_path).exists()
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("mini-swe-agent"), pytest.mark.skipif(  # beside its contract runs
     not INSTALLED, reason="mini-swe-agent is not installed in mini_swe_agent/.venv: run `make mini-swe-agent` "
                           "(`make setup` and `make test` do)")]
 KEY = "test-openai-KEY-3c9e1d"  # only ever sent to the scripted server
-MARKER = "987.654"  # the argument of a `sleep` an agent leaves running: find it in /proc afterwards
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +35,6 @@ def house():
 
 def agent_for(server, **settings):
     return MiniSweAgent("gpt-5", base_url=server.base_url, api_key=settings.pop("api_key", KEY), **settings)
-
-
-def dry_run(tasks) -> Script:
-    return DryRunScript(tasks, edit_tools=MiniSweAgent.dry_run_tools).script()
 
 
 def run(tasks, agent, tmp_path, **kw):
@@ -57,78 +50,50 @@ def steps_script(*steps: Reply) -> Script:
     return Script([Rule(match=lambda r: bool(r.get("tools")), reply=list(steps))])
 
 
-def processes_with(text: str) -> list[str]:
-    """Command lines holding `text` of the processes this test worker started."""
-    lines = [b" ".join(cmd).decode(errors="replace") for _, cmd in command_lines()]
-    return [line for line in lines if text in line]
-
-
-def test_the_rules_reach_the_system_message_and_the_fix_is_the_tested_patch(house, tmp_path):
-    tasks = house.head(2)
-    braces = "- Write `{{ HOME }}` and `{% endraw %}` in docs as they are."  # Jinja in a rule stays text
-    rules = "\n".join(f"- {CONVENTIONS[c]['rule']}" for c in CONVENTIONS) + "\n" + braces
-    with ScriptedModelServer(dry_run(tasks)) as server:
-        df = run(tasks, agent_for(server), tmp_path, ruleset=rules)  # run_tasks puts a gateway of its own in front
-        requests = server.model_requests("chat")
-    assert df["status"].tolist() == ["completed", "completed"], df["error"].tolist()
-    assert df["pass_or_fail"].tolist() == ["pass", "pass"], df["test_log"].tolist()  # the gold fix: rules were read
-    assert df["agent"].tolist() == ["mini-swe-agent"] * 2
-    for row, task in zip(df.itertuples(), tasks.itertuples()):
-        assert "AGENTS.md" not in row.output
-        assert row.output.count("diff --git") == task.patch.count("diff --git")  # its own task's files only
-        assert row.input_tokens > 0 and row.output_tokens > 0 and row.iterations == 1  # edit and submit: one call
-    assert len(requests) == 2 and all(tool_names(r) == ["bash"] for r in requests)
-    assert not any(r.get("stream") for r in requests)  # litellm's plain chat completions
-    for request in requests:
+def test_the_rules_follow_its_system_template_as_text_in_plain_chat_completions_with_bash_alone(agent_runs):
+    run = agent_runs.fix("mini-swe-agent")
+    requests = [r for r in first_requests(run.requests) if run.tasks.instance_id[3] not in message_text(r, "user")]
+    assert requests and all(tool_names(r) == ["bash"] for r in requests)
+    assert not any(r["body"].get("stream") for r in run.requests if r.get("api") == "chat")  # litellm's plain calls
+    taught = [r for r in requests if CONVENTIONS["errors"]["rule"] in message_text(r, "system")]
+    for request in taught:
         system = message_text(request, "system")
-        assert system.startswith(SYSTEM_TEMPLATE.strip()) and CONVENTIONS["errors"]["rule"] in system
-        assert braces in system  # not rendered: no HOME, no template error
+        assert system.startswith(SYSTEM_TEMPLATE.strip()) and BRACES in system  # not rendered: no HOME, no error
         assert CONVENTIONS["errors"]["rule"] not in message_text(request, "user")
+    assert taught
 
 
-def test_without_rules_the_quick_fix_fails_and_the_trajectory_shows_the_commands(house, tmp_path):
-    task = house.iloc[0].to_dict()
-    workspace = prepare_workspace(task, scratch_dir("test-ws"))
-    try:
-        with ScriptedModelServer(dry_run(house.head(1))) as server:
-            write_rules(workspace, "AGENTS.md", "")
-            result = agent_for(server).run(task, workspace, "")
-            system = message_text(server.model_requests("chat")[0], "system")
-    finally:
-        remove_workspace(workspace)
-    assert result.status == "completed", result.error
+def test_without_rules_its_system_message_is_its_template_and_a_step_ends_on_its_submit(agent_runs):
+    run = agent_runs.probe("mini-swe-agent")
+    system = message_text(first_requests(run.requests)[0], "system")
     assert system == SYSTEM_TEMPLATE.strip()  # no rules, no rules heading
-    # the edit and the submit in one turn, then each command's result (the submit's: "not executed", it ended the run)
-    assert [s["type"] for s in result.trajectory] == ["message", "tool_call", "tool_call", "tool_result", "tool_result"]
-    assert "git apply" in result.trajectory[1]["text"] and result.trajectory[2]["text"] == SUBMIT
-    assert result.usage["input_tokens"] > 0 and result.cost_usd > 0  # priced from our table
+    records = "".join(p.read_text(errors="replace") for p in run.results.rglob("*.json"))
+    assert SUBMIT in records  # the probes, then the submit, in one turn: the run ended on it
+    config = added(run.rows["output"][0], "config.txt")
+    assert '"api_base"' in config and "run.yaml" in added(run.rows["output"][0], "state.txt")
+    assert "MSWEA_GLOBAL_CONFIG_DIR=" in added(run.rows["output"][0], "env.txt")
 
 
-def test_the_key_is_not_in_the_commands_environment_config_or_command_lines(house, tmp_path, monkeypatch):
+def test_a_provider_4xx_is_asked_once(agent_runs):
+    run = agent_runs.fix("mini-swe-agent")
+    refused = run.tasks.instance_id[3]
+    asked = [r for r in run.requests if r.get("api") == "chat" and refused in json.dumps(r["body"])]
+    assert len(asked) == 1  # neither mini nor litellm retries a refusal (the gateway owns retries)
+
+
+def test_holding_the_key_itself_it_keeps_it_from_its_commands_environment_config_and_command_lines(house, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)  # as a notebook kernel started with the key holds it
-    seen_lines: list[str] = []
-    done = threading.Event()
-
-    def watch():
-        while not done.is_set():
-            seen_lines.extend(processes_with(KEY))
-            time.sleep(0.05)
-
     task = house.iloc[0].to_dict()
     steps = [Reply("Looking.", tool_calls=[shell("printenv > env.txt; cat $HOME/../run.yaml > config.txt; ls -a $HOME/.. "
                                                  "> state.txt")]),
              Reply("Done.", tool_calls=[shell(SUBMIT)], delay_s=1.0)]
     workspace = prepare_workspace(task, scratch_dir("test-ws"))
-    watcher = threading.Thread(target=watch)
-    watcher.start()
     try:
-        with ScriptedModelServer(steps_script(*steps)) as server:  # no gateway: the agent holds the key itself
-            result = agent_for(server).run(task, workspace, "")
+        with watching_command_lines(KEY) as seen_lines, ScriptedModelServer(steps_script(*steps)) as server:
+            result = agent_for(server).run(task, workspace, "")  # no gateway: the agent holds the key itself
             sent = [r["authorization"] for r in server.requests]
         written = {name: (workspace / name).read_text() for name in ("env.txt", "config.txt", "state.txt")}
     finally:
-        done.set()
-        watcher.join()
         remove_workspace(workspace)
     assert result.status == "completed", result.error
     assert "MSWEA_GLOBAL_CONFIG_DIR=" in written["env.txt"] and "OPENAI_API_KEY=\n" in written["env.txt"]
@@ -139,45 +104,7 @@ def test_the_key_is_not_in_the_commands_environment_config_or_command_lines(hous
     assert sent and all(KEY in s for s in sent)  # yet every request carried it
 
 
-def test_a_timeout_stops_the_run_and_everything_it_started(house, tmp_path):
-    steps = [Reply("Starting.", tool_calls=[shell(f"(sleep {MARKER} > /dev/null 2>&1 &) ; echo started")]),
-             Reply("Thinking...", delay_s=60)]
-    with ScriptedModelServer(steps_script(*steps)) as server:
-        df = run(house.head(1), agent_for(server, timeout_s=8), tmp_path, evaluate=False)
-    assert df["status"].tolist() == ["timeout"] and "8 s" in df["error"][0]  # not the 60 s the model would take
-    assert processes_with(f"sleep {MARKER}") == []
-    assert processes_with(str(MiniSweAgent.binary())) == []
-
-
-def test_a_provider_4xx_ends_in_an_error_with_its_message_at_once(house, tmp_path):
-    refusal = Reply(status=400, error_message="scripted refusal: this model is not enabled for the key")
-    with ScriptedModelServer(Script([Rule(reply=refusal)])) as server:
-        df = run(house.head(1), agent_for(server), tmp_path)
-        asked = len(server.model_requests("chat"))
-    assert df["status"].tolist() == ["error"]
-    assert "scripted refusal: this model is not enabled" in df["error"][0] and "\n" not in df["error"][0]
-    assert df["pass_or_fail"].tolist() == ["fail"]
-    assert asked == 1  # neither mini nor litellm retries a refusal (the gateway owns retries)
-
-
-def test_a_run_by_name_through_make_agent(house, tmp_path):
-    with ScriptedModelServer(dry_run(house.head(1))) as server:
-        agent = make_agent("mini-swe-agent", model="gpt-5", base_url=server.base_url, api_key=KEY)
-        df = run(house.head(1), agent, tmp_path, evaluate=False)
-    assert isinstance(agent, MiniSweAgent) and df["agent"].tolist() == ["mini-swe-agent"]
-    assert df["status"].tolist() == ["completed"], df["error"].tolist()
-    assert "diff --git" in df["output"][0]
-
-
-def test_setup_problems_raise_before_any_task(monkeypatch):
-    monkeypatch.setattr("helpers.core.config.read_env", lambda name: None)  # no key or base URL anywhere
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(MissingCredentials, match="OPENAI_API_KEY"):
-        MiniSweAgent("gpt-5").check()
-    with pytest.raises(ValueError, match="chat completions"):
-        MiniSweAgent("claude-sonnet-4-5", api_key="k").check()
-    with pytest.raises(ValueError, match="no headless plan mode"):
-        MiniSweAgent(mode="plan")
+def test_the_pinned_agent_is_installed():
     assert MiniSweAgent.installed().startswith("mini-swe-agent 2.4.6")
 
 
