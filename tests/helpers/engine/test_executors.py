@@ -281,7 +281,10 @@ def test_the_cluster_gives_the_same_records_as_threads_here_though_a_worker_is_k
     assert on_ray[DETERMINISTIC].to_dict("records") == local[DETERMINISTIC].to_dict("records"), \
         on_ray[["instance_id", "status", "error"]].to_dict("records")
     assert set(on_ray.status) == {"completed"} and all(on_ray.input_tokens > 0)  # metered at the driver's gateway
-    assert {c["status"] for c in calls} == {200}
+    # every call answered was a 200; a call the killed worker left has no status and says why, and only such calls
+    cut = [c for c in calls if c["status"] is None]
+    assert {c["status"] for c in calls} - {None} == {200}
+    assert len(cut) <= len(watch.killed) and all(c["error"] == "client disconnected" for c in cut), cut
     written = read_jsonl(run_records_path("ray", "r", tmp_path / "ray"))
     # one record each, by the driver: the killed attempt, run again by Ray, is neither lost nor written twice
     assert Counter(r["instance_id"] for r in written) == Counter(house.instance_id)

@@ -489,7 +489,7 @@ def test_an_in_package_forgery_is_suspect_not_resolved_and_the_judge_sees_it_in_
     assert infra_reason(row.to_dict()) == "a suspect pass (the patch reaches into the test machinery)"
     line = describe_loop({"loop": 1, **{f"train_{k}": v for k, v in counts.items()}, "ruleset_rules": 0,
                           "ruleset_version": 0, "next_ruleset_version": 0, "dry_run": True})
-    assert "1 suspect passes left out (the patch reaches into the test machinery)" in line
+    assert "1 suspect pass left out (the patch reaches into the test machinery)" in line
     assert "errored runs" not in line and "most common error" not in line
     prompt = judge_messages(row.to_dict())[1]["content"]
     assert "over the judge's budget" in prompt and "the pass is not counted" in prompt
