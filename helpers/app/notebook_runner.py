@@ -262,6 +262,8 @@ RESULT_READERS = ("03_results",)
 # name a notebook gives itself when that parameter is None ("-dry-run" added for the scripted dry run).
 NAME_PARAMETERS = ("EXPERIMENT", "INBOX")
 SELF_NAMES = {"05_continual": "continual"}
+# 07 names its experiment after the repository it mines (REPO's folder, else the demo repository's)
+NAMED_AFTER_REPO = "07_your_repo"
 
 
 def output_path_for(notebook: Path, params: dict[str, Any]) -> Path:
@@ -286,9 +288,17 @@ def output_path_for(notebook: Path, params: dict[str, Any]) -> Path:
             from helpers.app.session import is_dry_run
 
             dry_run = params.get("DRY_RUN", parse_value(defaults["DRY_RUN"]["default"]))
-            experiment = SELF_NAMES.get(notebook.stem, notebook.stem) + ("-dry-run" if is_dry_run(dry_run) else "")
+            experiment = _self_name(notebook, params) + ("-dry-run" if is_dry_run(dry_run) else "")
     experiment = experiment or notebook.stem
     return results_root() / check_name(str(experiment)) / "notebooks" / notebook.name
+
+
+def _self_name(notebook: Path, params: dict[str, Any]) -> str:
+    if notebook.stem == NAMED_AFTER_REPO:
+        from helpers.families.coding.mining_demo import DEMO_NAME
+
+        return Path(str(params["REPO"])).expanduser().name if params.get("REPO") else DEMO_NAME
+    return SELF_NAMES.get(notebook.stem, notebook.stem)
 
 
 def run_notebook(notebook: Path | str, params: dict[str, Any] | None = None,

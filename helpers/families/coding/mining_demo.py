@@ -43,9 +43,12 @@ FIXES = [
 ]
 
 
+DEMO_NAME = "invoices"  # the demo repository's folder: 07's experiment is named after it
+
+
 def demo_history(dest: Path | str | None = None) -> Path:
     """A fresh git repository with the demo history (in a scratch folder unless `dest`); returns its path."""
-    repo = Path(dest) if dest else scratch_dir("demo-history") / "invoices"
+    repo = Path(dest) if dest else scratch_dir("demo-history") / DEMO_NAME
     repo.mkdir(parents=True, exist_ok=True)
     git("init", "-q", "-b", "main", cwd=repo)
     files = dict(START)

@@ -75,6 +75,9 @@ def test_the_executed_copy_goes_to_the_experiment_the_notebook_will_write_to(mon
         assert folder(quickstart) == "quickstart-dry-run"
     continual = REPO_ROOT / "notebooks/05_continual.ipynb"  # 05 keeps an inbox: its copy goes with it
     assert folder(continual, DRY_RUN=True) == "continual-dry-run" and folder(continual, INBOX="team") == "team"
+    your_repo = REPO_ROOT / "notebooks/07_your_repo.ipynb"  # 07's is named after the repository it mines
+    assert folder(your_repo, DRY_RUN=True) == "invoices-dry-run"
+    assert folder(your_repo, DRY_RUN=True, REPO=str(tmp_path / "billing")) == "billing-dry-run"
 
 
 def test_the_results_notebook_reads_the_quickstarts_experiment_by_default_and_its_copy_goes_there(monkeypatch, tmp_path):
