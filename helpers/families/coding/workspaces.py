@@ -166,13 +166,10 @@ def _remove_host(host: Path) -> None:
 
 
 def forget_host_side(workspace: Path | str) -> None:
-    """Delete the host's git directory of `workspace` (missing is fine)."""
-    host = host_git_dir(workspace)
-    _remove_host(host)
-    try:
-        host.parent.rmdir()  # the .host folder, once its last workspace is gone
-    except OSError:
-        pass
+    """Delete the host's git directory of `workspace` (missing is fine). The `.host` folder itself stays: the
+    workspaces of one root share it, and one run's cleanup removing it while another run is creating its
+    git directory there failed that run (FileNotFoundError, seen at load); the root's owner removes it."""
+    _remove_host(host_git_dir(workspace))
 
 
 # git, as the host runs it on a workspace: the host's git directory and configuration only. The -c settings

@@ -321,3 +321,21 @@ def test_links_and_special_files_in_the_work_tree_are_data_to_the_patch_and_neve
     patch = workspace_patch(workspace, house_task["base_commit"])
     assert time.monotonic() - started < 10
     assert "+/dev/zero" in patch and "new file mode 120000" in patch and "pipe" not in patch
+
+
+def test_removing_workspaces_while_others_are_made_in_the_same_root_never_pulls_their_host_side_away(tmp_path):
+    """The workspaces of one root share its `.host` folder: removing one (even the last) leaves the folder, so a
+    run preparing its workspace beside it at that moment never finds it gone (a FileNotFoundError, seen at load)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    tasks = [row._asdict() for row in load_house_suite().head(12).itertuples(index=False)]
+
+    def one_round(task: dict) -> None:
+        workspace = prepare_workspace(task, tmp_path)
+        assert host_git_dir(workspace).is_dir()
+        remove_workspace(workspace, tmp_path)
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(one_round, tasks))  # each round's removal races the others' preparation
+    assert (tmp_path / ".host").is_dir() and not any((tmp_path / ".host").iterdir())  # kept, and empty
+    assert [p.name for p in tmp_path.iterdir()] == [".host"]  # no workspace left behind
