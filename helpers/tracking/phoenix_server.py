@@ -177,13 +177,13 @@ class PhoenixServer:
                     f"Cannot start Phoenix: {self.host}:{port} ({name}) is already in use. Stop what "
                     f"listens there, or pass {name}=None to use a free port."
                 )
-        for attempt in range(1, PORT_ATTEMPTS + 1):
+        for _ in range(PORT_ATTEMPTS - 1):
             try:
                 return self._start_once()
             except _PortTaken:
-                if attempt == PORT_ATTEMPTS or (self.port is not None and self.grpc_port is not None):
+                if self.port is not None and self.grpc_port is not None:
                     raise
-        raise AssertionError("unreachable")
+        return self._start_once()
 
     def _start_once(self) -> "PhoenixServer":
         command = server_command()
