@@ -30,8 +30,8 @@ from typing import Any, Sequence
 from helpers.core import config
 from helpers.core.protocols import EvalResult, Task
 from helpers.families.coding.git import WorkspaceError, git
-from helpers.families.coding.patches import grading_patch
-from helpers.families.coding.repo_tests import TestRun, check_test_config, run_repo_tests, run_setup
+from helpers.families.coding.patches import grading_patch, patch_paths
+from helpers.families.coding.repo_tests import TestRun, check_test_config, protected_paths, run_repo_tests, run_setup
 from helpers.families.coding.workspaces import prepare_workspace
 
 SANDBOX_POLICIES = ("required", "if-available", None)
@@ -124,8 +124,9 @@ class LocalEvaluator:
                 return EvalResult(instance_id, False, log=problem, error=problem, set_aside=set_aside,
                                   duration_s=time.monotonic() - started)
             names = list(task.get("FAIL_TO_PASS") or []) + list(task.get("PASS_TO_PASS") or [])
+            hidden = [*names, *patch_paths(task.get("test_patch") or "")]
             run = run_repo_tests(repo, names, test_config=task.get("test_config"), timeout_s=self.timeout_s,
-                                 sandbox=self.sandbox)
+                                 sandbox=self.sandbox, protect=protected_paths(hidden))
         tests = {name: run.tests.get(name, "MISSING") for name in names}
         error = run.problem or _disagreement(run, tests)
         resolved = not error and bool(names) and all(v == "PASSED" for v in tests.values())
