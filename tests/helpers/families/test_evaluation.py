@@ -18,7 +18,7 @@ from helpers.core.sandbox import unavailable_reason
 from helpers.families.coding.evaluation import evaluate_patch
 from helpers.families.coding.git import git
 from helpers.families.coding.house_suite import load_house_suite
-from helpers.families.coding.patches import set_aside_note
+from helpers.families.coding.patches import set_aside_note, suspect_lines
 
 
 @pytest.fixture(scope="module")
@@ -271,6 +271,12 @@ def test_a_forger_in_the_code_under_test_never_makes_a_resolved_grade(tasks, tmp
     else:
         assert not result.forged and result.tests["tests/test_overdraft.py::test_an_overdraft_raises_a_ledger_error"] \
             == "FAILED", (result.error, result.log)
+
+
+def test_the_suspect_check_the_second_signal_names_every_forger(tasks, tmp_path):
+    task = tasks.iloc[0].to_dict()
+    unnamed = [forger for forger in FORGERS if not suspect_lines(forged_patch(task, tmp_path, forger, "/x"))]
+    assert unnamed == []
 
 
 def test_where_the_tests_cannot_be_protected_the_tripwires_still_catch_a_rewrite(tasks, tmp_path):
