@@ -3,13 +3,13 @@ must pass), so that a grade forged from inside pytest's process shows as forged.
 
     wires = plant_tripwires(repo, names)        # written into the hidden test files of the scratch clone
     order = wires.command_order(names)          # the task's tests and the wires, shuffled: run them all
-    forged_reason(wires, run.tests, run.exit_status)      # "" | why the grade is forged
+    forged_reason(wires, run.tests, run.exit_status, names)      # "" | why the grade is forged
 
 Code under test runs inside pytest's process: from there it can rewrite the report, exit with any status, run
 pytest again on other files or flip every outcome pytest records. What it cannot do is tell these tests from the
 task's own without reading and judging each test's source: each grading makes new ones, named from the words
-of the task's own test names (the same prefix, the same class shape), written into the same files, and run in
-one shuffled command line with them. An honest run therefore always has a failed test and exits 1; a run whose
+of the task's own test names (the same first and last word, the same class shape), written into the same files
+between their tests at random, and run in one shuffled command line with them. An honest run therefore always has a failed test and exits 1; a run whose
 must-fail test passed, that exited 0, or whose task tests all passed while a tripwire did not come out as it
 must, was forged (helpers.core.outcomes counts it apart: never resolved). See docs/security.md for what this
 leaves out of reach.
@@ -17,6 +17,7 @@ leaves out of reach.
 
 from __future__ import annotations
 
+import ast
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -74,7 +75,7 @@ def plant_tripwires(repo: Path | str, names: Sequence[str], *, must_fail: int = 
         path, model = rng.choice(models)
         text = texts.setdefault(path, read_untrusted(Path(repo) / path, repo, MAX_TEST_FILE_BYTES))
         node, code = _wire(model, vocabulary, taken | _defined(text), fails, rng)
-        texts[path] = text + (b"" if text.endswith(b"\n") or not text else b"\n") + code.encode()
+        texts[path] = _inserted(text, code, rng)
         taken.update(node.split("::"))
         (wires.must_fail if fails else wires.must_pass).append(f"{path}::{node}")
     for path, text in texts.items():
@@ -156,6 +157,23 @@ def _models(repo: Path, names: Sequence[str]) -> list[tuple[str, str]]:
     return models
 
 
+def _inserted(text: bytes, code: str, rng: secrets.SystemRandom) -> bytes:
+    """`text` (a test file) with `code` (a test function or class) before one of its top-level definitions chosen
+    at random, or at its end (always, when the file is not UTF-8 Python that parses)."""
+    ending = b"" if text.endswith(b"\n") or not text else b"\n"
+    try:
+        source = text.decode("utf-8")
+        starts = [min([node.lineno, *(d.lineno for d in node.decorator_list)]) for node in ast.parse(source).body
+                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    except (UnicodeDecodeError, SyntaxError, ValueError):
+        starts = []
+    start = rng.choice([*starts, None])
+    if start is None:
+        return text + ending + code.encode()
+    lines = source.splitlines(keepends=True)
+    return ("".join(lines[:start - 1]) + code.lstrip("\n") + "\n\n" + "".join(lines[start - 1:])).encode()
+
+
 def _function(name: str) -> str:
     """The function's name in a node id ("tests/a.py::T::test_x[1]" -> "test_x")."""
     return name.rsplit("::", 1)[-1].split("[", 1)[0]
@@ -170,24 +188,35 @@ def _defined(text: bytes) -> set[str]:
 
 
 def _wire(model: str, vocabulary: list[str], taken: set[str], fails: bool, rng: secrets.SystemRandom) -> tuple[str, str]:
-    """(the node id within its file, its code) of one tripwire shaped like `model` (a node id within a file)."""
+    """(the node id within its file, its code) of one tripwire shaped like `model` (a node id within a file): its
+    function's first and last word kept (so a python_functions pattern that collects the task's collects it),
+    in a class when the model is, named with the model class's first and last word."""
     parts = model.split("::")
     function = parts[-1].split("[", 1)[0]
-    prefix = re.match(r"[A-Za-z]+_?", function)
-    prefix_text = prefix.group(0) if prefix else "test_"
     while True:
-        words = rng.sample(vocabulary, rng.randint(3, min(6, len(vocabulary))))
-        name = prefix_text + ("_".join(words) if prefix_text.endswith("_") else "".join(w.title() for w in words))
-        cls = ("Test" + "".join(w.title() for w in rng.sample(vocabulary, 2))) if len(parts) > 1 else ""
+        name = _named(function, rng.sample(vocabulary, rng.randint(2, min(5, len(vocabulary)))))
+        cls = _named(parts[-2], [w.title() for w in rng.sample(vocabulary, 2)]) if len(parts) > 1 else ""
         if name not in taken and cls not in taken:
             break
     token = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(5, 9)))
-    expected = token.upper() if not fails else token.upper()[:-1] + rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ".replace(token.upper()[-1], ""))
+    wrong = rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ".replace(token.upper()[-1], ""))
+    expected = token.upper() if not fails else token.upper()[:-1] + wrong
     body = f'value = "{token}"\nassert value.upper() == "{expected}"\n'
     if cls:
         code = f"\n\nclass {cls}:\n    def {name}(self):\n" + "".join(f"        {line}\n" for line in body.splitlines())
         return f"{cls}::{name}", code
     return name, f"\n\ndef {name}():\n" + "".join(f"    {line}\n" for line in body.splitlines())
+
+
+def _named(model: str, words: list[str]) -> str:
+    """A name shaped like `model` ("test_opens_an_account", "TestAccounts") from `words`: the model's first and
+    last word around them, joined as the model joins its words."""
+    if "_" in model.strip("_"):
+        first, *_, last = model.split("_")
+        return "_".join([first, *words, last])
+    pieces = re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", model) or [model]
+    middle = "".join(w.title() for w in words)
+    return pieces[0] + middle + (pieces[-1] if len(pieces) > 1 else "")
 
 
 __all__ = ["plant_tripwires", "forged_reason", "without_tripwires", "Tripwires", "MUST_FAIL", "MUST_PASS"]  # documented in CODE_APPENDIX.md

@@ -27,19 +27,24 @@ def planted(tmp_path, names=("tests/test_a.py::TestAccounts::test_opens_an_accou
 def test_each_grading_plants_new_tests_shaped_like_the_named_ones_in_their_file(tmp_path):
     wires, text = planted(tmp_path)
     assert len(wires.must_fail) == 2 and len(wires.must_pass) == 1
-    assert text.startswith(TESTS)
+    assert all(line in text for line in TESTS.splitlines())  # the task's tests kept, the tripwires among them
     for node in wires.ids:
         path, cls, function = node.split("::")  # in a class, as the model test is
-        assert path == "tests/test_a.py" and cls.startswith("Test") and function.startswith("test_")
+        assert path == "tests/test_a.py" and cls.startswith("Test") and cls.endswith("Accounts")
+        assert function.startswith("test_") and function.endswith("_account")
     defined = {n.name for n in ast.walk(ast.parse(text)) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     assert {part for node in wires.ids for part in node.split("::")[1:]} <= defined
     again, _ = planted(tmp_path / "again")
     assert set(again.ids).isdisjoint(wires.ids)  # drawn anew for each grading
 
 
-def test_a_tripwire_takes_the_prefix_pytest_collects_for_the_task(tmp_path):
-    wires, _ = planted(tmp_path, ["tests/test_a.py::check_the_balance_is_kept"])
-    assert all(node.split("::")[1].startswith("check_") and node.count("::") == 1 for node in wires.ids)
+def test_a_tripwire_keeps_the_first_and_last_word_pytest_may_collect_the_tasks_tests_by(tmp_path):
+    wires, text = planted(tmp_path, ["tests/test_a.py::check_the_balance_is_kept"])
+    functions = [node.split("::")[1] for node in wires.ids]
+    assert all(f.startswith("check_") and f.endswith("_kept") and node.count("::") == 1
+               for f, node in zip(functions, wires.ids))
+    assert all(f"def {f}():" in text for f in functions)
+    ast.parse(text)  # placed between the file's definitions or after them, the file still parses
 
 
 def test_no_file_to_host_them_plants_nothing(tmp_path):
