@@ -116,22 +116,14 @@ atexit.register(_late)
 def test_fails():
     assert False
 '''
-SWAPS = {"a FIFO": "os.mkfifo(report)", "a link to a root-only host file": "os.symlink({secret!r}, report)",
-         "a folder": "os.mkdir(report)"}
-
-
 @needs_sandbox
-@pytest.mark.parametrize("swap", list(SWAPS))
-def test_a_report_swapped_for_a_special_file_is_a_named_problem_never_a_hang_or_a_host_read(tmp_path, swap):
-    secret = tmp_path / "root-only.xml"
-    secret.write_text('<testsuites><testsuite><testcase classname="tests.test_a" name="test_fails" '
-                      'file="tests/test_a.py"/></testsuite></testsuites>')  # a pass, if the host read it
-    secret.chmod(0o600)
-    module = LATE.replace("{swap}", SWAPS[swap].format(secret=str(secret)))
+def test_a_report_swapped_for_a_folder_is_a_named_problem_and_the_printed_marker_counts_for_nothing(tmp_path):
+    # a FIFO and a link to a root-only host file in its place are tried through evaluate_patch (test_evaluation.py)
+    module = LATE.replace("{swap}", "os.mkdir(report)")
     run = run_repo_tests(workspace(tmp_path, {"tests/test_a.py": module}), ["tests/test_a.py::test_fails"],
                          timeout_s=120)
     assert run.tests == {} and run.kind == "report" and not run.reported
-    assert run.problem.startswith("the test report: refused the agent's output: report.xml is "), run.problem
+    assert run.problem.startswith("the test report: refused the agent's output: report.xml is a folder"), run.problem
     assert run.exit_status == 1  # the process's own status: the marker it printed counts for nothing
     assert "__exit_status__=0" in run.log
 
