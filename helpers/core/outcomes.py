@@ -116,5 +116,5 @@ def outcome_counts(frame: pd.DataFrame, plan: bool = False) -> dict[str, Any]:
             "patched": None if plan else sum(bool(_text(r.get("output")).strip()) for r in rows)}
 
 
-__all__ = ["run_outcome", "infra_reason", "outcome_counts", "plan_scored", "RESOLVED", "FAILED", "FORGED", "INFRA", "RULES",
-           "OUTCOMES", "RULE_INDUCED"]  # documented in CODE_APPENDIX.md
+__all__ = ["run_outcome", "infra_reason", "outcome_counts", "plan_scored", "RESOLVED", "FAILED", "FORGED", "INFRA",
+           "RULES", "OUTCOMES", "RULE_INDUCED"]  # documented in CODE_APPENDIX.md

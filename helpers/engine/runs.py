@@ -47,8 +47,8 @@ COLUMNS = ("instance_id", "repo", "problem_statement", "ground_truth_patch", "te
            "pass_or_fail", "status", "error", "iterations", "input_tokens", "cached_tokens", "output_tokens", "cost_usd",
            "duration_s", "run_id", "attempt", "ruleset_sha", "agent", "model", "eval_error", "failed_tests",
            "test_log", "log_path", "FAIL_TO_PASS", "PASS_TO_PASS", "suite", "transient", "trajectory_summary",
-           "set_aside", "suspect", "forged")  # set_aside: paths of the patch grading did not apply; suspect: the lines of
-# it that reach into the test machinery (helpers.families.coding.patches.suspect_lines); forged: the grading's
+           "set_aside", "suspect", "forged")
+# set_aside: paths of the patch grading did not apply; suspect: the lines of it that reach into the test machinery (helpers.families.coding.patches.suspect_lines); forged: the grading's
 # tripwires caught outcomes forged from inside the test run (eval_error says how); all absent from older records
 PENDING = "pending"  # pass_or_fail of a finished agent run whose batched evaluation has not run yet
 HARNESS_ERROR = "error"  # pass_or_fail when the evaluation itself failed (eval_error says why): evaluated again

@@ -138,8 +138,9 @@ class LocalEvaluator:
         forged = "" if run.kind == "timeout" else forged_reason(wires, run.tests, run.exit_status, names)
         error = forged or run.problem or _disagreement(run, tests, wires)
         resolved = not error and bool(names) and all(v == "PASSED" for v in tests.values())
-        return EvalResult(instance_id, resolved, log=without_tripwires(run.log, wires, run.tests), error=error, tests=tests,
-                          set_aside=set_aside, duration_s=time.monotonic() - started, forged=bool(forged))
+        return EvalResult(instance_id, resolved, log=without_tripwires(run.log, wires, run.tests), error=error,
+                          tests=tests, set_aside=set_aside, duration_s=time.monotonic() - started,
+                          forged=bool(forged))
 
 
 def _disagreement(run: TestRun, tests: dict[str, str], wires: Tripwires) -> str:

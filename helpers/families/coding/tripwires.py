@@ -60,26 +60,32 @@ def plant_tripwires(repo: Path | str, names: Sequence[str], *, must_fail: int = 
                     must_pass: int = MUST_PASS) -> Tripwires:
     """Write `must_fail` tests that fail and `must_pass` tests that pass into the files of the hidden tests
     `names` (pytest node ids) in `repo`, the grading's scratch clone, and return their node ids. Each is shaped
-    like a named test of its file (its function prefix, module-level or in a class as that test is) and named
-    from the words of the task's own test names; the files are read and written without following a link.
-    A Tripwires with no ids when no named test's file is a regular file here."""
+    like a named test of its file (that test's first and last word, module-level or in a class as it is), named
+    from the words of the task's own test names, and placed before one of the file's definitions or after them,
+    at random; the files are read and written without following a link. A Tripwires with no ids when no named
+    test's file is a regular file here (of at most MAX_TEST_FILE_BYTES)."""
     rng = secrets.SystemRandom()
-    models = _models(Path(repo), names)
+    models, texts = _models(Path(repo), names), {}
+    for path in dict.fromkeys(path for path, _ in models):
+        try:
+            texts[path] = read_untrusted(Path(repo) / path, repo, MAX_TEST_FILE_BYTES)
+        except (RefusedOutput, OSError):
+            continue  # over the cap: it hosts none
+    models = [(path, node) for path, node in models if path in texts]
     if not models:
         return Tripwires()
     vocabulary = sorted({w for n in names for w in _words(_function(n))} | set(WORDS))
     taken = {_function(n) for n in names}
-    wires = Tripwires()
-    texts: dict[str, bytes] = {}
+    wires, changed = Tripwires(), set()
     for fails in [True] * must_fail + [False] * must_pass:
         path, model = rng.choice(models)
-        text = texts.setdefault(path, read_untrusted(Path(repo) / path, repo, MAX_TEST_FILE_BYTES))
-        node, code = _wire(model, vocabulary, taken | _defined(text), fails, rng)
-        texts[path] = _inserted(text, code, rng)
+        node, code = _wire(model, vocabulary, taken | _defined(texts[path]), fails, rng)
+        texts[path] = _inserted(texts[path], code, rng)
+        changed.add(path)
         taken.update(node.split("::"))
         (wires.must_fail if fails else wires.must_pass).append(f"{path}::{node}")
-    for path, text in texts.items():
-        write_untrusted(Path(repo) / path, repo, text)
+    for path in changed:
+        write_untrusted(Path(repo) / path, repo, texts[path])
     return wires
 
 

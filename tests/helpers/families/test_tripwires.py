@@ -47,7 +47,7 @@ def test_a_tripwire_keeps_the_first_and_last_word_pytest_may_collect_the_tasks_t
     ast.parse(text)  # placed between the file's definitions or after them, the file still parses
 
 
-def test_no_file_to_host_them_plants_nothing(tmp_path):
+def test_no_regular_file_to_host_them_plants_nothing(tmp_path):
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_a.py").symlink_to("/etc/hostname")
     assert plant_tripwires(tmp_path, ["tests/test_a.py::test_x", "tests/missing.py::test_y"]).ids == []
@@ -78,3 +78,13 @@ def test_a_passing_must_fail_test_an_exit_0_or_a_made_up_report_is_forged():
     # the task's test failing too: a broken run, not a forged one
     assert forged_reason(WIRES, {"t.py::test_x": "ERROR"}, 1, ["t.py::test_x"]) == ""
     assert forged_reason(Tripwires(), {"t.py::test_x": "PASSED"}, 0, ["t.py::test_x"]) == ""
+
+
+def test_a_file_over_the_cap_hosts_none(tmp_path, monkeypatch):
+    from helpers.families.coding import tripwires
+
+    monkeypatch.setattr(tripwires, "MAX_TEST_FILE_BYTES", 10)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text(TESTS)
+    assert plant_tripwires(tmp_path, ["tests/test_a.py::TestAccounts::test_opens_an_account"]).ids == []
+    assert (tmp_path / "tests" / "test_a.py").read_text() == TESTS
