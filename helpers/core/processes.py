@@ -220,7 +220,8 @@ def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: s
             live: set[subprocess.Popen], lock: threading.Lock, pass_fds: tuple[int, ...] = (), *,
             home: Path | None = None, read_only: Sequence[Path | str] = (),
             sandbox: str | None = None, reach: str | None = None,
-            network: bool = False, limits: Any = None) -> tuple[str, str, bool, float]:
+            network: bool = False, limits: Any = None,
+            exit_status: list[int | None] | None = None) -> tuple[str, str, bool, float]:
     """(stdout, stderr, timed_out, seconds) of one CLI run in its own process group (in the sandbox with
     `home`, `read_only`, `reach`, `network` and `limits` unless `sandbox` is None: see `relayed`; the relay to
     `reach` lives exactly as long as the run).
@@ -228,12 +229,17 @@ def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: s
     On timeout the group gets SIGINT, then SIGKILL after CLI_STOP_GRACE_S; whatever is left in the group is
     killed when the CLI ends. The child dies with the thread that started it (die_with_parent). A run that a
     sandbox cap ended has that cap's sentence as the last line of stderr (helpers.core.confinement.cap_reached
-    reads it back).
+    reads it back). `exit_status`, when given, gets the run's exit status appended, as the host observed the
+    process it started (Popen's returncode: bwrap's, which is its command's; negative for a signal), never
+    from what the run printed.
     """
     with relayed(args, workspace, home, read_only, sandbox, reach=reach, network=network, limits=limits) as command:
         for fd in pass_fds if command.user is not None else ():  # a key's pipe: the run's own uid opens it
             os.fchown(fd, command.user, command.user)
-        out, err, timed_out, seconds = _run_group(command, workspace, env, stdin_text, timeout_s, live, lock, pass_fds)
+        out, err, timed_out, seconds, status = _run_group(command, workspace, env, stdin_text, timeout_s, live, lock,
+                                                          pass_fds)
+    if exit_status is not None:
+        exit_status.append(status)
     return out, with_cap(err, command), timed_out, seconds
 
 
@@ -246,7 +252,7 @@ def with_cap(err: str, command: list[str]) -> str:
 
 def _run_group(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
                live: set[subprocess.Popen], lock: threading.Lock,
-               pass_fds: tuple[int, ...]) -> tuple[str, str, bool, float]:
+               pass_fds: tuple[int, ...]) -> tuple[str, str, bool, float, int | None]:
     out: deque[str] = deque()
     err: deque[str] = deque()
     started = time.monotonic()
@@ -277,7 +283,7 @@ def _run_group(args: list[str], workspace: Path, env: dict[str, str], stdin_text
             thread.join(timeout=CLI_STOP_GRACE_S)  # a stray holder of its pipes must not hang us
         with lock:
             live.discard(process)
-    return "".join(out), "".join(err), timed_out, time.monotonic() - started
+    return "".join(out), "".join(err), timed_out, time.monotonic() - started, process.returncode
 
 
 @contextmanager

@@ -70,7 +70,11 @@ class EvalResult:
     evaluates it again on the next call. `log` is the test output (or the reason), `tests` maps test
     id -> "PASSED" | "FAILED" | "ERROR" | "SKIPPED" | "MISSING". `set_aside` lists the paths whose changes
     the patch made but grading did not apply (tests and test configuration: the task's own decide it; see
-    helpers.families.coding.patches, whose set_aside_note says it in a sentence).
+    helpers.families.coding.patches, whose set_aside_note says it in a sentence). `forged` is True when the
+    grading's tripwires show the outcomes were forged from inside the test run (a test made to fail passed, the
+    run exited 0 beside one, or the task's tests passed while one came out wrong:
+    helpers.families.coding.tripwires); then resolved is False, `error` says why in one line ("forged: ..."),
+    and the engine records the run as "forged" (helpers.core.outcomes: a failure of its ruleset, counted apart).
     """
 
     instance_id: str
@@ -82,6 +86,7 @@ class EvalResult:
     log_path: str = ""
     infra: bool = False
     set_aside: list[str] = field(default_factory=list)
+    forged: bool = False
 
     @property
     def failed_tests(self) -> list[str]:

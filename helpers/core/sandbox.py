@@ -143,7 +143,8 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
                     network: bool = False, user: int | None = None, limits: "Limits | None" = None,
                     cgroup: Sequence[Path | str] = (), seccomp: Path | str | None = None) -> list[str]:
     """`args` wrapped to run in the sandbox: `workspace` and `home` read-write, `read_only` folders (the
-    agent's CLI, a virtualenv) visible read-only at their own paths, the working directory `workspace`.
+    agent's CLI, a virtualenv) visible read-only at their own paths (one inside `workspace`, such as a grading's
+    hidden tests, stays read-only there), the working directory `workspace`.
 
     Network: none (its own namespace, only `lo`), except `reach`, a URL (the gateway's) whose host and port
     are reachable inside through the forwarder, at `inside_url(reach)`; reach_relay(reach, home) must be
@@ -180,6 +181,9 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     binds = [["--ro-bind", folder, folder] for folder in dict.fromkeys(str(p) for p in extra if p)
              if Path(folder).exists() and not any(folder.startswith(s + "/") or folder == s for s in SYSTEM_FOLDERS)]
     binds += [["--bind", str(home), str(home)], ["--bind", str(workspace), str(workspace)]]
+    # outer binds first: a `read_only` path inside the workspace (a grading's hidden tests) is bound over it, so
+    # it stays read-only there, and, a mount point, cannot be renamed or removed from inside
+    binds.sort(key=lambda bind: len(Path(bind[2]).parts))
     # The folders above each bind, made open to all (bwrap would copy the host's modes: /root is 0700, and the
     # run's own user could not reach its interpreter or workspace).
     for parent in dict.fromkeys(p for _, _, target in binds for p in reversed(Path(target).parents)

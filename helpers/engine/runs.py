@@ -47,11 +47,13 @@ COLUMNS = ("instance_id", "repo", "problem_statement", "ground_truth_patch", "te
            "pass_or_fail", "status", "error", "iterations", "input_tokens", "cached_tokens", "output_tokens", "cost_usd",
            "duration_s", "run_id", "attempt", "ruleset_sha", "agent", "model", "eval_error", "failed_tests",
            "test_log", "log_path", "FAIL_TO_PASS", "PASS_TO_PASS", "suite", "transient", "trajectory_summary",
-           "set_aside", "suspect")  # set_aside: paths of the patch grading did not apply; suspect: the lines of it
-# that reach into the test machinery (helpers.families.coding.patches.suspect_lines); both absent from older records
+           "set_aside", "suspect", "forged")
+# set_aside: paths of the patch grading did not apply; suspect: the lines of it that reach into the test machinery (helpers.families.coding.patches.suspect_lines); forged: the grading's
+# tripwires caught outcomes forged from inside the test run (eval_error says how); all absent from older records
 PENDING = "pending"  # pass_or_fail of a finished agent run whose batched evaluation has not run yet
 HARNESS_ERROR = "error"  # pass_or_fail when the evaluation itself failed (eval_error says why): evaluated again
 SUSPECT = "suspect"  # pass_or_fail of a pass whose patch reaches into the test machinery: never counted as resolved
+FORGED = "forged"  # pass_or_fail of a grade forged from inside the test run (helpers.core.outcomes.FORGED): a fail
 # Errors worth running again on the next call: the provider was busy or gone, not the task wrong.
 TRANSIENT_ERROR = re.compile(r"\b(429|500|502|503|504|529)\b|rate.?limit|overloaded|timed? ?out|ECONNRESET|"
                              r"socket hang up|connection (?:refused|reset)|budget", re.IGNORECASE)
@@ -280,7 +282,7 @@ def record(task: dict[str, Any], result: AgentResult, output: str, verdict: Eval
         "output_tokens": result.usage.get("output_tokens", 0), "cost_usd": result.cost_usd,
         "duration_s": result.duration_s, **ids, "agent": agent.name,
         "model": result.model or agent.model, "eval_error": "", "failed_tests": [], "test_log": "", "log_path": "",
-        "set_aside": [], "suspect": suspect,
+        "set_aside": [], "suspect": suspect, "forged": False,
         "FAIL_TO_PASS": list(task.get("FAIL_TO_PASS") or []), "PASS_TO_PASS": list(task.get("PASS_TO_PASS") or []),
         "suite": task.get("suite", ""), "transient": bool(result.transient),
         "trajectory_summary": result.trajectory_summary, **outcome,
@@ -289,9 +291,11 @@ def record(task: dict[str, Any], result: AgentResult, output: str, verdict: Eval
 
 def _verdict_fields(verdict: EvalResult, suspect: list[str]) -> dict[str, Any]:
     """A verdict as record fields; an evaluation that failed for infrastructure reasons is HARNESS_ERROR, and a
-    pass of a patch with `suspect` lines is SUSPECT (counted apart: helpers.core.outcomes)."""
-    outcome = HARNESS_ERROR if verdict.infra else (SUSPECT if suspect else "pass") if verdict.resolved else "fail"
-    return {"pass_or_fail": outcome, "eval_error": verdict.error,
+    pass of a patch with `suspect` lines is SUSPECT, and a grade the tripwires caught forged is FORGED (both
+    counted apart: helpers.core.outcomes)."""
+    outcome = (HARNESS_ERROR if verdict.infra else FORGED if verdict.forged
+               else (SUSPECT if suspect else "pass") if verdict.resolved else "fail")
+    return {"pass_or_fail": outcome, "eval_error": verdict.error, "forged": bool(verdict.forged),
             "failed_tests": verdict.failed_tests, "test_log": truncate_chars(verdict.log, TEST_LOG_CHARS),
             "log_path": verdict.log_path, "set_aside": list(verdict.set_aside)}
 

@@ -3,13 +3,14 @@
 import pandas as pd
 import pytest
 
-from helpers.core.outcomes import FAILED, INFRA, RESOLVED, RULES, outcome_counts, run_outcome
+from helpers.core.outcomes import FAILED, FORGED, INFRA, RESOLVED, RULES, outcome_counts, run_outcome
 from helpers.core.stats import paired_comparison
 
 
 @pytest.mark.parametrize("row, outcome", [
     ({"status": "completed", "pass_or_fail": "pass"}, RESOLVED),
     ({"status": "completed", "pass_or_fail": "fail"}, FAILED),
+    ({"status": "completed", "pass_or_fail": "forged", "eval_error": "forged: a test made to fail passed"}, FORGED),
     ({"status": "timeout", "pass_or_fail": "fail", "error": "stopped after 900 s"}, RULES),
     ({"status": "error", "pass_or_fail": "fail", "error": "error_max_turns: reached max turns (30)"}, RULES),
     ({"status": "error", "pass_or_fail": "fail", "error": "prompt is too long: 210000 tokens"}, RULES),
@@ -29,6 +30,17 @@ def rows():
         "status": ["completed", "completed", "timeout", "error", "error"],
         "pass_or_fail": ["pass", "fail", "fail", "fail", "fail"],
         "error": ["", "", "stopped after 900 s", "429 Too Many Requests", "max turns reached"]})
+
+
+def test_a_forged_grade_is_never_a_pass_and_counts_as_a_failure_of_its_ruleset_named_apart():
+    frame = pd.DataFrame({"instance_id": ["a", "b", "c"], "status": ["completed"] * 3,
+                          "pass_or_fail": ["pass", "forged", "fail"], "error": ["", "", ""]})
+    counts = outcome_counts(frame)
+    assert (counts["passed"], counts["failed"], counts["forged"], counts["scored"]) == (1, 2, 1, 3)
+    assert counts["accuracy"] == pytest.approx(1 / 3) and counts["errors"] == 0
+    honest = frame.assign(pass_or_fail=["pass", "fail", "fail"])  # the same tasks, the forger's task failed plainly
+    versus = paired_comparison(frame, honest)
+    assert versus.n == 3 and versus.accuracy_a == versus.accuracy_b == counts["accuracy"]  # kept in the denominator
 
 
 def test_rule_induced_errors_count_as_failures_and_infrastructure_errors_are_left_out_and_named():
