@@ -9,10 +9,13 @@ The four outcomes:
 - failed: it did not;
 - errored: rules: the agent ran and ended badly in a way the rules can cause (its time limit, its turn
   or mistake limit, a context window the rules filled, output the host refuses to take, a sandbox cap:
-  processes, memory, disk, file size). It is the ruleset's doing, so it counts as a FAILURE of that ruleset,
-  on both sides of every comparison;
+  processes, memory, disk, file size), or in any way the host did not see fail outside the sandbox: the
+  agent ended its own CLI, its CLI exited without its final result, its own calls were refused. It is the
+  agent's (so the ruleset's) doing, so it counts as a FAILURE of that ruleset, on both sides of every comparison;
 - errored: infrastructure: the provider, the gateway, the budget, the workspace or the test harness
-  failed; the run says nothing about the rules, so it is left out of accuracy (and a task with one is
+  failed, as the host saw it outside the sandbox (a run record's `host_error`, set by the engine from the
+  gateway's record and the machine, never from what the agent printed); the run says nothing about the
+  rules, so it is left out of accuracy (and a task with one is
   left out of both sides of a paired comparison), and counted, with its reason. A suspect pass (its
   `pass_or_fail` is "suspect": the tests passed, but the patch reaches into the test machinery, see
   helpers.families.coding.patches.suspect_lines) is counted apart the same way: its pass cannot be told
@@ -51,11 +54,14 @@ def _text(value: Any) -> str:
 def run_outcome(row: Mapping[str, Any], outcome: str = "pass_or_fail") -> str:
     """The outcome of one result row (a run record, a results-CSV row, or a frame's row as a dict).
 
-    Reads `status` ("completed", "error", "timeout", "budget"), `error`, `eval_error` and the `outcome`
-    column ("pass", "fail", "error" for a harness failure, "suspect" for a suspect pass, "not_evaluated",
-    "pending").
+    Reads `status` ("completed", "error", "timeout", "budget"), `host_error`, `error`, `eval_error` and the
+    `outcome` column ("pass", "fail", "error" for a harness failure, "suspect" for a suspect pass,
+    "not_evaluated", "pending"). A row with a `host_error` column (every run record the engine writes) is an
+    infrastructure error only when the host saw one; an older row without it is read by its error's words.
     """
     status, verdict = _text(row.get("status")), _text(row.get(outcome))
+    if status == "error" and "host_error" in row:
+        return INFRA if _text(row.get("host_error")) else RULES
     if status == "timeout" or (status == "error" and RULE_INDUCED.search(_text(row.get("error")))):
         return RULES
     if status in ("error", "budget"):
