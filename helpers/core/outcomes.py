@@ -112,5 +112,17 @@ def outcome_counts(frame: pd.DataFrame, plan: bool = False) -> dict[str, Any]:
             "patched": None if plan else sum(bool(_text(r.get("output")).strip()) for r in rows)}
 
 
-__all__ = ["run_outcome", "infra_reason", "outcome_counts", "plan_scored", "RESOLVED", "FAILED", "INFRA", "RULES",
+def errored_note(left_out: int, a: pd.DataFrame, b: pd.DataFrame) -> str:
+    """One sentence on how errored pairs were counted in the paired comparison of `a` and `b` (by instance_id):
+    `left_out` pairs (the comparison's own count) with an infrastructure error on either side, and the runs of
+    the pairs kept that the agent ended itself (errored: rules, its limits included), counted as failures."""
+    sides = [{row["instance_id"]: run_outcome(row) for row in frame.to_dict("records")} for frame in (a, b)]
+    kept = [task for task in sides[0].keys() & sides[1].keys() if INFRA not in (sides[0][task], sides[1][task])]
+    agents = sum(side[task] == RULES for side in sides for task in kept)
+    pairs, runs = ("pair" if left_out == 1 else "pairs"), ("run" if agents == 1 else "runs")
+    return (f"Errored pairs: {left_out} {pairs} with an infrastructure error on either side left out; {agents} "
+            f"failed {runs} the agent ended itself (its own exit, its own calls, its limits) counted as failures.")
+
+
+__all__ = ["run_outcome", "infra_reason", "outcome_counts", "plan_scored", "errored_note", "RESOLVED", "FAILED", "INFRA", "RULES",
            "OUTCOMES", "RULE_INDUCED"]  # documented in CODE_APPENDIX.md
