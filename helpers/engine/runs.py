@@ -267,6 +267,10 @@ class _Run:
             result.transient = True
             result.host_error = f"the model provider failed: status {status} on the run's last call (the gateway's record)"
             result.error = f"{result.host_error}; the agent said: {result.error}"[:4000]
+        elif result.status == "error" and status == 401:  # the gateway took the run's token: the provider refused
+            # the host's own key (never the agent's doing; not transient: the key must change)
+            result.host_error = "the model provider refused the host's key: status 401 (the gateway's record)"
+            result.error = f"{result.host_error}; the agent said: {result.error}"[:4000]
         return result
 
     def evaluate_pending(self, frame: pd.DataFrame, run_key: str) -> None:

@@ -133,3 +133,12 @@ def test_a_workspace_the_host_could_not_prepare_is_an_infrastructure_error_namin
     row = run(task, agent, results).iloc[0]
     assert agent.calls == [] and run_outcome(row) == INFRA
     assert row.host_error.startswith("the host could not prepare the workspace")
+
+
+def test_a_provider_that_refuses_the_hosts_key_is_an_infrastructure_error_not_the_agents(house, results):
+    task = house.head(1)
+    with ScriptedModelServer(Script([Rule(reply=Reply(status=401, error_message="invalid api key"))])) as server, \
+            Gateway({"agent": Upstream(server.base_url, "wrong-key", "openai-compatible")}, max_retries=0) as gateway:
+        row = run(task, CallingAgent(), results, gateway=gateway).iloc[0]
+    assert run_outcome(row) == INFRA and "refused the host's key: status 401" in row.host_error
+    assert not row.transient and row.tries == 1  # not run again: the key must change first
