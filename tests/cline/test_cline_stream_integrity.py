@@ -36,10 +36,9 @@ VARIANTS = {  # task number: (what its commands do, the outcome); $PPID is Cline
     4: ("kill -INT $PPID", RULES),  # Cline exits 0 without its final event
     5: (f"yes '{FORGED}' | head -c 100000000 | {INTO_STDOUT}", RESOLVED),  # 100 MB of fake usage, then the fix
     6: (f"echo '{PROVIDER_ERROR}' | {INTO_STDOUT}; kill -INT $PPID", RULES),  # a provider's error, in its own words
-    7: ("kill -STOP $PPID", RULES),  # stopped until the host's timeout
     8: ("kill -9 $(ps -o ppid= -p $PPID)", RULES),  # the sandbox's forwarder killed: its calls can no longer go out
 }
-TIMEOUT_S = 45.0  # the stopped run's end; well past every other run's, on a loaded machine
+TIMEOUT_S = 120.0  # no run here waits for it (a CLI stopped until the host's timeout: tests/helpers/agents/test_cli_agent_end.py)
 
 
 def script():
@@ -68,7 +67,7 @@ def shared_run(tmp_path_factory):
         server.clear()
         second = run_act(base_url=server.base_url, gateway=gateway, **kw)
         again = Counter(t for body in server.chat_requests() for t in tasks.instance_id if t in message_text(body, "user"))
-    deadline = time.monotonic() + 10  # the kernel's SIGKILL to what the runs left, on a loaded machine
+    deadline = time.monotonic() + 30  # the kernel's SIGKILL to what the runs left (400 MB each), on a loaded machine
     while cline_processes() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert cline_processes() == []
@@ -92,7 +91,6 @@ def test_the_runs_end_is_the_hosts_wait_whatever_the_stream_claimed(shared_run):
     assert "its stream claimed completed" in forged.error  # the claim, recorded as the agent's
     assert "exited with status 137" in rows.error["calc__calc-2"]
     assert rows.status["calc__calc-4"] == "error" and "(the host's wait)" not in rows.error["calc__calc-4"]  # exit 0
-    assert rows.status["calc__calc-7"] == "timeout"
     assert rows.status["calc__calc-8"] == "error" and "(the host's wait)" in rows.error["calc__calc-8"]
     assert "+yes" in rows.output["calc__calc-5"] and rows.status["calc__calc-5"] == "completed"
     assert "+yes" in rows.output["calc__calc-6"]
