@@ -206,7 +206,8 @@ class _Run:
 
     def counted(self, task: dict[str, Any], result: AgentResult) -> bool:
         """Count this run of `task` (its record's `tries`); True when the host saw it fail transiently and the task
-        has runs left (1 + config.AGENT_TRANSIENT_RETRIES in all, across calls and resumes); a transient failure with none left says so."""
+        has runs left (1 + config.AGENT_TRANSIENT_RETRIES in all, across calls and resumes); a transient failure
+        with none left says so in its error."""
         iid = str(task["instance_id"])
         with self._lock:
             self.tries[iid] = self.tries.get(iid, 0) + 1
