@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from helpers.core.outcomes import plan_scored as scored
+from helpers.core.outcomes import errored_note, plan_scored as scored
 from helpers.store.loops import completed_loops, kept_version, load_split, loop_records, loop_rows
 
 
@@ -116,7 +116,8 @@ def primary_result(experiment: str) -> dict[str, Any] | None:
             "power": power_note(len(start_rows) if start_rows is not None else 0), "rule": DECISION_RULE,
             "dry_run": any(r.get("dry_run") for r in done), "loops": len(done), "cost": changes,
             "rules_tokens": {"kept": int(kept_loop.get("ruleset_tokens") or 0), "start": int(first.get("ruleset_tokens") or 0)},
-            "no_charge": no_charge_note(done)}
+            "no_charge": no_charge_note(done),  # and how errored pairs were counted (helpers.core.outcomes):
+            "errored": errored_note(comparison.n_excluded, start_rows, kept_rows) if comparison is not None else ""}
 
 
 def evidence_summary(experiment: str) -> str:
@@ -130,7 +131,7 @@ def evidence_summary(experiment: str) -> str:
              if result["dry_run"] else [])
     lines += [result["split"], f"Kept version: {result['how']}."]
     if result["comparison"] is not None:
-        lines.append(f"Primary test: {result['comparison'].summary()} (test split).")
+        lines += [f"Primary test: {result['comparison'].summary()} (test split).", result["errored"]]
     lines += [result["decision"], *_cost_lines(result), result["power"], result["rule"]]
     return "\n".join(lines)
 

@@ -74,7 +74,9 @@ AGENT_TRAJECTORY_STEP_CHARS = 2_000  # one step's text within it
 # One agent answer's output cap, where the CLI takes one (Claude Code: CLAUDE_CODE_MAX_OUTPUT_TOKENS; Cline and
 # Codex 0.169 have no setting for it): a small model can otherwise generate until its context is full.
 AGENT_MAX_OUTPUT_TOKENS = 16_384
-AGENT_TRANSIENT_RETRIES = 2  # an agent run that failed transiently (a broken model stream) runs again, this often
+# A task whose run the host saw fail transiently (the provider's 5xx or 429, a lost worker) runs again, at most this
+# often in total per (task, ruleset, agent, model) of a run id: across calls and resumes (the records count them).
+AGENT_TRANSIENT_RETRIES = 2
 EVAL_TIMEOUT_S = 120.0  # per task, local evaluator
 # Caps of one sandboxed run (an agent's, a grading's), sized for a coding task; helpers.core.sandbox says what
 # enforces each one where, and a run that reaches one ends as a rule-induced error naming it.

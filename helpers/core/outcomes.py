@@ -15,10 +15,13 @@ The five outcomes:
   (outcome_counts' `forged`, the loop line's "1 forged grade");
 - errored: rules: the agent ran and ended badly in a way the rules can cause (its time limit, its turn
   or mistake limit, a context window the rules filled, output the host refuses to take, a sandbox cap:
-  processes, memory, disk, file size). It is the ruleset's doing, so it counts as a FAILURE of that ruleset,
-  on both sides of every comparison;
+  processes, memory, disk, file size), or in any way the host did not see fail outside the sandbox: the
+  agent ended its own CLI, its CLI exited without its final result, its own calls were refused. It is the
+  agent's (so the ruleset's) doing, so it counts as a FAILURE of that ruleset, on both sides of every comparison;
 - errored: infrastructure: the provider, the gateway, the budget, the workspace or the test harness
-  failed; the run says nothing about the rules, so it is left out of accuracy (and a task with one is
+  failed, as the host saw it outside the sandbox (a run record's `host_error`, set by the engine from the
+  gateway's record and the machine, never from what the agent printed); the run says nothing about the
+  rules, so it is left out of accuracy (and a task with one is
   left out of both sides of a paired comparison), and counted, with its reason. A suspect pass (its
   `pass_or_fail` is "suspect": the tests passed, but the patch reaches into the test machinery, see
   helpers.families.coding.patches.suspect_lines) is counted apart the same way: its pass cannot be told
@@ -58,11 +61,15 @@ def _text(value: Any) -> str:
 def run_outcome(row: Mapping[str, Any], outcome: str = "pass_or_fail") -> str:
     """The outcome of one result row (a run record, a results-CSV row, or a frame's row as a dict).
 
-    Reads `status` ("completed", "error", "timeout", "budget"), `error`, `eval_error` and the `outcome`
-    column ("pass", "fail", "forged" for a forged grade, "error" for a harness failure, "suspect" for a suspect
-    pass, "not_evaluated", "pending").
+    Reads `status` ("completed", "error", "timeout", "budget"), `host_error`, `error`, `eval_error` and the
+    `outcome` column ("pass", "fail", "forged" for a forged grade, "error" for a harness failure, "suspect" for a
+    suspect pass, "not_evaluated", "pending"). A row with a `host_error` column (every run record the engine
+    writes) is an infrastructure error only when the host saw one; an older row without it is read by its
+    error's words.
     """
     status, verdict = _text(row.get("status")), _text(row.get(outcome))
+    if status == "error" and "host_error" in row:
+        return INFRA if _text(row.get("host_error")) else RULES
     if status == "timeout" or (status == "error" and RULE_INDUCED.search(_text(row.get("error")))):
         return RULES
     if status in ("error", "budget"):
@@ -116,5 +123,17 @@ def outcome_counts(frame: pd.DataFrame, plan: bool = False) -> dict[str, Any]:
             "patched": None if plan else sum(bool(_text(r.get("output")).strip()) for r in rows)}
 
 
-__all__ = ["run_outcome", "infra_reason", "outcome_counts", "plan_scored", "RESOLVED", "FAILED", "FORGED", "INFRA",
-           "RULES", "OUTCOMES", "RULE_INDUCED"]  # documented in CODE_APPENDIX.md
+def errored_note(left_out: int, a: pd.DataFrame, b: pd.DataFrame) -> str:
+    """One sentence on how errored pairs were counted in the paired comparison of `a` and `b` (by instance_id):
+    `left_out` pairs (the comparison's own count) with an infrastructure error on either side, and the runs of
+    the pairs kept that the agent ended itself (errored: rules, its limits included), counted as failures."""
+    sides = [{row["instance_id"]: run_outcome(row) for row in frame.to_dict("records")} for frame in (a, b)]
+    kept = [task for task in sides[0].keys() & sides[1].keys() if INFRA not in (sides[0][task], sides[1][task])]
+    agents = sum(side[task] == RULES for side in sides for task in kept)
+    pairs, runs = ("pair" if left_out == 1 else "pairs"), ("run" if agents == 1 else "runs")
+    return (f"Errored pairs: {left_out} {pairs} with an infrastructure error on either side left out; {agents} "
+            f"failed {runs} the agent ended itself (its own exit, its own calls, its limits) counted as failures.")
+
+
+__all__ = ["run_outcome", "infra_reason", "outcome_counts", "plan_scored", "errored_note", "RESOLVED", "FAILED",
+           "FORGED", "INFRA", "RULES", "OUTCOMES", "RULE_INDUCED"]  # documented in CODE_APPENDIX.md

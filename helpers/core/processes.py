@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 from helpers.core import config
 from helpers.core.procfs import alive, kill_processes_in, owner_tag, processes_in
@@ -216,6 +216,17 @@ def relayed(args: list[str], workspace: Path, home: Path | None, read_only: Sequ
     command.cap = confinement.cap
 
 
+class CLIRun(NamedTuple):
+    """One CLI run as the host saw it: its output (agent data), whether the host's timeout stopped it, how long it
+    ran, and its exit status from the host's own wait (None: not known; negative: the signal that ended it)."""
+
+    out: str
+    err: str
+    timed_out: bool
+    seconds: float
+    exit_status: int | None
+
+
 def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
             live: set[subprocess.Popen], lock: threading.Lock, pass_fds: tuple[int, ...] = (), *,
             home: Path | None = None, read_only: Sequence[Path | str] = (),
@@ -224,7 +235,7 @@ def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: s
             exit_status: list[int | None] | None = None) -> tuple[str, str, bool, float]:
     """(stdout, stderr, timed_out, seconds) of one CLI run in its own process group (in the sandbox with
     `home`, `read_only`, `reach`, `network` and `limits` unless `sandbox` is None: see `relayed`; the relay to
-    `reach` lives exactly as long as the run).
+    `reach` lives exactly as long as the run). `run_cli_observed` adds the exit status.
 
     On timeout the group gets SIGINT, then SIGKILL after CLI_STOP_GRACE_S; whatever is left in the group is
     killed when the CLI ends. The child dies with the thread that started it (die_with_parent). A run that a
@@ -233,14 +244,26 @@ def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: s
     process it started (Popen's returncode: bwrap's, which is its command's; negative for a signal), never
     from what the run printed.
     """
+    run = run_cli_observed(args, workspace, env, stdin_text, timeout_s, live, lock, pass_fds, home=home,
+                           read_only=read_only, sandbox=sandbox, reach=reach, network=network, limits=limits)
+    if exit_status is not None:
+        exit_status.append(run.exit_status)
+    return run.out, run.err, run.timed_out, run.seconds
+
+
+def run_cli_observed(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
+                     live: set[subprocess.Popen], lock: threading.Lock, pass_fds: tuple[int, ...] = (), *,
+                     home: Path | None = None, read_only: Sequence[Path | str] = (),
+                     sandbox: str | None = None, reach: str | None = None,
+                     network: bool = False, limits: Any = None) -> CLIRun:
+    """`run_cli`'s run, as a CLIRun: with the exit status the host's own wait returned (how the run ended is the
+    host's observation, never what the CLI printed: helpers.agents.base.ended_as_seen)."""
     with relayed(args, workspace, home, read_only, sandbox, reach=reach, network=network, limits=limits) as command:
         for fd in pass_fds if command.user is not None else ():  # a key's pipe: the run's own uid opens it
             os.fchown(fd, command.user, command.user)
         out, err, timed_out, seconds, status = _run_group(command, workspace, env, stdin_text, timeout_s, live, lock,
                                                           pass_fds)
-    if exit_status is not None:
-        exit_status.append(status)
-    return out, with_cap(err, command), timed_out, seconds
+    return CLIRun(out, with_cap(err, command), timed_out, seconds, status)
 
 
 def with_cap(err: str, command: list[str]) -> str:
@@ -322,4 +345,4 @@ def last_lines(text: str, lines: int = 5) -> str:
     kept = [line for line in text.strip().splitlines() if line.strip()]
     return "\n".join(kept[-lines:])
 
-__all__ = ["run_cli", "read_capped", "sandboxed", "relayed", "SandboxedCommand", "with_cap", "alive", "reached_at", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag", "terminate_as_interrupt"]  # public API, documented in CODE_APPENDIX.md
+__all__ = ["run_cli", "run_cli_observed", "CLIRun", "read_capped", "sandboxed", "relayed", "SandboxedCommand", "with_cap", "alive", "reached_at", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag", "terminate_as_interrupt"]  # public API, documented in CODE_APPENDIX.md

@@ -33,7 +33,7 @@ class AgentResult:
     """What one agent run on one task produced.
 
     status: "completed" (the agent finished its turn), "error" (provider or CLI failure, see `error`)
-    or "timeout" (stopped by the runner). `patch` is a unified diff against the task's base commit,
+    or "timeout" (stopped by the runner); for a CLI, as the host saw its process end (helpers.agents.base). `patch` is a unified diff against the task's base commit,
     possibly empty (the engine fills it from the workspace); for plan mode it is empty and `plan`
     holds the plan text. `trajectory`: the agent's turns as plain dicts in order ({"type": "message" |
     "tool_call" | "tool_result", "name", "text", ...}), cut to a budget by the agent; may be empty (the
@@ -54,6 +54,9 @@ class AgentResult:
     trajectory: list[dict[str, Any]] = field(default_factory=list)
     transient: bool = False  # a failed run whose provider failed transiently (the gateway's record says)
     trajectory_summary: str = ""  # helpers.agents.trajectories.summarize(trajectory), for the judge
+    # A failure the host saw outside the sandbox (the gateway's upstream, the gateway, the machine), in words; set
+    # by the engine only. "" for every other failure: a run the agent ended, or whose own calls failed, is counted.
+    host_error: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

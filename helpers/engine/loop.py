@@ -264,12 +264,13 @@ def check_runs(loop: int, runs: dict[str, pd.DataFrame]) -> None:
         raise LoopUnfinished(f"Loop {loop} is unfinished: the test harness failed on {len(harness)} patches (not the "
                              f"patches' fault; most common, {top.iloc[0]}x: {top.index[0]!r}). The agents' results "
                              "are kept; fix the harness (Docker, Modal) and run again: only the evaluations are redone.")
-    # the agents' own failures only (a plan not judged yet, or a patch not tested yet, is no error here)
-    counts = outcome_counts(rows[rows["status"] == "error"])
-    if len(rows) and counts["errors"] == len(rows):
+    # every agent run errored, whoever's doing (a plan not judged yet, or a patch not tested yet, is no error here)
+    errored = rows[rows["status"] == "error"]
+    if len(rows) and len(errored) == len(rows):
+        top = errored["error"].astype(str).str[:200].value_counts()
         raise LoopStopped(
             f"Loop {loop} stopped: all {len(rows)} agent runs errored; the most common error "
-            f"({counts['top_error_count']}x): {counts['top_error']!r}. Check the agent's model, key and base URL "
+            f"({top.iloc[0]}x): {top.index[0]!r}. Check the agent's model, key and base URL "
             "(an OpenAI-compatible server must stream with tools), then run again: errored runs are retried."
         )
 

@@ -208,3 +208,22 @@ def test_a_scripted_experiments_summary_says_so_before_any_number(isolated):
     finished_loop("scripted", 0, 0, passes=5, dry_run=True)
     finished_loop("scripted", 1, 1, passes=25, rules=2, dry_run=True)
     assert evidence_summary("scripted").startswith("SCRIPTED DRY RUN")
+
+
+def test_the_summary_says_how_errored_pairs_were_counted(isolated):
+    from helpers.core.outcomes import run_outcome
+
+    finished_loop("errored", 0, 0, passes=5, val=5)
+    finished_loop("errored", 1, 1, passes=20, val=20, rules=2)
+    for loop, (host, own) in {0: (28, 29), 1: (27, 26)}.items():  # on each side: one the host saw, one the agent's
+        path = split_results_path("errored", "test", loop)
+        rows = pd.read_csv(path).assign(host_error="", error="")
+        rows.loc[[host, own], "status"] = "error"
+        rows.loc[host, ["host_error", "error"]] = ["the model provider failed: status 503", "503"]
+        rows.loc[own, "error"] = "the agent's CLI died of signal 9 (the host's wait)"
+        write_csv(rows, path)
+    assert run_outcome(pd.read_csv(path).iloc[26]) == "errored: rules"  # a CSV's empty host_error reads as none
+    summary = evidence_summary("errored")
+    assert ("Errored pairs: 2 pairs with an infrastructure error on either side left out; 2 failed runs the agent "
+            "ended itself (its own exit, its own calls, its limits) counted as failures.") in summary
+    assert "on 28 tasks" in summary  # 30 tasks, the 2 with a host-seen error on either side left out

@@ -57,3 +57,14 @@ def test_the_statistics_count_the_same_runs_as_the_loop_line():
     assert versus_itself.n == outcome_counts(frame)["scored"] == 4
     assert versus_itself.accuracy_a == outcome_counts(frame)["accuracy"]
     assert versus_itself.excluded == {"errored": 1}
+
+
+def test_the_errored_note_counts_the_agents_own_failures_only_in_the_pairs_kept():
+    from helpers.core.outcomes import errored_note
+
+    a = pd.DataFrame({"instance_id": ["t1", "t2", "t3"], "status": ["error", "error", "completed"],
+                      "host_error": ["the model provider failed: status 503", "", ""], "pass_or_fail": "fail"})
+    b = a.assign(status=["error", "completed", "error"], host_error=["", "", ""])  # t1's own failure: pair left out
+    assert errored_note(1, a, b) == ("Errored pairs: 1 pair with an infrastructure error on either side left out; "
+                                     "2 failed runs the agent ended itself (its own exit, its own calls, its limits) "
+                                     "counted as failures.")
