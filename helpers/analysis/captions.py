@@ -19,7 +19,7 @@ from helpers.core.costs import LOCAL_NO_CHARGE, SCRIPTED_NO_CHARGE, UNPRICED
 from helpers.core.wording import counted
 
 WIDTH = 100  # characters a caption line holds in a notebook's output (lines wrap at words, never mid-word)
-SCRIPTED = "Scripted dry run: the scripted model's numbers show the machinery, they are not results."
+SCRIPTED = "Scripted dry run: these numbers show the machinery, not results."
 SPLIT_NAMES = {"train": "train", "val": "validation", "test": "test"}
 
 
