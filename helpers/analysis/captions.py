@@ -90,12 +90,13 @@ def describe_accuracy(loops: pd.DataFrame) -> str:
     first, last = loops.iloc[0], loops.iloc[-1]
     moves = []
     for split in ("train", "val", "test"):
-        values = _numbers(loops, f"{split}_accuracy")
-        if values.notna().any():
-            moves.append(f"{SPLIT_NAMES[split]} {values.dropna().iloc[0]:.2f} to {values.dropna().iloc[-1]:.2f}")
+        values = _numbers(loops, f"{split}_accuracy").dropna()
+        if len(values):
+            moves.append(f"{SPLIT_NAMES[split]} {values.iloc[0]:.2f}" + (f" to {values.iloc[-1]:.2f}" if len(loops) > 1 else ""))
     if not moves:
         return wrap(" ".join(["No loop has a scored run yet: there is no accuracy to read."] + _scripted(loops)))
-    sentences = [f"From loop {int(first['loop'])} to loop {int(last['loop'])}, accuracy went: {'; '.join(moves)}."]
+    sentences = [f"From loop {int(first['loop'])} to loop {int(last['loop'])}, accuracy went: {'; '.join(moves)}."
+                 if len(loops) > 1 else f"Loop {int(first['loop'])} (one loop: nothing to compare yet): {'; '.join(moves)}."]
     low, high = _numbers(loops, "test_ci_low"), _numbers(loops, "test_ci_high")
     if len(loops) > 1 and low.notna().iloc[[0, -1]].all() and high.notna().iloc[[0, -1]].all():
         overlap = low.iloc[-1] <= high.iloc[0] and low.iloc[0] <= high.iloc[-1]

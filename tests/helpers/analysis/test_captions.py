@@ -109,3 +109,8 @@ def test_captions_wrap_at_words_within_a_notebooks_width():
     text = captions.describe_accuracy(loops)
     assert all(len(line) <= captions.WIDTH for line in text.split("\n")) and text.count("\n") >= 2
     assert " ".join(text.split()) == " ".join(text.replace("\n", " ").split())
+
+
+def test_one_loop_is_read_as_one_loop_not_as_a_change():
+    text = captions.describe_accuracy(loops_of(train_accuracy=[0.25], test_accuracy=[0.5])).replace("\n", " ")
+    assert text.startswith("Loop 0 (one loop: nothing to compare yet): train 0.25; test 0.50.") and "0.25 to" not in text
