@@ -231,7 +231,7 @@ def describe_latent_rules(prefix: str, rule_counts: Sequence[int], feedback: str
     from helpers.families.latent_rules.report import PUBLISHED, experiment_name
     from helpers.store.loops import loop_records
 
-    parts, dry = [], False
+    parts, dry, shares = [], False, []
     for count in rule_counts:
         records = sorted(loop_records(experiment_name(prefix, count, feedback), results_root), key=lambda r: r["loop"])
         if not records:
@@ -244,11 +244,13 @@ def describe_latent_rules(prefix: str, rule_counts: Sequence[int], feedback: str
         if share is None:
             parts.append(f"{count} rules: no score")
             continue
+        shares.append(share)
         parts.append(f"{count} rules {share:.2f} after loop {last['loop']}"
                      + (f" (published {published:.2f})" if published is not None else ""))
-    sentences = [f"Test pages that follow every rule, at the last loop run: {'; '.join(parts)}.",
-                 "Fewer pages follow every rule as the rule count grows: each page must get all of them right; "
-                 "the lines are offset sideways so that equal values stay visible."]
+    sentences = [f"Test pages that follow every rule, at the last loop run: {'; '.join(parts)}."]
+    if len(shares) > 1 and all(a >= b for a, b in zip(shares, shares[1:])) and shares[0] > shares[-1]:
+        sentences.append("The more rules, the fewer pages follow them all: a page must get every one right.")
+    sentences.append("Lines with equal values are offset sideways, each with its own marker and dash.")
     return wrap(" ".join(sentences + ([SCRIPTED] if dry else [])))
 
 

@@ -101,6 +101,11 @@ def test_latent_rules_caption_reads_each_rule_counts_last_loop_beside_the_publis
         append_jsonl(loops_path("lr-50rules", tmp_path), {"loop": loop, "test_accuracy": share, "dry_run": True})
     text = captions.describe_latent_rules("lr", [50, 100], results_root=tmp_path).replace("\n", " ")
     assert "50 rules 0.40 after loop 1 (published 0.00); 100 rules: not run" in text and "Scripted" in text
+    for loop, share in enumerate([0.0, 0.1]):
+        append_jsonl(loops_path("lr-100rules", tmp_path), {"loop": loop, "test_accuracy": share, "dry_run": True})
+    text = captions.describe_latent_rules("lr", [50, 100], results_root=tmp_path).replace("\n", " ")
+    assert "100 rules 0.10 after loop 1" in text and "the fewer pages follow them all" in text
+    assert "fewer pages" not in captions.describe_latent_rules("lr", [100, 50], results_root=tmp_path)
 
 
 def test_captions_wrap_at_words_within_a_notebooks_width():
