@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from helpers.analysis.captions import wrap
 from helpers.core.outcomes import errored_note, plan_scored as scored
 from helpers.store.loops import completed_loops, kept_version, load_split, loop_records, loop_rows
 
@@ -132,7 +133,7 @@ def evidence_summary(experiment: str) -> str:
     lines += [result["split"], f"Kept version: {result['how']}."]
     if result["comparison"] is not None:
         lines += [f"Primary test: {result['comparison'].summary()} (test split).", result["errored"]]
-    lines += [result["decision"], *_cost_lines(result), result["power"], result["rule"]]
+    lines += [result["decision"], *_cost_lines(result), wrap(result["power"]), wrap(result["rule"])]  # a notebook's width
     return "\n".join(lines)
 
 

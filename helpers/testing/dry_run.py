@@ -20,6 +20,7 @@ import threading
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
+from helpers.core.wording import counted
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text
 from helpers.testing.edit_tools import choose_adapter, edit_tools_of_registered_agents, offered_tools
 
@@ -81,6 +82,23 @@ class DryRunScript:
                   for n, c in enumerate(sorted(known & set(task["conventions"])), 2)]
         return "\n".join(steps)
 
+    def plan_verdict(self, task: dict, text: str) -> dict[str, Any]:
+        """The judge on a plan (plan mode: nothing was run): correct when the plan names every house convention
+        the task's hidden tests check; otherwise the explanation says, in a plan's terms, how many of them its
+        steps name and which it leaves out, by title (what the optimizer reads), never a patch's verdict."""
+        missing = [c for c in task["conventions"] if self.conventions[c]["title"] not in text]
+        named = len(task["conventions"]) - len(missing)
+        if not missing:
+            return {"correctness": "correct", "explanation": f"The plan addresses the issue and names every house "
+                    f"convention the change must keep ({counted(named, 'convention')})."}
+        parts = [f"'{self.conventions[c]['title']}' (the hidden tests check: {self.conventions[c]['check']})"
+                 for c in missing]
+        return {"correctness": "incorrect", "explanation": (
+            f"The plan addresses the issue" + (f" and names {named} of the conventions the change must keep" if named
+                                               else "") + f", but no step keeps the house convention"
+            f"{'s' if len(parts) > 1 else ''} {' and '.join(parts)}: a change made from this plan would fail "
+            f"those tests.")}
+
     def edits_for(self, task: dict, variant: str, offered: Mapping[str, frozenset[str] | None]) -> list[dict]:
         """Tool calls, with the first declared edit tool the request offers (by name and arguments: see
         helpers.testing.edit_tools), that turn the base commit into the base commit + the task's `variant` patch."""
@@ -102,8 +120,8 @@ class DryRunScript:
             return Reply(json.dumps({"correctness": "incorrect", "explanation": "Unknown task (scripted dry run)."}))
         passed = bool(re.search(r"(?im)^\s*(?:test )?(?:outcome|result|pass_or_fail)\s*:\s*pass", text))
         titles = [self.conventions[c]["title"] for c in task["conventions"]]
-        if re.search(r"(?im)^outcome: not run", text):  # plan mode: does the plan name every convention?
-            passed = all(title in text for title in titles)
+        if re.search(r"(?im)^outcome: not run", text):  # plan mode: a plan is judged as a plan
+            return Reply(json.dumps({**self.plan_verdict(task, text), "note": "scripted dry run"}))
         if passed:
             explanation = (f"The patch fixes the reported bug and follows the house conventions the tests "
                            f"check ({'; '.join(titles)}).")

@@ -46,8 +46,10 @@ def test_the_kept_version_is_chosen_on_validation_and_tested_once_against_the_st
     summary = evidence_summary("kept")
     assert "Kept version: v2: the highest validation accuracy (0.67 on 30 tasks, start 0.17) of 4 versions" in summary
     assert "Primary test: v2 vs no rules on 30 tasks: +50.0 points" in summary
-    assert "The rules help" in summary and "two-sided, level 0.05" in summary and "exploratory" in summary
+    assert "The rules help" in summary and "exploratory" in summary and "two-sided, level 0.05" in " ".join(summary.split())
     assert "With 30 test tasks, an observed gain under 20 points can never be significant" in summary
+    tail = summary[summary.index("With 30 test tasks"):]  # the power note and the decision rule: a notebook's width
+    assert tail.count("\n") >= 3 and all(len(line) <= 100 for line in tail.splitlines())
 
 
 def test_the_primary_result_carries_the_paired_change_in_tokens_cost_and_time_with_intervals(isolated):
