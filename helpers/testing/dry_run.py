@@ -20,6 +20,7 @@ import threading
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
+from helpers.core.fences import outside_fences
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text
 from helpers.testing.edit_tools import choose_adapter, edit_tools_of_registered_agents, offered_tools
 
@@ -100,9 +101,10 @@ class DryRunScript:
         task = self.task_in(text)
         if task is None:
             return Reply(json.dumps({"correctness": "incorrect", "explanation": "Unknown task (scripted dry run)."}))
-        passed = bool(re.search(r"(?im)^\s*(?:test )?(?:outcome|result|pass_or_fail)\s*:\s*pass", text))
+        passed = bool(re.search(r"(?im)^\s*(?:test )?(?:outcome|result|pass_or_fail)\s*:\s*pass",
+                                outside_fences(text)))  # the host's grade, never a line the agent fenced in
         titles = [self.conventions[c]["title"] for c in task["conventions"]]
-        if re.search(r"(?im)^outcome: not run", text):  # plan mode: does the plan name every convention?
+        if re.search(r"(?im)^outcome: not run", outside_fences(text)):  # plan mode: does the plan name every convention?
             passed = all(title in text for title in titles)
         if passed:
             explanation = (f"The patch fixes the reported bug and follows the house conventions the tests "
