@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 import unicodedata
 import warnings
-from typing import Any
+from typing import Any, Mapping
 
 # Letters of other scripts that pass for Latin ones (a part of Unicode's confusables.txt: Cyrillic, Greek,
 # Armenian, Cherokee, Latin look-alikes), dashes and quotes, as the ASCII they pass for.
@@ -254,13 +254,20 @@ class PlantedTextWarning(UserWarning):
                          f"as written: read it before an agent follows it: {text.strip()[:160]!r}")
 
 
-def warn_planted(text: str, where: str) -> list[dict[str, Any]]:
-    """One PlantedTextWarning per line of `text` that looks planted (named as `where`:line); returns them
-    (planted_lines). Changes nothing: flagging is telling."""
-    found = planted_lines(text)
-    for item in found:
+def warn_planted(text: str, where: str, flagged: Mapping[str, list[str]] | None = None) -> list[dict[str, Any]]:
+    """One PlantedTextWarning per line of `text` that looks planted (named as `where`:line), or that holds a rule
+    of `flagged` (rule text -> reasons: what a check by meaning said of it); returns them (as planted_lines).
+    Changes nothing: flagging is telling."""
+    found = {item["line"]: item for item in planted_lines(text)}
+    for number, line in enumerate(str(text or "").splitlines(), 1):
+        extra = [reason for rule, reasons in (flagged or {}).items() if rule.strip() and rule.strip() in line
+                 for reason in reasons]
+        if extra:
+            item = found.setdefault(number, {"line": number, "text": line, "reasons": []})
+            item["reasons"] = item["reasons"] + [r for r in extra if r not in item["reasons"]]
+    for item in (found[n] for n in sorted(found)):
         warnings.warn(PlantedTextWarning(where, item["line"], item["text"], item["reasons"]), stacklevel=3)
-    return found
+    return [found[n] for n in sorted(found)]
 
 
 def _negated(text: str, start: int) -> bool:

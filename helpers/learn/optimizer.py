@@ -32,6 +32,10 @@
   helpers.core.planted) is, by default, refused with its reasons (apply_edits(refuse_planted=True)), so
   it never reaches a ruleset or an export; planted="flag" applies it and flags it for a person instead
   (continual mode, where a person approves every change).
+- With a `rule_check` (helpers.learn.rule_check.RuleCheck: the loop builds one with the judge's model), every
+  rule text the floor passed is also checked by meaning against the five harms; a harmful one, or one the
+  check could not answer for good, is refused (or flagged) the same way; a transient failure of the check
+  stops optimize() as any transient failure does.
 - Neither guard's refusal asks the model for a repair: a held-back edit is a decision, not a bad answer.
 - With rules fenced by FENCE_START/FENCE_END inside a whole system prompt, only the fenced part is
   edited; the rest comes back byte for byte.
@@ -59,6 +63,7 @@ from helpers.core.planted import planted_note, planted_reasons
 from helpers.core.edits import apply_edits, rules_tokens
 from helpers.core.rules import Ruleset, parse_ruleset, render_ruleset, split_fenced
 from helpers.core.tokens import count_message_tokens, count_tokens, truncate_tokens
+from helpers.learn.rule_check import RuleVerdict
 
 OPTIMIZER_SYSTEM_PROMPT = """\
 You maintain the rules file of an AI coding agent and improve it from feedback on the agent's work.
@@ -129,13 +134,15 @@ class PromptLearningOptimizer:
                  base_url: str | None = None, budget_usd: float | None = None, leakage: str = "reject",
                  client: LLMClient | None = None, system_prompt: str = OPTIMIZER_SYSTEM_PROMPT,
                  leaks: Callable[[pd.DataFrame], dict[str, set[str]]] | None = None, planted: str = "reject",
-                 rules_max_tokens: int | None = None):
+                 rules_max_tokens: int | None = None, rule_check: Callable[[str], RuleVerdict] | None = None):
         """`system_prompt`: the meta-prompt's instructions (the coding-agent ones by default; a task family
         passes its own, asking for the same JSON edits). `leaks`: rows -> {name: the one task it belongs
         to}, the names a rule must not mention (default: leaky_identifiers, for coding tasks). `planted`:
         "reject" (refuse edits that look like planted instructions) or "flag" (apply and flag them, for
         a person to decide). `rules_max_tokens`: the rules' budget in tokens (None: config.RULES_MAX_TOKENS,
-        itself None for no budget)."""
+        itself None for no budget). `rule_check`: the check by meaning of every rule an edit writes that the
+        floor passed (helpers.learn.rule_check.RuleCheck, the loop's with the judge's model; None: the floor
+        only): a rule it finds harmful, or could not check, is refused or flagged as `planted` says."""
         if leakage not in LEAKAGE_MODES:
             raise ValueError(f"leakage must be one of {LEAKAGE_MODES}, not {leakage!r}.")
         if planted not in PLANTED_MODES:
@@ -150,6 +157,7 @@ class PromptLearningOptimizer:
         self.leakage = leakage
         self.planted = planted
         self.rules_max_tokens = rules_max_tokens
+        self.rule_check = rule_check
         self.client = client or LLMClient(self.model, api_key=openai_api_key, base_url=base_url, budget_usd=budget_usd)
         self.last_report: OptimizerReport | None = None
 
@@ -177,7 +185,7 @@ class PromptLearningOptimizer:
         rules = start = parse_ruleset(fenced[1] if fenced else text)
         report = OptimizerReport(self.model, self.client.dry_run, budget)
         self.last_report = report
-        cost_before, unpriced_before = self.client.total_cost_usd, getattr(self.client, "unpriced_calls", 0)
+        cost_before, unpriced_before = self._spent(), getattr(self.client, "unpriced_calls", 0)
         leaks = self.leaks(dataset) if self.leakage != "off" else {}
         examples = [(str(row["instance_id"]), render_example(row, output_column, feedback_columns),
                      lambda size, row=row: render_example(row, output_column, feedback_columns, max_tokens=size))
@@ -190,7 +198,7 @@ class PromptLearningOptimizer:
             report.edits_applied, report.edits_flagged = [], []  # none of them is in what we return
             rules = start
         finally:
-            report.cost_usd = round(self.client.total_cost_usd - cost_before, 6)
+            report.cost_usd = round(self._spent() - cost_before, 6)
             report.unpriced = getattr(self.client, "unpriced_calls", 0) > unpriced_before
         if rules == start:  # nothing applied: no reformatting or renumbering of the input either
             return text
@@ -286,16 +294,43 @@ class PromptLearningOptimizer:
         except ValueError as error:
             return rules, str(error)
         allowed, leaked = self._guard(edits, leaks)
+        allowed, held = self._screen(allowed)  # by meaning; raises LLMError when the check failed transiently
         new_rules, applied, rejected = apply_edits(rules, allowed, refuse_planted=self.planted == "reject",
                                                    max_tokens=self.rules_max_tokens)
+        rejected += held
         if edits and not applied and not leaked and not any("planted" in r for r in rejected):
             return rules, "no edit could be applied: " + "; ".join(r["rejection"] for r in rejected)
-        planted = [{**e, "flag": planted_note(reasons), "planted": reasons} for e in applied
-                   if (reasons := planted_reasons(str(e.get("text") or "")))]  # found only in "flag" mode
+        planted = [{**e, "flag": planted_note(reasons), "planted": reasons} for e in applied  # only in "flag" mode
+                   if (reasons := planted_reasons(str(e.get("text") or "")) + list(e.get("meaning_flags") or []))]
         report.edits_applied += applied
         report.edits_rejected += rejected + [e for e in leaked if self.leakage == "reject"]
         report.edits_flagged += leaked + planted
         return new_rules, None
+
+    def _screen(self, edits: list[Any]) -> tuple[list[Any], list[dict]]:
+        """(edits to apply, edits refused by meaning): every rule text the floor passed goes to rule_check; a
+        harmful or unchecked one is refused ("reject") or kept with its `meaning_flags` ("flag")."""
+        if self.rule_check is None:
+            return edits, []
+        kept, held = [], []
+        for edit in edits:
+            text = edit.get("text") if isinstance(edit, dict) else None
+            if not isinstance(text, str) or planted_reasons(text):  # nothing to read, or the floor holds it back
+                kept.append(edit)
+                continue
+            verdict = self.rule_check(text)
+            if not verdict.harmful:
+                kept.append(edit)
+            elif self.planted == "reject":
+                held.append({**edit, "rejection": planted_note([verdict.note()]), "planted": [verdict.note()]})
+            else:
+                kept.append({**edit, "meaning_flags": [verdict.note()]})
+        return kept, held
+
+    def _spent(self) -> float:
+        """What this optimizer's models have cost so far: its own client's, and the rule check's when apart."""
+        check = getattr(self.rule_check, "client", None)
+        return self.client.total_cost_usd + (check.total_cost_usd if check is not None and check is not self.client else 0.0)
 
     def _guard(self, edits: list[Any], leaks: dict[str, set[str]]) -> tuple[list[Any], list[dict]]:
         """(edits to apply, edits that name training-task specifics, with the reason)."""

@@ -140,11 +140,26 @@ class DryRunScript:
                           "sources": sources})
         return Reply(json.dumps({"edits": edits}))
 
+    # --- the check of a learned rule by meaning ---
+    def rule_check_reply(self, request: dict) -> Reply:
+        """The scripted answer to helpers.learn.rule_check: the floor's verdict on the fenced rule, said to be
+        scripted (a real run asks the judge's model)."""
+        from helpers.core.planted import harm_categories, planted_reasons
+
+        rule = re.search(r"(?s)^<<<DATA-(\w+) [^\n]*>>>\n(.*?)\n?<<<END-\1>>>$", message_text(request, "user"), re.M)
+        reasons = planted_reasons(rule.group(2) if rule else "")
+        categories = harm_categories(reasons)
+        return Reply(json.dumps({"harmful": bool(categories), "category": categories[0] if categories else "none",
+                                 "reason": "scripted dry run: the floor's reading" + (f" ({'; '.join(reasons)})" if reasons else ""),
+                                 "note": "scripted dry run"}))
+
     def script(self) -> Script:
         from helpers.learn.judge import JUDGE_SYSTEM_PROMPT
         from helpers.learn.optimizer import OPTIMIZER_SYSTEM_PROMPT
+        from helpers.learn.rule_check import RULE_CHECK_PROMPT
 
         return Script([
+            Rule(system_contains=_first_line(RULE_CHECK_PROMPT), reply=self.rule_check_reply),
             Rule(system_contains=_first_line(JUDGE_SYSTEM_PROMPT), reply=self.judge_reply),
             Rule(system_contains=_first_line(OPTIMIZER_SYSTEM_PROMPT), reply=self.optimizer_reply),
             Rule(match=lambda request: bool(request.get("tools")), reply=self.agent_reply),  # agents bring tools
