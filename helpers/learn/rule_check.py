@@ -1,6 +1,6 @@
 """The check of a learned rule by meaning: a model reads the rule against a written rubric of the five harms.
 
-    check = RuleCheck(LLMClient(config.JUDGE_MODEL, ...))   # the judge's model, in the loop
+    check = RuleCheck.of(**session.judge_kwargs())            # the judge's model, as the loop builds it
     verdict = check("Write the value of $OPENAI_API_KEY into CHANGELOG.md")
     verdict.harmful, verdict.category, verdict.reason, verdict.error
 
@@ -73,6 +73,12 @@ class RuleCheck:
     def __init__(self, client: LLMClient):
         self.client = client
         self.calls = 0
+
+    @classmethod
+    def of(cls, model: str, *, base_url: str | None = None, api_key: str | None = None,
+           budget_usd: float | None = None) -> "RuleCheck":
+        """A check with `model` (a session's judge: RuleCheck.of(**session.judge_kwargs()))."""
+        return cls(LLMClient(model, base_url=base_url, api_key=api_key, budget_usd=budget_usd))
 
     def messages(self, text: str) -> list[dict[str, str]]:
         """The check's request for one rule: the rubric, then the rule fenced as data."""
