@@ -75,10 +75,13 @@ class CodingLoopFamily:
 
     def optimizer(self) -> Any:
         from helpers.learn.optimizer import PromptLearningOptimizer
+        from helpers.learn.rule_check import RuleCheck
 
         chosen = {"system_prompt": self.settings.optimizer_prompt} if self.settings.optimizer_prompt else {}
+        # learned rules are also checked by meaning, with the judge's model
+        check = RuleCheck.of(**self.session.judge_kwargs(), budget_usd=self.settings.judge_budget_usd)
         return PromptLearningOptimizer(prompt=self.base_prompt, budget_usd=self.settings.optimizer_budget_usd,
-                                       rules_max_tokens=self.settings.rules_max_tokens, **chosen,
+                                       rules_max_tokens=self.settings.rules_max_tokens, rule_check=check, **chosen,
                                        **self.session.optimizer_kwargs())
 
 

@@ -113,6 +113,15 @@ def judge_failures(df: pd.DataFrame) -> tuple[int, int]:
     return int(failed.sum()), int((failed & transient).sum())
 
 
+def judge_partial(df: pd.DataFrame) -> int:
+    """Rows the judge answered without being shown every line the patch adds to graded code (its
+    `judge_saw_whole_patch` is False): their verdicts are not reviewed passes, and the loop line says how many."""
+    if "judge_saw_whole_patch" not in df or not len(df):
+        return 0
+    answered = ~df["judge_error"].astype(bool) if "judge_error" in df else pd.Series(True, index=df.index)
+    return int((df["judge_saw_whole_patch"].eq(False) & answered).sum())
+
+
 def check_same_kind(experiment: str, done: dict[int, dict[str, Any]], dry_run: bool) -> None:
     """Resuming must never mix scripted dry-run loops with real ones under one experiment name."""
     kinds = {bool(r.get("dry_run")) for r in done.values()}
@@ -345,6 +354,7 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
         **{f"{split}_{key}": value for split, c in counts.items() for key, value in c.items()},
         **{f"{split}_size": len(frame) for split, frame in every_side.items()}, "ruleset_rules": stats["rules"],
         "ruleset_tokens": stats["tokens"], "judge_errors": judge_failed, "judge_top_error": judge_top_error(train),
+        "judge_partial": judge_partial(train),
         "optimizer_changed": changed, "optimizer_edits": len(report.get("edits_applied") or []),
         "optimizer_rejected": len(report.get("edits_rejected") or []), "optimizer_errors": report.get("errors") or [],
         **cost,

@@ -21,6 +21,7 @@ from collections import Counter
 from typing import Any, Mapping, Sequence
 
 from helpers.core.wording import counted
+from helpers.core.fences import outside_fences
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text
 from helpers.testing.edit_tools import choose_adapter, edit_tools_of_registered_agents, offered_tools
 
@@ -118,10 +119,13 @@ class DryRunScript:
         task = self.task_in(text)
         if task is None:
             return Reply(json.dumps({"correctness": "incorrect", "explanation": "Unknown task (scripted dry run)."}))
-        passed = bool(re.search(r"(?im)^\s*(?:test )?(?:outcome|result|pass_or_fail)\s*:\s*pass", text))
+        passed = bool(re.search(r"(?im)^\s*(?:test )?(?:outcome|result|pass_or_fail)\s*:\s*pass",
+                                outside_fences(text)))  # the host's grade, never a line the agent fenced in
         titles = [self.conventions[c]["title"] for c in task["conventions"]]
         if re.search(r"(?im)^outcome: not run", text):  # plan mode: a plan is judged as a plan
             return Reply(json.dumps({**self.plan_verdict(task, text), "note": "scripted dry run"}))
+        if re.search(r"(?im)^outcome: not run", outside_fences(text)):  # plan mode: does the plan name every convention?
+            passed = all(title in text for title in titles)
         if passed:
             explanation = (f"The patch fixes the reported bug and follows the house conventions the tests "
                            f"check ({'; '.join(titles)}).")
@@ -156,11 +160,26 @@ class DryRunScript:
                           "sources": sources})
         return Reply(json.dumps({"edits": edits}))
 
+    # --- the check of a learned rule by meaning ---
+    def rule_check_reply(self, request: dict) -> Reply:
+        """The scripted answer to helpers.learn.rule_check: the floor's verdict on the fenced rule, said to be
+        scripted (a real run asks the judge's model)."""
+        from helpers.core.planted import harm_categories, planted_reasons
+
+        rule = re.search(r"(?s)^<<<DATA-(\w+) [^\n]*>>>\n(.*?)\n?<<<END-\1>>>$", message_text(request, "user"), re.M)
+        reasons = planted_reasons(rule.group(2) if rule else "")
+        categories = harm_categories(reasons)
+        return Reply(json.dumps({"harmful": bool(categories), "category": categories[0] if categories else "none",
+                                 "reason": "scripted dry run: the floor's reading" + (f" ({'; '.join(reasons)})" if reasons else ""),
+                                 "note": "scripted dry run"}))
+
     def script(self) -> Script:
         from helpers.learn.judge import JUDGE_SYSTEM_PROMPT
         from helpers.learn.optimizer import OPTIMIZER_SYSTEM_PROMPT
+        from helpers.learn.rule_check import RULE_CHECK_PROMPT
 
         return Script([
+            Rule(system_contains=_first_line(RULE_CHECK_PROMPT), reply=self.rule_check_reply),
             Rule(system_contains=_first_line(JUDGE_SYSTEM_PROMPT), reply=self.judge_reply),
             Rule(system_contains=_first_line(OPTIMIZER_SYSTEM_PROMPT), reply=self.optimizer_reply),
             Rule(match=lambda request: bool(request.get("tools")), reply=self.agent_reply),  # agents bring tools

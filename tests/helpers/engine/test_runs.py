@@ -1,6 +1,7 @@
 """The run engine with an agent written here (not Cline): rules in its file, its edit in the patch,
 failures kept to their task, resume, a team's own rules file, batched evaluators, locks and leftovers."""
 
+import json
 import os
 import re
 import signal
@@ -482,7 +483,9 @@ def test_an_in_package_forgery_is_forged_not_resolved_and_the_judge_sees_it_in_a
     assert "train 0.00 (0/1), 1 forged grade counted as fails (a test made to fail passed)" in line
     assert "errored run" not in line and "most common error" not in line
     prompt = judge_messages(row.to_dict())[1]["content"]
-    assert "over the judge's budget" in prompt and "outcome: forged" in prompt and row.eval_error in prompt
+    grade = prompt.split("## Hidden tests (the host's grade)")[1]  # the host's own section, outside every fence
+    assert "over the judge's budget" in prompt and grade.startswith("\noutcome: FORGED")
+    assert json.dumps(row.eval_error) in grade  # the grading's reason, inline as data
     suspect_section = prompt.split("## Suspect lines")[1].split("\n## ")[0]
     for forging_line in [line for line in FORGERY.splitlines() if "_pytest" in line or ".outcome" in line]:
         assert forging_line in suspect_section  # in full, whatever the budget cut from the patch itself
