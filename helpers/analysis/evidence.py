@@ -112,16 +112,21 @@ def primary_result(experiment: str) -> dict[str, Any] | None:
     verdict = (decision(comparison, tokens.summary() if _recorded(tokens) else "")
                if comparison is not None else
                f"No test: the kept version is the start ({start_label}), so nothing learned is claimed.")
+    rule = DECISION_RULE
     if comparison is not None and one_test is not None and "decision" in one_test:
         verdict = sequential_verdict(one_test, start_rows, kept_rows, tokens.summary() if _recorded(tokens) else "",
                                      no_charge=no_charge_note(done))
+        rule = (f"Primary test, declared before any run: the kept version (chosen on validation) against the start "
+                f"on the test split, task by task in a seeded order: {one_test['method']}. \"The rules help\" or "
+                "\"hurt\" only when a boundary is crossed; tasks after the stop are never run or counted.")
     split = load_split(experiment) or {}
     sizes = (f"Split: {len(split.get('train', []))} train, {len(split.get('validation', []))} validation, "
              f"{len(split.get('test', []))} test tasks (saved in act_results/{experiment}/split.json)." if split else
              "Split: not saved with the experiment.")
     return {"kept_version": choice.version, "how": choice.how, "candidates": choice.candidates, "split": sizes,
             "start": start_label, "comparison": comparison, "decision": verdict,
-            "power": power_note(len(start_rows) if start_rows is not None else 0), "rule": DECISION_RULE,
+            "power": power_note(one_test["design"]["n_tasks"] if one_test else len(start_rows) if start_rows is not None else 0),
+            "rule": rule,
             "dry_run": any(r.get("dry_run") for r in done), "loops": len(done), "cost": changes,
             "rules_tokens": {"kept": int(kept_loop.get("ruleset_tokens") or 0), "start": int(first.get("ruleset_tokens") or 0)},
             "no_charge": no_charge_note(done), "one_test": one_test}
@@ -138,8 +143,8 @@ def evidence_summary(experiment: str) -> str:
              if result["dry_run"] else [])
     lines += [result["split"], f"Kept version: {result['how']}."]
     if result["comparison"] is not None and result.get("one_test"):
-        lines.append(f"Primary test, declared before any run: {result['one_test']['method']}.")
-        lines.append(f"Over the pairs it ran: {result['comparison'].summary()} (test split; not the test's decision).")
+        lines.append(f"Over the pairs it ran: {result['comparison'].summary()} (test split; the fixed test's "
+                     "reading, not the decision).")
     elif result["comparison"] is not None:
         lines.append(f"Primary test: {result['comparison'].summary()} (test split).")
     lines += [result["decision"], *_cost_lines(result), result["power"], result["rule"]]
