@@ -126,6 +126,10 @@ CONTINUAL_MAX_SIGNAL_CHARS = 4_000  # one feedback record's text (and its code e
 STATS_ALPHA = 0.05  # significance level of a paired comparison and of the acceptance gate
 STATS_CONFIDENCE = 0.95  # level of every interval
 STATS_N_BOOT = 10_000  # bootstrap resamples (several attempts per task), and random sign flips
+# The one test run sequentially (helpers.core.sequential; docs/evidence.md): a look after each batch of test tasks.
+SEQUENTIAL = True  # the default wherever the test split has more tasks than a batch; False: the fixed test
+SEQUENTIAL_FUTILITY_POWER = 0.05  # stop for futility when the chance of significance at the current trend is below
+SEQUENTIAL_FUTILITY_FROM = 0.5  # ... but never before this share of the test tasks has run
 STATS_NOISE_FLIP_RATE = 0.2  # share of tasks assumed to flip by chance between two runs (power figures only)
 
 # --- ruleset limits: what the optimizer may store (edits beyond these are refused and reported) ---

@@ -57,7 +57,11 @@ class CodingLoopFamily:
         self.base_prompt = self.agent.base_prompt
 
     def answer(self, ruleset: str, loop: int) -> dict[str, pd.DataFrame]:
-        return {split: run_attempts(self.agent, frame, f"{split}_{loop}", ruleset, self.settings, self.session)
+        """Each split's rows; without test_each_loop the test split is left to the one test (no rows here)."""
+        from helpers.engine.runs import COLUMNS
+
+        return {split: (run_attempts(self.agent, frame, f"{split}_{loop}", ruleset, self.settings, self.session)
+                        if split != "test" or self.settings.test_each_loop else pd.DataFrame(columns=list(COLUMNS)))
                 for split, frame in self.splits.items()}
 
     def feedback(self, runs: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:

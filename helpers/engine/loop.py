@@ -69,6 +69,11 @@ class LoopSettings:
     rules_max_tokens: int | None = config.RULES_MAX_TOKENS  # the rules' budget, told to the optimizer and enforced
     judge_prompt: str | None = None  # the judge's instructions (None: helpers.learn.judge.JUDGE_SYSTEM_PROMPT)
     optimizer_prompt: str | None = None  # the meta-prompt's instructions (None: the family's default)
+    # True: every loop also runs the test split (the exploratory per-loop test curve; the one test reads loop 0's
+    # and the kept version's rows). False: loops run train and validation only, and after them the one test runs
+    # the start and the kept rules on the test tasks itself, paying only for the pairs it needs (one_test.py).
+    test_each_loop: bool = True
+    sequential: bool = config.SEQUENTIAL  # with test_each_loop=False: stop the one test as soon as it knows
 
     def __post_init__(self) -> None:
         budget = () if self.rules_max_tokens is None else ("rules_max_tokens",)  # None: no budget
@@ -85,6 +90,12 @@ class LoopSettings:
                 raise ValueError(f"{name} must be the instructions' text, or None for the default; got {value!r}.")
         if self.mode not in ("act", "plan"):
             raise ValueError(f"mode must be 'act' or 'plan', not {self.mode!r}.")
+        for name in ("test_each_loop", "sequential"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}.")
+        if not self.test_each_loop and (self.attempts != 1 or self.mode != "act"):
+            raise ValueError("test_each_loop=False (the one test run on its own, pair by pair) needs attempts=1 and "
+                             "mode='act': with several attempts or plans, let each loop run the test split.")
         if self.start_from not in ("latest", "best"):
             raise ValueError(f"start_from must be 'latest' or 'best', not {self.start_from!r}.")
         if self.best_by != "val_accuracy":
@@ -227,7 +238,12 @@ def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettin
     """All loops of a coding experiment (settings.agent on train_df, val_df and test_df); the loop records."""
     family = CodingLoopFamily(train_df, test_df, settings, session, val_df=val_df)
     frames = tuple(f for f in (train_df, val_df, test_df) if f is not None)
-    return loop_over(family, settings, session, initial_ruleset, frames, datasets, verbose)
+    loops = loop_over(family, settings, session, initial_ruleset, frames, datasets, verbose)
+    if not settings.test_each_loop:
+        from helpers.engine.one_test import run_one_test
+
+        run_one_test(test_df, settings, session, verbose=verbose)
+    return loops
 
 
 def run_prompt_loop(family: Any, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,

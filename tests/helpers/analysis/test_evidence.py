@@ -229,3 +229,29 @@ def test_the_summary_says_how_errored_pairs_were_counted(isolated):
     assert ("Errored pairs: 2 pairs with an infrastructure error on either side left out; 2 failed runs the agent "
             "ended itself (its own exit, its own calls, its limits) counted as failures.") in summary
     assert "on 28 tasks" in summary  # 30 tasks, the 2 with a host-seen error on either side left out
+
+
+def test_a_one_test_run_on_its_own_gives_the_decision_where_it_stopped_and_the_runs_it_saved(isolated):
+    from dataclasses import asdict
+
+    from helpers.core.sequential import SequentialDesign, sequential_test
+    from helpers.store.loops import save_one_test, save_one_test_rows
+
+    finished_loop("seq", 0, 0, passes=5, val=5, splits=("train",))
+    finished_loop("seq", 1, 1, passes=20, val=20, rules=3, splits=("train",))
+    design = SequentialDesign(n_tasks=48, batch=8)
+    pairs = [(False, i % 4 != 3) for i in range(16)]  # three of every four tasks flip to pass, none back
+    result = sequential_test(pairs, design)
+    assert result.decision == "help" and result.tasks_run == 16
+    save_one_test("seq", {"design": asdict(design), "method": design.describe(), "decision": result.decision,
+                          "tasks_run": 16, "tasks_saved": result.tasks_saved, "sentence": result.sentence()})
+    for side, passed in (("start", [False] * 16), ("kept", [kept for _, kept in pairs])):
+        save_one_test_rows("seq", side, pd.DataFrame({
+            "instance_id": [f"t-{i}" for i in range(16)], "status": "completed", "mode": "act",
+            "pass_or_fail": ["pass" if p else "fail" for p in passed], "cost_usd": 0.5, "input_tokens": 100,
+            "output_tokens": 10, "duration_s": 30.0}))
+    summary = evidence_summary("seq")
+    assert "Stopped after 16 of 48 test tasks: the rules help" in summary
+    assert "It saved 64 agent runs against the fixed design (about $32.00 at this test's mean cost per run)" in summary
+    assert "v1 vs no rules on 16 tasks" in summary and "the fixed test's reading, not the decision" in summary
+    assert "O'Brien-Fleming alpha spending" in summary and "With 48 test tasks" in summary
