@@ -60,12 +60,12 @@ class _Refused:
         return False
 
 
-def capped(server: web.Server, max_connections: int) -> Callable[[], asyncio.Protocol]:
-    """A protocol factory for `loop.create_server`: aiohttp's handler while fewer than `max_connections` are
+def capped(server: web.Server, max_connections: Callable[[], int]) -> Callable[[], asyncio.Protocol]:
+    """A protocol factory for `loop.create_server`: aiohttp's handler while fewer than `max_connections()` are
     open, else one that answers 503 and closes."""
 
     def connection() -> asyncio.Protocol:
-        if len(server.connections) >= max_connections:
+        if len(server.connections) >= max_connections():
             return _Refused()  # type: ignore[return-value]
         return server()
 

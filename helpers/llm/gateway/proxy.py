@@ -196,10 +196,11 @@ class Gateway(CallRecords):
         app.router.add_route("*", "/u/{name}", self._handle)
         # stop() cuts calls in flight; a client that leaves cancels its handler, and so its upstream call
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, handler_cancellation=True,
-                                     keepalive_timeout=config.GATEWAY_IDLE_CONNECTION_S)
+                                     keepalive_timeout=config.GATEWAY_IDLE_CONNECTION_S,
+                                     lingering_time=0)  # a body refused is never read on: its connection closes
         await self._runner.setup()
         self._listener = await asyncio.get_running_loop().create_server(
-            capped(self._runner.server, self.max_connections), self.host, 0, backlog=1024)
+            capped(self._runner.server, lambda: self.max_connections), self.host, 0, backlog=1024)
         self._port = self._listener.sockets[0].getsockname()[1]
 
     async def _close(self) -> None:
