@@ -116,6 +116,7 @@ GATEWAY_TRACE_MESSAGE_CHARS = 4_000  # text kept per input message for traces
 # larger than this is refused with 413 before it is read (Content-Length) or as soon as it grows past it (a
 # chunked body); a long agent conversation is about 1 MB of JSON, an image a few MB more.
 GATEWAY_MAX_REQUEST_BYTES = 16 * 2**20
+GATEWAY_MAX_HELD_BYTES = 64 * 2**20  # request bytes all calls under way hold at once: more get 503 (ask again)
 GATEWAY_BODY_TIMEOUT_S = 60.0  # a request body must arrive whole within this (a slow drip is cut with 408)
 GATEWAY_MAX_CONNECTIONS = 256  # open client connections, all clients together: more are answered 503 and closed
 GATEWAY_TOKEN_CONCURRENCY = 8  # one token's requests under way at once: more get 429 (an agent makes one at a time)

@@ -79,6 +79,7 @@ MEDIA_PARTS = {"image_url", "input_audio", "file", "input_image", "input_file", 
                "inline_data"}
 # Fields of a part that make the provider fetch or read something of its own: only inline data passes
 _REFERENCES = ("file_id", "file_url", "fileUri", "file_uri")
+_CHECKED_KEYS = {"type", "name", "role", "url", "image_url", "source", "file_id", "file_url", "content", "output"}
 HEADERS = {"content-type", "accept", "user-agent", "anthropic-version", "anthropic-beta", "x-goog-api-client"}
 HEADER_PREFIXES = ("x-stainless-",)  # the OpenAI and Anthropic SDKs' own description of themselves
 ANTHROPIC_BETAS = {  # what Claude Code 2.1 and Cline 3 send; a server-side tool's beta is none of them
@@ -127,6 +128,17 @@ def screen(api: str, body: dict[str, Any], cap: int, model: Any, counts: bool = 
     return screened
 
 
+def _ambiguous(api: str, part: dict[str, Any]) -> str | None:
+    """A part with two keys that differ in case only, or a 'Type' beside 'type': a provider whose parser matches
+    field names without case (Go's encoding/json does) could read the one the gateway did not check."""
+    if api == "gemini":  # Google's parser takes exact names (lowerCamel or snake_case)
+        return None
+    folded = {key.lower() for key in part}
+    if len(folded) != len(part) or any(key != key.lower() and key.lower() in _CHECKED_KEYS for key in part):
+        return f"an object with keys that differ in case only ({', '.join(sorted(part))})"
+    return None
+
+
 def _tools(api: str, screened: Screened) -> str | None:
     tools = screened.body.get("tools")
     if tools is None:
@@ -137,6 +149,8 @@ def _tools(api: str, screened: Screened) -> str | None:
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
             return f"tools[{i}] is not an object"
+        if _ambiguous(api, tool):
+            return f"tools[{i}] is {_ambiguous(api, tool)}"
         if api == "gemini":
             kinds = set(tool) - TOOL_TYPES[api]
             if kinds:
@@ -190,6 +204,9 @@ def _content(api: str, screened: Screened) -> str | None:
         part, message = stack.pop()
         if not isinstance(part, dict):
             continue
+        why = _ambiguous(api, part)
+        if why:
+            return f"a content part is {why}"
         kind = "message" if message and (api != "responses" or part.get("type", "message") == "message") \
             else _kind(api, part)
         if kind not in PART_TYPES[api]:

@@ -2,7 +2,8 @@
 request body is read against a byte cap and a time limit, never whole before it is known to fit (a Content-Length
 over the cap is refused before one byte is read, a chunked body as soon as it grows past it); open connections
 are capped for all clients together (one more is answered 503 and closed at once, before aiohttp makes it a
-request handler); an idle connection is closed (the keep-alive timeout, which aiohttp also runs on a connection
+request handler); the request bytes all calls under way hold at once are capped (one more is answered 503, a
+retry later passes); an idle connection is closed (the keep-alive timeout, which aiohttp also runs on a connection
 that has sent nothing yet)."""
 
 from __future__ import annotations
@@ -25,8 +26,26 @@ class BodyRefused(Exception):
         self.status, self.message = status, message
 
 
-async def read_body(request: web.Request, limit: int, timeout_s: float) -> bytes:
-    """The whole request body, or BodyRefused once it is known not to fit in `limit` bytes or `timeout_s` seconds."""
+class BodyBytes:
+    """Request bytes held at once by all calls under way (read, parsed, forwarded), against one cap."""
+
+    def __init__(self, cap: int):
+        self.cap, self.held = cap, 0
+
+    def take(self, size: int) -> bool:
+        if self.held + size > self.cap:
+            return False
+        self.held += size
+        return True
+
+    def give(self, size: int) -> None:
+        self.held -= size
+
+
+async def read_body(request: web.Request, limit: int, timeout_s: float, held: BodyBytes) -> bytes:
+    """The whole request body, or BodyRefused once it is known not to fit in `limit` bytes or `timeout_s` seconds
+    (413, 408), or in what `held` has left (503: the gateway is busy, ask again). Its bytes stay in `held`: the
+    caller gives them back when the call ends."""
     if request.content_length is not None and request.content_length > limit:
         raise BodyRefused(413, f"the request body ({request.content_length:,} bytes) is over the gateway's limit of "
                                f"{limit:,} bytes")
@@ -37,9 +56,15 @@ async def read_body(request: web.Request, limit: int, timeout_s: float) -> bytes
                 size += len(chunk)
                 if size > limit:
                     raise BodyRefused(413, f"the request body grew past the gateway's limit of {limit:,} bytes")
+                if not held.take(len(chunk)):
+                    raise BodyRefused(503, "the gateway holds as many request bytes as it may: ask again shortly")
                 chunks.append(chunk)
     except TimeoutError:
+        held.give(size)
         raise BodyRefused(408, f"the request body did not arrive within {timeout_s:g} s") from None
+    except BodyRefused:
+        held.give(sum(map(len, chunks)))
+        raise
     return b"".join(chunks)
 
 

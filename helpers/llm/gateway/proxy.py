@@ -21,7 +21,7 @@ from yarl import URL
 from helpers.core import config
 from helpers.llm.gateway.allowlist import Screened, screen
 from helpers.llm.gateway.budget import Ledger, worst_case_usd
-from helpers.llm.gateway.intake import BodyRefused, capped, read_body
+from helpers.llm.gateway.intake import BodyBytes, BodyRefused, capped, read_body
 from helpers.llm.gateway.metering import Meter, decoded_body, json_or_none
 from helpers.llm.gateway.policy import (api_of, error_response, healthz, model_of, no_more_retries, refusal, streams,
                                         upstream_path)
@@ -70,6 +70,7 @@ class Gateway(CallRecords):
         self._ledger = Ledger(budget_usd)  # spent and reserved (budget.py)
         self.max_request_bytes, self.max_connections = config.GATEWAY_MAX_REQUEST_BYTES, config.GATEWAY_MAX_CONNECTIONS
         self.token_concurrency = config.GATEWAY_TOKEN_CONCURRENCY
+        self._held = BodyBytes(config.GATEWAY_MAX_HELD_BYTES)  # request bytes of all calls under way
         self.trace, self.max_retries, self.backoff_s = trace, max_retries, backoff_s
         # a silent upstream (between any two bytes) and a call that runs too long are both cut
         self.idle_timeout_s, self.call_timeout_s, self.trace_chars = idle_timeout_s, call_timeout_s, trace_chars
@@ -239,12 +240,21 @@ class Gateway(CallRecords):
         if client is None or client["upstream"] != name or client.get("revoked"):
             return error_response(401, f"gateway: unknown or revoked token for upstream {name!r}", "invalid_token", api=api)
         try:
-            body = await read_body(request, self.max_request_bytes, config.GATEWAY_BODY_TIMEOUT_S)
+            body = await read_body(request, self.max_request_bytes, config.GATEWAY_BODY_TIMEOUT_S, self._held)
         except BodyRefused as refused:
-            answer = error_response(refused.status, f"gateway: refused: {refused.message}", "request_too_large"
-                                    if refused.status == 413 else "request_timeout", api=api)
+            kind = {413: "request_too_large", 408: "request_timeout"}.get(refused.status, "gateway_busy")
+            answer = error_response(refused.status, f"gateway: refused: {refused.message}", kind, api=api,
+                                    headers={"retry-after": "1"} if refused.status == 503 else None)
             answer.force_close()  # the rest of the body is never read
             return answer
+        try:
+            return await self._forward(request, name, upstream, token, client, body, started, started_at)
+        finally:
+            self._held.give(len(body))
+
+    async def _forward(self, request: web.Request, name: str, upstream: Upstream, token: str | None, client: dict,
+                       body: bytes, started: float, started_at: float) -> web.StreamResponse:
+        api = api_of(request.path, request.headers)
         checked = self._checked(request, name, upstream, client, body)
         if isinstance(checked, web.Response):
             return checked

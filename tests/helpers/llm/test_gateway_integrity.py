@@ -17,7 +17,7 @@ import pytest
 
 from helpers.core import config
 from helpers.llm.gateway import BUDGET_HEADER, Gateway, Upstream
-from helpers.llm.scripted_server import Reply, Script, ScriptedModelServer
+from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer
 
 USER = [{"role": "user", "content": "hi"}]
 
@@ -305,11 +305,44 @@ def test_connections_past_the_cap_are_answered_503_and_calls_go_on_once_they_clo
 
 
 def test_one_tokens_calls_at_once_are_capped_and_the_rest_get_429():
-    slow = Reply("ok", delay_s=1.0)
-    with ScriptedModelServer(Script(default=slow)) as server, gateway_on(server) as gateway:
+    release = threading.Event()
+
+    def held(_request):  # every call the gateway forwards waits here until the test has seen them all
+        release.wait(60)
+        return Reply("ok")
+
+    with ScriptedModelServer(Script([Rule(reply=held)])) as server, gateway_on(server) as gateway:
         token = gateway.issue_token("agent")
         with ThreadPoolExecutor(12) as pool:
-            statuses = list(pool.map(lambda _: post(gateway, "/chat/completions", token,
-                                                    {"model": "gpt-4.1", "messages": USER}).status_code, range(12)))
+            calls = [pool.submit(post, gateway, "/chat/completions", token, {"model": "gpt-4.1", "messages": USER})
+                     for _ in range(12)]
+            deadline = time.monotonic() + 60
+            while sum(c.done() for c in calls) < 12 - config.GATEWAY_TOKEN_CONCURRENCY and time.monotonic() < deadline:
+                time.sleep(0.05)
+            refused = [c.result().status_code for c in calls if c.done()]
+            release.set()
+            statuses = [c.result().status_code for c in calls]
+    assert refused == [429] * (12 - config.GATEWAY_TOKEN_CONCURRENCY)  # at once, while the others were under way
     assert statuses.count(200) == config.GATEWAY_TOKEN_CONCURRENCY == len(server.requests)
-    assert statuses.count(429) == 12 - config.GATEWAY_TOKEN_CONCURRENCY
+
+
+def test_the_request_bytes_held_at_once_are_capped_and_a_later_call_passes(server):
+    with gateway_on(server) as gateway:
+        token = gateway.issue_token("agent")
+        gateway._held.cap = 50_000  # as if other calls held the rest of GATEWAY_MAX_HELD_BYTES
+        big = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "x" * 60_000}]}
+        busy = post(gateway, "/chat/completions", token, big)
+        gateway._held.cap = config.GATEWAY_MAX_HELD_BYTES
+        later = post(gateway, "/chat/completions", token, big)
+        held = gateway._held.held
+    assert busy.status_code == 503 and busy.headers["retry-after"] == "1" and later.status_code == 200
+    assert held == 0 and len(server.requests) == 1  # every call's bytes given back
+
+
+@pytest.mark.parametrize("tool", [{"type": "function", "TYPE": "web_search", "function": {"name": "f"}},
+                                  {"type": "function", "Type": "function", "function": {"name": "f"}}])
+def test_a_tool_with_a_second_type_in_another_case_is_refused(server, tool):
+    with gateway_on(server) as gateway:
+        answer = post(gateway, "/chat/completions", gateway.issue_token("agent"), {"model": "gpt-4.1", "messages": USER,
+                                                                                  "tools": [tool]})
+    assert answer.status_code == 403 and "differ in case only" in answer.text and server.requests == []
