@@ -293,3 +293,6 @@ def forwarded_headers(headers: Mapping[str, str]) -> tuple[dict[str, str], list[
         else:
             dropped.append(lower)
     return kept, dropped
+
+
+__all__ = ["Screened", "screen", "forwarded_headers", "FIELDS", "TOOL_TYPES", "STRIPPED", "PART_TYPES", "HEADERS", "ANTHROPIC_BETAS"]  # documented in CODE_APPENDIX.md

@@ -76,3 +76,6 @@ class Ledger:
     async def _wake(self) -> None:
         async with self._settled:
             self._settled.notify_all()
+
+
+__all__ = ["worst_case_usd", "Ledger"]  # documented in CODE_APPENDIX.md

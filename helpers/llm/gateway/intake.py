@@ -95,3 +95,6 @@ def capped(server: web.Server, max_connections: Callable[[], int]) -> Callable[[
         return server()
 
     return connection
+
+
+__all__ = ["BodyRefused", "BodyBytes", "read_body", "capped"]  # documented in CODE_APPENDIX.md

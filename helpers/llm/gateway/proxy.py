@@ -71,22 +71,13 @@ class Gateway(CallRecords):
         self.max_request_bytes, self.max_connections = config.GATEWAY_MAX_REQUEST_BYTES, config.GATEWAY_MAX_CONNECTIONS
         self.token_concurrency = config.GATEWAY_TOKEN_CONCURRENCY
         self._held = BodyBytes(config.GATEWAY_MAX_HELD_BYTES)  # request bytes of all calls under way
-        self.trace, self.max_retries, self.backoff_s = trace, max_retries, backoff_s
+        super().__init__(trace, trace_chars)  # records, tokens, calls under way (records.py)
+        self.max_retries, self.backoff_s = max_retries, backoff_s
         # a silent upstream (between any two bytes) and a call that runs too long are both cut
-        self.idle_timeout_s, self.call_timeout_s, self.trace_chars = idle_timeout_s, call_timeout_s, trace_chars
+        self.idle_timeout_s, self.call_timeout_s = idle_timeout_s, call_timeout_s
         self._limits = Limits(idle_timeout_s, call_timeout_s)
         # upstream -> the model ids its tokens may call (an upstream not named here: any model)
         self.models = {name: set(ids) for name, ids in (models or {}).items()}
-        self._lock = threading.Lock()
-        # calls under way, by token: a reader of records waits for them (a client may read its last chunk
-        # an instant before its call's record is written)
-        self._inflight: dict[str, int] = {}
-        self._settled = threading.Condition(self._lock)
-        self._tokens: dict[str, dict[str, Any]] = {}  # token -> {"upstream", "client", attributes...}
-        self._records: list[dict[str, Any]] = []
-        self._last_status: dict[str, int | str] = {}
-        self._last_exchange: dict[str, tuple[bytes, str, list]] = {}  # the request as bytes: parsed when asked for
-        self._trace_failed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._port: int | None = None

@@ -20,19 +20,23 @@ COUNTS = (":countTokens", "/count_tokens")  # token counts: free at both provide
 
 
 class CallRecords:
-    """The records of a Gateway's calls; thread-safe (the gateway's loop writes, any thread reads)."""
+    """The records of a Gateway's calls; thread-safe (the gateway's loop writes, any thread reads). `trace` is
+    called (in a worker thread) with each finished call, its request and answer cut to `trace_chars`."""
 
-    _lock: threading.Lock
-    _settled: threading.Condition
-    _inflight: dict[str, int]
-    _tokens: dict[str, dict[str, Any]]
-    _records: list[dict[str, Any]]
-    _last_status: dict[str, int | str]
-    _last_exchange: dict[str, tuple[bytes, str, list]]
-    trace: Callable[[dict], Any] | None
-    trace_chars: int
-    _trace_failed: bool
-    _loop: Any
+    _loop: Any  # the gateway's event loop, once it serves
+
+    def __init__(self, trace: Callable[[dict], Any] | None, trace_chars: int):
+        self.trace, self.trace_chars = trace, trace_chars
+        self._lock = threading.Lock()
+        # calls under way, by token: a reader of records waits for them (a client may read its last chunk
+        # an instant before its call's record is written)
+        self._inflight: dict[str, int] = {}
+        self._settled = threading.Condition(self._lock)
+        self._tokens: dict[str, dict[str, Any]] = {}  # token -> {"upstream", "client", attributes...}
+        self._records: list[dict[str, Any]] = []
+        self._last_status: dict[str, int | str] = {}
+        self._last_exchange: dict[str, tuple[bytes, str, list]] = {}  # the request as bytes: parsed when asked for
+        self._trace_failed = False
 
     def last_status(self, token: str) -> int | str | None:
         """The status of `token`'s latest finished call: the HTTP status its client got, "budget", or None
@@ -122,3 +126,5 @@ class CallRecords:
                 warnings.warn(f"gateway trace failed, calls are served anyway: {type(error).__name__}: {error}",
                               RuntimeWarning, stacklevel=1)
 
+
+__all__ = ["CallRecords"]  # documented in CODE_APPENDIX.md
