@@ -329,7 +329,8 @@ class Gateway(CallRecords):
         screened = None
         if why is None and request.method != "GET":
             cap = config.GATEWAY_OUTPUT_TOKENS.get(client.get("role"), config.GATEWAY_DEFAULT_OUTPUT_TOKENS)
-            screened = screen(api_of(where[0]), asked, cap, model_of(where[0], asked), where[0].endswith(COUNTS))
+            wire = "anthropic" if where[0].endswith("/messages/count_tokens") else api_of(where[0])
+            screened = screen(wire, asked, cap, model_of(where[0], asked), where[0].endswith(COUNTS))
             why = screened if isinstance(screened, str) else None
         if why is not None:
             return error_response(403, f"gateway: refused: {why}", "forbidden", api=api)

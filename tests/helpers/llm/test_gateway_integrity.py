@@ -346,3 +346,35 @@ def test_a_tool_with_a_second_type_in_another_case_is_refused(server, tool):
         answer = post(gateway, "/chat/completions", gateway.issue_token("agent"), {"model": "gpt-4.1", "messages": USER,
                                                                                   "tools": [tool]})
     assert answer.status_code == 403 and "differ in case only" in answer.text and server.requests == []
+
+
+def test_a_token_count_is_screened_as_its_wire_format_and_reserves_nothing(server):
+    with gateway_on(server, kind="anthropic", budget_usd=1e-9) as gateway:  # any reservation would be refused
+        client = anthropic.Anthropic(base_url=gateway.url_for("agent"), api_key=gateway.issue_token("agent"), max_retries=0)
+        counted = client.messages.count_tokens(model="claude-sonnet-4-5", system="be brief", messages=USER)
+        with pytest.raises(anthropic.PermissionDeniedError, match="mcp_servers"):
+            client.messages.count_tokens(model="claude-sonnet-4-5", messages=USER,
+                                         extra_body={"mcp_servers": [{"type": "url", "url": "https://a.example"}]})
+    assert counted.input_tokens > 0 and len(server.requests) == 1
+
+
+def test_a_sessions_agent_token_opens_the_agents_model_only(monkeypatch, tmp_path):
+    from helpers.app.session import open_session
+
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "GEMINI_API_KEY",
+                 "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("helpers.core.config.REPO_ROOT", tmp_path)  # no .env to find
+    served = ["gpt-4.1-mini", "gpt-4.1", "o1-pro"]
+    with ScriptedModelServer(Script(default=Reply("ok")), models=served) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-session-key-0123456789")
+        with open_session(agent="cline", agent_model="gpt-4.1-mini", judge_model="gpt-4.1", optimizer_model="gpt-4.1",
+                          phoenix=False, budget_usd=5) as session:
+            token = session.gateway.issue_token("agent", role="agent", task="t1")  # as the engine issues it
+            dearest = post(session.gateway, "/chat/completions", token, {"model": "o1-pro", "messages": USER})
+            judges = post(session.gateway, "/chat/completions", token, {"model": "gpt-4.1", "messages": USER})
+            own = post(session.gateway, "/chat/completions", token, {"model": "gpt-4.1-mini", "messages": USER})
+    assert dearest.status_code == judges.status_code == 403 and own.status_code == 200
+    assert [r["body"]["model"] for r in server.requests if r["api"] == "chat"] == ["gpt-4.1-mini"]
