@@ -117,6 +117,11 @@ def screen(api: str, body: dict[str, Any], cap: int, model: Any, counts: bool = 
         inner = screen(api, {k: v for k, v in body["generateContentRequest"].items() if k != "model"}, cap, model, True)
         if isinstance(inner, str):
             return f"generateContentRequest: {inner}"
+    config = body.get("generationConfig", body.get("generation_config"))
+    why = _ambiguous(api, body) if api == "gemini" else None
+    why = why or (_ambiguous(api, config) if api == "gemini" and isinstance(config, dict) else None)
+    if why:
+        return why
     screened = Screened(dict(body), cap)
     why = _tools(api, screened) or _tool_choice(api, screened.body) or _content(api, screened)
     if why or counts:
@@ -129,10 +134,13 @@ def screen(api: str, body: dict[str, Any], cap: int, model: Any, counts: bool = 
 
 
 def _ambiguous(api: str, part: dict[str, Any]) -> str | None:
-    """A part with two keys that differ in case only, or a 'Type' beside 'type': a provider whose parser matches
-    field names without case (Go's encoding/json does) could read the one the gateway did not check."""
-    if api == "gemini":  # Google's parser takes exact names (lowerCamel or snake_case)
-        return None
+    """A part with two keys that differ in case only, or a 'Type' beside 'type' (a provider whose parser matches
+    field names without case, as Go's encoding/json does, could read the one the gateway did not check); for
+    Gemini, whose parser takes both spellings of a name, a field given in both (`maxOutputTokens`,
+    `max_output_tokens`)."""
+    if api == "gemini":
+        folded = {key.replace("_", "").lower() for key in part}
+        return f"an object naming one field twice ({', '.join(sorted(part))})" if len(folded) != len(part) else None
     folded = {key.lower() for key in part}
     if len(folded) != len(part) or any(key != key.lower() and key.lower() in _CHECKED_KEYS for key in part):
         return f"an object with keys that differ in case only ({', '.join(sorted(part))})"

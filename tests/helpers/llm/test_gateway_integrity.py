@@ -378,3 +378,26 @@ def test_a_sessions_agent_token_opens_the_agents_model_only(monkeypatch, tmp_pat
             own = post(session.gateway, "/chat/completions", token, {"model": "gpt-4.1-mini", "messages": USER})
     assert dearest.status_code == judges.status_code == 403 and own.status_code == 200
     assert [r["body"]["model"] for r in server.requests if r["api"] == "chat"] == ["gpt-4.1-mini"]
+
+
+@pytest.mark.parametrize("body", [
+    {"generationConfig": {"maxOutputTokens": 100}, "generation_config": {"maxOutputTokens": 10_000_000}},
+    {"generationConfig": {"maxOutputTokens": 100, "max_output_tokens": 10_000_000}},
+])
+def test_a_gemini_field_named_in_both_spellings_is_refused(server, body):
+    with gateway_on(server, kind="gemini") as gateway:
+        answer = httpx.post(gateway.url_for("agent") + "/v1beta/models/gemini-2.5-pro:generateContent", timeout=60,
+                            json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}], **body},
+                            headers={"x-goog-api-key": gateway.issue_token("agent")})
+    assert answer.status_code == 403 and "naming one field twice" in answer.text and server.requests == []
+
+
+def test_a_gemini_call_is_given_its_roles_output_cap(server):
+    with gateway_on(server, kind="gemini") as gateway:
+        answer = httpx.post(gateway.url_for("agent") + "/v1beta/models/gemini-2.5-pro:generateContent", timeout=60,
+                            json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+                                  "generationConfig": {"maxOutputTokens": 10_000_000, "candidateCount": 8}},
+                            headers={"x-goog-api-key": gateway.issue_token("agent", role="agent")})
+    assert answer.status_code == 200
+    assert server.requests[-1]["body"]["generationConfig"] == {"maxOutputTokens": config.GATEWAY_OUTPUT_TOKENS["agent"],
+                                                               "candidateCount": 1}
