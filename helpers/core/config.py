@@ -114,6 +114,22 @@ GATEWAY_IDLE_TIMEOUT_S = 600.0
 GATEWAY_CALL_TIMEOUT_S = 1800.0  # wall-clock limit of one upstream call, however steadily it streams
 GATEWAY_TRACE_CHARS = 20_000  # request and response text kept per call for traces
 GATEWAY_TRACE_MESSAGE_CHARS = 4_000  # text kept per input message for traces
+# What one client can make the gateway (the driver, outside every sandbox) spend (docs/security.md): a request body
+# larger than this is refused with 413 before it is read (Content-Length) or as soon as it grows past it (a
+# chunked body); a long agent conversation is about 1 MB of JSON, an image a few MB more.
+GATEWAY_MAX_REQUEST_BYTES = 16 * 2**20
+GATEWAY_MAX_HELD_BYTES = 64 * 2**20  # request bytes all calls under way hold at once: more get 503 (ask again)
+GATEWAY_BODY_TIMEOUT_S = 60.0  # a request body must arrive whole within this (a slow drip is cut with 408)
+GATEWAY_MAX_CONNECTIONS = 256  # open client connections, all clients together: more are answered 503 and closed
+GATEWAY_TOKEN_CONCURRENCY = 8  # one token's requests under way at once: more get 429 (an agent makes one at a time)
+GATEWAY_IDLE_CONNECTION_S = 30.0  # a client connection with no request under way is closed after this
+# The output a call may ask for, by its token's role: a request that asks for more, or names no cap, is given
+# this cap, so each call's worst-case cost (reserved from the budget before it is forwarded) is bounded.
+GATEWAY_OUTPUT_TOKENS = {"agent": AGENT_MAX_OUTPUT_TOKENS, "judge": JUDGE_MAX_TOKENS, "optimizer": OPTIMIZER_MAX_TOKENS}
+GATEWAY_DEFAULT_OUTPUT_TOKENS = OPTIMIZER_MAX_TOKENS  # a token of any other role
+# The input tokens reserved for one image or document part (its JSON bytes bound a text's tokens, not a picture's):
+# above what Anthropic, OpenAI and Google count for one image at their largest sizes.
+GATEWAY_MEDIA_PART_TOKENS = 10_000
 
 # --- continual mode (helpers.continual.learning) ----------------------------------------------------------
 CONTINUAL_EXPIRY_DAYS = 90  # a rule unconfirmed this long is proposed for deletion

@@ -124,7 +124,7 @@ def _gateway_for(agent: Agent, gateway: Any) -> Iterator[Any]:
         return
     from helpers.llm.gateway import Gateway, Upstream
 
-    with Gateway({"agent": Upstream(*upstream)}) as own:
+    with Gateway({"agent": Upstream(*upstream)}, models={"agent": [agent.model]}) as own:  # its model only
         yield own
 
 

@@ -381,8 +381,11 @@ def test_runs_the_budget_stopped_are_marked_so_and_run_again_with_budget_left(ho
     from helpers.llm.scripted_server import Reply, Script, ScriptedModelServer
 
     tasks = house.head(3)
-    with ScriptedModelServer(Script(default=Reply("ok"))) as server:
-        with Gateway({"agent": Upstream(server.base_url, "real-key", "openai-compatible")}, budget_usd=1e-9) as gateway:
+    # the first call's worst case (16,384 output tokens of gpt-4.1, $0.13) fits the budget; the 100,000 input tokens
+    # its answer reports ($0.20) spend it, so the gateway refuses every later call
+    spends_it = Reply("ok", usage={"prompt_tokens": 100_000, "completion_tokens": 0})
+    with ScriptedModelServer(Script(default=spends_it)) as server:
+        with Gateway({"agent": Upstream(server.base_url, "real-key", "openai-compatible")}, budget_usd=0.2) as gateway:
             first = run(tasks, GatewayAgent(), results, workers=1, gateway=gateway)
         assert first.status.tolist()[0] == "completed" and set(first.status.tolist()[1:]) == {"budget"}
         assert first.cost_usd[0] > 0  # metered by the gateway
