@@ -82,6 +82,10 @@ SANDBOX_PROCESSES = 512  # processes and threads at once
 SANDBOX_MEMORY_BYTES = 4 * 2**30  # memory, /tmp (a tmpfs) included
 SANDBOX_DISK_BYTES = 2 * 2**30  # what the workspace and the run's home hold, together
 SANDBOX_FILE_BYTES = 1 * 2**30  # the largest one file written
+# How far the host walks a tree an agent or the code under test could have written (helpers.core.trees): deeper or
+# larger is refused by name (a watcher's walk then ends its run); removal has no limit.
+TREE_MAX_DEPTH = 16_384
+TREE_MAX_ENTRIES = 2_000_000
 # What the host reads back from a workspace or a run's home is hostile data (helpers.core.untrusted): each read is
 # capped. A patch larger than MAX_PATCH_BYTES is refused as the agent's doing (a rule-induced error naming its size),
 # never recorded: a real fix is kilobytes, and a 520 MB patch once made a 526 MB record and a 2.7 GB driver.

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import stat
 import sys
 import threading
 import time
@@ -48,6 +47,8 @@ from typing import Iterator, Sequence
 
 from helpers.core import cgroups, config
 from helpers.core.procfs import kill, kill_processes_in, processes_of
+from helpers.core.trees import chown_tree, remove_tree, tree_usage
+from helpers.core.untrusted import REFUSED, RefusedOutput
 
 CAP_PREFIX = "sandbox cap reached:"  # how a cap that ended a run is named (helpers.core.outcomes: rule-induced)
 USERS = (2**30, 2**31 - 2**16)  # a run's own uid is drawn from here: far above any real user or subuid range
@@ -114,27 +115,13 @@ def _owners(folders: Sequence[Path]) -> list[tuple[Path, int, int]]:
 
 def _tree(folder: Path, owner: tuple[int, int] | None = None) -> tuple[int, int]:
     """(bytes allocated under `folder`, the size of its largest file); with `owner` (uid, gid), everything in
-    it, itself included, is handed to that owner on the way. Links are never followed, even one swapped in
-    during the walk (os.fwalk opens each folder relative to its parent, with no-follow). A set-uid bit the
-    agent left is cleared by the kernel as its file changes owner."""
-    used = largest = 0
+    it, itself included, is handed to that owner on the way. Walked by helpers.core.trees: iterative (any
+    depth), never following a link, bounded (TreeRefused past its limits); a missing folder holds nothing."""
     try:
-        if owner:
-            os.chown(folder, *owner, follow_symlinks=False)
-        for _, dirs, files, fd in os.fwalk(folder, follow_symlinks=False):
-            for name in dirs + files:
-                try:
-                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                    if owner:
-                        os.chown(name, *owner, dir_fd=fd, follow_symlinks=False)
-                except OSError:
-                    continue  # gone meanwhile
-                used += st.st_blocks * 512
-                if stat.S_ISREG(st.st_mode):
-                    largest = max(largest, st.st_size)
-    except OSError:
-        pass  # the folder is gone
-    return used, largest
+        usage = chown_tree(folder, *owner) if owner else tree_usage(folder)
+    except FileNotFoundError:
+        return 0, 0
+    return usage.bytes, usage.largest
 
 
 # A seccomp filter (cBPF, as bwrap --seccomp reads it): no new user namespace inside (unshare or clone with
@@ -192,10 +179,20 @@ class _Watch:
         wait = WATCH_S
         while not self.stopped.wait(wait):
             started = time.monotonic()
-            if self.check():
+            try:
+                reached = self.check()
+            except Exception as error:  # a watcher that cannot watch ends the run: it fails closed, never silently
+                reached = self.failed(error)
+            if reached:
                 self.end()
                 return
             wait = max(WATCH_S, (time.monotonic() - started) / WATCH_CPU_SHARE)
+
+    def failed(self, error: BaseException) -> str:
+        """The run's end when its caps cannot be checked (a tree past the walk's limits, an unreadable folder)."""
+        reason = str(error).removeprefix(f"{REFUSED}: ") if isinstance(error, RefusedOutput) else (
+            f"{type(error).__name__}: {error}")
+        return self._reached(f"the sandbox could not check the run's disk use ({reason[:300]})")
 
     def check(self) -> str:
         """The cap reached (a sentence starting CAP_PREFIX), or ""; the first one found is kept in `cap`."""
@@ -317,10 +314,14 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
         cgroups.remove(cgroup)
         # nothing of the run runs now: its folders are handed back (and measured) with no race
         if confinement.seccomp:
-            confinement.seccomp.unlink(missing_ok=True)
-        trees = [_tree(folder, (uid, gid)) for folder, uid, gid in owners] or [_tree(f) for f in folders]
-        if watch:
-            watch.check_disk(sum(used for used, _ in trees), max(largest for _, largest in trees))
+            remove_tree(confinement.seccomp)  # in the run's home: whatever the agent put there, never raises
+        try:
+            trees = [_tree(folder, (uid, gid)) for folder, uid, gid in owners] or [_tree(f) for f in folders]
+            if watch:
+                watch.check_disk(sum(used for used, _ in trees), max(largest for _, largest in trees))
+        except (OSError, RefusedOutput) as error:  # past the walk's limits: the rest goes with the workspace
+            if watch:
+                watch.failed(error)
 
 
 __all__ = ["confined", "Limits", "Confinement", "cap_reached", "CAP_PREFIX"]  # documented in CODE_APPENDIX.md

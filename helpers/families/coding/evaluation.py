@@ -22,12 +22,12 @@ The agent's workspace is never touched; a bad patch is a failed task, never an e
 
 from __future__ import annotations
 
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from helpers.core import config
+from helpers.core.processes import remove_scratch, scratch_dir
 from helpers.core.protocols import EvalResult, Task
 from helpers.families.coding.git import WorkspaceError, git
 from helpers.families.coding.patches import grading_patch
@@ -106,7 +106,8 @@ class LocalEvaluator:
         started = time.monotonic()
         instance_id = str(task["instance_id"])
         graded, set_aside = grading_patch(patch, task.get("test_patch") or "")
-        with tempfile.TemporaryDirectory(prefix="eval-") as scratch:
+        scratch = scratch_dir("eval")  # removed by helpers.core.trees: any depth the patch made, never raising
+        try:
             try:
                 repo = prepare_workspace(task, scratch)
             except WorkspaceError as error:
@@ -126,6 +127,8 @@ class LocalEvaluator:
             names = list(task.get("FAIL_TO_PASS") or []) + list(task.get("PASS_TO_PASS") or [])
             run = run_repo_tests(repo, names, test_config=task.get("test_config"), timeout_s=self.timeout_s,
                                  sandbox=self.sandbox)
+        finally:
+            remove_scratch(scratch)
         tests = {name: run.tests.get(name, "MISSING") for name in names}
         error = run.problem or _disagreement(run, tests)
         resolved = not error and bool(names) and all(v == "PASSED" for v in tests.values())

@@ -21,7 +21,6 @@ host's configuration defines, and it defines none.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Callable, Sequence
 from helpers.core import config
 from helpers.core.names import check_inside, check_name
 from helpers.core.protocols import Task
+from helpers.core.trees import remove_tree, say, walk_tree
 from helpers.core.rules import insert_section, remove_section, split_fenced
 from helpers.core.rules_formats import learned_path, with_front_matter
 from helpers.core.untrusted import (REFUSED, RefusedOutput, read_untrusted, refused, remove_untrusted, untrusted_kind,
@@ -161,8 +161,8 @@ def adopt_workspace(workspace: Path | str, base_commit: str) -> Path:
 
 def _remove_host(host: Path) -> None:
     """Delete a host git directory: only ever a folder inside its `.host` folder (check_inside)."""
-    if host.exists():
-        shutil.rmtree(check_inside(host, host.parent), ignore_errors=True)
+    if os.path.lexists(host):
+        remove_tree(check_inside(host, host.parent), note=say)
 
 
 def forget_host_side(workspace: Path | str) -> None:
@@ -199,23 +199,17 @@ def _host_git(workspace: Path, *args: str, check: bool = True):
 def _refuse_nested(workspace: Path) -> None:
     """RefusedOutput naming each `.git` (a folder, a file, a link) below the work tree's top level: a nested
     repository, a submodule's gitfile, a gitlink's repository. git would look into it (and run its config)
-    when the host takes the patch. Walks without following links; the top level's own `.git` is the agent's
-    and never read (the host diffs with host_git_dir)."""
-    found, folders = [], [workspace]
-    while folders:
-        folder = folders.pop()
-        try:
-            listing = os.scandir(folder)
-        except OSError as error:  # a folder the agent made unreadable: git could not take it either
-            raise refused(Path(folder).relative_to(workspace).as_posix(), f"cannot be read ({error.strerror})") from None
-        with listing as entries:
-            for entry in entries:
-                if folder == workspace and entry.name == ".git":
-                    continue
-                if entry.name.lower() == ".git":
-                    found.append(Path(entry.path).relative_to(workspace).as_posix())
-                elif entry.is_dir(follow_symlinks=False):
-                    folders.append(Path(entry.path))
+    when the host takes the patch. Walked by helpers.core.trees (no link followed, any depth, bounded: a tree
+    past its limits, or a folder the agent made unreadable, is refused by name: git could not take it either);
+    the top level's own `.git` is the agent's and never read (the host diffs with host_git_dir)."""
+    found = []
+    with os.scandir(workspace) as top:
+        names = [entry.name for entry in top if entry.name != ".git"]
+    for name in names:
+        if name.lower() == ".git":
+            found.append(name)
+        elif os.path.isdir(workspace / name) and not os.path.islink(workspace / name):
+            found += [f"{name}/{path}" for _, entry, _, path in walk_tree(workspace / name) if entry.lower() == ".git"]
     if found:
         shown = ", ".join(sorted(found)[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
         raise refused(shown, "- a git repository inside the work tree (a nested repository, or a submodule's link "
@@ -230,7 +224,7 @@ def remove_workspace(path: Path | str, root: Path | str | None = None) -> None:
     """Delete a workspace folder and the host's git directory for it (missing is fine); never `root` itself
     or anything outside it (default root: the workspace's parent folder, where prepare_workspace put it)."""
     target = check_inside(path, Path(path).parent if root is None else root)
-    shutil.rmtree(target, ignore_errors=True)
+    remove_tree(target, note=say)  # the agent's tree: no link followed, any depth; never raises (what is left is said)
     forget_host_side(target)
 
 

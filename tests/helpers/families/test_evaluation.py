@@ -220,3 +220,17 @@ def test_grading_that_requires_the_sandbox_refuses_to_run_without_one(tasks, mon
     with pytest.raises(sandbox.SandboxUnavailable, match="bubblewrap"):
         evaluate_patch(task, task["patch"])  # "required", every real run's policy, is the default
     assert evaluate_patch(task, task["patch"], sandbox="if-available").resolved  # the scripted dry run's
+
+
+def test_a_patch_with_a_1100_deep_path_is_graded_without_raising_and_leaves_no_copy(tasks):
+    """The issue's example: evaluate_patch raised removing its copy (a recursive removal) and left it behind."""
+    from helpers.core.processes import scratch_root
+    from helpers.core.procfs import owner_tag
+
+    deep = "d/" * 1100 + "f.txt"
+    patch = f"diff --git a/{deep} b/{deep}\nnew file mode 100644\n--- /dev/null\n+++ b/{deep}\n@@ -0,0 +1 @@\n+x\n"
+    mine = scratch_root() / owner_tag()
+    before = set(os.listdir(mine)) if mine.exists() else set()
+    result = evaluate_patch(tasks.iloc[0], patch, sandbox="if-available")
+    assert not result.resolved and "does not apply" not in (result.error or "")
+    assert {name for name in os.listdir(mine) if name.startswith("eval-")} <= before

@@ -339,3 +339,23 @@ def test_removing_workspaces_while_others_are_made_in_the_same_root_never_pulls_
         list(pool.map(one_round, tasks))  # each round's removal races the others' preparation
     assert (tmp_path / ".host").is_dir() and not any((tmp_path / ".host").iterdir())  # kept, and empty
     assert [p.name for p in tmp_path.iterdir()] == [".host"]  # no workspace left behind
+
+
+def test_a_1100_deep_tree_travels_in_the_patch_a_repository_at_its_bottom_is_refused_and_the_workspace_goes(
+        house_task, tmp_path):
+    workspace = prepare_workspace(house_task, tmp_path)
+    fd = os.open(workspace, os.O_RDONLY)
+    for _ in range(1100):  # made relative to each other, as an agent's program would
+        os.mkdir("d", dir_fd=fd)
+        fd, old = os.open("d", os.O_RDONLY, dir_fd=fd), fd
+        os.close(old)
+    os.write(file := os.open("f.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), b"at the bottom\n")
+    os.close(file)
+    patch = workspace_patch(workspace, house_task["base_commit"])
+    assert f"+++ b/{'d/' * 1100}f.txt" in patch
+    os.mkdir(".git", dir_fd=fd)
+    os.close(fd)
+    with pytest.raises(RefusedOutput, match=r"d/d/.*d/\.git - a git repository inside the work tree"):
+        workspace_patch(workspace, house_task["base_commit"])
+    remove_workspace(workspace)
+    assert not workspace.exists() and not host_git_dir(workspace).exists()
