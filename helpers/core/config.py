@@ -80,7 +80,8 @@ EVAL_TIMEOUT_S = 120.0  # per task, local evaluator
 # enforces each one where, and a run that reaches one ends as a rule-induced error naming it.
 SANDBOX_PROCESSES = 512  # processes and threads at once
 SANDBOX_MEMORY_BYTES = 4 * 2**30  # memory, /tmp (a tmpfs) included
-SANDBOX_DISK_BYTES = 2 * 2**30  # what the workspace and the run's home hold, together
+SANDBOX_DISK_BYTES = 2 * 2**30  # what a run writes to its workspace and home, together (a tmpfs: memory, as root)
+SANDBOX_DISK_FILES = 1_000_000  # files (and folders) a run writes or changes there, together
 SANDBOX_FILE_BYTES = 1 * 2**30  # the largest one file written
 # How far the host walks a tree an agent or the code under test could have written (helpers.core.trees): deeper or
 # larger is refused by name (a watcher's walk then ends its run); removal has no limit.

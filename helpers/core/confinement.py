@@ -45,13 +45,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from helpers.core import cgroups, config
+from helpers.core import cgroups, config, disks
 from helpers.core.procfs import kill, kill_processes_in, processes_of
 from helpers.core.trees import chown_tree, remove_tree, tree_usage
 from helpers.core.untrusted import REFUSED, RefusedOutput
 
 CAP_PREFIX = "sandbox cap reached:"  # how a cap that ended a run is named (helpers.core.outcomes: rule-induced)
 USERS = (2**30, 2**31 - 2**16)  # a run's own uid is drawn from here: far above any real user or subuid range
+KERNEL_DISK, SAMPLED_DISK = "the kernel, at write time", "a watcher, every WATCH_S"  # Confinement.disk
 WATCH_S = 1.0  # how often a run's caps are checked
 WATCH_CPU_SHARE = 0.05  # the disk check (a walk of the workspace) takes at most this share of a core
 KILL_WAIT_S = 5.0  # for a run's processes to be gone after they were killed
@@ -67,10 +68,13 @@ class Limits:
     - memory_bytes (its processes' memory and /tmp, a tmpfs): the cgroup's memory limit (and swap: none
       beyond it); the kernel's OOM killer then kills inside the run only, and the run is ended. Without a
       cgroup nothing caps it (said once): RLIMIT_AS would break Node, which reserves large address ranges.
-    - disk_bytes (what the workspace and the run's home hold, in allocated blocks): a watcher checks every
-      WATCH_S (less often on a large tree) and ends the run past it: a fast writer can overshoot by what it
-      writes in that time, never more than file_bytes per file. /tmp is a tmpfs of this size (a write past
-      it fails; its pages count as memory).
+    - disk_bytes and disk_files (what the run writes to its workspace and home, in bytes and in files): as root,
+      the kernel, at write time (helpers.core.disks: both folders become overlays whose writes land on one tmpfs
+      of this size and inode count; a write past it fails with ENOSPC, whatever the writer does), and the
+      watcher ends the run once it is full. Otherwise (not root, or the kernel refuses the mounts; said once)
+      a watcher samples what they hold every WATCH_S (less often on a large tree) and ends the run past it: a
+      fast writer can overshoot by what it writes in that time. /tmp is a tmpfs of disk_bytes (a write past it
+      fails; its pages count as memory).
     - file_bytes (one file): RLIMIT_FSIZE inside (a write past it fails, SIGXFSZ ends the writer); the watcher
       ends a run that has a file at the cap in the workspace or home.
     """
@@ -80,6 +84,7 @@ class Limits:
     memory_bytes: int = field(default_factory=lambda: config.SANDBOX_MEMORY_BYTES)
     disk_bytes: int = field(default_factory=lambda: config.SANDBOX_DISK_BYTES)
     file_bytes: int = field(default_factory=lambda: config.SANDBOX_FILE_BYTES)
+    disk_files: int = field(default_factory=lambda: config.SANDBOX_DISK_FILES)
 
 
 @dataclass
@@ -87,12 +92,14 @@ class Confinement:
     """One run's privilege and caps (from `confined`): `user`, its own uid (None: the caller is not root and
     the run is the caller's uid); `limits`; `cgroup`, the cgroup.procs files it joins (empty: no cgroup);
     `seccomp`, the filter file bwrap installs (no new user namespace inside; None: none for this machine);
-    `cap`, once its run is over, the cap that ended it (a sentence starting CAP_PREFIX) or ""."""
+    `disk`, what enforces the disk cap (KERNEL_DISK or SAMPLED_DISK); `cap`, once its run is over, the cap that
+    ended it (a sentence starting CAP_PREFIX) or ""."""
 
     user: int | None
     limits: Limits
     cgroup: list[Path] = field(default_factory=list)
     seccomp: Path | None = None
+    disk: str = ""
     cap: str = ""
 
 
@@ -171,6 +178,7 @@ class _Watch:
 
     def __init__(self, confinement: Confinement, cgroup: dict[str, Path], folders: Sequence[Path]):
         self.confinement, self.cgroup, self.folders = confinement, cgroup, list(folders)
+        self.kernel_disk = confinement.disk == KERNEL_DISK
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True, name="sandbox-watch")
         self.thread.start()
@@ -196,7 +204,14 @@ class _Watch:
 
     def check(self) -> str:
         """The cap reached (a sentence starting CAP_PREFIX), or ""; the first one found is kept in `cap`."""
-        return self.check_events() or self.check_disk(*self.disk_use())
+        return self.check_events() or self.check_full() or self.check_disk(*self.disk_use())
+
+    def check_full(self) -> str:
+        """The disk cap, where the kernel enforces it and the run's file system is full (a write failed)."""
+        if self.kernel_disk and disks.disk_full(self.folders[0]):
+            return self._reached(f"the disk cap ({_size(self.confinement.limits.disk_bytes)} written to the "
+                                 "workspace and home; a write past it failed)")
+        return self.confinement.cap
 
     def check_events(self) -> str:
         """The process or memory cap, if the run reached one (its cgroup's events; else its uid's processes)."""
@@ -218,7 +233,7 @@ class _Watch:
     def check_disk(self, used: int, largest: int) -> str:
         """The disk or file-size cap, if `used` or `largest` (disk_use's) reached one."""
         limits = self.confinement.limits
-        if used > limits.disk_bytes:
+        if used > limits.disk_bytes and not self.kernel_disk:  # with the kernel's cap, the host's files below don't count
             return self._reached(f"the disk cap ({_size(limits.disk_bytes)} in the workspace and home; "
                                  f"{_size(used)} written)")
         if largest >= limits.file_bytes:
@@ -254,9 +269,12 @@ class _Watch:
 _noted_caps: set[str] = set()
 
 
-def _note_unenforced(groups: cgroups.Cgroups | None, user: int | None) -> None:
-    """Say once which caps nothing on this machine enforces."""
+def _note_unenforced(groups: cgroups.Cgroups | None, user: int | None, disk: str = KERNEL_DISK) -> None:
+    """Say once which caps nothing on this machine enforces, and a disk cap only sampled."""
     missing = []
+    if disk != KERNEL_DISK:
+        missing.append("disk use at write time (not root, or the kernel refused the mounts: it is sampled every "
+                       "second instead, and a fast writer overshoots by what it writes in that time)")
     if not (groups and "pids" in groups.parents) and user is None:
         missing.append("processes (no cgroup can be made here, and RLIMIT_NPROC needs the run's own uid, "
                        "which needs root)")
@@ -268,7 +286,7 @@ def _note_unenforced(groups: cgroups.Cgroups | None, user: int | None) -> None:
     note = "; ".join(missing)
     if note and note not in _noted_caps:
         _noted_caps.add(note)
-        print(f"Note: the sandbox cannot cap a run's {note}. Disk use and file size stay capped.", file=sys.stderr)
+        print(f"Note: the sandbox cannot cap a run's {note}. File size stays capped.", file=sys.stderr)
 
 
 @contextmanager
@@ -291,10 +309,11 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
     folders = list(dict.fromkeys([Path(workspace), Path(home)]))
     user = _run_user()
     groups = cgroups.available()
-    _note_unenforced(groups, user)
     owners = _owners(folders) if user is not None else []
+    disk = KERNEL_DISK if disks.cap_disk(folders, limits) else SAMPLED_DISK  # before the hand-over: it lands there
+    _note_unenforced(groups, user, disk)
     cgroup = cgroups.make(groups, limits) if groups else {}
-    confinement = Confinement(user, limits, cgroups.procs_files(cgroup))
+    confinement = Confinement(user, limits, cgroups.procs_files(cgroup), disk=disk)
     watch = None
     program = _seccomp_program()
     try:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from helpers.core import config
+from helpers.core.disks import detach_mounts
 from helpers.core.untrusted import RefusedOutput, refused
 
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -192,7 +193,8 @@ def _enter(fd: int, name: str, st: os.stat_result) -> int:
 def remove_tree(path: Path | str, *, note: Callable[[str], None] | None = None) -> list[str]:
     """Delete `path` (a folder and everything in it, or a file, link or special file; missing is fine) without
     following any link, without recursion and without raising: returns what could not be removed ("<path
-    relative to `path`>: <why>"), empty when everything went. With `note` (say: print to stderr), what was
+    relative to `path`>: <why>"), empty when everything went; mounts at or below a folder (a run's capped disk:
+    helpers.core.disks) are detached first. With `note` (say: print to stderr), what was
     left is also said in one line through it. `path`'s own folders above it are the host's."""
     path = Path(path)
     left: list[str] = []
@@ -206,6 +208,8 @@ def remove_tree(path: Path | str, *, note: Callable[[str], None] | None = None) 
     if st is not None and not stat.S_ISDIR(st.st_mode):
         _remove_entry(lambda: os.unlink(path), ".", left)
     elif st is not None:
+        left += [f"{os.path.relpath(point, path)}: a mount point that could not be detached"
+                 for point in detach_mounts(path)]  # a run's capped disk (helpers.core.disks) goes with it
         for _ in range(3):  # another pass only if the folder was moved under the first (nothing runs there now)
             try:
                 _remove_folder(path, left)

@@ -142,20 +142,35 @@ def test_folders_the_agent_made_unreadable_and_unwritable_are_removed(fast):
     assert remove_tree(tree) == [] and not tree.exists()
 
 
-def test_what_cannot_be_removed_is_returned_and_said_never_raised(fast, capsys):
-    if not ROOT:
-        pytest.skip("an entry this process cannot remove needs a mount point, which needs root")
-    tree = fast / "tree"
-    (tree / "mounted").mkdir(parents=True)
+def immutable(path: Path, on: bool = True) -> bool:
+    """Make `path` one nothing can remove (chattr +i, root only), or removable again; False where it cannot."""
+    return subprocess.run(["chattr", "+i" if on else "-i", str(path)], capture_output=True).returncode == 0
+
+
+def test_what_cannot_be_removed_is_returned_and_said_never_raised(tmp_path, capsys):
+    tree = tmp_path / "tree"
+    (tree / "deeper").mkdir(parents=True)
     (tree / "other.txt").write_text("x")
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "none", str(tree / "mounted")], check=True)
+    (tree / "deeper" / "locked.txt").write_text("x")
+    if not (ROOT and immutable(tree / "deeper" / "locked.txt")):
+        pytest.skip("an entry this process cannot remove needs chattr +i, which needs root on ext4 or the like")
     try:
         left = remove_tree(tree, note=lambda line: print(line, file=sys.stderr))
+        assert left[0] == "deeper/locked.txt: Operation not permitted" and not (tree / "other.txt").exists()
+        assert "could not be removed whole: deeper/locked.txt: Operation not permitted" in capsys.readouterr().err
     finally:
-        subprocess.run(["umount", "-l", str(tree / "mounted")], check=False)
-    assert any(entry.startswith("mounted: ") for entry in left) and not (tree / "other.txt").exists()
-    assert "could not be removed whole: mounted: " in capsys.readouterr().err
-    assert remove_tree(tree) == []
+        immutable(tree / "deeper" / "locked.txt", on=False)
+    assert remove_tree(tree) == [] and not tree.exists()
+
+
+def test_a_mount_left_in_a_tree_is_detached_and_the_tree_removed(fast):
+    if not ROOT:
+        pytest.skip("mounting needs root")
+    tree = fast / "tree"
+    (tree / "mounted").mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "none", str(tree / "mounted")], check=True)
+    (tree / "mounted" / "inside.txt").write_text("x")
+    assert remove_tree(tree) == [] and not tree.exists()
 
 
 def test_a_file_a_link_or_nothing_at_the_path_is_removed_or_fine(fast):
@@ -174,17 +189,16 @@ def test_a_killed_runs_scratch_folder_with_a_deep_tree_never_stops_a_later_start
     chain(workspace, 1_100)
     (workspace / "locked").mkdir()
     os.chmod(workspace / "locked", 0)
-    stuck = workspace / "stuck"  # an entry nothing can remove while it is a mount point
-    stuck.mkdir()
-    if ROOT:
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "none", str(stuck)], check=True)
+    stuck = workspace / "stuck.txt"  # an entry nothing can remove (where chattr +i can be set)
+    stuck.write_text("x")
+    locked = ROOT and immutable(stuck)
     try:
         swept = sweep_stale()
         assert stale in swept and not (workspace / "d").exists() and not (workspace / "locked").exists()
-        assert not ROOT or "could not be removed whole: run-x/task/stuck: " in capsys.readouterr().err
+        assert not locked or "could not be removed whole: run-x/task/stuck.txt: " in capsys.readouterr().err
         mine = scratch_dir("run")  # and the next run starts
         assert remove_scratch(mine) == []
     finally:
-        subprocess.run(["umount", "-l", str(stuck)], check=False, capture_output=True)
+        immutable(stuck, on=False)
         remove_tree(stale)
     assert not stale.exists()
