@@ -10,8 +10,9 @@
    hundreds of milliseconds at least.
 3. Privilege and caps (helpers.core.confinement): an agent run (`node -e 0` with the gateway in reach) and a
    grading (`bash -c true`), each in an empty workspace and in one of WORKSPACE_FILES files, started as run_cli
-   starts them (`relayed`: the run's own uid, its workspace and home handed to it and back, its cgroup made
-   and removed, its rlimits set and root given up inside, the seccomp filter, the watcher's last check)
+   starts them (`relayed`: the run's own uid, its workspace and home made overlays on a tmpfs of the disk cap
+   (as root) and handed to it and back, the mounts detached after, its cgroup made and removed, its rlimits set
+   and root given up inside, the seccomp filter, the watcher's last check)
    against the same sandbox without them: at most CONFINE_TARGET_S added per run (median of STARTS, in turns).
 
     .venv/bin/python benchmarks/bench_sandbox.py
@@ -23,13 +24,13 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from helpers.core.processes import relayed
+from helpers.core.disks import detach_mounts
+from helpers.core.processes import relayed, remove_scratch, scratch_dir
 from helpers.core.sandbox import reach_relay, sandbox_command, unavailable_reason
 
 START_TARGET_S = 0.25
@@ -115,6 +116,7 @@ def confinement_costs(workspace: Path, home: Path, url: str) -> list[float]:
     def confined(args: list[str], reach: str | None) -> None:
         with relayed(args, workspace, home, reach=reach) as command:
             subprocess.run(command, check=True, capture_output=True)
+        detach_mounts(workspace), detach_mounts(home)  # a run's capped disk goes with its folders: a fresh one each
 
     runs = [lambda: plain(node, url), lambda: confined(node, url), lambda: plain(grading, None),
             lambda: confined(grading, None)]
@@ -141,7 +143,8 @@ def main() -> int:
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_port}/u/agent/v1/chat/completions"
-    with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as scratch:
+    scratch = scratch_dir("bench")  # the process's scratch: where a run's disk cap is the kernel's, as in real runs
+    try:
         workspace, home = Path(scratch, "ws"), Path(scratch, "home")
         workspace.mkdir(), home.mkdir()
         node = ["node", "-e", "0"]
@@ -179,6 +182,8 @@ def main() -> int:
                 print(f"privilege dropped and caps ({what}, {files} files in the workspace, median of {STARTS}): "
                       f"without {before * 1000:.0f} ms, with {after * 1000:.0f} ms (+{(after - before) * 1000:.0f} "
                       f"ms, target <= {CONFINE_TARGET_S * 1000:.0f})")
+    finally:
+        remove_scratch(scratch)
     server.shutdown()
     print("OK" if ok else "MISSED")
     return 0 if ok else 1

@@ -82,6 +82,10 @@ SANDBOX_PROCESSES = 512  # processes and threads at once
 SANDBOX_MEMORY_BYTES = 4 * 2**30  # memory, /tmp (a tmpfs) included
 SANDBOX_DISK_BYTES = 2 * 2**30  # what a run writes to its workspace and home, together (a tmpfs: memory, as root)
 SANDBOX_DISK_FILES = 1_000_000  # files (and folders) a run writes or changes there, together
+# What one run's connections to the gateway may cost the driver (helpers.core.relay): at most this many carried at
+# once (one more is closed at once), each direction buffering at most RELAY_BUFFER_BYTES.
+RELAY_MAX_CONNECTIONS = 32
+RELAY_BUFFER_BYTES = 64 * 2**10
 SANDBOX_FILE_BYTES = 1 * 2**30  # the largest one file written
 # How far the host walks a tree an agent or the code under test could have written (helpers.core.trees): deeper or
 # larger is refused by name (a watcher's walk then ends its run); removal has no limit.

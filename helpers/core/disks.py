@@ -30,6 +30,9 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
+from helpers.core.procfs import owner_tag
+from helpers.core.scratch import scratch_dir, scratch_root
+
 
 _MNT_DETACH = 2
 _FULL_BYTES = 2**20  # a capped file system with less free than this is full: the next write fails
@@ -76,9 +79,6 @@ def cap_disk(folders: Sequence[Path | str], limits: Any) -> bool:
     `limits.disk_files` inodes): True when every folder is capped so, False when this cannot be done here (not
     root, the kernel refuses, a folder outside this process's scratch folder: nothing would ever detach its
     mount), with nothing left mounted. A folder already capped (a run before) keeps its cap."""
-    from helpers.core.processes import scratch_dir, scratch_root
-    from helpers.core.procfs import owner_tag
-
     own = os.path.realpath(scratch_root() / owner_tag())
     folders = [os.path.realpath(f) for f in folders]
     if os.geteuid() != 0 or not all(f.startswith(own + "/") for f in folders):

@@ -20,7 +20,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -28,9 +27,9 @@ from typing import Any, Callable, Iterator, Sequence
 
 from helpers.core import config
 from helpers.core.procfs import alive, kill_processes_in, owner_tag, processes_in
+from helpers.core.scratch import scratch_dir, scratch_root
 from helpers.core.trees import remove_tree, say
 
-SCRATCH_PARENT = "pl-runs"
 CLI_STOP_GRACE_S = 3.0  # after SIGINT to a CLI's process group, before SIGKILL
 # What the code under test (and an agent's commands) may see of our environment: an allow-list, so a
 # provider key or any other secret set for the notebook never reaches them.
@@ -67,17 +66,6 @@ def die_with_parent() -> Callable[[], None]:
         if os.getppid() != parent:  # the parent died before prctl: nobody will signal us
             os.kill(os.getpid(), signal.SIGKILL)
     return preexec
-
-
-def scratch_root() -> Path:
-    return Path(tempfile.gettempdir()) / SCRATCH_PARENT
-
-
-def scratch_dir(kind: str) -> Path:
-    """A new folder for one run's `kind` of files, inside this process's scratch folder."""
-    owner = scratch_root() / owner_tag()
-    owner.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=owner))
 
 
 def remove_scratch(folder: Path | str) -> list[str]:
