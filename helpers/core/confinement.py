@@ -310,15 +310,19 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
     user = _run_user()
     groups = cgroups.available()
     owners = _owners(folders) if user is not None else []
-    disk = KERNEL_DISK if disks.cap_disk(folders, limits) else SAMPLED_DISK  # before the hand-over: it lands there
+    for folder, _, _ in owners:  # handed over on the host's own file system, before any overlay covers it
+        _tree(folder, (user, user))
+    disk = KERNEL_DISK if disks.cap_disk(folders, limits) else SAMPLED_DISK
     _note_unenforced(groups, user, disk)
+    if disk == KERNEL_DISK:
+        for folder, _, _ in owners:  # an overlay's top folder is its upper layer's, made by the host: the run's too
+            os.chown(folder, user, user)
+        owners = []  # nothing to hand back after the run (below)
     cgroup = cgroups.make(groups, limits) if groups else {}
     confinement = Confinement(user, limits, cgroups.procs_files(cgroup), disk=disk)
     watch = None
     program = _seccomp_program()
     try:
-        for folder, _, _ in owners:
-            _tree(folder, (user, user))
         if program:  # the host's file (after the hand-over): read by bwrap before anything of the run starts
             confinement.seccomp = Path(home) / SECCOMP_FILE
             confinement.seccomp.unlink(missing_ok=True)
@@ -331,7 +335,9 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
             watch.check_events()  # a cap reached in the last moments still names why the run ended
             watch.end()  # whatever is left of the run
         cgroups.remove(cgroup)
-        # nothing of the run runs now: its folders are handed back (and measured) with no race
+        # nothing of the run runs now: its folders are handed back (and measured) with no race. Capped by the
+        # kernel, they are not: what the run wrote goes with the overlay when the folder is removed, the host
+        # reads it as root meanwhile, and the overlay is mounted nosuid and nodev (a set-uid file is inert).
         if confinement.seccomp:
             remove_tree(confinement.seccomp)  # in the run's home: whatever the agent put there, never raises
         try:

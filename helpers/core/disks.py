@@ -35,6 +35,7 @@ from helpers.core.scratch import scratch_dir, scratch_root
 
 
 _MNT_DETACH = 2
+_NOSUID_NODEV = 2 | 4  # MS_NOSUID | MS_NODEV: a set-uid file or device node the run left is inert on the host
 _FULL_BYTES = 2**20  # a capped file system with less free than this is full: the next write fails
 
 
@@ -43,7 +44,7 @@ def _libc() -> Any:
 
 
 def _mount(source: str, target: str, kind: str, options: str) -> None:
-    if _libc().mount(source.encode(), target.encode(), kind.encode(), 0, options.encode()) != 0:
+    if _libc().mount(source.encode(), target.encode(), kind.encode(), _NOSUID_NODEV, options.encode()) != 0:
         error = ctypes.get_errno()
         raise OSError(error, f"mount {kind} on {target}: {os.strerror(error)}")
 

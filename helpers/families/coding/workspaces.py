@@ -318,22 +318,69 @@ def workspace_patch(workspace: Path | str, base_commit: str, exclude: Sequence[s
     Taken with the host's git directory (host_git_dir) and configuration: nothing the agent wrote in the
     workspace's `.git` or its attributes runs or changes what is taken. A `.git` anywhere below the top level
     (a nested repository, a submodule, a gitlink's repository) is a RefusedOutput naming it, before any git
-    runs, and git is told never to look into submodules. A patch over `max_bytes` (config.MAX_PATCH_BYTES) is
-    a RefusedOutput naming its size: read as a stream, never held whole; so is a patch that is not UTF-8
-    text, naming the file. All are the agent's doing (rule-induced errors, helpers.core.outcomes)."""
+    runs, and git is told never to look into submodules. Any bytes travel: a binary file, or a file that is not
+    UTF-8 text (Latin-1, the bytes ED A0 80), is in git's binary form (base85, which `git apply` takes back), the
+    rest as text, so the patch is always UTF-8 text and no run is refused for an encoding. A patch over
+    `max_bytes` (config.MAX_PATCH_BYTES) is a RefusedOutput naming its size: read as a stream, never held whole.
+    Both refusals are the agent's doing (rule-induced errors, helpers.core.outcomes)."""
     workspace = Path(workspace)
     limit = config.MAX_PATCH_BYTES if max_bytes is None else max_bytes
     _refuse_nested(workspace)
     _host_git(workspace, "add", "--all", "--intent-to-add", check=False)
-    excludes = [f":(exclude,glob){pattern}" for pattern in (*PATCH_DEBRIS, *exclude)]
-    data = _capped_output(workspace, limit, "diff", "--no-ext-diff", "--no-textconv", "--no-color",
-                          "--ignore-submodules=all", base_commit, "--", ".", *excludes)
+    paths = ["--", ".", *(f":(exclude,glob){pattern}" for pattern in (*PATCH_DEBRIS, *exclude))]
+    data = _capped_output(workspace, limit, *DIFF, base_commit, *paths)
     try:
         return data.decode("utf-8")
-    except UnicodeDecodeError as error:  # the agent's bytes: not an infrastructure error it could hide behind
-        header = data[data.rfind(b"diff --git ", 0, error.start):].split(b"\n", 1)[0].decode("utf-8", "replace")
-        raise refused("the patch", f"is not UTF-8 text ({error.reason} at byte {error.start}, in {header[:200]!r}); "
-                                   "files must be UTF-8 to be recorded and graded") from None
+    except UnicodeDecodeError:  # a file of other bytes (Latin-1, a lone surrogate's encoding): git's binary form
+        return _with_binary_sections(workspace, limit, base_commit, paths)
+
+
+# How the host diffs a work tree: binary files as git's binary patches (`git apply` takes them back), paths with
+# other bytes than ASCII quoted (core.quotePath), no driver of any kind.
+DIFF = ("-c", "core.quotePath=true", "diff", "--binary", "--no-ext-diff", "--no-textconv", "--no-color",
+        "--ignore-submodules=all")
+
+
+def _with_binary_sections(workspace: Path, limit: int, base_commit: str, paths: list[str]) -> str:
+    """The patch with every file whose section is not UTF-8 text in git's binary form (base85: ASCII), the rest as
+    text: two diffs without rename pairing (a renamed file's halves may fall in different ones), the second under
+    the host's own attributes (its git directory's info/attributes, above any the work tree holds), which mark
+    every file binary."""
+    no_renames = (*DIFF, "--no-renames", base_commit)
+    names = _capped_output(workspace, limit, *DIFF, "--name-only", "-z", "--no-renames", base_commit, *paths)
+    names_list = [name for name in names.split(b"\0") if name]
+    sections = _sections(_capped_output(workspace, limit, *no_renames, *paths))
+    if len(sections) == len(names_list):
+        binary = [name for name, section in zip(names_list, sections) if not _is_utf8(section)]
+    else:  # cannot pair them up (should not happen): every file in binary form
+        binary = names_list
+    literal = [name.decode("utf-8", "surrogateescape") for name in binary]
+    text = _capped_output(workspace, limit, *no_renames, *paths, *(f":(exclude,literal){name}" for name in literal))
+    attributes = host_git_dir(workspace) / "info" / "attributes"
+    attributes.parent.mkdir(exist_ok=True)
+    attributes.write_text("* -diff -text\n")
+    try:
+        binary_part = _capped_output(workspace, limit, *no_renames, "--", *(f":(literal){name}" for name in literal))
+    finally:
+        attributes.unlink()
+    data = text + binary_part
+    if len(data) > limit:
+        raise refused("the patch", f"is {len(data)} bytes, over the {limit} bytes a patch may hold (MAX_PATCH_BYTES); "
+                                   "it is not recorded")
+    return data.decode("utf-8")  # every section is UTF-8 now: text, or base85 with quoted paths
+
+
+def _sections(data: bytes) -> list[bytes]:
+    """A patch cut at each `diff --git ` header (at a line's start: a hunk's lines start with ' ', '+' or '-')."""
+    return [section for section in data.replace(b"\ndiff --git ", b"\n\0diff --git ").split(b"\n\0") if section]
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
 
 
 def _capped_output(workspace: Path, limit: int, *args: str) -> bytes:
@@ -354,7 +401,7 @@ def _capped_output(workspace: Path, limit: int, *args: str) -> bytes:
         errors.seek(0)
         problem = errors.read(4000).decode(errors="replace").strip()
     if process.returncode != 0:
-        raise WorkspaceError(f"{workspace.name}: git {args[0]} failed: {problem}")
+        raise WorkspaceError(f"{workspace.name}: git {args[2] if args[0] == '-c' else args[0]} failed: {problem}")
     if size > limit:
         raise refused("the patch", f"is {size} bytes, over the {limit} bytes a patch may hold (MAX_PATCH_BYTES); "
                                    "it is not recorded")

@@ -244,8 +244,9 @@ def test_a_patch_over_its_cap_is_refused_naming_its_size_and_one_under_it_is_tak
         workspace_patch(workspace, house_task["base_commit"])
     monkeypatch.setattr(config, "MAX_PATCH_BYTES", 8 * 2**20)
     assert "+++ b/big.txt" in workspace_patch(workspace, house_task["base_commit"])
-    (workspace / "latin1.txt").write_bytes("café\n".encode("latin-1"))  # not an infrastructure error to hide behind
-    with pytest.raises(RefusedOutput, match=r"the patch is not UTF-8 text .*latin1.txt"):
+    (workspace / "latin1.txt").write_bytes("café\n".encode("latin-1"))  # other bytes: binary form, still capped
+    monkeypatch.setattr(config, "MAX_PATCH_BYTES", 5 * 2**20)
+    with pytest.raises(RefusedOutput, match=r"the patch is \d{7} bytes, over the 5242880 bytes"):
         workspace_patch(workspace, house_task["base_commit"])
 
 
@@ -359,3 +360,80 @@ def test_a_1100_deep_tree_travels_in_the_patch_a_repository_at_its_bottom_is_ref
         workspace_patch(workspace, house_task["base_commit"])
     remove_workspace(workspace)
     assert not workspace.exists() and not host_git_dir(workspace).exists()
+
+
+# --- any byte survives: in the patch, the record and the grading --------------------------------------------
+LEFT = {  # what an agent leaves, as bytes (path -> content)
+    b"surrogate.txt": b"ok \xed\xa0\x80 end\n",  # the issue's example: the encoding of a lone surrogate
+    b"latin1.txt": "caf\u00e9, na\u00efve, fa\u00e7ade\n".encode("latin-1"),  # a Latin-1 fixture
+    b"zeros.bin": bytes(range(256)) * 8,  # binary: once "Binary files differ", which no git apply takes back
+    b"caf\xe9-named.txt": b"a name that is not UTF-8\n",
+    b"utf8.txt": "\u00fcn\u00efc\u00f6d\u00e9 stays text\n".encode(),
+    b".gitattributes": b"* diff\n*.txt text\n",  # the work tree's attributes cannot make the bytes text again
+}
+
+
+def leave_new_bytes(workspace: Path) -> None:
+    for name, data in LEFT.items():
+        with open(os.path.join(os.fsencode(workspace), name), "wb") as file:
+            file.write(data)
+
+
+def leave_bytes(workspace: Path) -> dict[bytes, bytes]:
+    """Write LEFT, rewrite a tracked file in Latin-1 and rename another with Latin-1 added; returns every file's
+    expected bytes afterwards (None: gone)."""
+    expected = dict(LEFT)
+    leave_new_bytes(workspace)
+    tracked = sorted(p for p in git("ls-files", cwd=workspace).stdout.split() if p.endswith(".md"))
+    changed = (workspace / tracked[0]).read_bytes() + "\u00a7 r\u00e9vis\u00e9\n".encode("latin-1")
+    (workspace / tracked[0]).write_bytes(changed)
+    expected[tracked[0].encode()] = changed
+    moved = [p for p in git("ls-files", cwd=workspace).stdout.split() if p.endswith(".py")][0]
+    renamed = (workspace / moved).read_bytes() + "# \u00e9t\u00e9\n".encode("latin-1")
+    (workspace / moved).unlink()
+    (workspace / "moved.py").write_bytes(renamed)
+    expected[moved.encode()], expected[b"moved.py"] = None, renamed
+    return expected
+
+
+def test_files_of_any_bytes_travel_in_the_patch_and_apply_back_byte_for_byte(house_task, tmp_path):
+    workspace = prepare_workspace(house_task, tmp_path / "runs")
+    expected = leave_bytes(workspace)
+    patch = workspace_patch(workspace, house_task["base_commit"])
+    assert isinstance(patch, str) and patch.count("GIT binary patch") >= 5, patch[:2000]
+    assert "+\u00fcn\u00efc\u00f6d\u00e9 stays text" in patch  # UTF-8 text stays text, for the judge to read
+    assert '"b/caf\\351-named.txt"' in patch  # a name of other bytes, quoted
+    clone = tmp_path / "clone"
+    git("clone", "--quiet", str(house_task["repo_path"]), str(clone), cwd=tmp_path)
+    git("checkout", "--quiet", "--detach", house_task["base_commit"], cwd=clone)
+    git("apply", "-", cwd=clone, input=patch)
+    for name, data in expected.items():
+        path = os.path.join(os.fsencode(clone), name)
+        assert (open(path, "rb").read() if data is not None else None) == (data if os.path.exists(path) or data else None)
+
+
+def test_a_run_that_leaves_other_bytes_is_recorded_and_graded_never_refused(tmp_path):
+    from helpers.agents.base import AgentBase
+    from helpers.core.protocols import AgentResult
+    from helpers.engine.runs import run_tasks
+    from helpers.store.records import read_jsonl, run_records_path
+
+    class BytesAgent(AgentBase):
+        name, mode, model, base_prompt, rules_file = "bytes-agent", "act", "test-model", "A test agent.", "AGENTS.md"
+
+        def check(self):
+            pass
+
+        def run(self, task, workspace, ruleset):
+            git("apply", "-", cwd=workspace, input=task["patch"])  # the fix, and other bytes beside it
+            leave_new_bytes(Path(workspace))
+            return AgentResult(task["instance_id"], "completed", model=self.model)
+
+    tasks = load_house_suite().head(1)
+    df = run_tasks(tasks, BytesAgent(), run_id="train_0", experiment="bytes", results_root=tmp_path / "results",
+                   workers=1, progress=False)
+    row = df.iloc[0]
+    assert row.status == "completed" and row.pass_or_fail == "pass", str({k: v for k, v in row.to_dict().items() if "error" in k or "log" in k or "test" in k})[:3000]
+    assert "GIT binary patch" in row.output
+    records = read_jsonl(run_records_path("bytes", "train_0", tmp_path / "results"))
+    assert any(record.get("output") == row.output for record in records)
