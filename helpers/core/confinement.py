@@ -176,9 +176,11 @@ def _run_user() -> int | None:
 class _Watch:
     """Checks one run's caps until stopped; the first one reached is `cap`, and ends the run."""
 
-    def __init__(self, confinement: Confinement, cgroup: dict[str, Path], folders: Sequence[Path]):
+    def __init__(self, confinement: Confinement, cgroup: dict[str, Path], folders: Sequence[Path],
+                 walked: Sequence[Path | str] = ()):
         self.confinement, self.cgroup, self.folders = confinement, cgroup, list(folders)
         self.kernel_disk = confinement.disk == KERNEL_DISK
+        self.walked = [Path(p) for p in walked] or self.folders  # what the run wrote (the kernel's cap), or all
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True, name="sandbox-watch")
         self.thread.start()
@@ -208,7 +210,7 @@ class _Watch:
 
     def check_full(self) -> str:
         """The disk cap, where the kernel enforces it and the run's file system is full (a write failed)."""
-        if self.kernel_disk and disks.disk_full(self.folders[0]):
+        if self.kernel_disk and any(disks.disk_full(folder) for folder in self.folders):
             return self._reached(f"the disk cap ({_size(self.confinement.limits.disk_bytes)} written to the "
                                  "workspace and home; a write past it failed)")
         return self.confinement.cap
@@ -226,8 +228,9 @@ class _Watch:
         return self.confinement.cap
 
     def disk_use(self) -> tuple[int, int]:
-        """(bytes allocated in the run's folders, their largest file's size)."""
-        trees = [_tree(folder) for folder in self.folders]
+        """(bytes allocated in the run's folders, their largest file's size): in what the run wrote, with the
+        kernel's cap (its overlays' upper layers); else in all they hold."""
+        trees = [_tree(folder) for folder in self.walked]
         return sum(used for used, _ in trees), max(largest for _, largest in trees)
 
     def check_disk(self, used: int, largest: int) -> str:
@@ -312,7 +315,8 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
     owners = _owners(folders) if user is not None else []
     for folder, _, _ in owners:  # handed over on the host's own file system, before any overlay covers it
         _tree(folder, (user, user))
-    disk = KERNEL_DISK if disks.cap_disk(folders, limits) else SAMPLED_DISK
+    capped = disks.cap_disk(folders, limits)
+    disk = KERNEL_DISK if capped else SAMPLED_DISK
     _note_unenforced(groups, user, disk)
     if disk == KERNEL_DISK:
         for folder, _, _ in owners:  # an overlay's top folder is its upper layer's, made by the host: the run's too
@@ -327,7 +331,7 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
             confinement.seccomp = Path(home) / SECCOMP_FILE
             confinement.seccomp.unlink(missing_ok=True)
             confinement.seccomp.write_bytes(program)
-        watch = _Watch(confinement, cgroup, folders)
+        watch = _Watch(confinement, cgroup, folders, capped.walked if capped else ())
         yield confinement
     finally:
         if watch:
@@ -341,12 +345,16 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
         if confinement.seccomp:
             remove_tree(confinement.seccomp)  # in the run's home: whatever the agent put there, never raises
         try:
-            trees = [_tree(folder, (uid, gid)) for folder, uid, gid in owners] or [_tree(f) for f in folders]
+            walked = [Path(p) for p in capped.walked] if capped else folders
+            trees = [_tree(folder, (uid, gid)) for folder, uid, gid in owners] or [_tree(f) for f in walked]
             if watch:
                 watch.check_disk(sum(used for used, _ in trees), max(largest for _, largest in trees))
         except (OSError, RefusedOutput) as error:  # past the walk's limits: the rest goes with the workspace
             if watch:
                 watch.failed(error)
+        finally:
+            if capped:
+                capped.close()
 
 
 __all__ = ["confined", "Limits", "Confinement", "cap_reached", "CAP_PREFIX"]  # documented in CODE_APPENDIX.md

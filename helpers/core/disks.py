@@ -6,10 +6,11 @@
 
 As root, each of a run's writable folders becomes an overlay mounted on itself: its lower layer is the folder as
 the host made it (read-only from then on), its upper layer lies on one tmpfs of the run's own, `size=` the disk
-cap and `nr_inodes=` its file cap. Everything the run writes, changes (a changed file is copied up whole), or hands
-over (chown copies metadata only: metacopy=on) lands in that tmpfs, so a write past the cap fails with ENOSPC
+cap and `nr_inodes=` its file cap. Everything the run writes or changes (a changed file is copied up whole) lands
+in that tmpfs, so a write past the cap fails with ENOSPC
 inside the run, whatever the writer does (fallocate, truncate, mmap, many files), and the host's disk never holds
-more than the lower layer it wrote itself. The tmpfs's mount point is detached at once: the overlays alone hold
+more than the lower layer it wrote itself (handed to the run's uid before the overlay covers it: a file the run
+changes is copied up with its owner). The tmpfs's mount point is detached at once: the overlays alone hold
 it, so it lives exactly as long as they do, and no other path reaches it. Its pages are memory: the run's own
 writes are charged to the run's memory cgroup (the memory cap bounds disk and memory together), the host's
 (a hand-back) to the driver. The overlays stay mounted after the run, so the host reads the run's work at the
@@ -27,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -75,24 +77,42 @@ def is_capped(folder: Path | str) -> bool:
     return any(point == target and kind == "overlay" for point, kind in _mount_points())
 
 
-def cap_disk(folders: Sequence[Path | str], limits: Any) -> bool:
+@dataclass
+class CappedDisk:
+    """The disk cap_disk made for a run: `walked`, what the host walks to see what the run wrote (each newly capped
+    folder's upper layer, reached through `fd`, the tmpfs's root, which no path reaches any more; a folder capped
+    before, itself); close() lets the tmpfs go with its overlays."""
+
+    fd: int
+    walked: list[str]
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def cap_disk(folders: Sequence[Path | str], limits: Any) -> CappedDisk | None:
     """Make each of `folders` an overlay whose writes land on one tmpfs of `limits.disk_bytes` (and
-    `limits.disk_files` inodes): True when every folder is capped so, False when this cannot be done here (not
-    root, the kernel refuses, a folder outside this process's scratch folder: nothing would ever detach its
+    `limits.disk_files` inodes): a CappedDisk when every folder is capped so, None when this cannot be done here
+    (not root, the kernel refuses, a folder outside this process's scratch folder: nothing would ever detach its
     mount), with nothing left mounted. A folder already capped (a run before) keeps its cap."""
     own = os.path.realpath(scratch_root() / owner_tag())
     folders = [os.path.realpath(f) for f in folders]
     if os.geteuid() != 0 or not all(f.startswith(own + "/") for f in folders):
-        return False  # only inside this process's scratch folder: removed with it, or swept after a kill
+        return None  # only inside this process's scratch folder: removed with it, or swept after a kill
     todo = [f for f in folders if not is_capped(f)]
+    before = [f for f in folders if f not in todo]
     if not todo:
-        return True
+        return CappedDisk(-1, before)
     # the tmpfs's mount point: a folder of this process's scratch (never inside a folder the sandbox binds)
     disk = str(scratch_dir("disk"))
     made: list[str] = []
+    root = -1
     try:
         _mount("tmpfs", disk, "tmpfs", f"size={limits.disk_bytes},nr_inodes={limits.disk_files},mode=0700")
         try:
+            root = os.open(disk, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
             for i, folder in enumerate(todo):
                 upper, work = f"{disk}/{i}/upper", f"{disk}/{i}/work"
                 os.makedirs(upper), os.makedirs(work)
@@ -108,10 +128,12 @@ def cap_disk(folders: Sequence[Path | str], limits: Any) -> bool:
     except OSError:
         for folder in reversed(made):
             _detach(folder)
-        return False
+        if root >= 0:
+            os.close(root)
+        return None
     finally:
         os.rmdir(disk)
-    return True
+    return CappedDisk(root, [f"/proc/self/fd/{root}/{i}/upper" for i in range(len(todo))] + before)
 
 
 def disk_full(folder: Path | str) -> bool:
@@ -137,4 +159,4 @@ def detach_mounts(folder: Path | str) -> list[str]:
     return left
 
 
-__all__ = ["cap_disk", "disk_full", "detach_mounts", "is_capped"]  # documented in CODE_APPENDIX.md
+__all__ = ["cap_disk", "CappedDisk", "disk_full", "detach_mounts", "is_capped"]  # documented in CODE_APPENDIX.md

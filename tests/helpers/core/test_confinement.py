@@ -20,7 +20,7 @@ DEEP = "python3 -c \"import os\nfor _ in range(1100): os.mkdir('d'); os.chdir('d
 def run(script: str, scratch: Path, limits: Limits | None = None) -> tuple[str, str, float]:
     """(stdout, stderr, seconds) of bash `script` run by run_cli in the sandbox, in `scratch`'s ws and home."""
     workspace, home = scratch / "ws", scratch / "home"
-    workspace.mkdir(), home.mkdir()
+    workspace.mkdir(exist_ok=True), home.mkdir(exist_ok=True)
     started = time.monotonic()
     out, err, timed_out, _ = run_cli(["bash", "-c", script.format(workspace=workspace)], workspace,
                                      {"PATH": "/usr/bin:/bin", "HOME": str(home)}, "", 90, set(), threading.Lock(),
@@ -131,3 +131,21 @@ def test_a_killed_drivers_capped_folders_are_detached_and_removed_at_the_next_st
     driver.wait()
     assert workspace.parent in sweep_stale()
     assert not is_capped(workspace) and not workspace.parent.exists()
+
+
+@needs_root
+def test_the_run_changes_the_hosts_files_the_host_reads_its_work_and_nothing_it_left_is_set_uid_or_a_device():
+    scratch = scratch_dir("run")
+    try:
+        workspace = scratch / "ws"
+        workspace.mkdir()
+        (workspace / "app.py").write_text("x = 1\n")  # the host's, before the run
+        out, err, _ = run("echo 'x = 2' >> app.py && cp /usr/bin/true mine && chmod u+s mine && echo ok", scratch,
+                          SMALL)
+        assert out == "ok\n" and not cap_reached(err), err
+        assert (workspace / "app.py").read_text() == "x = 1\nx = 2\n" and is_capped(workspace)
+        flags = os.statvfs(workspace).f_flag
+        assert flags & os.ST_NOSUID and flags & os.ST_NODEV  # the set-uid file it left is inert on the host
+    finally:
+        remove_scratch(scratch)
+    assert not scratch.exists()
