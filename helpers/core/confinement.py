@@ -16,8 +16,10 @@ Not root, the run is the caller's uid, and can read no more than the caller.
 
 Caps (Limits says what enforces each): a cgroup of the run's own (helpers.core.cgroups: v2, else v1) for
 processes and memory; RLIMIT_NPROC on the run's own uid where no cgroup caps processes; RLIMIT_FSIZE for one
-file; a watcher for the workspace's and home's disk use; a tmpfs /tmp of the disk cap's size. What nothing
-here can enforce is said once, in a "Note:" line.
+file; the kernel, at write time, for what the run writes to its workspace and home (helpers.core.disks: as root,
+overlays whose writes land on a tmpfs of the disk cap), else a watcher sampling it; a tmpfs /tmp of the disk
+cap's size. What nothing here can enforce is said once, in a "Note:" line. The watcher's walks go through
+helpers.core.trees (any depth, no link followed, bounded); a watcher that cannot check ends the run, named.
 
 A run that reaches a cap is ended (its cgroup, its uid's processes, what works in its folders, all killed)
 and named: run_cli puts the cap's sentence last on stderr, helpers.agents.base.capped makes the agent's

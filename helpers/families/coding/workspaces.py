@@ -20,6 +20,7 @@ host's configuration defines, and it defines none.
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import tempfile
@@ -307,7 +308,14 @@ def _read_exact(path: Path, workspace: Path, missing: str | None = "") -> str | 
 
 
 def _write_exact(path: Path, workspace: Path, text: str, make_folders: bool = False) -> None:
-    write_untrusted(path, workspace, text.encode("utf-8", errors="surrogateescape"), make_folders=make_folders)
+    try:
+        write_untrusted(path, workspace, text.encode("utf-8", errors="surrogateescape"), make_folders=make_folders)
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        # the run filled its capped disk (helpers.core.disks): the agent's doing, never an infrastructure error
+        raise refused(path.relative_to(workspace).as_posix(), "could not be written back: the run filled its disk "
+                                                              "(its disk cap)") from None
 
 
 def workspace_patch(workspace: Path | str, base_commit: str, exclude: Sequence[str] = (),

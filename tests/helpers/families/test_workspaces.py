@@ -437,3 +437,29 @@ def test_a_run_that_leaves_other_bytes_is_recorded_and_graded_never_refused(tmp_
     assert "GIT binary patch" in row.output
     records = read_jsonl(run_records_path("bytes", "train_0", tmp_path / "results"))
     assert any(record.get("output") == row.output for record in records)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the kernel's disk cap needs root")
+def test_rules_that_cannot_be_taken_out_of_a_full_capped_workspace_are_the_agents_doing(house_task):
+    from helpers.core.confinement import Limits
+    from helpers.core.disks import cap_disk
+    from helpers.core.outcomes import RULES, run_outcome
+    from helpers.core.processes import remove_scratch, scratch_dir
+
+    scratch = scratch_dir("run")
+    try:
+        workspace = prepare_workspace(house_task, scratch)
+        (workspace / "AGENTS.md").write_text("# The team's own rules\n" + "- Keep it short.\n" * 500)
+        undo = write_rules(workspace, "AGENTS.md", "- [R1] A rule.\n")  # the team's file gets a learned section
+        capped = cap_disk([workspace], Limits(disk_bytes=2**20))
+        filler = os.open(workspace / "filler", os.O_WRONLY | os.O_CREAT)  # the run filled its disk
+        with pytest.raises(OSError):
+            while True:
+                os.write(filler, b"x" * 4096)
+        os.close(filler)
+        with pytest.raises(RefusedOutput, match=r"AGENTS.md .*(filled its disk|No space left)") as refusal:
+            undo()
+        assert run_outcome({"status": "error", "error": f"RefusedOutput: {refusal.value}"}) == RULES
+        capped.close()
+    finally:
+        remove_scratch(scratch)
