@@ -278,8 +278,9 @@ def _note_unenforced(groups: cgroups.Cgroups | None, user: int | None, disk: str
     """Say once which caps nothing on this machine enforces, and a disk cap only sampled."""
     missing = []
     if disk != KERNEL_DISK:
-        missing.append("disk use at write time (not root, or the kernel refused the mounts: it is sampled every "
-                       "second instead, and a fast writer overshoots by what it writes in that time)")
+        missing.append("disk use at write time (not root, the kernel refused the mounts, or a folder outside this "
+                       "process's scratch folder: it is sampled every second instead, and a fast writer overshoots "
+                       "by what it writes in that time)")
     if not (groups and "pids" in groups.parents) and user is None:
         missing.append("processes (no cgroup can be made here, and RLIMIT_NPROC needs the run's own uid, "
                        "which needs root)")
