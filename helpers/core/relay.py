@@ -17,6 +17,7 @@ import os
 import selectors
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,7 +56,6 @@ class Relay:
         except OSError:
             self.address = None  # no such host: each connection is closed at once, as when the gateway is away
         self.pairs: set[_Pair] = set()
-        self.refused = 0  # connections closed at once: over the cap
         self.selector = selectors.DefaultSelector()
         self.wake_read, self.wake_write = socket.socketpair()
         self.wake_read.setblocking(False)
@@ -109,13 +109,12 @@ class Relay:
             except OSError:
                 return  # closed: the run is over
             if len(self.pairs) >= self.max_connections or self.address is None:
-                self.refused += 1
                 inside.close()  # over the cap: the agent sees its connection close
                 continue
             inside.setblocking(False)
             outside = socket.socket(self.address[0], socket.SOCK_STREAM)
             outside.setblocking(False)
-            pair = _Pair(_Side(inside), _Side(outside), deadline=_now() + CONNECT_S)
+            pair = _Pair(_Side(inside), _Side(outside), deadline=time.monotonic() + CONNECT_S)
             pair.inside.other, pair.outside.other = pair.outside, pair.inside
             pair.inside.pair = pair.outside.pair = pair
             self.pairs.add(pair)
@@ -180,7 +179,7 @@ class Relay:
                 pass
 
     def _expire(self) -> None:
-        now = _now()
+        now = time.monotonic()
         for pair in [p for p in self.pairs if not p.connected and p.deadline < now]:
             self._drop(pair)  # the gateway is not there: the agent sees its connection close
 
@@ -193,11 +192,6 @@ class Relay:
                 pass
             side.sock.close()
 
-    # --- from the run's side ------------------------------------------------------------------------------
-    def carried(self) -> int:
-        """How many connections are carried now."""
-        return len(self.pairs)
-
     def close(self) -> None:
         """End every connection, stop the thread, remove the socket."""
         self.closing = True
@@ -207,12 +201,6 @@ class Relay:
             pass
         self.thread.join()
         self.path.unlink(missing_ok=True)
-
-
-def _now() -> float:
-    import time
-
-    return time.monotonic()
 
 
 __all__ = ["Relay", "CONNECT_S"]  # documented in CODE_APPENDIX.md

@@ -13,8 +13,8 @@ An agent runs commands a model chose, over code strangers wrote. Inside the sand
   The one way out is `reach`, the gateway's URL: a forwarder inside (sandbox_forwarder.py, run with the
   interpreter in isolated mode, listening before the agent starts) listens on the gateway's loopback
   address and port, so the agent keeps its base URL, and pipes each connection to a Unix socket bound in
-  from the run's home; there a relay on the host (reach_relay, threads of the process that started the
-  run) connects it to the gateway, as Anthropic's sandbox-runtime and Codex's proxy routing do. Bytes pass
+  from the run's home; there a relay on the host (reach_relay: one thread of the process that started the
+  run, at most RELAY_MAX_CONNECTIONS connections at once: helpers.core.relay) connects it to the gateway, as Anthropic's sandbox-runtime and Codex's proxy routing do. Bytes pass
   as they come (streams stay streams). A gateway on another machine (PL_GATEWAY_HOST, remote Ray nodes)
   cannot be given its own address inside: the agent is handed 127.0.0.1 on the same port (inside_url).
   `network=True` shares the host's network instead: only for a set-up command the user allowed to
