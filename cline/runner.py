@@ -29,7 +29,6 @@ import json
 from collections import deque
 import os
 import platform
-import shutil
 import signal
 import subprocess
 import sys
@@ -43,8 +42,8 @@ from typing import Any
 from helpers.agents.base import CLIAgent, capped, task_text
 from helpers.core import config
 from helpers.llm.pricing import call_cost_usd
-from helpers.core.processes import (die_with_parent, reached_at, read_capped, relayed, safe_environment, scratch_dir,
-                                    signal_group, stop_processes, with_cap)
+from helpers.core.processes import (die_with_parent, reached_at, read_capped, relayed, remove_scratch, safe_environment,
+                                    scratch_dir, signal_group, stop_processes, with_cap)
 from helpers.testing.edit_tools import ShellTool, WholeFileEditor
 from helpers.core.protocols import AgentResult, Task
 from helpers.families.coding.workspaces import adopt_workspace, forget_host_side, workspace_patch, write_rules
@@ -285,7 +284,7 @@ def run_cline(task: Task, workspace: Path | str, *, model: str = DEFAULT_MODEL, 
         out, err, timed_out, duration = _run_cli(args, workspace, env, task_text(task), timeout_s, state, sandbox,
                                                    reach=base_url)
     finally:
-        shutil.rmtree(state, ignore_errors=True)
+        remove_scratch(state)  # the run's home: its capped disk detached, any depth, never raising
     final, errors = parse_events(out)
     usage = (final or {}).get("usage") or {}
     tokens = {"input_tokens": int(usage.get("inputTokens") or 0), "output_tokens": int(usage.get("outputTokens") or 0),
