@@ -29,7 +29,6 @@ import json
 from collections import deque
 import os
 import platform
-import shutil
 import signal
 import subprocess
 import sys
@@ -42,8 +41,8 @@ from typing import Any
 
 from helpers.agents.base import CLIAgent, capped, ended_as_seen, task_text, unreadable
 from helpers.core import config
-from helpers.core.processes import (CLIRun, die_with_parent, reached_at, read_capped, relayed, safe_environment, scratch_dir,
-                                    signal_group, stop_processes, with_cap)
+from helpers.core.processes import (CLIRun, die_with_parent, reached_at, read_capped, relayed, remove_scratch,
+                                    safe_environment, scratch_dir, signal_group, stop_processes, with_cap)
 from helpers.testing.edit_tools import ShellTool, WholeFileEditor
 from helpers.core.protocols import AgentResult, Task
 from helpers.families.coding.workspaces import adopt_workspace, forget_host_side, workspace_patch, write_rules
@@ -284,7 +283,7 @@ def run_cline(task: Task, workspace: Path | str, *, model: str = DEFAULT_MODEL, 
         env = child_environment(write_cline_state(state, provider_id, entry), key_env)
         run = _run_cli(args, workspace, env, task_text(task), timeout_s, state, sandbox, reach=base_url)
     finally:
-        shutil.rmtree(state, ignore_errors=True)
+        remove_scratch(state)  # the run's home: its capped disk detached, any depth, never raising
     try:
         claim = _claim_of(run.out, run.err, instance_id, mode, model, run.seconds)
     except Exception as error:  # Cline's stdout is agent data (its commands can write it), and so is a bad one

@@ -82,8 +82,17 @@ EVAL_TIMEOUT_S = 120.0  # per task, local evaluator
 # enforces each one where, and a run that reaches one ends as a rule-induced error naming it.
 SANDBOX_PROCESSES = 512  # processes and threads at once
 SANDBOX_MEMORY_BYTES = 4 * 2**30  # memory, /tmp (a tmpfs) included
-SANDBOX_DISK_BYTES = 2 * 2**30  # what the workspace and the run's home hold, together
+SANDBOX_DISK_BYTES = 2 * 2**30  # what a run writes to its workspace and home, together (a tmpfs: memory, as root)
+SANDBOX_DISK_FILES = 1_000_000  # files (and folders) a run writes or changes there, together
+# What one run's connections to the gateway may cost the driver (helpers.core.relay): at most this many carried at
+# once (one more is closed at once), each direction buffering at most RELAY_BUFFER_BYTES.
+RELAY_MAX_CONNECTIONS = 32
+RELAY_BUFFER_BYTES = 64 * 2**10
 SANDBOX_FILE_BYTES = 1 * 2**30  # the largest one file written
+# How far the host walks a tree an agent or the code under test could have written (helpers.core.trees): deeper or
+# larger is refused by name (a watcher's walk then ends its run); removal has no limit.
+TREE_MAX_DEPTH = 16_384
+TREE_MAX_ENTRIES = 2_000_000
 # What the host reads back from a workspace or a run's home is hostile data (helpers.core.untrusted): each read is
 # capped. A patch larger than MAX_PATCH_BYTES is refused as the agent's doing (a rule-induced error naming its size),
 # never recorded: a real fix is kilobytes, and a 520 MB patch once made a 526 MB record and a 2.7 GB driver.

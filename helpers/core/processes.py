@@ -17,11 +17,9 @@ import json
 from collections import deque
 from contextlib import contextmanager
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -29,8 +27,9 @@ from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 from helpers.core import config
 from helpers.core.procfs import alive, kill_processes_in, owner_tag, processes_in
+from helpers.core.scratch import scratch_dir, scratch_root
+from helpers.core.trees import remove_tree, say
 
-SCRATCH_PARENT = "pl-runs"
 CLI_STOP_GRACE_S = 3.0  # after SIGINT to a CLI's process group, before SIGKILL
 # What the code under test (and an agent's commands) may see of our environment: an allow-list, so a
 # provider key or any other secret set for the notebook never reaches them.
@@ -69,35 +68,37 @@ def die_with_parent() -> Callable[[], None]:
     return preexec
 
 
-def scratch_root() -> Path:
-    return Path(tempfile.gettempdir()) / SCRATCH_PARENT
-
-
-def scratch_dir(kind: str) -> Path:
-    """A new folder for one run's `kind` of files, inside this process's scratch folder."""
-    owner = scratch_root() / owner_tag()
-    owner.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=owner))
-
-
-def remove_scratch(folder: Path | str) -> None:
-    """End what still works in `folder`, then delete it."""
-    kill_processes_in(folder)
-    shutil.rmtree(folder, ignore_errors=True)
+def remove_scratch(folder: Path | str) -> list[str]:
+    """End what still works in `folder`, then delete it with helpers.core.trees.remove_tree (no link followed,
+    any depth, an agent's chmod 000 undone); never raises: returns what could not be removed, said on stderr."""
+    try:
+        kill_processes_in(folder)
+    except OSError:
+        pass  # /proc unreadable: the removal below still runs
+    return remove_tree(folder, note=say)
 
 
 def sweep_stale() -> list[Path]:
     """Remove the scratch folders of processes that are gone (killed mid-run), ending what still runs
-    in them, and their sandbox cgroups (helpers.core.cgroups.sweep); returns the folders removed."""
+    in them, and their sandbox cgroups (helpers.core.cgroups.sweep); returns the folders swept. Never raises:
+    what a killed run left (a 10,000-deep tree, a folder made unreadable, an entry that cannot be removed) is
+    removed as far as it can be and the rest said on stderr, never a reason for a later run not to start."""
     from helpers.core.cgroups import sweep
 
-    sweep()
+    try:
+        sweep()
+    except OSError as error:  # a cgroup that cannot be removed is said, never a reason not to start
+        print(f"Note: stale sandbox cgroups were not swept: {error}", file=sys.stderr)
     root = scratch_root()
     swept = []
-    for owner in sorted(root.iterdir()) if root.is_dir() else ():
-        if owner.is_dir() and not alive(owner.name):
-            remove_scratch(owner)
-            swept.append(owner)
+    try:
+        owners = sorted(os.listdir(root))
+    except OSError:  # no scratch folder yet (or none readable): nothing to sweep
+        return swept
+    for name in owners:
+        if not alive(name):  # whatever a killed run left there (a deep tree, unremovable entries): never raises
+            remove_scratch(root / name)
+            swept.append(root / name)
     return swept
 
 # --- running an agent's CLI as a process group (the agent packages share it) -------------------------

@@ -27,12 +27,12 @@ The agent's workspace is never touched; a bad patch is a failed task, never an e
 
 from __future__ import annotations
 
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from helpers.core import config
+from helpers.core.processes import remove_scratch, scratch_dir
 from helpers.core.protocols import EvalResult, Task
 from helpers.families.coding.git import WorkspaceError, git
 from helpers.families.coding.patches import grading_patch, patch_paths
@@ -112,7 +112,8 @@ class LocalEvaluator:
         started = time.monotonic()
         instance_id = str(task["instance_id"])
         graded, set_aside = grading_patch(patch, task.get("test_patch") or "")
-        with tempfile.TemporaryDirectory(prefix="eval-") as scratch:
+        scratch = scratch_dir("eval")  # removed by helpers.core.trees: any depth the patch made, never raising
+        try:
             try:
                 repo = prepare_workspace(task, scratch)
             except WorkspaceError as error:
@@ -134,6 +135,8 @@ class LocalEvaluator:
             hidden = [*names, *patch_paths(task.get("test_patch") or "")]
             run = run_repo_tests(repo, wires.command_order(names), test_config=task.get("test_config"),
                                  timeout_s=self.timeout_s, sandbox=self.sandbox, protect=protected_paths(hidden))
+        finally:
+            remove_scratch(scratch)
         tests = {name: run.tests.get(name, "MISSING") for name in names}
         forged = "" if run.kind == "timeout" else forged_reason(wires, run.tests, run.exit_status, names)
         error = forged or run.problem or _disagreement(run, tests, wires)

@@ -344,3 +344,29 @@ def test_grading_that_requires_the_sandbox_refuses_to_run_without_one(tasks, mon
     with pytest.raises(sandbox.SandboxUnavailable, match="bubblewrap"):
         evaluate_patch(task, task["patch"])  # "required", every real run's policy, is the default
     assert evaluate_patch(task, task["patch"], sandbox="if-available").resolved  # the scripted dry run's
+
+
+@pytest.fixture
+def memory_scratch(monkeypatch):
+    """Scratch folders on a memory file system where there is one: 1,100 folders cost a disk write each here."""
+    if not os.access("/dev/shm", os.W_OK):
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="pl-scratch-", dir="/dev/shm")
+    monkeypatch.setattr(tempfile, "tempdir", folder)
+    yield
+    subprocess.run(["rm", "-rf", folder], check=False)
+
+
+def test_a_patch_with_a_1100_deep_path_is_graded_without_raising_and_leaves_no_copy(tasks, memory_scratch):
+    """The issue's example: evaluate_patch raised removing its copy (a recursive removal) and left it behind."""
+    from helpers.core.processes import scratch_root
+    from helpers.core.procfs import owner_tag
+
+    deep = "d/" * 1100 + "f.txt"
+    patch = f"diff --git a/{deep} b/{deep}\nnew file mode 100644\n--- /dev/null\n+++ b/{deep}\n@@ -0,0 +1 @@\n+x\n"
+    mine = scratch_root() / owner_tag()
+    before = set(os.listdir(mine)) if mine.exists() else set()
+    result = evaluate_patch(tasks.iloc[0], patch, sandbox="if-available")
+    assert not result.resolved and "does not apply" not in (result.error or "")
+    assert {name for name in os.listdir(mine) if name.startswith("eval-")} <= before
