@@ -47,14 +47,14 @@ def test_a_10000_deep_chain_is_walked_handed_over_and_removed_without_recursion_
     tree = fast / "tree"
     tree.mkdir()
     chain(tree, 10_000)
-    before = len(os.listdir("/proc/self/fd"))
+    before = set(os.listdir("/proc/self/fd"))
     usage = tree_usage(tree)
     assert usage.entries == 10_001 and usage.largest == 0
     if ROOT:
         assert chown_tree(tree, 4242, 4242).entries == 10_001
         assert os.stat(tree).st_uid == 4242
     assert remove_tree(tree) == [] and not tree.exists()
-    assert len(os.listdir("/proc/self/fd")) == before  # nothing left open
+    assert not set(os.listdir("/proc/self/fd")) - before  # nothing left open (others' descriptors may close meanwhile)
 
 
 def test_past_the_depth_or_entry_limit_a_walk_is_refused_naming_the_limit(fast):
