@@ -324,3 +324,87 @@ def test_a_forger_in_a_latin1_module_is_named_suspect_or_never_resolves(tasks, t
     assert "GIT binary patch" in patch
     result = evaluate_patch(task, patch)
     assert suspect_lines(patch) or not result.resolved, (result.error, result.tests)
+
+
+# --- nothing the agent does inside its run takes its task out of the count (class 5) --------------------------
+class OversizedLastCall:
+    """An agent (an in-process scripted one, as tests/helpers/engine/test_runs.py's) whose last model call is one
+    it made too large for the budget's room on purpose: the gateway refuses it with the budget's status."""
+
+    def __new__(cls, *args, **kwargs):
+        from tests.helpers.engine.test_runs import GatewayAgent
+
+        class Agent(GatewayAgent):
+            def through_gateway(self, base_url, api_key, kind):
+                return Agent(base_url, api_key, self.calls_model)
+
+            def run(self, task, workspace, ruleset):
+                from helpers.core.protocols import AgentResult
+
+                padding = "x" * 600_000  # 600 KB of input: its worst case ($1.20 at $2/M) cannot fit a $1 budget
+                answer = httpx.post(f"{self.base_url}/chat/completions", timeout=60,
+                                    headers={"Authorization": f"Bearer {self.api_key}"},
+                                    json={"model": "gpt-4.1", "messages": [{"role": "user", "content": padding}]})
+                return AgentResult(task["instance_id"], "error", error=f"{answer.status_code}", model=self.model)
+
+        return Agent(*args, **kwargs)
+
+
+@pytest.mark.xfail(strict=True, reason="BREAK: an agent whose last call is too large for the budget's room gets the "
+                   "spent budget's status ('budget', x-gateway-budget: spent), though $0.00 was spent: its run "
+                   "reads 'stopped by the budget' (errored: infrastructure, out of accuracy), is redone on every "
+                   "rerun with no cap (_is_done), and check_runs stops the loop as 'the budget is spent'")
+def test_an_agent_that_sends_one_call_too_large_for_the_budget_is_a_failed_attempt_not_a_spent_budget(tasks, tmp_path):
+    from helpers.core.outcomes import RULES, run_outcome
+    from tests.helpers.engine.test_runs import run
+
+    task = tasks.head(1)
+    with ScriptedModelServer(Script(default=Reply("ok"))) as server, \
+            Gateway({"agent": Upstream(server.base_url, "sk-upstream-key-0123456789", "openai-compatible")},
+                    budget_usd=1.0) as gateway:
+        row = run(task, OversizedLastCall(), tmp_path / "results", gateway=gateway).iloc[0]
+        spent = gateway.spent_usd
+    assert spent == 0 and server.requests == []  # nothing was spent: the budget is not spent
+    assert run_outcome(row) == RULES, (row.status, row.host_error, row.error)
+
+
+class GatewayRefusalLast:
+    """An agent whose last call is refused by one of the gateway's own caps it triggered on purpose: 9 calls at
+    once on one token (429 past GATEWAY_TOKEN_CONCURRENCY) or a body past GATEWAY_MAX_REQUEST_BYTES (413)."""
+
+    def __new__(cls, how, *args, **kwargs):
+        from tests.helpers.engine.test_runs import GatewayAgent
+
+        class Agent(GatewayAgent):
+            def through_gateway(self, base_url, api_key, kind):
+                return Agent(base_url, api_key, self.calls_model)
+
+            def run(self, task, workspace, ruleset):
+                from helpers.core import config
+                from helpers.core.protocols import AgentResult
+
+                def call(content):
+                    return httpx.post(f"{self.base_url}/chat/completions", timeout=60,
+                                      headers={"Authorization": f"Bearer {self.api_key}"},
+                                      json={"model": "gpt-4.1", "messages": [{"role": "user", "content": content}]})
+                if how == "calls at once":
+                    with ThreadPoolExecutor(config.GATEWAY_TOKEN_CONCURRENCY + 4) as pool:
+                        statuses = [a.status_code for a in pool.map(call, ["hi"] * (config.GATEWAY_TOKEN_CONCURRENCY + 4))]
+                else:
+                    statuses = [call("hi").status_code, call("x" * (config.GATEWAY_MAX_REQUEST_BYTES + 10)).status_code]
+                return AgentResult(task["instance_id"], "error", error=f"statuses {statuses}", model=self.model)
+
+        return Agent(*args, **kwargs)
+
+
+@pytest.mark.parametrize("how", ["calls at once", "a body past the cap"])
+def test_held_a_gateway_cap_the_agent_trips_itself_is_its_own_failed_attempt(tasks, tmp_path, how):
+    from helpers.core.outcomes import RULES, run_outcome
+    from tests.helpers.engine.test_runs import run
+
+    slow = Reply("ok", usage={"prompt_tokens": 3, "completion_tokens": 2}, delay_s=0.5)
+    with ScriptedModelServer(Script(default=slow)) as server, \
+            Gateway({"agent": Upstream(server.base_url, "sk-upstream-key-0123456789", "openai-compatible")}) as gateway:
+        row = run(tasks.head(1), GatewayRefusalLast(how), tmp_path / "results", gateway=gateway).iloc[0]
+    assert ("429" if how == "calls at once" else "413") in row.error
+    assert run_outcome(row) == RULES and not row.transient and row.host_error == ""
