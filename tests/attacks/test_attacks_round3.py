@@ -408,3 +408,82 @@ def test_held_a_gateway_cap_the_agent_trips_itself_is_its_own_failed_attempt(tas
         row = run(tasks.head(1), GatewayRefusalLast(how), tmp_path / "results", gateway=gateway).iloc[0]
     assert ("429" if how == "calls at once" else "413") in row.error
     assert run_outcome(row) == RULES and not row.transient and row.host_error == ""
+
+
+# --- caps the kernel enforces; trees the host walks (classes 2, 3) ---------------------------------------------
+def sandboxed(script: str, limits):
+    """(stdout, stderr) of python `script` run in the sandbox in a fresh workspace and home, then removed."""
+    import threading
+
+    from helpers.core.processes import remove_scratch, run_cli, scratch_dir
+
+    scratch = scratch_dir("run")
+    workspace, home = scratch / "ws", scratch / "home"
+    workspace.mkdir(), home.mkdir()
+    try:
+        out, err, timed_out, _ = run_cli(["python3", "-c", script], workspace, {"PATH": "/usr/bin:/bin", "HOME": str(home)},
+                                         "", 90, set(), threading.Lock(), home=home, sandbox="required", limits=limits)
+        assert not timed_out, err
+        return out, err
+    finally:
+        assert remove_scratch(scratch) == []
+
+
+XATTRS = '''
+import os
+stored = 0
+open("notes", "w").close()
+try:
+    for i in range(40000):  # 160 MB of user xattrs on one file: the file holds no byte
+        os.setxattr("notes", f"user.k{i}", os.urandom(4000))
+        stored += 4000
+except OSError as error:
+    print("refused:", error)
+print("stored", stored)
+'''
+
+
+@needs_sandbox
+@pytest.mark.xfail(strict=True, reason="BREAK (bounded by the memory cap, not the disk cap): user xattrs on the "
+                   "capped tmpfs are not counted in its size= : 160 MB (640 MB tried by hand) stored under a 64 MiB "
+                   "disk cap while the file system reads 0 MiB used; the watcher never sees it. The memory cgroup "
+                   "does (a 256 MiB memory cap ended a 640 MB run), where a cgroup exists")
+def test_extended_attributes_count_against_the_disk_cap():
+    from helpers.core.confinement import Limits
+
+    out, err = sandboxed(XATTRS, Limits(disk_bytes=64 * 2**20, file_bytes=32 * 2**20))
+    stored = int(out.split("stored ")[-1])
+    assert stored <= 64 * 2**20, (out, err[-300:])
+
+
+FLOOD = '''
+import os
+for i in range(6):  # 6 x 8 MB: /tmp is a tmpfs of the disk cap; /dev/shm is not the run's to write
+    for where in ("/tmp", "/dev/shm"):
+        try:
+            with open(f"{where}/f{i}", "wb") as out:
+                out.write(b"x" * 8_000_000)
+            print("wrote", where)
+        except OSError as error:
+            print("refused", where, error.errno)
+for target in ("/etc/passwd", "/usr/bin/python3"):
+    try:
+        os.link(target, "here")
+        print("linked", target)
+    except OSError as error:
+        print("refused link", error.errno)
+try:
+    os.mknod("whiteout", 0o600 | 0o020000, os.makedev(0, 0))
+    print("made a whiteout")
+except OSError as error:
+    print("refused mknod", error.errno)
+'''
+
+
+@needs_sandbox
+def test_held_tmp_is_capped_dev_shm_closed_and_no_host_file_is_linked_or_whiteout_made():
+    from helpers.core.confinement import Limits
+
+    out, _ = sandboxed(FLOOD, Limits(disk_bytes=24 * 2**20, file_bytes=16 * 2**20))
+    assert out.count("wrote /tmp") <= 3 and "wrote /dev/shm" not in out, out
+    assert "linked" not in out and "made a whiteout" not in out, out
