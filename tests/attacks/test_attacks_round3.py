@@ -697,3 +697,33 @@ def test_held_special_files_a_link_out_a_newline_name_and_a_locked_folder_are_ta
     assert "+/etc/shadow" in patch and "root:" not in patch  # the link is taken as a link, never followed
     assert any("new\\nline.py" in line for line in named) and any("locked/inner/a.py" in line for line in named)
     assert left == [] and not scratch.exists()
+
+
+@pytest.mark.parametrize("extra", [
+    {"tools": [{"type": "custom", "name": "web_fetch", "input_schema": {"type": "object"}, "mcp_server_name": "x"},
+               {"type": "mcp_toolset", "mcp_server_name": "x"}]},
+    {"messages": [{"role": "assistant", "content": [{"type": "server_tool_use", "id": "s", "name": "web_search",
+                                                      "input": {"query": "x"}}]}]},
+    {"messages": [{"role": "user", "content": [{"type": "container_upload", "file_id": "file_1"}]}]},
+    {"tools": [{"name": "memory", "type": "memory_20250818"}]},
+])
+def test_held_anthropic_provider_side_tools_items_and_choices_are_refused(extra):
+    with ScriptedModelServer(Script(default=Reply("ok"))) as upstream, \
+            Gateway({"agent": Upstream(upstream.origin, "sk-ant-upstream-0123456789", "anthropic")}) as gateway:
+        answer = httpx.post(gateway.url_for("agent") + "/v1/messages", timeout=60, headers={
+            "x-api-key": gateway.issue_token("agent"), "anthropic-version": "2023-06-01"},
+            json={"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": USER, **extra})
+        forwarded = upstream.requests[-1]["body"] if upstream.requests else None
+    assert answer.status_code == 403 and forwarded is None, (answer.text, forwarded)
+
+
+def test_held_a_tool_choice_forcing_the_stripped_web_search_goes_with_it():
+    extra = {"tools": [{"type": "web_search_20250305", "name": "web_search"}],
+             "tool_choice": {"type": "tool", "name": "web_search"}}
+    with ScriptedModelServer(Script(default=Reply("ok"))) as upstream, \
+            Gateway({"agent": Upstream(upstream.origin, "sk-ant-upstream-0123456789", "anthropic")}) as gateway:
+        httpx.post(gateway.url_for("agent") + "/v1/messages", timeout=60, headers={
+            "x-api-key": gateway.issue_token("agent"), "anthropic-version": "2023-06-01"},
+            json={"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": USER, **extra})
+        forwarded = upstream.requests[-1]["body"]
+    assert "tools" not in forwarded and "tool_choice" not in forwarded
