@@ -3,6 +3,7 @@
     python -m helpers.app.notebook_runner notebooks/quickstart.ipynb -p LOOPS 2 -p TRAIN_SIZE 4
     python -m helpers.app.notebook_runner notebooks/02_optimize_cline_act.ipynb LOOPS=3 EXPERIMENT=demo
     make notebook NB=notebooks/03_results.ipynb PARAMS="EXPERIMENT=demo"
+    make notebook PARAMS="EXPERIMENT=terse JUDGE_PROMPT_FILE=my_judge.txt"   # a prompt from a file
 
 Parameters are checked against the notebook's `parameters` cell before any kernel starts: an unknown
 name, a value of the wrong type (the default's, or the cell's annotation: `X: Optional[float] = None`)
@@ -26,6 +27,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import sys
 import time
 from contextlib import contextmanager
@@ -366,10 +368,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebook", type=Path)
     parser.add_argument("params", nargs="*", help="NAME=VALUE parameters")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+    parser.add_argument("--params", dest="params_string", default="", metavar="'NAME=VALUE ...'",
+                        help="more NAME=VALUE pairs in one string, split as a shell splits words (make's PARAMS: "
+                             "quoted values may span lines)")
     parser.add_argument("-o", "--output", type=Path, help="where to write the executed notebook")
     parser.add_argument("--timeout", type=int, default=None, help="seconds allowed per cell")
     args = parser.parse_args(argv)
-    params = parse_parameters(args.params, args.parameter)
+    try:
+        params = parse_parameters(args.params + shlex.split(args.params_string), args.parameter)
+    except ValueError as error:  # an unclosed quote
+        print(f"error: PARAMS: {error}", file=sys.stderr)
+        return 2
     try:
         params = check_parameters(args.notebook, params)
     except (ValueError, FileNotFoundError) as error:

@@ -129,7 +129,8 @@ def start_experiment(settings: LoopSettings, session: Any, initial_ruleset: str 
                      tasks: tuple[pd.DataFrame, ...] = ()) -> Any:
     """The experiment's RulesetStore, with the starting ruleset saved as version 0 on a first run.
 
-    Refuses to mix scripted dry-run loops with real ones under one name, and a dry run on tasks the
+    Refuses to mix scripted dry-run loops with real ones under one name, to resume from other starting rules
+    than version 0's (a non-empty `initial_ruleset`: helpers.engine.start.start_rules), and a dry run on tasks the
     scripted model does not know (it plays the bundled house suite, and mined tasks it was given:
     open_session(dry_run_tasks=...)).
     """
@@ -147,6 +148,10 @@ def start_experiment(settings: LoopSettings, session: Any, initial_ruleset: str 
             )
     store = RulesetStore(settings.experiment)
     check_same_instructions(settings, store)
+    if store.versions() and initial_ruleset.strip() and store.load(0) != initial_ruleset:
+        raise ValueError(f"Experiment {settings.experiment!r} started from other rules (version 0) than this run's "
+                         "START_RULES. Choose another EXPERIMENT name for the new start, or give the one it was made "
+                         "with (None resumes from what it holds).")
     if not store.versions():
         store.save(initial_ruleset, parent=None, loop=None, report=None, model=None, dry_run=session.dry_run,
                    **instructions(settings))

@@ -4,12 +4,18 @@ It is a demonstration of the machinery, not a result, and is labeled SCRIPTED DR
 numbers appear. On the bundled house suite:
 - the agent (the real agent CLI, scripted model) edits the files with the task's naive fix (fixes the bug,
   breaks a house convention) unless the rules it was given (in the system message, or in the project
-  instructions some agents send in a user message) state every convention the task's hidden tests
-  check; then it writes the gold fix. It edits with the tools the request offers: an `editor` or
+  instructions some agents send in a user message) name every convention the task's hidden tests
+  check; then it writes the gold fix. A rule names a convention when one line of it holds every group of
+  the convention's KEY_WORDS (a rule in the reader's own words counts: "Put a line under ## Unreleased in
+  the changelog" names `changelog`). It edits with the tools the request offers: an `editor` or
   `apply_patch` tool, else a shell tool (`Bash`, `exec_command`) running `git apply` on the patch;
-- the judge explains a failure by the convention the failing test checks;
-- the optimizer adds a rule (the convention's rule sentence) for the conventions that failed most,
-  at most MAX_NEW_RULES per call, so learning shows up over several loops.
+- the judge explains a failure by what it sees: the hidden tests that failed and the conventions they
+  check; it leaves the general habit to the optimizer;
+- the optimizer reads the judges' explanations of every failing example, counts the conventions they
+  name, and adds a rule (the convention's rule sentence) for those named most, with the examples that
+  named it as its sources, at most MAX_NEW_RULES per call, so learning shows up over several loops.
+A prompt's wording (JUDGE_PROMPT, OPTIMIZER_PROMPT) changes nothing here: the script answers the request
+the code writes, whatever the instructions say; the instructions are recorded with every ruleset version.
 """
 
 from __future__ import annotations
@@ -17,7 +23,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections import Counter
 from typing import Any, Mapping, Sequence
 
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text
@@ -28,6 +33,41 @@ OPTIMIZER_REQUEST_MARK = "## Current rules\n"  # helpers.learn.optimizer's reque
 JUDGE_REQUEST_MARK = "## Issue\n"  # helpers.learn.judge's request, whatever its instructions
 PLAN_MODE_MARKER = "you are in plan mode"  # agents' plan-mode system prompts say so (matched without case)
 PLAN_MODE_ACTIVE = "plan mode is active"  # ... or the plan-mode reminder some agents put in the user message
+
+# How the scripted agent recognises a house convention in rules written in anyone's words: one line holds a match
+# of every pattern (case-insensitive). Documented for readers in docs/workshop.md; a convention without key words
+# (a mined repository's) is recognised by its rule sentence only.
+KEY_WORDS: dict[str, tuple[str, ...]] = {
+    "errors": (r"\bexceptions?\b|\berror (?:class|classes|types?)\b|\berrors module\b",
+               r"\bown\b|\bcustom\b|\bsubclass|\bbare\b|\bvalueerror\b|\bkeyerror\b"),
+    "changelog": (r"change ?log", r"\bunreleased\b"),
+    "logging": (r"\blog(?:ger|ging)\b", r"\bprint\b"),
+    "docs_types": (r"\btype hints?\b|\btype annotations?\b|\bannotat|\btyped\b", r"\bdocstrings?\b"),
+    "registry": (r"\bregist(?:er|ry|ered|ers)\b", r"\bexporters?\b"),
+    "decimal": (r"\bdecimals?\b", r"\bmoney\b|\bamounts?\b|\bfloats?\b|\bcents?\b"),
+    "cli_help": (r"\bhelp(?:=| text| string| message)", r"\boptions?\b|\bsubcommands?\b|\barguments?\b|\bflags?\b"),
+    "cli_exit": (r"\bexit(?:[- ]status| status| code)s?\b|\bstatus constants?\b|\bfail\(",
+                 r"\bnamed\b|\bconstants?\b|\bfail\("),
+    "rows_pure": (r"\btransforms?\b",
+                  r"\b(?:never|not|don't|do not) (?:change|modify|mutate|alter)|\bunchanged\b|\bin[- ]place\b"
+                  r"|\bnew (?:rows?|dicts?)\b|\bmutat"),
+    "rows_missing": (r"\b(?:missing|absent|empty) values?\b", r"\bnone\b"),
+}
+
+
+def named_conventions(text: str, conventions: Mapping[str, Mapping[str, str]]) -> set[str]:
+    """The conventions `text` names: one of its lines holds every key-word pattern of the convention
+    (KEY_WORDS), or, for a convention without key words, the text holds its rule sentence."""
+    lines = [line.lower() for line in text.splitlines()]
+    named = set()
+    for cid, convention in conventions.items():
+        patterns = KEY_WORDS.get(cid)
+        if patterns is None:
+            if convention["rule"] in text:
+                named.add(cid)
+        elif any(all(re.search(p, line) for p in patterns) for line in lines):
+            named.add(cid)
+    return named
 
 
 class DryRunScript:
@@ -55,7 +95,8 @@ class DryRunScript:
         return None
 
     def known_conventions(self, rules_text: str) -> set[str]:
-        return {cid for cid, c in self.conventions.items() if c["rule"] in rules_text}
+        """The conventions the rules name, in the rule sentence's words or the reader's (KEY_WORDS)."""
+        return named_conventions(rules_text, self.conventions)
 
     # --- the agent ---
     def agent_reply(self, request: dict) -> Reply:
@@ -109,34 +150,44 @@ class DryRunScript:
                            f"check ({'; '.join(titles)}).")
             answer = {"correctness": "correct", "explanation": explanation}
         else:
-            broken = [c for c in task["conventions"] if self.conventions[c]["rule"] not in message_text(request)]
-            parts = [f"it breaks the house convention '{self.conventions[c]['title']}' "
-                     f"({self.conventions[c]['check']})" for c in task["conventions"]]
-            habit = " ".join(self.conventions[c]["rule"] for c in task["conventions"])
-            explanation = (f"The patch fixes the reported behaviour, but {'; '.join(parts)}. "
-                           f"A general habit that avoids this: {habit}")
-            answer = {"correctness": "incorrect", "explanation": explanation, "conventions": broken}
+            failing = re.search(r"(?im)^failing tests:\s*(.+)$", text)
+            tests = f"the hidden tests {failing.group(1).strip()} fail" if failing else "the hidden tests fail"
+            parts = [f"'{self.conventions[c]['title']}' (checked: {self.conventions[c]['check']})"
+                     for c in task["conventions"]]
+            explanation = (f"The patch fixes the reported behaviour, but {tests}: it breaks the house "
+                           f"convention{'s' if len(parts) > 1 else ''} {' and '.join(parts)}.")
+            answer = {"correctness": "incorrect", "explanation": explanation}
         return Reply(json.dumps({**answer, "note": "scripted dry run"}))
 
     # --- the optimizer ---
     def optimizer_reply(self, request: dict) -> Reply:
+        """Edits written from the judges' explanations: each failing example's explanation names the conventions
+        its patch broke (by their titles); the conventions named most, and not in the current rules, become
+        rules, each citing the examples whose explanations named it."""
         text = message_text(request, "user")
         rules, _, examples = text.partition("## Examples")
-        text = examples
-        failing = Counter()
-        for iid, chunk in _chunks_by_instance(text, self.tasks):
+        named: dict[str, list[str]] = {}
+        for iid, chunk in _chunks_by_instance(examples, self.tasks):
             if re.search(r"\bincorrect\b", chunk):
-                failing.update(self.tasks[iid]["conventions"])
+                for cid in self._titles_in(chunk):
+                    named.setdefault(cid, []).append(iid)
         known = self.known_conventions(rules.partition("## Current rules")[2])
-        new = [cid for cid, _ in failing.most_common() if cid not in known][:MAX_NEW_RULES]
+        ranked = sorted((cid for cid in named if cid not in known), key=lambda cid: -len(named[cid]))
         edits = []
-        for cid in new:
-            sources = [iid for iid, chunk in _chunks_by_instance(text, self.tasks)
-                       if cid in self.tasks[iid]["conventions"] and re.search(r"\bincorrect\b", chunk)]
-            edits.append({"op": "add", "text": self.conventions[cid]["rule"],
-                          "reason": f"Patches failed the '{self.conventions[cid]['title']}' check (scripted dry run).",
+        for cid in ranked[:MAX_NEW_RULES]:
+            convention, sources = self.conventions[cid], named[cid]
+            said = "explanation says" if len(sources) == 1 else f"{len(sources)} explanations say"
+            edits.append({"op": "add", "text": convention["rule"],
+                          "reason": f"The judge's {said} the patch broke '{convention['title']}' (the hidden tests "
+                                    f"check: {convention['check']}); the rule states that habit for every task "
+                                    f"(scripted dry run).",
                           "sources": sources})
         return Reply(json.dumps({"edits": edits}))
+
+    def _titles_in(self, text: str) -> list[str]:
+        """The conventions whose titles `text` names, in the order it names them."""
+        found = [(text.find(c["title"]), cid) for cid, c in self.conventions.items() if c["title"] in text]
+        return [cid for _, cid in sorted(found)]
 
     def script(self) -> Script:
         from helpers.learn.judge import JUDGE_SYSTEM_PROMPT
@@ -174,4 +225,4 @@ def _chunks_by_instance(text: str, tasks: dict[str, dict]) -> list[tuple[str, st
             for i, (pos, iid) in enumerate(positions)]
 
 
-__all__ = ["DryRunScript", "start_dry_run_server"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["DryRunScript", "start_dry_run_server", "named_conventions", "KEY_WORDS"]  # the public API, documented in CODE_APPENDIX.md
