@@ -176,9 +176,10 @@ class DryRunScript:
         edits = []
         for cid in ranked[:MAX_NEW_RULES]:
             convention, sources = self.conventions[cid], named[cid]
-            said = "explanation says" if len(sources) == 1 else f"{len(sources)} explanations say"
+            said = "explanation of 1 example says its patch" if len(sources) == 1 else \
+                f"explanations of {len(sources)} examples say their patches"
             edits.append({"op": "add", "text": convention["rule"],
-                          "reason": f"The judge's {said} the patch broke '{convention['title']}' (the hidden tests "
+                          "reason": f"The judge's {said} broke '{convention['title']}' (the hidden tests "
                                     f"check: {convention['check']}); the rule states that habit for every task "
                                     f"(scripted dry run).",
                           "sources": sources})

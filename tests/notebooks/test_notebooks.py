@@ -122,6 +122,36 @@ def test_the_quickstart_follows_one_training_task_from_its_failing_diff_to_its_l
 
 
 @READS_THE_QUICKSTART
+def test_the_quickstart_shows_loop_zero_in_five_steps_each_with_what_to_see_before_run_loop_does_the_rest(quickstart):
+    """Each step's cell has one output, ending in a sentence drawn from the data; run_loop then reads loop 0 back."""
+    book = nbformat.read(quickstart["executed"], as_version=4)
+    headings = [c.source.splitlines()[0] for c in book.cells if c.cell_type == "markdown"]
+    steps = ["### Step 1: run the agent", "### Step 2: test", "### Step 3: the judge", "### Step 4: the meta-prompt",
+             "### Step 5: the optimizer's edits", "### The other loops: `run_loop`"]
+    assert [h for h in headings if h in steps] == steps
+    shown = {}
+    for index, cell in enumerate(book.cells):
+        if cell.cell_type == "markdown" and cell.source.splitlines()[0] in steps[:5]:
+            code = book.cells[index + 1]
+            texts = [o["data"]["text/plain"] for o in code.outputs if "text/plain" in o.get("data", {})]
+            assert len(code.outputs) == 1 and len(texts) == 1, f"{cell.source.splitlines()[0]}: one output"
+            shown[cell.source.splitlines()[0]] = texts[0]
+    runs, tests, judge, block, edits = shown.values()
+    first = quickstart["loops"][0]
+    assert runs.endswith(".") and "What to see: with rules version 0 (no rules), the agent passed " \
+        f"{first['train_passed']} of {first['train_size']} training tasks; 0 of {first['val_size']} validation " \
+        f"tasks; {first['test_passed']} of {first['test_size']} test tasks." in runs and "diff --git" in runs
+    assert "failing tests: tests/" in tests and "house convention broken" in tests and "What to see: 4 of 4 training" in tests
+    assert judge.count(": incorrect\nThe patch fixes the reported behaviour, but the hidden tests") == 2
+    assert "What to see: the judge explained 4 of 4 training results (4 incorrect)" in judge
+    assert block.startswith("## Current rules\n(none yet")
+    assert "- explanation: The patch fixes" in block and "What to see: the optimizer reads" in block
+    assert edits.count("\n    why: The judge's explanation") + edits.count("\n    why: The judge's explanations") == 3
+    assert f"they make version {first['next_ruleset_version']} (3 rules), which the next loop runs." in edits
+    assert describe_loop(first, DRY_RUN_LABEL) + " (already finished)" in quickstart["shown"]  # run_loop read it back
+
+
+@READS_THE_QUICKSTART
 def test_the_readers_own_judge_and_optimizer_instructions_are_shown_and_recorded_with_every_version(isolated, quickstart):
     assert "===== the judge's instructions (yours) =====\n" + OWN_JUDGE in quickstart["shown"]  # shown as given ...
     metadata = [json.loads(p.read_text()) for p in (isolated["root"] / "act_rulesets/quickstart-dry-run").glob("*.json")]
