@@ -46,14 +46,16 @@ class ShownLoopSteps(LoopSteps):
 
     # --- what each step shows ---
     def show_runs(self) -> StepView:
-        """A table of every task and its outcome, and the first failing training task's diff."""
-        table = pd.concat([frame.assign(split=split) for split, frame in self.runs.items()], ignore_index=True)
-        shown = table[["split", "instance_id", "status", "pass_or_fail"]].to_string(index=False)
+        """Each training task and its outcome, every split's count, and the first failing training task's diff."""
+        train = self.runs["train"]
+        failed = [len(_step(self.loop, self.version, r)["failed_tests"].split(", ")) if r.get("failed_tests") not in
+                  (None, "", "[]", []) else 0 for r in train.to_dict("records")]
+        table = train[["instance_id", "status", "pass_or_fail"]].assign(failing_tests=failed).to_string(index=False)
         counts = "; ".join(f"{(f['pass_or_fail'] == 'pass').sum()} of {len(f)} {SPLIT_NAMES.get(s, s)} tasks"
                            for s, f in self.runs.items())
-        failing = self.runs["train"][self.runs["train"]["pass_or_fail"] != "pass"]
-        sections = [("text", shown)]
+        sections = [("text", f"{table}\n\nPassed: {counts}.")]
         see = f"with rules version {self.version} ({self._rules_said()}), the agent passed {counts}."
+        failing = train[train["pass_or_fail"] != "pass"]
         if len(failing):
             row = failing.iloc[0]
             diff = str(row.get("output") or "") or "(empty: the agent changed nothing)"

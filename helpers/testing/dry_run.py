@@ -11,8 +11,8 @@ numbers appear. On the bundled house suite:
   `apply_patch` tool, else a shell tool (`Bash`, `exec_command`) running `git apply` on the patch;
 - the judge explains a failure by what it sees: the hidden tests that failed and the conventions they
   check; it leaves the general habit to the optimizer;
-- the optimizer reads the judges' explanations of every failing example, counts the conventions they
-  name, and adds a rule (the convention's rule sentence) for those named most, with the examples that
+- the optimizer reads the feedback on every failing example (the judge's explanations; in continual mode a
+  reviewer's comment or a CI failure), counts the conventions it names (by title or key words), and adds a rule (the convention's rule sentence) for those named most, with the examples that
   named it as its sources, at most MAX_NEW_RULES per call, so learning shows up over several loops.
 A prompt's wording (JUDGE_PROMPT, OPTIMIZER_PROMPT) changes nothing here: the script answers the request
 the code writes, whatever the instructions say; the instructions are recorded with every ruleset version.
@@ -56,9 +56,10 @@ KEY_WORDS: dict[str, tuple[str, ...]] = {
 
 
 def named_conventions(text: str, conventions: Mapping[str, Mapping[str, str]]) -> set[str]:
-    """The conventions `text` names: one of its lines holds every key-word pattern of the convention
-    (KEY_WORDS), or, for a convention without key words, the text holds its rule sentence."""
-    lines = [line.lower() for line in text.splitlines()]
+    """The conventions `text` names: one of its lines (any case; `_` read as a space, so a test's name reads as
+    words) holds every key-word pattern of the convention (KEY_WORDS), or, for a convention without key words, the
+    text holds its rule sentence."""
+    lines = [line.lower().replace("_", " ") for line in text.splitlines()]  # a test's name reads as words
     named = set()
     for cid, convention in conventions.items():
         patterns = KEY_WORDS.get(cid)
@@ -161,34 +162,38 @@ class DryRunScript:
 
     # --- the optimizer ---
     def optimizer_reply(self, request: dict) -> Reply:
-        """Edits written from the judges' explanations: each failing example's explanation names the conventions
-        its patch broke (by their titles); the conventions named most, and not in the current rules, become
-        rules, each citing the examples whose explanations named it."""
+        """Edits written from the feedback: each failing example's feedback (the judge's explanation, a review
+        comment, a CI failure) names the conventions its patch broke; the conventions named most, and not in the
+        current rules, become rules, each citing the examples whose feedback named it."""
         text = message_text(request, "user")
         rules, _, examples = text.partition("## Examples")
         named: dict[str, list[str]] = {}
         for iid, chunk in _chunks_by_instance(examples, self.tasks):
             if re.search(r"\bincorrect\b", chunk):
-                for cid in self._titles_in(chunk):
+                for cid in self._named_in(chunk):
                     named.setdefault(cid, []).append(iid)
         known = self.known_conventions(rules.partition("## Current rules")[2])
         ranked = sorted((cid for cid in named if cid not in known), key=lambda cid: -len(named[cid]))
         edits = []
         for cid in ranked[:MAX_NEW_RULES]:
             convention, sources = self.conventions[cid], named[cid]
-            said = "explanation of 1 example says its patch" if len(sources) == 1 else \
-                f"explanations of {len(sources)} examples say their patches"
+            said = "1 example says its patch" if len(sources) == 1 else f"{len(sources)} examples says their patches"
             edits.append({"op": "add", "text": convention["rule"],
-                          "reason": f"The judge's {said} broke '{convention['title']}' (the hidden tests "
+                          "reason": f"The feedback on {said} broke '{convention['title']}' (the hidden tests "
                                     f"check: {convention['check']}); the rule states that habit for every task "
                                     f"(scripted dry run).",
                           "sources": sources})
         return Reply(json.dumps({"edits": edits}))
 
-    def _titles_in(self, text: str) -> list[str]:
-        """The conventions whose titles `text` names, in the order it names them."""
-        found = [(text.find(c["title"]), cid) for cid, c in self.conventions.items() if c["title"] in text]
-        return [cid for _, cid in sorted(found)]
+    def _named_in(self, example: str) -> list[str]:
+        """The conventions an example's feedback names: by their titles (the judge's explanations), in the order
+        it names them, then by their key words (a reviewer's comment, a CI failure's message). Only the feedback
+        is read (after "Feedback:", when the example has that part), never the task or the patch."""
+        feedback = example.split("Feedback:", 1)[1] if "Feedback:" in example else example
+        found = sorted((feedback.find(c["title"]), cid) for cid, c in self.conventions.items() if c["title"] in feedback)
+        titled = [cid for _, cid in found]
+        return titled + sorted(named_conventions(feedback, self.conventions) - set(titled),
+                               key=list(self.conventions).index)
 
     def script(self) -> Script:
         from helpers.learn.judge import JUDGE_SYSTEM_PROMPT

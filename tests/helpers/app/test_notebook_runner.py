@@ -198,6 +198,9 @@ def test_the_cookbook_notebooks_take_what_their_tests_and_the_readme_pass():
     tiny = {"TRAIN_SIZE": 3, "TEST_SIZE": 3, "LOOPS": 2, "WORKERS": 2, "DRY_RUN": True}
     check_parameters(NOTEBOOKS / "quickstart.ipynb", {**tiny, "EXPERIMENT": "ci", "PHOENIX_URL": "http://127.0.0.1:1"})
     check_parameters(NOTEBOOKS / "02_optimize_cline_act.ipynb", {**tiny, "TASK_SOURCE": "house", "EXPERIMENT": "x"})
+    for name in ("quickstart", "02_optimize_cline_act"):  # the exercises' parameters, as make notebook passes them
+        check_parameters(NOTEBOOKS / f"{name}.ipynb", {"START_RULES": "my_rules.md", "JUDGE_PROMPT_FILE": "judge.txt",
+                                                      "OPTIMIZER_PROMPT_FILE": "optimizer.txt", "RULES_MAX_TOKENS": 100})
     check_parameters(NOTEBOOKS / "04_cline_plan_mode.ipynb", {**tiny, "EXPERIMENT": "ci-plan"})
     check_parameters(NOTEBOOKS / "01_dataset_split.ipynb", {"TASK_SOURCE": "x.jsonl", "SPLIT_STRATEGY": "by_repo"})
     check_parameters(NOTEBOOKS / "00_setup.ipynb", {"PHOENIX_URL": "http://127.0.0.1:1"})

@@ -105,5 +105,5 @@ def test_the_scripted_optimizer_writes_rules_from_the_explanations_with_the_exam
     assert list(edits) == [CONVENTIONS["errors"]["rule"], CONVENTIONS["docs_types"]["rule"]]
     assert edits[CONVENTIONS["errors"]["rule"]]["sources"] == ["house__ledger-0001", "house__ledger-0002"]
     assert edits[CONVENTIONS["docs_types"]["rule"]]["sources"] == ["house__todo-0001"]
-    assert "explanations of 2 examples say their patches broke 'errors are the package's own exceptions'" in \
+    assert "The feedback on 2 examples says their patches broke 'errors are the package's own exceptions'" in \
         edits[CONVENTIONS["errors"]["rule"]]["reason"]
