@@ -2,6 +2,7 @@
 resumes after it: there is one loop."""
 
 import json
+import re
 
 import pytest
 
@@ -17,7 +18,9 @@ from helpers.store.records import loops_path
 from helpers.store.rulesets import RulesetStore
 from helpers.testing.dry_run import DryRunScript
 
-TIMES = ("started_at", "finished_at", "experiment")
+# Names and times differ; so may what the judge cost: a loop-1 row whose request equals a loop-0 row's (the naive
+# agent writes the same patch) is answered from the cache for free, unless pytest's timing in its test log differs.
+TIMES = ("started_at", "finished_at", "experiment", "judge_cost_usd", "cost_usd")
 
 
 class NaiveAgent(AgentBase):
@@ -59,7 +62,11 @@ def test_loop_zero_in_steps_then_run_loop_writes_exactly_the_records_and_ruleset
         first = steps.optimize()
         assert len(records("in-steps")) == 1 and first["loop"] == 0
         run_loop(train, test, settings, session, verbose=False)
-    assert records("in-steps") == records("whole") and len(records("whole")) == 2
+    for stepped_record, whole_record in zip(records("in-steps"), records("whole"), strict=True):
+        differ = {k: (stepped_record.get(k), whole_record.get(k)) for k in set(stepped_record) | set(whole_record)
+                  if stepped_record.get(k) != whole_record.get(k)}
+        assert not differ, differ
+    assert len(records("whole")) == 2
     whole, stepped = RulesetStore("whole"), RulesetStore("in-steps")
     assert stepped.versions() == whole.versions() == [0, 1]
     assert [stepped.load(v) for v in stepped.versions()] == [whole.load(v) for v in whole.versions()]
@@ -74,7 +81,8 @@ def test_each_step_shows_one_output_ending_in_what_to_see_from_the_data_and_a_fi
         steps = loop_in_steps(train, test, settings, session)
         steps.run_agent()
         runs = repr(steps.show_runs())
-        assert "house__ledger-0001" in runs and "house__todo-0002" in runs and "diff --git" in runs
+        assert re.search(r"house__ledger-0001 completed +fail +2\n +house__todo-0001 completed +fail +2", runs)
+        assert "Passed: 0 of 2 training tasks; 0 of 1 test tasks." in runs and "diff --git" in runs
         assert runs.endswith("What to see: with rules version 0 (no rules), the agent passed 0 of 2 training tasks; "
                              "0 of 1 test tasks. The diff is house__ledger-0001's: 1 file changed, and it failed.")
         tests = repr(steps.show_tests())
