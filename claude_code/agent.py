@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from helpers.core.rules_limits import RulesLimit
 from helpers.agents.base import CLIAgent, Invocation, task_text
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
@@ -178,6 +179,10 @@ class ClaudeCodeAgent(CLIAgent):
     name = "claude-code"
     default_model = DEFAULT_MODEL  # sessions with AGENT="claude-code" take it (helpers.app.session)
     rules_file = RULES_FILE
+    # Claude Code reads CLAUDE.md whole but warns at start-up over 40,000 characters ("Large CLAUDE.md will impact
+    # performance (44.1k chars > 40.0k)", as reported in meshery/schemas#885); its memory docs ask for short files
+    rules_limit = RulesLimit(chars=40_000, beyond="Claude Code warns that a large CLAUDE.md will impact performance",
+                             source="Claude Code's start-up warning at 40.0k characters; docs.anthropic.com/en/docs/claude-code/memory")
     base_prompt = BASE_PROMPT
     package_dir, binary_path = PACKAGE_DIR, _binary_path()
     dry_run_tools = (ShellTool("Bash", "command"),)  # it edits through Bash in the scripted dry run

@@ -339,6 +339,7 @@ class ClineAgent(CLIAgent):
     name = "cline"
     default_model = DEFAULT_MODEL  # sessions with AGENT="cline" take it (helpers.app.session)
     rules_file = RULES_FILE
+    rules_limit = None  # Cline's .clinerules docs (docs.cline.bot) state no size limit that we found
     base_prompt = BASE_PROMPT
     package_dir, binary_path = PACKAGE_DIR, _binary_path()
     # its file editor, in the dry run; its shell (a list of commands), for scripted shell steps

@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from helpers.core.rules_limits import RulesLimit
 from helpers.agents.base import CLIAgent, Invocation, openai_provider, openai_upstream, task_text
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
@@ -162,6 +163,9 @@ class CodexAgent(CLIAgent):
 
     name = "codex"
     rules_file = RULES_FILE
+    # Codex stops reading AGENTS.md at project_doc_max_bytes, 32 KiB by default, and drops the rest silently
+    rules_limit = RulesLimit(bytes=32 * 1024, beyond="Codex reads no further, silently (project_doc_max_bytes)",
+                             source="developers.openai.com/codex/guides/agents-md: project_doc_max_bytes, 32 KiB by default")
     base_prompt = BASE_PROMPT
     package_dir, binary_path, plan_mode = PACKAGE_DIR, _binary_path(), False  # `codex exec` always acts
     # it edits with apply_patch, else through its shell, in the scripted dry run

@@ -175,6 +175,7 @@ class GeminiCliAgent(CLIAgent):
 
     name = "gemini-cli"
     rules_file = RULES_FILE
+    rules_limit = None  # the Gemini CLI's GEMINI.md docs (geminicli.com/docs/cli/gemini-md) state no size limit ("none stated")
     base_prompt = BASE_PROMPT
     default_model = DEFAULT_MODEL  # a Gemini model: the CLI speaks only Gemini's API
     package_dir, binary_path, plan_mode = PACKAGE_DIR, "node_modules/@google/gemini-cli/bundle/gemini.js", False

@@ -204,6 +204,7 @@ class MiniSweAgent(CLIAgent):
 
     name = "mini-swe-agent"
     rules_file = RULES_FILE
+    rules_limit = None  # mini-swe-agent reads no rules file of its own: the project puts AGENTS.md in its instance template, whole
     base_prompt = BASE_PROMPT
     package_dir, binary_path, plan_mode = PACKAGE_DIR, ".venv/bin/mini", False
     dry_run_tools = (SubmittingShellTool("bash", "command"),)

@@ -185,6 +185,7 @@ class OpencodeAgent(CLIAgent):
 
     name = "opencode"
     rules_file = RULES_FILE
+    rules_limit = None  # opencode's rules docs (opencode.ai/docs/rules) state no size limit for AGENTS.md that we found
     base_prompt = BASE_PROMPT
     default_model = config.AGENT_MODEL  # an OpenAI model, which opencode reaches as an OpenAI-compatible provider
     package_dir, binary_path, plan_mode = PACKAGE_DIR, _binary_path(), False
