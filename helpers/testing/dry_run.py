@@ -8,12 +8,17 @@ numbers appear. On the bundled house suite:
   check; then it writes the gold fix. It edits with the tools the request offers: an `editor` or
   `apply_patch` tool, else a shell tool (`Bash`, `exec_command`) running `git apply` on the patch;
 - the judge explains a failure by the convention the failing test checks;
+- an init run (the agent's own /init, or the project's init prompt) reads README.md and CONTRIBUTING.md and
+  writes the rules file asked for with the conventions they state, word for word: so the init arm knows the
+  documented conventions only (two of each house library's), and learning has the others to find;
 - the optimizer adds a rule (the convention's rule sentence) for the conventions that failed most,
   at most MAX_NEW_RULES per call, so learning shows up over several loops.
 """
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 import re
 import threading
@@ -21,13 +26,21 @@ from collections import Counter
 from typing import Any, Mapping, Sequence
 
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text
-from helpers.testing.edit_tools import choose_adapter, edit_tools_of_registered_agents, offered_tools
+from helpers.testing.edit_tools import ShellTool, choose_adapter, edit_tools_of_registered_agents, offered_tools
 
 MAX_NEW_RULES = 3
 OPTIMIZER_REQUEST_MARK = "## Current rules\n"  # helpers.learn.optimizer's request, whatever its instructions
 JUDGE_REQUEST_MARK = "## Issue\n"  # helpers.learn.judge's request, whatever its instructions
 PLAN_MODE_MARKER = "you are in plan mode"  # agents' plan-mode system prompts say so (matched without case)
 PLAN_MODE_ACTIVE = "plan mode is active"  # ... or the plan-mode reminder some agents put in the user message
+# The files an agent's init is asked to write, the most specific first (a prompt for CLAUDE.md may name AGENTS.md)
+INIT_FILES = (".clinerules", "GEMINI.md", "CLAUDE.md", "AGENTS.md")
+
+
+def init_file_asked(user_text: str) -> str | None:
+    """The rules file a request with no known task asks the agent to create (an init run), or None."""
+    asks = re.search(r"(?i)\b(?:create|generate|write|analy[sz]e)\b", user_text)
+    return next((name for name in INIT_FILES if name in user_text), None) if asks else None
 
 
 class DryRunScript:
@@ -60,6 +73,8 @@ class DryRunScript:
     # --- the agent ---
     def agent_reply(self, request: dict) -> Reply:
         task = self.task_in(message_text(request, "user"))
+        if task is None and init_file_asked(message_text(request, "user")):
+            return self.init_reply(request)
         if task is None:
             return Reply("I could not find a task I know in this request (scripted dry run).")
         system, user = message_text(request, "system"), message_text(request, "user")
@@ -72,6 +87,31 @@ class DryRunScript:
             return Reply(f"Done: applied the {'convention-following' if knows_all else 'quick'} fix "
                          f"for {task['instance_id']} (scripted dry run).")
         return Reply("Fixing the issue (scripted dry run).", tool_calls=self.edits_for(task, variant, offered_tools(request)))
+
+    # --- the agent's own init (/init): a rules file written from what the repository documents ---
+    def init_reply(self, request: dict) -> Reply:
+        """An init run, in three turns through the agent's own shell tool: read README.md and CONTRIBUTING.md;
+        write the file the prompt asks for (INIT_FILES) with the conventions those documents state, word for word
+        (so the init file teaches the documented conventions only); then say it is done."""
+        shell = choose_adapter([t for t in self.edit_tools if isinstance(t, ShellTool)], offered_tools(request))
+        if shell is None:
+            return Reply("The request offers no shell tool to read the repository with (scripted dry run).")
+        turn = sum(1 for m in request.get("messages") or [] if m.get("role") == "assistant")
+        if turn == 0:  # a plain step: an agent that submits with its last command must not submit yet
+            return Reply("Reading the repository's documents (scripted dry run).",
+                         tool_calls=ShellTool.step(shell, "cat README.md CONTRIBUTING.md"))
+        target = init_file_asked(message_text(request, "user"))
+        if turn == 1:
+            read = _unescaped("\n".join(message_text(request, role) for role in ("tool", "user")))
+            rules = [self.conventions[c]["rule"] for c in sorted(self.known_conventions(read))]
+            text = "\n".join(["# Repository Guidelines", "", "Written by the scripted dry run's init from README.md and "
+                               "CONTRIBUTING.md.", "", "## Conventions", *[f"- {rule}" for rule in rules], "",
+                               "## Build and test", "Run `python -m pytest`.", ""])
+            # base64, so that no shell (nor an agent's screen for command substitution) reads the rules' backticks
+            encoded = base64.b64encode(text.encode("utf-8")).decode("ascii")
+            return Reply(f"Writing {target} (scripted dry run).",
+                         tool_calls=shell.step(f"printf %s {encoded} | base64 -d > {target}"))
+        return Reply(f"Wrote {target} (scripted dry run).")
 
     def plan_for(self, task: dict, known: set[str]) -> str:
         """A plan that names the house conventions the rules taught (scripted dry run)."""
@@ -157,6 +197,13 @@ def start_dry_run_server(tasks: Any = None, agent: str | None = None) -> Scripte
     """A started scripted server playing agent, judge and optimizer (editing with `agent`'s tools first, when
     given); stop() it when done."""
     return ScriptedModelServer(DryRunScript(tasks, agent=agent).script()).start()
+
+
+def _unescaped(text: str) -> str:
+    """What the shell printed, however the agent passed it on: as JSON string escapes (mini-swe-agent's
+    observation: \\u0027, \\n, \\") or as HTML entities."""
+    text = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), text)
+    return html.unescape(text.replace("\\n", "\n").replace('\\"', '"'))
 
 
 def _snippet(problem_statement: str) -> str:
