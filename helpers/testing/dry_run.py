@@ -33,14 +33,15 @@ OPTIMIZER_REQUEST_MARK = "## Current rules\n"  # helpers.learn.optimizer's reque
 JUDGE_REQUEST_MARK = "## Issue\n"  # helpers.learn.judge's request, whatever its instructions
 PLAN_MODE_MARKER = "you are in plan mode"  # agents' plan-mode system prompts say so (matched without case)
 PLAN_MODE_ACTIVE = "plan mode is active"  # ... or the plan-mode reminder some agents put in the user message
-# The files an agent's init is asked to write, the most specific first (a prompt for CLAUDE.md may name AGENTS.md)
+# The files an agent's init may be asked to write; the prompt names the one it asks for first
 INIT_FILES = (".clinerules", "GEMINI.md", "CLAUDE.md", "AGENTS.md")
 
 
 def init_file_asked(user_text: str) -> str | None:
     """The rules file a request with no known task asks the agent to create (an init run), or None."""
     asks = re.search(r"(?i)\b(?:create|generate|write|analy[sz]e)\b", user_text)
-    return next((name for name in INIT_FILES if name in user_text), None) if asks else None
+    named = [(user_text.find(name), name) for name in INIT_FILES if name in user_text]
+    return min(named)[1] if asks and named else None  # the first named: a prompt may list others it reads
 
 
 class DryRunScript:
