@@ -27,6 +27,7 @@ import pandas as pd
 from helpers.core import config
 from helpers.core.outcomes import plan_scored as scored
 from helpers.core.stats import Comparison
+from helpers.core.wording import counted
 from helpers.store.loops import completed_loops, kept_version, load_split, loop_records, loop_rows
 
 
@@ -263,7 +264,7 @@ def baselines_result(experiment: str) -> dict[str, Any] | None:
     arms["none"] = ({"status": "ran", "label": "no rules", "text": "", "rows": loop_rows(experiment, "test", first["loop"])}
                     if start_is_none else {**saved.get("none", {"status": "skipped", "why": "no run without rules"}),
                                            "rows": arm_rows(experiment, "none")})
-    arms["learned"] = ({"status": "ran", "label": f"learned (v{primary['kept_version']})",
+    arms["learned"] = ({"status": "ran", "label": f"v{primary['kept_version']}",
                         "text": store.load(primary["kept_version"]), "rows": loop_rows(experiment, "test", kept["loop"])}
                        if primary["comparison"] is not None else
                        {"status": "skipped", "why": f"the kept version is the start ({primary['start']}): nothing learned"})
@@ -286,6 +287,44 @@ def baselines_result(experiment: str) -> dict[str, Any] | None:
     return {"arms": arms, "primary": primary["comparison"], "secondaries": secondaries, "answers": answers,
             "warnings": warnings, "agent": agent, "no_charge": primary["no_charge"],
             "dry_run": primary["dry_run"] or any(r.get("dry_run") for r in saved.values())}
+
+
+def against_none(result: Mapping[str, Any]) -> dict[str, Any]:
+    """{arm: (its comparison against no rules or None, its p as the test states it, which test)}: learned vs none is
+    the primary test (its own p), init and team vs none are secondaries (Holm-adjusted p)."""
+    found: dict[str, Any] = {"none": (None, math.nan, "")}
+    found["learned"] = (result["primary"], result["primary"].p_value if result["primary"] is not None else math.nan,
+                        "primary")
+    for s in result["secondaries"]:
+        if s.pair[1] == "none":
+            found[s.pair[0]] = (s.comparison, s.p_holm, "secondary, Holm-adjusted")
+    return found
+
+
+def baselines_table(experiment: str) -> pd.DataFrame:
+    """One row per arm (none, learned, init, team): its label and status, test accuracy and tasks, the difference
+    from no rules with its 95% interval and p (the primary's for learned, Holm-adjusted for the secondaries), its
+    cost per run (tokens, dollars or why none, seconds) and its file's size (bytes, tokens, rules). Empty before
+    any baseline ran."""
+    result = baselines_result(experiment)
+    if result is None:
+        return pd.DataFrame()
+    tests, rows = against_none(result), []
+    for arm, record in result["arms"].items():
+        comparison, p, which = tests.get(arm, (None, math.nan, ""))
+        cost, size = record["cost"], record["size"]
+        rows.append({"arm": arm, "label": record.get("label", arm), "status": record["status"],
+                     "data": "SCRIPTED" if result["dry_run"] else "real",
+                     "test accuracy": None if record["n"] == 0 else round(record["accuracy"], 3), "tasks": record["n"],
+                     "vs none (points, 95% CI)": "" if comparison is None or comparison.n == 0 else
+                     f"{comparison.diff * 100:+.1f} ({comparison.ci_low * 100:+.1f} to {comparison.ci_high * 100:+.1f})",
+                     "p": "" if p != p else f"{p:.2g} ({which})",
+                     "tokens per run": None if cost["tokens"] is None else round(cost["tokens"]),
+                     "cost per run": f"${cost['cost_usd']:.4f}" if cost["cost_usd"] else result["no_charge"],
+                     "seconds per run": None if cost["duration_s"] is None else round(cost["duration_s"], 1),
+                     "bytes": size["bytes"], "file tokens": size["tokens"], "rules": size["rules"],
+                     "why": record.get("why", "")})
+    return pd.DataFrame(rows)
 
 
 def _per_run(cost: Mapping[str, float | None], no_charge: str) -> str:
@@ -313,7 +352,7 @@ def baselines_summary(experiment: str) -> str:
         size = record["size"]
         lines.append(f"- {arm} ({label}): {record['accuracy']:.2f} on {record['n']} test tasks; "
                      f"{_per_run(record['cost'], result['no_charge'])}; file {size['bytes']:,} bytes, "
-                     f"{size['tokens']:,} tokens, {size['rules']} rules")
+                     f"{size['tokens']:,} tokens, {counted(size['rules'], 'rule')}")
     lines += [s.summary() for s in result["secondaries"]]
     lines += [f"Size warning: {w}" for w in result["warnings"]]
     lines.append(SECONDARY_RULE.format(alpha=config.STATS_ALPHA))
@@ -355,4 +394,4 @@ def transfer_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 __all__ = ["primary_result", "evidence_summary", "compare", "side_by_side", "cost_changes", "no_charge_note",
            "transfer_table", "Secondary", "secondary_comparisons", "answer_sentence", "arm_cost", "ARMS", "SECONDARY",
-           "SECONDARY_RULE", "QUESTIONS", "baselines_result", "baselines_summary"]  # the public API, documented in CODE_APPENDIX.md
+           "SECONDARY_RULE", "QUESTIONS", "baselines_result", "baselines_summary", "baselines_table", "against_none"]  # the public API, documented in CODE_APPENDIX.md

@@ -143,6 +143,9 @@ def run_baselines(experiment: str, agent: Any, *, arms: tuple[str, ...] = ("init
     train = pd.concat([split_tasks(experiment, side) for side in _pre_test_sides(experiment)], ignore_index=True)
     newest = newest_training_tasks(train)
     done = {}
+    if _starts_with_rules(experiment):  # the loop started from a file (START_RULES): "none" is an arm of its own
+        none = {repo: {"status": "ran", "text": "", "label": "no rules"} for repo in dict.fromkeys(test["repo"].astype(str))}
+        done["none"] = _run_arm(experiment, "none", none, test, agent, workers, gateway, progress, dry_run)
     for arm in arms:
         per_repo = {}
         for repo in dict.fromkeys(test["repo"].astype(str)):
@@ -160,6 +163,14 @@ def run_baselines(experiment: str, agent: Any, *, arms: tuple[str, ...] = ("init
     return done
 
 
+def _starts_with_rules(experiment: str) -> bool:
+    from helpers.store.loops import loop_records
+    from helpers.store.rulesets import RulesetStore
+
+    done = loop_records(experiment)
+    return bool(done) and bool(RulesetStore(experiment).load(done[0]["ruleset_version"]).strip())
+
+
 def _saved_version(store: Any, text: str, arm: str, repo: str) -> int | None:
     """The version already saved for this arm, repository and text (a rerun resumes its runs), else None."""
     from helpers.store.records import ruleset_sha
@@ -167,6 +178,36 @@ def _saved_version(store: Any, text: str, arm: str, repo: str) -> int | None:
     sha = ruleset_sha(text)
     return next((v for v in store.versions() if (m := store.metadata(v)).get("arm") == arm and m.get("repo") == repo
                  and m.get("ruleset_sha") == sha), None)
+
+
+def start_rules(which: str, train: pd.DataFrame, agent: Any, *, experiment: str, team_file: Path | str | None = None,
+                gateway: Any = None, results_root: Path | str | None = None) -> str:
+    """The rules text START_RULES="init" or "team" starts the loop from: the agent's own init file, or the team's,
+    read at the newest training task's base commit of each repository (one section per repository when the
+    training tasks span several). An init that fails or writes nothing, or no team file, is one ValueError
+    naming why, before the loop starts: never an empty start that reads as "no rules"."""
+    if which not in ("init", "team"):
+        raise ValueError(f"START_RULES as a baseline is 'init' or 'team', not {which!r}.")
+    if which == "team" and team_file is None and set(train.get("suite", pd.Series(dtype=str))) == {"house"}:
+        team_file = HOUSE_TEAM_FILE
+    if which == "team" and team_file is not None:
+        return named_team_file(team_file)[0]
+    texts = {}
+    for repo, task in newest_training_tasks(train).items():
+        if which == "init":
+            found = init_rules(agent, task, experiment=experiment, gateway=gateway, results_root=results_root)
+            if found["status"] != "ran":
+                raise ValueError(f"START_RULES='init': {found['why']}; start from a path or a text instead.")
+            texts[repo] = found["text"]
+        else:
+            found = team_rules(task, agent.rules_file)
+            if found is None:
+                raise ValueError(f"START_RULES='team': {repo} holds no rules file at its newest training task's base "
+                                 "commit; name one (TEAM_FILE) or start from a path or a text.")
+            texts[repo] = found[0]
+    if len(texts) == 1:
+        return next(iter(texts.values()))
+    return "\n".join(f"## {repo}\n\n{text.strip()}\n" for repo, text in texts.items())
 
 
 def _pre_test_sides(experiment: str) -> list[str]:
@@ -209,5 +250,5 @@ def _run_arm(experiment: str, arm: str, per_repo: dict[str, dict[str, Any]], tes
     return record
 
 
-__all__ = ["run_baselines", "init_rules", "team_rules", "named_team_file", "newest_training_tasks", "agent_version",
+__all__ = ["run_baselines", "start_rules", "init_rules", "team_rules", "named_team_file", "newest_training_tasks", "agent_version",
            "HOUSE_TEAM_FILE"]

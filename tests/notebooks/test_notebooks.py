@@ -141,7 +141,9 @@ def test_a_rerun_of_the_finished_quickstart_asks_the_model_nothing_and_shows_the
 @READS_THE_QUICKSTART
 def test_the_results_notebook_with_its_defaults_reads_the_quickstarts_experiment_ablates_and_transfers(isolated, quickstart):
     """Run right after the no-key quickstart, 03 finds its experiment; ABLATE measures each kept rule (its forest
-    plot inline and saved); TRANSFER_AGENTS tries the kept rules on another agent, a second, labeled question."""
+    plot inline and saved); TRANSFER_AGENTS tries the kept rules on another agent, a second, labeled question;
+    BASELINES (on by default) runs the agent's own init file and the team's file on the same test tasks and prints
+    the four Holm-corrected secondary comparisons, the two answers and the forest plot."""
     params = {"ABLATE": True, "ABLATE_SPLIT": "val", "COMPARE_WITH": ["quickstart-dry-run"],
               "TRANSFER_AGENTS": ["codex"], "TRANSFER_SPLIT": "val"}  # on the 2 validation tasks: cheap
     executed = run_notebook(NOTEBOOKS / "03_results.ipynb", params)
@@ -156,6 +158,17 @@ def test_the_results_notebook_with_its_defaults_reads_the_quickstarts_experiment
     rows = [line.split() for line in shown.splitlines() if re.match(r"^\d\s+codex\s", line)]
     assert [row[1] for row in rows] == ["codex"] and rows[0][3] == "SCRIPTED", rows  # one paired row, labeled
     assert re.search(r"^codex \(.*?\): (Noise|The rules help|The rules hurt|No test)", shown, re.M)
+    # Baselines (on by default): the agent's own init file and the house suite's team file on the same 16 test tasks
+    assert "Do the learned rules beat what the agent's own /init writes? " in shown
+    assert "Do the learned rules beat the file the team already has? " in shown
+    assert "- init (cline: the project's own init prompt (cline has no init)): " in shown  # Cline has no /init: said
+    assert re.search(r"- team \(the team's team_rules\.md\): [\d.]+ on 16 test tasks; .*scripted: no charge", shown)
+    secondaries = re.findall(r"^Secondary: (\w+) vs (\w+): .*Holm-adjusted p = ", shown, re.M)
+    assert secondaries == [("learned", "init"), ("learned", "team"), ("init", "none"), ("team", "none")]
+    assert "Holm-corrected together" in shown and (quickstart["results"] / "plots/baselines.png").read_bytes().startswith(b"\x89PNG")
+    forest = [out for cell in nbformat.read(executed, as_version=4).cells for out in cell.get("outputs", [])
+              if "image/png" in out.get("data", {}) and "run_baselines" in cell.source]
+    assert len(forest) == 1  # the forest plot of each arm against no rules, inline
 
 
 def test_the_setup_notebook_reports_what_is_here(isolated):

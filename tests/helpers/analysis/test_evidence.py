@@ -325,3 +325,31 @@ def test_the_baselines_summary_answers_both_questions_with_costs_sizes_and_the_l
     assert f"Size warning: the init arm's rules file is {len(big):,} bytes, over codex's documented limit of 32,768 bytes" in summary
     assert "Holm-corrected together" in summary
     assert "Do the learned rules beat what the agent's own /init writes?" in evidence_summary("arms")
+
+
+def test_the_baselines_table_and_forest_plot_show_each_arm_against_no_rules_and_name_the_arms_that_did_not_run(isolated):
+    from helpers.analysis.baseline_plots import plot_baselines
+    from helpers.analysis.evidence import baselines_result, baselines_table
+    from helpers.store.arms import save_arm
+
+    store = RulesetStore("table")
+    store.save("")
+    store.save("- [r1] Use the house logger.\n", parent=0, loop=0)
+    finished_loop("table", 0, 0, passes=2, val=2, dry_run=True)
+    finished_loop("table", 1, 1, passes=24, val=24, rules=1, dry_run=True)
+    save_arm("table", "init", {"status": "errored", "why": "codex's init run wrote no AGENTS.md", "label": "codex's /init"})
+    save_arm("table", "team", {"status": "ran", "label": "the team's AGENTS.md", "text": "- Log through the logger.\n"},
+             arm_frame([1] * 8 + [0] * 22))
+    table = baselines_table("table").set_index("arm")
+    assert list(table.index) == ["none", "learned", "init", "team"] and set(table["data"]) == {"SCRIPTED"}
+    assert table.loc["learned", "vs none (points, 95% CI)"].startswith("+73.3 (") and "(primary)" in table.loc["learned", "p"]
+    assert table.loc["team", "vs none (points, 95% CI)"].startswith("+20.0 (") and "Holm-adjusted" in table.loc["team", "p"]
+    assert table.loc["init", "status"] == "errored" and pd.isna(table.loc["init", "test accuracy"])  # never a 0
+    assert table.loc["init", "why"] == "codex's init run wrote no AGENTS.md"
+    assert table.loc["team", "bytes"] == len("- Log through the logger.\n") and table.loc["team", "rules"] == 1
+    figure = plot_baselines(baselines_result("table"), "table")
+    ax = figure.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[1] == "init: errored: codex's init run wrote no AGENTS.md" and labels[0].startswith("learned (v1): p = ")
+    assert len(ax.containers) == 2  # a point with its interval for learned and team only
+    assert "SCRIPTED DRY RUN" in ax.get_title()
