@@ -104,24 +104,37 @@ def init_rules(agent: Any, task: dict[str, Any], *, experiment: str, gateway: An
     records), cached by its run id (agent, version, prompt hash) and task id (repository, base commit). Returns
     {"status": "ran" or "errored", "why", "text", "agent_version", "prompt_sha", "label", "route", "run_id",
     "base_commit", "repo"}: "errored" when the run failed or did not write the route's file."""
+    return init_files(agent, [task], experiment=experiment, gateway=gateway, results_root=results_root)[0]
+
+
+def init_files(agent: Any, tasks: list[dict[str, Any]], *, experiment: str, gateway: Any = None,
+               results_root: Path | str | None = None, workers: int = config.WORKERS) -> list[dict[str, Any]]:
+    """init_rules for several repositories at once: one engine call, `workers` init runs at a time; one record
+    per task, in order."""
     from helpers.engine.runs import run_tasks
 
     route = type(agent).init_route
     version, name = agent_version(agent), str(agent.name)
     run_id = f"init_{name}_{version}_{route.prompt_sha}"
-    record = {"agent_version": version, "prompt_sha": route.prompt_sha, "label": route.label(name), "route": route.command,
-              "init_kind": route.kind, "run_id": run_id, "base_commit": str(task["base_commit"]), "repo": task.get("repo"),
-              "source": route.source}
-    rows = run_tasks(pd.DataFrame([init_task(task, route, name)]), agent, run_id=run_id, experiment=experiment,
-                     evaluate=False, gateway=gateway, progress=False, results_root=results_root)
-    row = rows.iloc[0].to_dict() if len(rows) else {}
-    if row.get("status") != "completed":
-        why = f"{name}'s init run ended {row.get('status') or 'without a record'}: {row.get('error') or 'no error given'}"
-        return {**record, "status": "errored", "why": why[:500], "text": ""}
-    text = written_file(str(row.get("output") or ""), route.writes)
-    if not text or not text.strip():
-        return {**record, "status": "errored", "why": f"{name}'s init run wrote no {route.writes}", "text": ""}
-    return {**record, "status": "ran", "why": "", "text": text}
+    asked = [init_task(task, route, name) for task in tasks]
+    rows = run_tasks(pd.DataFrame(asked), agent, run_id=run_id, experiment=experiment, evaluate=False, gateway=gateway,
+                     progress=False, results_root=results_root, workers=workers)
+    by_id = {str(r["instance_id"]): r for r in rows.to_dict("records")}
+    found = []
+    for task, init in zip(tasks, asked):
+        record = {"agent_version": version, "prompt_sha": route.prompt_sha, "label": route.label(name),
+                  "route": route.command, "init_kind": route.kind, "run_id": run_id,
+                  "base_commit": str(task["base_commit"]), "repo": task.get("repo"), "source": route.source}
+        row = by_id.get(init["instance_id"], {})
+        text = written_file(str(row.get("output") or ""), route.writes) if row.get("status") == "completed" else None
+        if row.get("status") != "completed":
+            why = f"{name}'s init run ended {row.get('status') or 'without a record'}: {row.get('error') or 'no error given'}"
+            found.append({**record, "status": "errored", "why": why[:500], "text": ""})
+        elif not text or not text.strip():
+            found.append({**record, "status": "errored", "why": f"{name}'s init run wrote no {route.writes}", "text": ""})
+        else:
+            found.append({**record, "status": "ran", "why": "", "text": text})
+    return found
 
 
 def run_baselines(experiment: str, agent: Any, *, arms: tuple[str, ...] = ("init", "team"),
@@ -146,13 +159,18 @@ def run_baselines(experiment: str, agent: Any, *, arms: tuple[str, ...] = ("init
     if _starts_with_rules(experiment):  # the loop started from a file (START_RULES): "none" is an arm of its own
         none = {repo: {"status": "ran", "text": "", "label": "no rules"} for repo in dict.fromkeys(test["repo"].astype(str))}
         done["none"] = _run_arm(experiment, "none", none, test, agent, workers, gateway, progress, dry_run)
+    repos = list(dict.fromkeys(test["repo"].astype(str)))
     for arm in arms:
         per_repo = {}
-        for repo in dict.fromkeys(test["repo"].astype(str)):
+        if arm == "init":  # every repository's init at once
+            readable = [repo for repo in repos if repo in newest]
+            per_repo = dict(zip(readable, init_files(agent, [newest[r] for r in readable], experiment=experiment,
+                                                     gateway=gateway, workers=workers)))
+        for repo in repos:
             if repo not in newest:
                 per_repo[repo] = {"status": "errored", "why": f"no training task of {repo} to read it at"}
             elif arm == "init":
-                per_repo[repo] = init_rules(agent, newest[repo], experiment=experiment, gateway=gateway)
+                continue
             else:
                 found = named or team_rules(newest[repo], agent.rules_file)
                 per_repo[repo] = ({"status": "ran", "text": found[0], "path": found[1], "label": f"the team's {Path(found[1]).name}",
@@ -250,5 +268,5 @@ def _run_arm(experiment: str, arm: str, per_repo: dict[str, dict[str, Any]], tes
     return record
 
 
-__all__ = ["run_baselines", "start_rules", "init_rules", "team_rules", "named_team_file", "newest_training_tasks", "agent_version",
+__all__ = ["run_baselines", "start_rules", "init_rules", "init_files", "team_rules", "named_team_file", "newest_training_tasks", "agent_version",
            "HOUSE_TEAM_FILE"]
