@@ -53,6 +53,7 @@ def test_the_house_libraries_document_two_conventions_each_and_the_team_file_a_d
     assert len(set().union(*per_library.values(), team)) < len(CONVENTIONS)  # learning has the rest to find
 
 
+@pytest.mark.xdist_group("codex")  # Codex runs: on the worker whose timeout test looks for its processes
 def test_an_init_run_that_writes_nothing_is_an_errored_arm_named_with_why(isolated):
     tasks = load_house_suite().head(1)
     silent = Script([], default=Reply("I looked around and have nothing to write (scripted)."))
@@ -113,6 +114,7 @@ def test_a_named_team_file_is_checked_before_anything_runs(tmp_path):
     assert named_team_file(HOUSE_TEAM_FILE)[0].startswith("# Team conventions")
 
 
+@pytest.mark.xdist_group("codex")  # Codex runs: on the worker whose timeout test looks for its processes
 def test_run_baselines_saves_each_arm_as_a_ruleset_version_runs_it_on_the_test_tasks_and_resumes(isolated):
     suite = load_house_suite()
     ledger = suite[suite["repo"] == "house/ledger"]
@@ -143,6 +145,7 @@ def test_run_baselines_saves_each_arm_as_a_ruleset_version_runs_it_on_the_test_t
     assert json.loads(json.dumps(saved))  # plain data
 
 
+@pytest.mark.xdist_group("codex")  # Codex runs: on the worker whose timeout test looks for its processes
 def test_start_rules_init_or_team_is_the_file_itself_and_a_missing_one_stops_before_the_loop(isolated, tmp_path):
     from helpers.engine.baselines import start_rules
 
