@@ -37,7 +37,6 @@ from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.core.processes import json_lines, last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
-from helpers.llm.pricing import call_cost_usd, is_priced
 from helpers.testing.edit_tools import ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -161,15 +160,9 @@ def plan_of(events: list[dict[str, Any]]) -> str:
 
 def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeout_s: float, model: str,
               instance_id: str, mode: str, duration: float) -> AgentResult:
-    """The AgentResult of one run from its events: status, usage and the final message from the `result` event."""
+    """Claude Code's claim about its run, from its events: status and the final message from the `result` event.
+    Agent data: the run's end is the host's (helpers.agents.base.ended_as_seen), usage and cost the gateway's meter."""
     final = next((e for e in reversed(events) if e.get("type") == "result"), None) or {}
-    usage = final.get("usage") or {}
-    tokens = {"input_tokens": int(usage.get("input_tokens") or 0), "output_tokens": int(usage.get("output_tokens") or 0),
-              "cache_read_tokens": int(usage.get("cache_read_input_tokens") or 0),
-              "cache_write_tokens": int(usage.get("cache_creation_input_tokens") or 0)}
-    cost = call_cost_usd(model, tokens["input_tokens"], tokens["output_tokens"])
-    if not is_priced(model) and final.get("total_cost_usd"):
-        cost = float(final["total_cost_usd"])  # a model our price table does not know: Claude Code's own figure
     text = str(final.get("result") or "")
     plan = plan_of(events) or text if mode == "plan" else ""
     if timed_out:
@@ -179,9 +172,10 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
     else:
         errors = [str(e) for e in final.get("errors") or []]
         status, error = "error", "; ".join(errors) or text or last_lines(stderr) or "Claude Code ended without a result"
+    turns = final.get("num_turns")
     return AgentResult(instance_id, status, plan=plan, error=error[:4000],
-                       iterations=int(final.get("num_turns") or 0), duration_s=round(duration, 3), usage=tokens,
-                       cost_usd=cost, final_text=text, model=model, trajectory=trajectory_of(events))
+                       iterations=turns if isinstance(turns, int) else 0, duration_s=round(duration, 3),
+                       final_text=text, model=model, trajectory=trajectory_of(events))
 
 
 class ClaudeCodeAgent(CLIAgent):

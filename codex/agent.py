@@ -35,7 +35,6 @@ from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.core.processes import json_lines, last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
-from helpers.llm.pricing import call_cost_usd
 from helpers.testing.edit_tools import PatchTool, ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -139,17 +138,13 @@ def trajectory_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeout_s: float, model: str,
               instance_id: str, duration: float) -> AgentResult:
-    """The AgentResult of one run: completed when its turn completed and none failed; usage from turn.completed."""
-    usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
+    """Codex's claim about its run: completed when its turn completed and none failed. Agent data: the run's end is
+    the host's (helpers.agents.base.ended_as_seen), usage and cost the gateway's meter (turn.completed's not read)."""
     completed, failures, notices, text, calls = False, [], [], "", 0
     for event in events:
         kind, item = event.get("type"), event.get("item") or {}
         if kind == "turn.completed":
             completed = True
-            turn = event.get("usage") or {}
-            usage["input_tokens"] += int(turn.get("input_tokens") or 0)
-            usage["output_tokens"] += int(turn.get("output_tokens") or 0)
-            usage["cache_read_tokens"] += int(turn.get("cached_input_tokens") or 0)
         elif kind == "turn.failed":
             failures.append(str((event.get("error") or {}).get("message") or event))
         elif kind == "error":  # also "Reconnecting... 1/5" notices of a retry that may still succeed
@@ -167,10 +162,7 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
         error = ("; ".join(dict.fromkeys(failures or notices[-1:])) or last_lines(stderr)
                  or "Codex ended without completing its turn")
     return AgentResult(instance_id, status, error=error[:4000], iterations=calls + 1 if events else 0,
-                       duration_s=round(duration, 3), usage=usage,
-                       cost_usd=call_cost_usd(model, usage["input_tokens"], usage["output_tokens"],
-                                              cached_tokens=usage["cache_read_tokens"]), final_text=text,
-                       model=model, trajectory=trajectory_of(events))
+                       duration_s=round(duration, 3), final_text=text, model=model, trajectory=trajectory_of(events))
 
 
 class CodexAgent(CLIAgent):

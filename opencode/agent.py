@@ -39,7 +39,6 @@ from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.core.processes import json_lines, last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
-from helpers.llm.pricing import call_cost_usd
 from helpers.testing.edit_tools import PatchTool, ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -149,18 +148,14 @@ def _error_text(event: dict[str, Any]) -> str:
 
 def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeout_s: float, model: str,
               instance_id: str, duration: float) -> AgentResult:
-    """The AgentResult of one run: completed when its last step finished without asking for tools and no error
-    came; usage summed over step_finish events."""
-    usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
+    """opencode's claim about its run: completed when its last step finished without asking for tools and no error
+    came. Agent data: the run's end is the host's (helpers.agents.base.ended_as_seen), usage and cost the gateway's
+    meter (step_finish tokens are not read)."""
     finished, errors, text, calls, steps = False, [], "", 0, 0
     for event in events:
         kind, part = event.get("type"), event.get("part") or {}
         if kind == "step_finish":
             steps += 1
-            tokens = part.get("tokens") or {}
-            usage["input_tokens"] += int(tokens.get("input") or 0)
-            usage["output_tokens"] += int(tokens.get("output") or 0) + int(tokens.get("reasoning") or 0)
-            usage["cache_read_tokens"] += int((tokens.get("cache") or {}).get("read") or 0)
             finished = part.get("reason") not in ("tool-calls", "error")
         elif kind == "error":
             errors.append(_error_text(event))
@@ -176,7 +171,6 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
         status = "error"
         error = "; ".join(dict.fromkeys(errors)) or last_lines(stderr) or "opencode ended without finishing its turn"
     return AgentResult(instance_id, status, error=error[:4000], iterations=steps, duration_s=round(duration, 3),
-                       usage=usage, cost_usd=call_cost_usd(model, usage["input_tokens"], usage["output_tokens"]),
                        final_text=text, model=model, trajectory=trajectory_of(events))
 
 

@@ -211,7 +211,8 @@ def fix_run(name: str, results) -> Run:
     key = f"test-KEY-of-{name}-" + "7" * 16
     with ScriptedModelServer(script) as server, watching_command_lines(key) as seen:
         agent = agent_at(name, server, key, timeout_s=180)
-        with Gateway({"agent": Upstream(*agent.upstream())}) as gateway:
+        # as a session's gateway holds it: the agent's model only, every call reserved from a budget
+        with Gateway({"agent": Upstream(*agent.upstream())}, models={"agent": [agent.model]}, budget_usd=100) as gateway:
             rows = run_tasks(tasks, agent, run_id="train_0", experiment="contract", ruleset=rules, workers=4,
                              progress=False, results_root=results, gateway=gateway)
             calls = gateway.calls()

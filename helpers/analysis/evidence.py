@@ -24,11 +24,13 @@ from typing import Any
 
 import pandas as pd
 
+from helpers.analysis.captions import wrap
 from helpers.core import config
-from helpers.core.outcomes import plan_scored as scored
+from helpers.core.outcomes import errored_note, plan_scored as scored
 from helpers.core.stats import Comparison
 from helpers.core.wording import counted
-from helpers.store.loops import completed_loops, kept_version, load_split, loop_records, loop_rows
+from helpers.store.loops import (completed_loops, kept_version, load_one_test, load_split, loop_records, loop_rows,
+                                 one_test_rows)
 
 
 def _label(record: dict[str, Any] | None, version: int, rules: int | None = None) -> str:
@@ -104,7 +106,11 @@ def primary_result(experiment: str) -> dict[str, Any] | None:
     first = done[0]
     start_label = _label(first, first["ruleset_version"])
     kept_loop = next(r for r in done if r["ruleset_version"] == choice.version)
-    start_rows, kept_rows = loop_rows(experiment, "test", first["loop"]), loop_rows(experiment, "test", kept_loop["loop"])
+    one_test = load_one_test(experiment)
+    if one_test is not None:  # the one test ran on its own, pair by pair (helpers.engine.one_test)
+        start_rows, kept_rows = one_test_rows(experiment, "start"), one_test_rows(experiment, "kept")
+    else:  # every loop ran the test split: loop 0's rows against the kept version's
+        start_rows, kept_rows = loop_rows(experiment, "test", first["loop"]), loop_rows(experiment, "test", kept_loop["loop"])
     comparison, changes = None, {}
     if choice.version != first["ruleset_version"] and start_rows is not None and kept_rows is not None:
         comparison = primary_test(start_rows, kept_rows, start_label, f"v{choice.version}")
@@ -113,16 +119,25 @@ def primary_result(experiment: str) -> dict[str, Any] | None:
     verdict = (decision(comparison, tokens.summary() if _recorded(tokens) else "")
                if comparison is not None else
                f"No test: the kept version is the start ({start_label}), so nothing learned is claimed.")
+    rule = DECISION_RULE
+    if comparison is not None and one_test is not None and "decision" in one_test:
+        verdict = sequential_verdict(one_test, start_rows, kept_rows, tokens.summary() if _recorded(tokens) else "",
+                                     no_charge=no_charge_note(done))
+        rule = (f"Primary test, declared before any run: the kept version (chosen on validation) against the start "
+                f"on the test split, task by task in a seeded order: {one_test['method']}. \"The rules help\" or "
+                "\"hurt\" only when a boundary is crossed; tasks after the stop are never run or counted.")
     split = load_split(experiment) or {}
     sizes = (f"Split: {len(split.get('train', []))} train, {len(split.get('validation', []))} validation, "
              f"{len(split.get('test', []))} test tasks (saved in act_results/{experiment}/split.json)." if split else
              "Split: not saved with the experiment.")
     return {"kept_version": choice.version, "how": choice.how, "candidates": choice.candidates, "split": sizes,
             "start": start_label, "comparison": comparison, "decision": verdict,
-            "power": power_note(len(start_rows) if start_rows is not None else 0), "rule": DECISION_RULE,
+            "power": power_note(one_test["design"]["n_tasks"] if one_test else len(start_rows) if start_rows is not None else 0),
+            "rule": rule,
             "dry_run": any(r.get("dry_run") for r in done), "loops": len(done), "cost": changes,
             "rules_tokens": {"kept": int(kept_loop.get("ruleset_tokens") or 0), "start": int(first.get("ruleset_tokens") or 0)},
-            "no_charge": no_charge_note(done)}
+            "no_charge": no_charge_note(done), "one_test": one_test,  # and how errored pairs were counted:
+            "errored": errored_note(comparison.n_excluded, start_rows, kept_rows) if comparison is not None else ""}
 
 
 def evidence_summary(experiment: str) -> str:
@@ -135,9 +150,12 @@ def evidence_summary(experiment: str) -> str:
     lines = (["SCRIPTED DRY RUN: every number below comes from the scripted model; these are not results."]
              if result["dry_run"] else [])
     lines += [result["split"], f"Kept version: {result['how']}."]
-    if result["comparison"] is not None:
-        lines.append(f"Primary test: {result['comparison'].summary()} (test split).")
-    lines += [result["decision"], *_cost_lines(result), result["power"], result["rule"]]
+    if result["comparison"] is not None and result.get("one_test"):
+        lines += [f"Over the pairs it ran: {result['comparison'].summary()} (test split; the fixed test's "
+                  "reading, not the decision).", result["errored"]]
+    elif result["comparison"] is not None:
+        lines += [f"Primary test: {result['comparison'].summary()} (test split).", result["errored"]]
+    lines += [result["decision"], *_cost_lines(result), wrap(result["power"]), wrap(result["rule"])]  # a notebook's width
     baselines = baselines_result(experiment)  # the secondary answers, when baseline arms ran (baselines_summary: all)
     lines += baselines["answers"] if baselines is not None else []
     return "\n".join(lines)
@@ -359,6 +377,25 @@ def baselines_summary(experiment: str) -> str:
     return "\n".join(lines)
 
 
+def sequential_verdict(one_test: dict[str, Any], start_rows: pd.DataFrame, kept_rows: pd.DataFrame, cost: str = "",
+                       no_charge: str = "unpriced") -> str:
+    """The one test's decision as it ran (where it stopped and why, its estimate with the interval valid at the
+    stop), and the runs (and dollars, when priced; else `no_charge`, why not) it did not pay for against
+    running every test task."""
+    saved_runs = 2 * int(one_test.get("tasks_saved") or 0)
+    spent = pd.concat([start_rows, kept_rows], ignore_index=True)
+    dollars = pd.to_numeric(spent.get("cost_usd", pd.Series(dtype=float)), errors="coerce").dropna()
+    if not saved_runs:
+        saved = "It ran every test task, so nothing was saved."
+    elif len(dollars) and dollars.sum() > 0:
+        saved = (f"It saved {saved_runs:,} agent runs against the fixed design (about "
+                 f"${dollars.mean() * saved_runs:,.2f} at this test's mean cost per run).")
+    else:
+        saved = f"It saved {saved_runs:,} agent runs against the fixed design ({no_charge})."
+    at = f" Beside it, not tested: {cost}." if cost else ""
+    return f"{one_test['sentence']} {saved}{at}"
+
+
 # --- comparing agents side by side ------------------------------------------------------------------
 def side_by_side(experiments: list[str], split: str = "test") -> pd.DataFrame:
     """Accuracy per loop of several experiments (e.g. one per agent on the same tasks), with intervals."""
@@ -393,5 +430,5 @@ def transfer_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 __all__ = ["primary_result", "evidence_summary", "compare", "side_by_side", "cost_changes", "no_charge_note",
-           "transfer_table", "Secondary", "secondary_comparisons", "answer_sentence", "arm_cost", "ARMS", "SECONDARY",
+           "transfer_table", "sequential_verdict", "Secondary", "secondary_comparisons", "answer_sentence", "arm_cost", "ARMS", "SECONDARY",
            "SECONDARY_RULE", "QUESTIONS", "baselines_result", "baselines_summary", "baselines_table", "against_none"]  # the public API, documented in CODE_APPENDIX.md

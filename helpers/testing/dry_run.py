@@ -25,6 +25,8 @@ import threading
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
+from helpers.core.wording import counted
+from helpers.core.fences import outside_fences
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text
 from helpers.testing.edit_tools import ShellTool, choose_adapter, edit_tools_of_registered_agents, offered_tools
 
@@ -122,6 +124,23 @@ class DryRunScript:
                   for n, c in enumerate(sorted(known & set(task["conventions"])), 2)]
         return "\n".join(steps)
 
+    def plan_verdict(self, task: dict, text: str) -> dict[str, Any]:
+        """The judge on a plan (plan mode: nothing was run): correct when the plan names every house convention
+        the task's hidden tests check; otherwise the explanation says, in a plan's terms, how many of them its
+        steps name and which it leaves out, by title (what the optimizer reads), never a patch's verdict."""
+        missing = [c for c in task["conventions"] if self.conventions[c]["title"] not in text]
+        named = len(task["conventions"]) - len(missing)
+        if not missing:
+            return {"correctness": "correct", "explanation": f"The plan addresses the issue and names every house "
+                    f"convention the change must keep ({counted(named, 'convention')})."}
+        parts = [f"'{self.conventions[c]['title']}' (the hidden tests check: {self.conventions[c]['check']})"
+                 for c in missing]
+        return {"correctness": "incorrect", "explanation": (
+            f"The plan addresses the issue" + (f" and names {named} of the conventions the change must keep" if named
+                                               else "") + f", but no step keeps the house convention"
+            f"{'s' if len(parts) > 1 else ''} {' and '.join(parts)}: a change made from this plan would fail "
+            f"those tests.")}
+
     def edits_for(self, task: dict, variant: str, offered: Mapping[str, frozenset[str] | None]) -> list[dict]:
         """Tool calls, with the first declared edit tool the request offers (by name and arguments: see
         helpers.testing.edit_tools), that turn the base commit into the base commit + the task's `variant` patch."""
@@ -141,9 +160,12 @@ class DryRunScript:
         task = self.task_in(text)
         if task is None:
             return Reply(json.dumps({"correctness": "incorrect", "explanation": "Unknown task (scripted dry run)."}))
-        passed = bool(re.search(r"(?im)^\s*(?:test )?(?:outcome|result|pass_or_fail)\s*:\s*pass", text))
+        passed = bool(re.search(r"(?im)^\s*(?:test )?(?:outcome|result|pass_or_fail)\s*:\s*pass",
+                                outside_fences(text)))  # the host's grade, never a line the agent fenced in
         titles = [self.conventions[c]["title"] for c in task["conventions"]]
-        if re.search(r"(?im)^outcome: not run", text):  # plan mode: does the plan name every convention?
+        if re.search(r"(?im)^outcome: not run", text):  # plan mode: a plan is judged as a plan
+            return Reply(json.dumps({**self.plan_verdict(task, text), "note": "scripted dry run"}))
+        if re.search(r"(?im)^outcome: not run", outside_fences(text)):  # plan mode: does the plan name every convention?
             passed = all(title in text for title in titles)
         if passed:
             explanation = (f"The patch fixes the reported bug and follows the house conventions the tests "
@@ -179,11 +201,26 @@ class DryRunScript:
                           "sources": sources})
         return Reply(json.dumps({"edits": edits}))
 
+    # --- the check of a learned rule by meaning ---
+    def rule_check_reply(self, request: dict) -> Reply:
+        """The scripted answer to helpers.learn.rule_check: the floor's verdict on the fenced rule, said to be
+        scripted (a real run asks the judge's model)."""
+        from helpers.core.planted import harm_categories, planted_reasons
+
+        rule = re.search(r"(?s)^<<<DATA-(\w+) [^\n]*>>>\n(.*?)\n?<<<END-\1>>>$", message_text(request, "user"), re.M)
+        reasons = planted_reasons(rule.group(2) if rule else "")
+        categories = harm_categories(reasons)
+        return Reply(json.dumps({"harmful": bool(categories), "category": categories[0] if categories else "none",
+                                 "reason": "scripted dry run: the floor's reading" + (f" ({'; '.join(reasons)})" if reasons else ""),
+                                 "note": "scripted dry run"}))
+
     def script(self) -> Script:
         from helpers.learn.judge import JUDGE_SYSTEM_PROMPT
         from helpers.learn.optimizer import OPTIMIZER_SYSTEM_PROMPT
+        from helpers.learn.rule_check import RULE_CHECK_PROMPT
 
         return Script([
+            Rule(system_contains=_first_line(RULE_CHECK_PROMPT), reply=self.rule_check_reply),
             Rule(system_contains=_first_line(JUDGE_SYSTEM_PROMPT), reply=self.judge_reply),
             Rule(system_contains=_first_line(OPTIMIZER_SYSTEM_PROMPT), reply=self.optimizer_reply),
             Rule(match=lambda request: bool(request.get("tools")), reply=self.agent_reply),  # agents bring tools

@@ -46,8 +46,10 @@ def test_the_kept_version_is_chosen_on_validation_and_tested_once_against_the_st
     summary = evidence_summary("kept")
     assert "Kept version: v2: the highest validation accuracy (0.67 on 30 tasks, start 0.17) of 4 versions" in summary
     assert "Primary test: v2 vs no rules on 30 tasks: +50.0 points" in summary
-    assert "The rules help" in summary and "two-sided, level 0.05" in summary and "exploratory" in summary
+    assert "The rules help" in summary and "exploratory" in summary and "two-sided, level 0.05" in " ".join(summary.split())
     assert "With 30 test tasks, an observed gain under 20 points can never be significant" in summary
+    tail = summary[summary.index("With 30 test tasks"):]  # the power note and the decision rule: a notebook's width
+    assert tail.count("\n") >= 3 and all(len(line) <= 100 for line in tail.splitlines())
 
 
 def test_the_primary_result_carries_the_paired_change_in_tokens_cost_and_time_with_intervals(isolated):
@@ -353,3 +355,48 @@ def test_the_baselines_table_and_forest_plot_show_each_arm_against_no_rules_and_
     assert labels[1] == "init: errored: codex's init run wrote no AGENTS.md" and labels[0].startswith("learned (v1): p = ")
     assert len(ax.containers) == 2  # a point with its interval for learned and team only
     assert "SCRIPTED DRY RUN" in ax.get_title()
+
+
+def test_the_summary_says_how_errored_pairs_were_counted(isolated):
+    from helpers.core.outcomes import run_outcome
+
+    finished_loop("errored", 0, 0, passes=5, val=5)
+    finished_loop("errored", 1, 1, passes=20, val=20, rules=2)
+    for loop, (host, own) in {0: (28, 29), 1: (27, 26)}.items():  # on each side: one the host saw, one the agent's
+        path = split_results_path("errored", "test", loop)
+        rows = pd.read_csv(path).assign(host_error="", error="")
+        rows.loc[[host, own], "status"] = "error"
+        rows.loc[host, ["host_error", "error"]] = ["the model provider failed: status 503", "503"]
+        rows.loc[own, "error"] = "the agent's CLI died of signal 9 (the host's wait)"
+        write_csv(rows, path)
+    assert run_outcome(pd.read_csv(path).iloc[26]) == "errored: rules"  # a CSV's empty host_error reads as none
+    summary = evidence_summary("errored")
+    assert ("Errored pairs: 2 pairs with an infrastructure error on either side left out; 2 failed runs the agent "
+            "ended itself (its own exit, its own calls, its limits) counted as failures.") in summary
+    assert "on 28 tasks" in summary  # 30 tasks, the 2 with a host-seen error on either side left out
+
+
+def test_a_one_test_run_on_its_own_gives_the_decision_where_it_stopped_and_the_runs_it_saved(isolated):
+    from dataclasses import asdict
+
+    from helpers.core.sequential import SequentialDesign, sequential_test
+    from helpers.store.loops import save_one_test, save_one_test_rows
+
+    finished_loop("seq", 0, 0, passes=5, val=5, splits=("train",))
+    finished_loop("seq", 1, 1, passes=20, val=20, rules=3, splits=("train",))
+    design = SequentialDesign(n_tasks=48, batch=8)
+    pairs = [(False, i % 4 != 3) for i in range(16)]  # three of every four tasks flip to pass, none back
+    result = sequential_test(pairs, design)
+    assert result.decision == "help" and result.tasks_run == 16
+    save_one_test("seq", {"design": asdict(design), "method": design.describe(), "decision": result.decision,
+                          "tasks_run": 16, "tasks_saved": result.tasks_saved, "sentence": result.sentence()})
+    for side, passed in (("start", [False] * 16), ("kept", [kept for _, kept in pairs])):
+        save_one_test_rows("seq", side, pd.DataFrame({
+            "instance_id": [f"t-{i}" for i in range(16)], "status": "completed", "mode": "act",
+            "pass_or_fail": ["pass" if p else "fail" for p in passed], "cost_usd": 0.5, "input_tokens": 100,
+            "output_tokens": 10, "duration_s": 30.0}))
+    summary = evidence_summary("seq")
+    assert "Stopped after 16 of 48 test tasks: the rules help" in summary
+    assert "It saved 64 agent runs against the fixed design (about $32.00 at this test's mean cost per run)" in summary
+    assert "v1 vs no rules on 16 tasks" in summary and "the fixed test's reading, not the decision" in summary
+    assert "O'Brien-Fleming alpha spending" in summary and "With 48 test tasks" in summary
