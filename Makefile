@@ -130,6 +130,7 @@ bench: setup
 clean:
 	rm -rf $(VENV) $(PHOENIX_VENV) $(MINI_VENV) cline/node_modules claude_code/node_modules codex/node_modules opencode/node_modules gemini_cli/node_modules .state .cache .phoenix
 
-phoenix: setup
+# Only the Phoenix server (its own environment): a workshop needs no agent, no network beyond this install.
+phoenix: $(PHOENIX_MARK)
 	@echo "Phoenix with every logged experiment (data in .phoenix/): http://127.0.0.1:6006  (Ctrl-C stops it)"
 	PHOENIX_HOST=127.0.0.1 PHOENIX_PORT=6006 PHOENIX_TELEMETRY_ENABLED=false PHOENIX_ALLOW_EXTERNAL_RESOURCES=false $(PHOENIX_VENV)/bin/python helpers/tracking/phoenix_loopback.py serve

@@ -6,7 +6,9 @@ In one run, the same client calls the scripted server straight and through the g
 - 64 concurrent streaming calls: throughput (calls/s) and p50/p99 latency of each path;
 - every stream checked: the content reassembled in order, as many events as the direct answer, [DONE] last.
 The server and the gateway run in processes of their own, as in use (agents are other processes), so
-the load generator does not share their interpreter.
+the load generator does not share their interpreter. The gateway is held as a session holds it: a budget (each call
+reserved at its worst case, priced), the run's model only, each concurrent client a token of its own (a token's
+calls at once are capped), every request screened by the allow-list and forwarded as the gateway serialises it.
 
 Goal: p50 overhead <= 5 ms; no lost or reordered chunks.
 
@@ -40,12 +42,14 @@ print(json.dumps({{"url": server.base_url}}), flush=True)
 sys.stdin.read()
 """
 
-GATEWAY = """
+MODEL = "gpt-4.1"  # priced: every call's reservation is priced, as in a real run
+GATEWAY = f"""
 import json, sys
 from helpers.llm.gateway import Gateway, Upstream
-gateway = Gateway({"scripted": Upstream(sys.argv[1], "sk-bench-key", "openai-compatible")}, concurrency=1024).start()
-token = gateway.issue_token("scripted", role="bench")
-print(json.dumps({"url": gateway.url_for("scripted"), "token": token}), flush=True)
+gateway = Gateway({{"scripted": Upstream(sys.argv[1], "sk-bench-key", "openai-compatible")}}, concurrency=1024,
+                  budget_usd=1e6, models={{"scripted": [{MODEL!r}]}}).start()
+tokens = [gateway.issue_token("scripted", role="agent", task=f"t{{i}}") for i in range(int(sys.argv[2]))]
+print(json.dumps({{"url": gateway.url_for("scripted"), "tokens": tokens}}), flush=True)
 sys.stdin.read()
 """
 
@@ -73,7 +77,7 @@ def check_stream(body: bytes) -> str | None:
 
 
 async def one_call(session: aiohttp.ClientSession, url: str, key: str) -> tuple[float, bytes]:
-    body = {"model": "scripted-dry-run", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+    body = {"model": MODEL, "stream": True, "messages": [{"role": "user", "content": "go"}]}
     started = time.perf_counter()
     async with session.post(url + "/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"}) as answer:
         assert answer.status == 200, answer.status
@@ -94,11 +98,13 @@ async def sequential(session, direct, through, calls: int) -> tuple[list[float],
 
 
 async def concurrent(session, target, concurrency: int, rounds: int) -> tuple[float, list[float], list[bytes]]:
-    """(calls per second, latencies, bodies) of concurrency x rounds calls, `concurrency` at a time."""
+    """(calls per second, latencies, bodies) of concurrency x rounds calls, `concurrency` at a time, each of the
+    `concurrency` clients with a key of its own (`target`: url and keys)."""
+    url, keys = target
     started = time.perf_counter()
     results = []
     for _ in range(rounds):
-        results += await asyncio.gather(*(one_call(session, *target) for _ in range(concurrency)))
+        results += await asyncio.gather(*(one_call(session, url, keys[i % len(keys)]) for i in range(concurrency)))
     elapsed = time.perf_counter() - started
     return len(results) / elapsed, [r[0] for r in results], [r[1] for r in results]
 
@@ -106,9 +112,9 @@ async def concurrent(session, target, concurrency: int, rounds: int) -> tuple[fl
 async def measure(direct, through, calls: int, concurrency: int, rounds: int) -> dict:
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120)) as session:
-        for target in (direct, through):  # warm both paths (connections, imports)
-            await one_call(session, *target)
-        plain, proxied, bodies = await sequential(session, direct, through, calls)
+        for url, keys in (direct, through):  # warm both paths (connections, imports)
+            await one_call(session, url, keys[0])
+        plain, proxied, bodies = await sequential(session, (direct[0], direct[1][0]), (through[0], through[1][0]), calls)
         direct_rate, direct_lat, direct_bodies = await concurrent(session, direct, concurrency, rounds)
         gateway_rate, gateway_lat, gateway_bodies = await concurrent(session, through, concurrency, rounds)
     checked = bodies + direct_bodies + gateway_bodies
@@ -137,9 +143,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=10, help="batches of --concurrency calls per path")
     args = parser.parse_args()
     server, served = start(SERVER)
-    gateway, gate = start(GATEWAY, served["url"])
+    gateway, gate = start(GATEWAY, served["url"], str(args.concurrency))
     try:
-        result = asyncio.run(measure((served["url"], "sk-bench-key"), (gate["url"], gate["token"]),
+        result = asyncio.run(measure((served["url"], ["sk-bench-key"]), (gate["url"], gate["tokens"]),
                                      args.calls, args.concurrency, args.rounds))
     finally:
         for child in (gateway, server):

@@ -10,9 +10,13 @@
    hundreds of milliseconds at least.
 3. Privilege and caps (helpers.core.confinement): an agent run (`node -e 0` with the gateway in reach) and a
    grading (`bash -c true`), each in an empty workspace and in one of WORKSPACE_FILES files, started as run_cli
-   starts them (`relayed`: the run's own uid, its workspace and home handed to it and back, its cgroup made
-   and removed, its rlimits set and root given up inside, the seccomp filter, the watcher's last check)
+   starts them (`relayed`: the run's own uid, its workspace and home made overlays on a tmpfs of the disk cap
+   (as root) and handed to it and back, the mounts detached after, its cgroup made and removed, its rlimits set
+   and root given up inside, the seccomp filter, the watcher's last check)
    against the same sandbox without them: at most CONFINE_TARGET_S added per run (median of STARTS, in turns).
+4. The disk cap (helpers.core.disks, as root): a grading-shaped run in a workspace of WORKSPACE_FILES files with
+   the kernel's cap (overlays on a tmpfs, detached after) against the sampled cap it replaces (the same run in
+   a folder outside the scratch folder: handed over and back, walked by the watcher): at most DISK_TARGET_S more.
 
     .venv/bin/python benchmarks/bench_sandbox.py
 """
@@ -20,6 +24,7 @@
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -29,7 +34,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from helpers.core.processes import relayed
+from helpers.core.disks import detach_mounts
+from helpers.core.processes import relayed, remove_scratch, scratch_dir
 from helpers.core.sandbox import reach_relay, sandbox_command, unavailable_reason
 
 START_TARGET_S = 0.25
@@ -37,6 +43,7 @@ NETWORK_START_TARGET_S = 0.1
 CALL_TARGET_P50_S, CALL_TARGET_P99_S = 0.002, 0.010  # added per call
 STARTS = 30
 CONFINE_TARGET_S = 0.25
+DISK_TARGET_S = 0.02
 WORKSPACE_FILES = 2000  # a mid-sized repository's checkout
 N_CALLS, BATCHES = 1000, 10
 # Run inside the sandbox: N calls to URL, each timed; prints the latencies (seconds) as JSON.
@@ -115,6 +122,7 @@ def confinement_costs(workspace: Path, home: Path, url: str) -> list[float]:
     def confined(args: list[str], reach: str | None) -> None:
         with relayed(args, workspace, home, reach=reach) as command:
             subprocess.run(command, check=True, capture_output=True)
+        detach_mounts(workspace), detach_mounts(home)  # a run's capped disk goes with its folders: a fresh one each
 
     runs = [lambda: plain(node, url), lambda: confined(node, url), lambda: plain(grading, None),
             lambda: confined(grading, None)]
@@ -125,6 +133,32 @@ def confinement_costs(workspace: Path, home: Path, url: str) -> list[float]:
             run()
             taken.append(time.perf_counter() - started)
     return [statistics.median(taken) for taken in times]
+
+
+def disk_cap_costs(files: int) -> tuple[float, float]:
+    """Median wall time of a grading-shaped run (`bash -c true`, confined) with the kernel's disk cap and with the
+    sampled one, each in a workspace of `files` files, in turns."""
+    kernel_scratch, sampled_scratch = scratch_dir("bench"), Path(tempfile.mkdtemp(prefix="bench-sampled-"))
+    pairs = []
+    for root in (kernel_scratch, sampled_scratch):
+        workspace, home = root / "ws", root / "home"
+        workspace.mkdir(), home.mkdir()
+        for i in range(files):
+            (workspace / f"pkg{i // 100}").mkdir(exist_ok=True)
+            (workspace / f"pkg{i // 100}" / f"module{i}.py").write_text("x = 1\n" * 20)
+        pairs.append((workspace, home))
+    times: list[list[float]] = [[], []]
+    try:
+        for _ in range(STARTS):
+            for (workspace, home), taken in zip(pairs, times):
+                started = time.perf_counter()
+                with relayed(["bash", "-c", "true"], workspace, home) as command:
+                    subprocess.run(command, check=True, capture_output=True)
+                detach_mounts(workspace), detach_mounts(home)
+                taken.append(time.perf_counter() - started)
+    finally:
+        remove_scratch(kernel_scratch), remove_scratch(sampled_scratch)
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def percentile(times: list[float], p: float) -> float:
@@ -141,7 +175,8 @@ def main() -> int:
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_port}/u/agent/v1/chat/completions"
-    with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as scratch:
+    scratch = scratch_dir("bench")  # the process's scratch: where a run's disk cap is the kernel's, as in real runs
+    try:
         workspace, home = Path(scratch, "ws"), Path(scratch, "home")
         workspace.mkdir(), home.mkdir()
         node = ["node", "-e", "0"]
@@ -179,6 +214,14 @@ def main() -> int:
                 print(f"privilege dropped and caps ({what}, {files} files in the workspace, median of {STARTS}): "
                       f"without {before * 1000:.0f} ms, with {after * 1000:.0f} ms (+{(after - before) * 1000:.0f} "
                       f"ms, target <= {CONFINE_TARGET_S * 1000:.0f})")
+    finally:
+        remove_scratch(scratch)
+    if os.geteuid() == 0:
+        kernel, sampled = disk_cap_costs(WORKSPACE_FILES)
+        ok &= kernel - sampled <= DISK_TARGET_S
+        print(f"disk cap ({WORKSPACE_FILES} files, a grading-shaped run, median of {STARTS} in turns): the kernel's "
+              f"{kernel * 1000:.0f} ms, sampled {sampled * 1000:.0f} ms ({(kernel - sampled) * 1000:+.0f} ms, target "
+              f"<= {DISK_TARGET_S * 1000:+.0f})")
     server.shutdown()
     print("OK" if ok else "MISSED")
     return 0 if ok else 1

@@ -29,7 +29,6 @@ import json
 from collections import deque
 import os
 import platform
-import shutil
 import signal
 import subprocess
 import sys
@@ -40,11 +39,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from helpers.agents.base import CLIAgent, capped, task_text
+from helpers.agents.base import CLIAgent, capped, ended_as_seen, task_text, unreadable
+from helpers.agents.init_route import PROJECT_INIT, PROJECT_INIT_PROMPT, InitRoute
 from helpers.core import config
-from helpers.llm.pricing import call_cost_usd
-from helpers.core.processes import (die_with_parent, reached_at, read_capped, relayed, safe_environment, scratch_dir,
-                                    signal_group, stop_processes, with_cap)
+from helpers.core.processes import (CLIRun, die_with_parent, reached_at, read_capped, relayed, remove_scratch,
+                                    safe_environment, scratch_dir, signal_group, stop_processes, with_cap)
 from helpers.testing.edit_tools import ShellTool, WholeFileEditor
 from helpers.core.protocols import AgentResult, Task
 from helpers.families.coding.workspaces import adopt_workspace, forget_host_side, workspace_patch, write_rules
@@ -212,16 +211,17 @@ def _stop(process: subprocess.Popen) -> None:
 
 def _run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
              home: Path | None = None, sandbox: str | None = None,
-             reach: str | None = None) -> tuple[str, str, bool, float]:
-    """(stdout, stderr, timed_out, seconds it ran) of one CLI run, stopped as a process group on timeout; in
-    the sandbox, `reach` (the gateway) is the one address in reach, for as long as the run lasts."""
+             reach: str | None = None) -> CLIRun:
+    """One CLI run (stdout, stderr, timed_out, seconds it ran, the exit status of the host's wait), stopped as a
+    process group on timeout; in the sandbox, `reach` (the gateway) is the one address in reach, for as long as
+    the run lasts."""
     with relayed(args, workspace, home, [PACKAGE_DIR], sandbox, reach=reach) as command:
-        out, err, timed_out, seconds = _run_in_slots(command, workspace, env, stdin_text, timeout_s)
-    return out, with_cap(err, command), timed_out, seconds  # a sandbox cap that ended it, named last
+        out, err, timed_out, seconds, status = _run_in_slots(command, workspace, env, stdin_text, timeout_s)
+    return CLIRun(out, with_cap(err, command), timed_out, seconds, status)  # a sandbox cap that ended it, named last
 
 
 def _run_in_slots(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str,
-                  timeout_s: float) -> tuple[str, str, bool, float]:
+                  timeout_s: float) -> tuple[str, str, bool, float, int | None]:
     """Runs in this process start up a few at a time (STARTUP_SLOTS): a pool of workers that
     all start together otherwise stays in lockstep, every run burning CPU at once, then every run idle
     on the model at once.
@@ -263,7 +263,7 @@ def _run_in_slots(args: list[str], workspace: Path, env: dict[str, str], stdin_t
     finally:
         if holding:
             slots.release()
-    return "".join(out), "".join(err), timed_out, time.monotonic() - started
+    return "".join(out), "".join(err), timed_out, time.monotonic() - started, process.returncode
 
 
 def run_cline(task: Task, workspace: Path | str, *, model: str = DEFAULT_MODEL, base_url: str | None = None,
@@ -282,29 +282,30 @@ def run_cline(task: Task, workspace: Path | str, *, model: str = DEFAULT_MODEL, 
     state = Path(tempfile.mkdtemp(prefix="cline-state-", dir=state_root)) if state_root else scratch_dir("cline-state")
     try:
         env = child_environment(write_cline_state(state, provider_id, entry), key_env)
-        out, err, timed_out, duration = _run_cli(args, workspace, env, task_text(task), timeout_s, state, sandbox,
-                                                   reach=base_url)
+        run = _run_cli(args, workspace, env, task_text(task), timeout_s, state, sandbox, reach=base_url)
     finally:
-        shutil.rmtree(state, ignore_errors=True)
+        remove_scratch(state)  # the run's home: its capped disk detached, any depth, never raising
+    try:
+        claim = _claim_of(run.out, run.err, instance_id, mode, model, run.seconds)
+    except Exception as error:  # Cline's stdout is agent data (its commands can write it), and so is a bad one
+        claim = unreadable(instance_id, model, error)
+    return capped(ended_as_seen(claim, run.exit_status, run.timed_out, timeout_s), run.err)
+
+
+def _claim_of(out: str, err: str, instance_id: str, mode: str, model: str, duration: float) -> AgentResult:
+    """Cline's claim about its run, from its JSON lines: "completed" when its final run_result says so, its text
+    and errors. Agent data: the run's end is the host's (ended_as_seen), usage and cost the gateway's meter."""
     final, errors = parse_events(out)
-    usage = (final or {}).get("usage") or {}
-    tokens = {"input_tokens": int(usage.get("inputTokens") or 0), "output_tokens": int(usage.get("outputTokens") or 0),
-              "cache_read_tokens": int(usage.get("cacheReadTokens") or 0),
-              "cache_write_tokens": int(usage.get("cacheWriteTokens") or 0)}
-    cost = call_cost_usd(model, tokens["input_tokens"], tokens["output_tokens"])
-    if not cost and usage.get("totalCost"):
-        cost = float(usage["totalCost"])  # a model our price table does not know: Cline's own figure
     text = str((final or {}).get("text") or "")
-    if timed_out:
-        status, error = "timeout", f"stopped after {timeout_s:.0f} s (the agent's time limit)"
-    elif final and final.get("finishReason") == "completed":
+    if final and final.get("finishReason") == "completed":
         status, error = "completed", ""
     else:
         status = "error"
         error = "; ".join(dict.fromkeys(errors)) or text or _last_lines(err) or "Cline ended without a result"
-    return capped(AgentResult(instance_id, status, plan=text if mode == "plan" else "", error=error[:4000],
-                              iterations=int((final or {}).get("iterations") or 0), duration_s=round(duration, 3),
-                              usage=tokens, cost_usd=cost, final_text=text, model=model), err)
+    iterations = (final or {}).get("iterations")
+    return AgentResult(instance_id, status, plan=text if mode == "plan" else "", error=error[:4000],
+                       iterations=iterations if isinstance(iterations, int) else 0, duration_s=round(duration, 3),
+                       final_text=text, model=model)
 
 
 def run_task(task: Task, workspace: Path | str, ruleset: str = "", **settings: Any) -> AgentResult:
@@ -339,6 +340,10 @@ class ClineAgent(CLIAgent):
     name = "cline"
     default_model = DEFAULT_MODEL  # sessions with AGENT="cline" take it (helpers.app.session)
     rules_file = RULES_FILE
+    # Cline has no init of its own: the project's own prompt, labeled so
+    init_route = InitRoute(PROJECT_INIT, PROJECT_INIT_PROMPT.format(file=".clinerules"), "cline <the project's init prompt>",
+                           ".clinerules", "helpers.agents.init_route.PROJECT_INIT_PROMPT (Cline has none)")
+    rules_limit = None  # Cline's .clinerules docs (docs.cline.bot) state no size limit that we found
     base_prompt = BASE_PROMPT
     package_dir, binary_path = PACKAGE_DIR, _binary_path()
     # its file editor, in the dry run; its shell (a list of commands), for scripted shell steps

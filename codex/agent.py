@@ -28,12 +28,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from helpers.agents.init_route import OWN_INIT, InitRoute
+from helpers.core.rules_limits import RulesLimit
 from helpers.agents.base import CLIAgent, Invocation, openai_provider, openai_upstream, task_text
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.core.processes import json_lines, last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
-from helpers.llm.pricing import call_cost_usd
 from helpers.testing.edit_tools import PatchTool, ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -47,6 +48,21 @@ BASE_PROMPT = (
     "repository's AGENTS.md, which Codex shows you with the task as project instructions."
 )
 PROMPT = "Resolve the task given below."
+# Codex's /init sends a fixed prompt (openai/codex codex-rs/tui/prompt_for_init_command.md, read at commit
+# 71163530a46dc568775f9ee95a9b57de3385cd9a); `codex exec` runs no slash commands, so the route sends the prompt's
+# text. This is our own pinned copy of what it asks, in our words (not the upstream text verbatim): same file,
+# title, length and sections. Its hash is recorded with every init file (InitRoute.prompt_sha).
+INIT_PROMPT = (
+    "Generate a file named AGENTS.md that serves as a contributor guide for this repository: clear, concise and "
+    "well structured, with descriptive headings and actionable explanations.\n\n"
+    "Requirements: title it \"Repository Guidelines\"; use Markdown headings; keep it concise (200-400 words "
+    "is best); keep explanations short, direct and specific to this repository; give examples where they help "
+    "(commands, paths, naming patterns); keep an instructional tone.\n\n"
+    "Sections (adapt: add what is relevant, leave out what does not apply): Project Structure & Module "
+    "Organization; Build, Test, and Development Commands; Coding Style & Naming Conventions; Testing Guidelines; "
+    "Commit & Pull Request Guidelines; optionally Security & Configuration Tips, Architecture Overview or "
+    "Agent-Specific Instructions."
+)
 
 
 def _binary_path() -> str:
@@ -122,17 +138,13 @@ def trajectory_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeout_s: float, model: str,
               instance_id: str, duration: float) -> AgentResult:
-    """The AgentResult of one run: completed when its turn completed and none failed; usage from turn.completed."""
-    usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
+    """Codex's claim about its run: completed when its turn completed and none failed. Agent data: the run's end is
+    the host's (helpers.agents.base.ended_as_seen), usage and cost the gateway's meter (turn.completed's not read)."""
     completed, failures, notices, text, calls = False, [], [], "", 0
     for event in events:
         kind, item = event.get("type"), event.get("item") or {}
         if kind == "turn.completed":
             completed = True
-            turn = event.get("usage") or {}
-            usage["input_tokens"] += int(turn.get("input_tokens") or 0)
-            usage["output_tokens"] += int(turn.get("output_tokens") or 0)
-            usage["cache_read_tokens"] += int(turn.get("cached_input_tokens") or 0)
         elif kind == "turn.failed":
             failures.append(str((event.get("error") or {}).get("message") or event))
         elif kind == "error":  # also "Reconnecting... 1/5" notices of a retry that may still succeed
@@ -150,10 +162,7 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
         error = ("; ".join(dict.fromkeys(failures or notices[-1:])) or last_lines(stderr)
                  or "Codex ended without completing its turn")
     return AgentResult(instance_id, status, error=error[:4000], iterations=calls + 1 if events else 0,
-                       duration_s=round(duration, 3), usage=usage,
-                       cost_usd=call_cost_usd(model, usage["input_tokens"], usage["output_tokens"],
-                                              cached_tokens=usage["cache_read_tokens"]), final_text=text,
-                       model=model, trajectory=trajectory_of(events))
+                       duration_s=round(duration, 3), final_text=text, model=model, trajectory=trajectory_of(events))
 
 
 class CodexAgent(CLIAgent):
@@ -162,6 +171,11 @@ class CodexAgent(CLIAgent):
 
     name = "codex"
     rules_file = RULES_FILE
+    # Codex stops reading AGENTS.md at project_doc_max_bytes, 32 KiB by default, and drops the rest silently
+    init_route = InitRoute(OWN_INIT, INIT_PROMPT, "codex exec <the /init prompt's text>", "AGENTS.md",
+                           "openai/codex codex-rs/tui/prompt_for_init_command.md (the TUI's /init), our pinned copy")
+    rules_limit = RulesLimit(bytes=32 * 1024, beyond="Codex reads no further, silently (project_doc_max_bytes)",
+                             source="developers.openai.com/codex/guides/agents-md: project_doc_max_bytes, 32 KiB by default")
     base_prompt = BASE_PROMPT
     package_dir, binary_path, plan_mode = PACKAGE_DIR, _binary_path(), False  # `codex exec` always acts
     # it edits with apply_patch, else through its shell, in the scripted dry run
@@ -185,9 +199,11 @@ class CodexAgent(CLIAgent):
 
     def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
         url, key = provider_settings(self.model, self.base_url, self._api_key)
+        # an init run's prompt is the argument itself, as /init sends it; a task's text comes on stdin
+        prompt, stdin = (task_text(task), "") if task.get("exact_prompt") else (PROMPT, task_text(task))
         args = [str(self.binary()), "exec", "--json", "--skip-git-repo-check",
-                "--dangerously-bypass-approvals-and-sandbox", "-m", self.model, PROMPT]
-        return Invocation(args, state_environment(state, self.model, url, key), task_text(task))
+                "--dangerously-bypass-approvals-and-sandbox", "-m", self.model, prompt]
+        return Invocation(args, state_environment(state, self.model, url, key), stdin)
 
     def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
         return result_of(json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration)

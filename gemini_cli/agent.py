@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from helpers.agents.base import CLIAgent, Invocation, task_text
+from helpers.agents.init_route import OWN_INIT, InitRoute
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.core.processes import json_lines, last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
-from helpers.llm.pricing import call_cost_usd
 from helpers.llm.scripted_server import tool_call
 from helpers.testing.edit_tools import ShellTool, changed_files
 
@@ -132,9 +132,9 @@ def trajectory_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeout_s: float, model: str,
               instance_id: str, duration: float) -> AgentResult:
-    """The AgentResult of one run: completed when its `result` event says success; usage from its stats;
-    iterations are the model turns (each batch of tool calls, and the last answer)."""
-    usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
+    """The Gemini CLI's claim about its run: completed when its `result` event says success; iterations are the
+    model turns (each batch of tool calls, and the last answer). Agent data: the run's end is the host's
+    (helpers.agents.base.ended_as_seen), usage and cost the gateway's meter (the result's stats are not read)."""
     status_seen, errors, text, batches, previous = None, [], "", 0, None
     for event in events:
         kind = event.get("type")
@@ -142,10 +142,6 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
         previous = kind
         if kind == "result":
             status_seen = event.get("status")
-            stats = event.get("stats") or {}
-            usage["input_tokens"] = int(stats.get("input_tokens") or 0)
-            usage["output_tokens"] = int(stats.get("output_tokens") or 0)
-            usage["cache_read_tokens"] = int(stats.get("cached") or 0)
             error = event.get("error") or {}
             if error:
                 errors.append(str(error.get("message") or error) if isinstance(error, dict) else str(error))
@@ -163,10 +159,7 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
         status = "error"
         error = "; ".join(dict.fromkeys(errors)) or last_lines(stderr) or "Gemini CLI ended without a result"
     return AgentResult(instance_id, status, error=" ".join(error.split())[:4000], iterations=batches + 1 if events else 0,
-                       duration_s=round(duration, 3), usage=usage,
-                       cost_usd=call_cost_usd(model, usage["input_tokens"], usage["output_tokens"],
-                                              cached_tokens=usage["cache_read_tokens"]),
-                       final_text=text, model=model, trajectory=trajectory_of(events))
+                       duration_s=round(duration, 3), final_text=text, model=model, trajectory=trajectory_of(events))
 
 
 class GeminiCliAgent(CLIAgent):
@@ -175,6 +168,10 @@ class GeminiCliAgent(CLIAgent):
 
     name = "gemini-cli"
     rules_file = RULES_FILE
+    # its /init runs non-interactively as `gemini -p "/init"` (the prompt is the slash command itself)
+    init_route = InitRoute(OWN_INIT, "/init", 'gemini -p "/init"', "GEMINI.md",
+                           "the Gemini CLI's built-in /init command (geminicli.com/docs/cli/commands)")
+    rules_limit = None  # the Gemini CLI's GEMINI.md docs (geminicli.com/docs/cli/gemini-md) state no size limit ("none stated")
     base_prompt = BASE_PROMPT
     default_model = DEFAULT_MODEL  # a Gemini model: the CLI speaks only Gemini's API
     package_dir, binary_path, plan_mode = PACKAGE_DIR, "node_modules/@google/gemini-cli/bundle/gemini.js", False

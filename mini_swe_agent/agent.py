@@ -16,9 +16,9 @@ What a run does (measured on mini-swe-agent 2.4.6; see mini_swe_agent/README.md)
 - its own HOME and config folder in a scratch folder, set-up questions, the price-map download and the start-up
   banner off: a run needs no network but the model's server;
 - the key in OPENAI_API_KEY, the one variable litellm reads, blanked in the commands the agent runs;
-- its trajectory file read into the AgentResult: usage per model call, the commands and their output, the
-  exit status ("Submitted" is a completed run). The file lies where the agent's commands can write, so it is
-  read as hostile data (helpers.core.untrusted): a link, a FIFO or a file over its cap ends the run as an
+- its trajectory file read into the AgentResult as the agent's claim: the commands and their output, the exit
+  status ("Submitted" claims a completed run; the end is the host's wait, the usage the gateway's meter). The file
+  lies where the agent's commands can write, so it is read as hostile data (helpers.core.untrusted): a link, a FIFO or a file over its cap ends the run as an
   error naming it.
 mini-swe-agent has no plan mode: mode="plan" is refused. A task-level failure (provider error, crash, timeout)
 is a result with status "error" or "timeout"; only setup problems raise.
@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from helpers.agents.base import CLIAgent, Invocation, openai_provider, openai_upstream, task_text
+from helpers.agents.init_route import PROJECT_INIT, PROJECT_INIT_PROMPT, InitRoute
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.core.processes import last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
 from helpers.core.untrusted import RefusedOutput, read_untrusted
-from helpers.llm.pricing import call_cost_usd
 from helpers.llm.scripted_server import tool_call
 from helpers.testing.edit_tools import ShellTool
 
@@ -149,23 +149,11 @@ def trajectory_of(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return cut_trajectory(steps)
 
 
-def usage_of(messages: list[dict[str, Any]]) -> dict[str, int]:
-    """Tokens summed over the model calls' responses (chat-completions usage)."""
-    usage = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
-    for message in messages:
-        response = (message.get("extra") or {}).get("response")
-        call = response.get("usage") if isinstance(response, dict) else None
-        if not call:
-            continue
-        usage["input_tokens"] += int(call.get("prompt_tokens") or 0)
-        usage["output_tokens"] += int(call.get("completion_tokens") or 0)
-        usage["cache_read_tokens"] += int((call.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-    return usage
-
-
 def result_of(trajectory: dict[str, Any] | None, out: str, err: str, timed_out: bool, timeout_s: float, model: str,
               instance_id: str, duration: float) -> AgentResult:
-    """The AgentResult of one run from its trajectory file: completed when mini's exit status is "Submitted"."""
+    """mini-swe-agent's claim about its run, from its trajectory file (which its commands can write): completed when
+    mini's exit status is "Submitted". Agent data: the run's end is the host's (helpers.agents.base.ended_as_seen),
+    usage and cost the gateway's meter (the file's usage is not read)."""
     info = (trajectory or {}).get("info") or {}
     messages = (trajectory or {}).get("messages") or []
     exit_status = str(info.get("exit_status") or "")
@@ -180,14 +168,13 @@ def result_of(trajectory: dict[str, Any] | None, out: str, err: str, timed_out: 
         said = " ".join(said.split())  # one line: litellm's messages span several
         error = (f"mini-swe-agent ended with {exit_status}" + (f": {said}" if said and said != exit_status else "")
                  if exit_status else last_lines(err) or last_lines(out) or "mini-swe-agent ended without a trajectory")
-    usage = usage_of(messages)
     answers = [m for m in messages if m.get("role") == "assistant"]
     final = info.get("submission") or (answers[-1].get("content") if answers else "") or ""
+    calls = (info.get("model_stats") or {}).get("api_calls") if isinstance(info.get("model_stats"), dict) else None
     return AgentResult(instance_id, status, error=error[:4000],
-                       iterations=int((info.get("model_stats") or {}).get("api_calls") or len(answers)),
-                       duration_s=round(duration, 3), usage=usage,
-                       cost_usd=call_cost_usd(model, usage["input_tokens"], usage["output_tokens"]),
-                       final_text=str(final), model=model, trajectory=trajectory_of(messages))
+                       iterations=calls if isinstance(calls, int) else len(answers),
+                       duration_s=round(duration, 3), final_text=str(final), model=model,
+                       trajectory=trajectory_of(messages))
 
 
 class SubmittingShellTool(ShellTool):
@@ -204,6 +191,10 @@ class MiniSweAgent(CLIAgent):
 
     name = "mini-swe-agent"
     rules_file = RULES_FILE
+    # mini-swe-agent has no init of its own: the project's own prompt, labeled so
+    init_route = InitRoute(PROJECT_INIT, PROJECT_INIT_PROMPT.format(file="AGENTS.md"), "mini <the project's init prompt>",
+                           "AGENTS.md", "helpers.agents.init_route.PROJECT_INIT_PROMPT (mini-swe-agent has none)")
+    rules_limit = None  # mini-swe-agent reads no rules file of its own: the project puts AGENTS.md in its instance template, whole
     base_prompt = BASE_PROMPT
     package_dir, binary_path, plan_mode = PACKAGE_DIR, ".venv/bin/mini", False
     dry_run_tools = (SubmittingShellTool("bash", "command"),)

@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from helpers.agents.base import CLIAgent, Invocation, openai_provider, openai_upstream, task_text
+from helpers.agents.init_route import OWN_INIT, InitRoute
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.core.processes import json_lines, last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
-from helpers.llm.pricing import call_cost_usd
 from helpers.testing.edit_tools import PatchTool, ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -148,18 +148,14 @@ def _error_text(event: dict[str, Any]) -> str:
 
 def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeout_s: float, model: str,
               instance_id: str, duration: float) -> AgentResult:
-    """The AgentResult of one run: completed when its last step finished without asking for tools and no error
-    came; usage summed over step_finish events."""
-    usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
+    """opencode's claim about its run: completed when its last step finished without asking for tools and no error
+    came. Agent data: the run's end is the host's (helpers.agents.base.ended_as_seen), usage and cost the gateway's
+    meter (step_finish tokens are not read)."""
     finished, errors, text, calls, steps = False, [], "", 0, 0
     for event in events:
         kind, part = event.get("type"), event.get("part") or {}
         if kind == "step_finish":
             steps += 1
-            tokens = part.get("tokens") or {}
-            usage["input_tokens"] += int(tokens.get("input") or 0)
-            usage["output_tokens"] += int(tokens.get("output") or 0) + int(tokens.get("reasoning") or 0)
-            usage["cache_read_tokens"] += int((tokens.get("cache") or {}).get("read") or 0)
             finished = part.get("reason") not in ("tool-calls", "error")
         elif kind == "error":
             errors.append(_error_text(event))
@@ -175,7 +171,6 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
         status = "error"
         error = "; ".join(dict.fromkeys(errors)) or last_lines(stderr) or "opencode ended without finishing its turn"
     return AgentResult(instance_id, status, error=error[:4000], iterations=steps, duration_s=round(duration, 3),
-                       usage=usage, cost_usd=call_cost_usd(model, usage["input_tokens"], usage["output_tokens"]),
                        final_text=text, model=model, trajectory=trajectory_of(events))
 
 
@@ -185,6 +180,10 @@ class OpencodeAgent(CLIAgent):
 
     name = "opencode"
     rules_file = RULES_FILE
+    # its built-in init command, run headless as `opencode run --command init` (opencode.ai/docs/rules: /init)
+    init_route = InitRoute(OWN_INIT, "/init", "opencode run --command init", "AGENTS.md",
+                           "opencode's built-in init command (opencode.ai/docs/rules, opencode.ai/docs/cli)")
+    rules_limit = None  # opencode's rules docs (opencode.ai/docs/rules) state no size limit for AGENTS.md that we found
     base_prompt = BASE_PROMPT
     default_model = config.AGENT_MODEL  # an OpenAI model, which opencode reaches as an OpenAI-compatible provider
     package_dir, binary_path, plan_mode = PACKAGE_DIR, _binary_path(), False
@@ -211,7 +210,10 @@ class OpencodeAgent(CLIAgent):
     def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
         url, key = provider_settings(self.model, self.base_url, self._api_key)
         key_fd = key_pipe(key)
-        args = [str(self.binary()), "run", "--format", "json", "--auto", "--pure", task_text(task)]
+        text = task_text(task)
+        # an init run's "/init" is opencode's own command, run as `--command init`
+        message = ["--command", text[1:]] if task.get("exact_prompt") and text.startswith("/") else [text]
+        args = [str(self.binary()), "run", "--format", "json", "--auto", "--pure", *message]
         return Invocation(args, state_environment(state, self.model, url, key_fd), pass_fds=(key_fd,),
                           close=[lambda: os.close(key_fd)])
 

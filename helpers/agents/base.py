@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 from helpers.core import config
-from helpers.core.processes import reached_at, remove_scratch, run_cli, safe_environment, scratch_dir, stop_processes
+from helpers.core.processes import reached_at, remove_scratch, run_cli_observed, safe_environment, scratch_dir, stop_processes
 from helpers.core.protocols import AgentResult, Task
 from helpers.core.confinement import cap_reached
 
@@ -34,7 +34,10 @@ MODES = ("act", "plan")
 
 
 def task_text(task: Task) -> str:
-    """What an agent is asked: the issue, named by its instance id."""
+    """What an agent is asked: the issue, named by its instance id; an init run's prompt (`exact_prompt`, see
+    helpers.agents.init_route) exactly as it is."""
+    if task.get("exact_prompt"):
+        return str(task["problem_statement"])
     return (f"Task {task['instance_id']} in the repository {task.get('repo', '')} (the current directory):\n\n"
             f"{task['problem_statement'].strip()}\n\nChange the repository's files to resolve this issue.")
 
@@ -47,6 +50,31 @@ def capped(result: AgentResult, err: str) -> AgentResult:
     if cap:
         result.status, result.error = "error", f"{cap} {result.error}".strip()[:4000]
     return result
+
+
+def ended_as_seen(claim: AgentResult, exit_status: int | None, timed_out: bool, timeout_s: float) -> AgentResult:
+    """`claim` (what a CLI's own stream said: its status, final text and error, all agent data: the agent's
+    commands can write that stream) with the run's end as the host saw the process: "timeout" when the host's
+    timeout stopped it; "error" when it exited non-zero or died of a signal the host did not send (the agent can
+    end its own CLI), whatever its stream claimed; else the claim ("completed" only after the final event the
+    stream must end with). A failed run is the agent's own, counted as a failure: only the engine marks a run
+    the host saw fail outside the sandbox (AgentResult.host_error). Usage and cost are never the stream's: the
+    engine meters them at the gateway."""
+    claim.usage, claim.cost_usd = {}, None
+    if timed_out:
+        claim.status, claim.error = "timeout", f"stopped after {timeout_s:.0f} s (the agent's time limit)"
+    elif exit_status != 0:
+        how = (f"died of signal {-exit_status}" if exit_status is not None and exit_status < 0
+               else f"exited with status {exit_status}")
+        said = f": {claim.error}" if claim.error else ""
+        claim.status, claim.error = "error", f"the agent's CLI {how} (the host's wait); its stream claimed {claim.status}{said}"[:4000]
+    return claim
+
+
+def unreadable(instance_id: str, model: str, error: Exception) -> AgentResult:
+    """The result of a run whose output could not be read: the output is the agent's, so is the failure."""
+    return AgentResult(instance_id, "error", model=model,
+                       error=f"the agent's output could not be read ({type(error).__name__}: {error})"[:4000])
 
 
 PROVIDER_OWNERS = {"anthropic": "a Claude model served by Anthropic", "gemini": "a Gemini model served by Google"}
@@ -183,7 +211,9 @@ class CLIAgent(AgentBase):
         raise NotImplementedError
 
     def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
-        """The AgentResult of one run from its output (status "completed", "error" or "timeout")."""
+        """The agent's claim about one run, from its output (status "completed" only after the stream's final event,
+        else "error"; its final text and error). `run` then sets the end the host saw (ended_as_seen); usage
+        and cost come from the gateway's meter, never from this output."""
         raise NotImplementedError
 
     def check_provider(self) -> None:
@@ -214,16 +244,18 @@ class CLIAgent(AgentBase):
         invocation = None
         try:
             invocation = self._as_seen_inside().invoke(task, Path(workspace), state)
-            out, err, timed_out, duration = run_cli(invocation.args, Path(workspace), invocation.env, invocation.stdin,
-                                                    self.timeout_s, self._live, self._live_lock,
-                                                    pass_fds=invocation.pass_fds, home=state,
-                                                    read_only=[self.package_dir], sandbox=self.sandbox,
-                                                    reach=self.base_url)
+            run = run_cli_observed(invocation.args, Path(workspace), invocation.env, invocation.stdin, self.timeout_s,
+                                   self._live, self._live_lock, pass_fds=invocation.pass_fds, home=state,
+                                   read_only=[self.package_dir], sandbox=self.sandbox, reach=self.base_url)
         finally:
             for close in (invocation.close if invocation else []):
                 close()
             remove_scratch(state)
-        return capped(self.result(task, out, err, timed_out, duration), err)
+        try:
+            claim = self.result(task, run.out, run.err, run.timed_out, run.seconds)
+        except Exception as error:  # its output is agent data, and so is a failure to read it
+            claim = unreadable(str(task["instance_id"]), self.model, error)
+        return capped(ended_as_seen(claim, run.exit_status, run.timed_out, self.timeout_s), run.err)
 
     def _as_seen_inside(self) -> "CLIAgent":
         """This agent with the base URL its run uses: in the sandbox, only `base_url` (the gateway) is in reach,
@@ -244,5 +276,5 @@ class CLIAgent(AgentBase):
         stop_processes(self._live, self._live_lock)
 
 
-__all__ = ["AgentBase", "CLIAgent", "Invocation", "task_text", "capped", "openai_provider", "openai_upstream",
+__all__ = ["AgentBase", "CLIAgent", "Invocation", "task_text", "capped", "ended_as_seen", "unreadable", "openai_provider", "openai_upstream",
            "install_on_first_use"]  # documented in CODE_APPENDIX.md

@@ -7,8 +7,10 @@ repository per loop; tokens per role per loop with the cost as labels; tokens pe
 accuracy, per version (the kept one marked); which test tasks passed in which loop (the flips). Every title
 says SCRIPTED DRY RUN when the results came from the scripted model server; no legend sits on a title; the
 cost figures never draw what has no price as $0 (they say "unpriced", "local: no charge" or "scripted: no
-charge"); token bars start at 0, the tokens-per-run axis where the versions are. Figures are built with matplotlib's object API and saved with the Agg
-canvas: nothing here changes pyplot's backend.
+charge"); token bars start at 0, the tokens-per-run axis where the versions are; counts tick at whole
+numbers; lines that coincide stay visible (each its own marker, dash and a small sideways offset). Shown,
+each figure is followed by a few sentences drawn from its data (helpers.analysis.captions). Figures are
+built with matplotlib's object API and saved with the Agg canvas: nothing here changes pyplot's backend.
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
+from helpers.analysis import captions
+from helpers.analysis.captions import cost_labels, is_true
 from helpers.core.names import check_name
-from helpers.core.costs import LOCAL_NO_CHARGE, RUN_MEASURES, SCRIPTED_NO_CHARGE, UNPRICED
-from helpers.core.outcomes import INFRA, run_outcome
+from helpers.core.costs import RUN_MEASURES
+from helpers.core.outcomes import INFRA, plan_scored, run_outcome
 from helpers.store.loops import kept_version, loop_records, loop_rows
 from helpers.store.records import experiment_dir
 
@@ -35,6 +39,8 @@ DRY_RUN_TITLE = "SCRIPTED DRY RUN (not real results)"
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")  # colour-blind safe
 OUTCOME_COLOURS = ListedColormap(["#E69F00", "#0072B2"]).with_extremes(bad="#BBBBBB")  # Okabe-Ito: failed, passed
 ROLES = ("agent", "judge", "optimizer")  # the model roles whose tokens a loop records (<role>_tokens)
+LINE_STYLES = ("-", "--", ":", "-.")  # with MARKERS: lines drawn on top of each other stay told apart
+MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
 def load_loops(experiment: str, results_root: Path | str | None = None) -> pd.DataFrame:
@@ -47,10 +53,11 @@ def load_loops(experiment: str, results_root: Path | str | None = None) -> pd.Da
 
 
 def load_split_rows(experiment: str, split: str, results_root: Path | str | None = None) -> pd.DataFrame:
-    """Every loop's rows of one split (train or test), with a `loop` column."""
+    """Every loop's rows of one split (train or test), with a `loop` column; plan mode's rows scored by the
+    judge's verdict, as the loop lines score them."""
     frames = []
     for loop in load_loops(experiment, results_root)["loop"]:
-        rows = loop_rows(experiment, split, int(loop), results_root)
+        rows = _scored_rows(experiment, split, int(loop), results_root)
         if rows is not None:
             frames.append(rows.assign(loop=int(loop)))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["instance_id", "repo", "loop", "pass_or_fail"])
@@ -58,11 +65,23 @@ def load_split_rows(experiment: str, split: str, results_root: Path | str | None
 
 def _dry(loops: pd.DataFrame) -> bool:
     """Whether any of these loops ran on the scripted model."""
-    return "dry_run" in loops and any(_is_true(value) for value in loops["dry_run"])
+    return "dry_run" in loops and any(is_true(value) for value in loops["dry_run"])
 
 
 def _title(text: str, loops: pd.DataFrame) -> str:
     return f"{text}\n{DRY_RUN_TITLE}" if _dry(loops) else text
+
+
+def spread(index: int, count: int, step: float = 0.04) -> float:
+    """A small sideways offset for the index-th of `count` series on a shared x axis, centred on 0, so that
+    series with equal values sit side by side instead of one hiding the other."""
+    return (index - (count - 1) / 2) * step
+
+
+def series_style(index: int) -> dict[str, Any]:
+    """The index-th series' colour, marker and dash: two series never share all three."""
+    return {"color": OKABE_ITO[index % len(OKABE_ITO)], "marker": MARKERS[index % len(MARKERS)],
+            "linestyle": LINE_STYLES[index % len(LINE_STYLES)], "markerfacecolor": "none" if index % 2 else None}
 
 
 def _figure(width: float = 7.0, height: float = 4.0) -> tuple[Figure, Any]:
@@ -104,6 +123,7 @@ def plot_ruleset_size(loops: pd.DataFrame, experiment: str = "") -> Figure:
     ax.bar(loops["loop"], loops["ruleset_rules"], color="tab:blue", alpha=0.7, label="rules")
     ax.set(xlabel="loop", ylabel="rules", title=_title(f"Size of the rules each loop ran with: {experiment}", loops))
     ax.set_xticks(list(loops["loop"]))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # a count: never a tick at 0.5 rules
     tokens = ax.twinx()
     tokens.plot(loops["loop"], loops["ruleset_tokens"], color="tab:orange", marker="o", label="tokens")
     tokens.set_ylabel("tokens (read with every agent call)")
@@ -119,47 +139,14 @@ def plot_repo_resolved(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str 
     if len(rows):
         rates = rows.assign(resolved=rows["pass_or_fail"].eq("pass")).pivot_table(
             index="loop", columns="repo", values="resolved", aggfunc="mean")
-        for repo in rates.columns:
-            ax.plot(rates.index, rates[repo], marker="o", label=repo)
+        for i, repo in enumerate(rates.columns):
+            ax.plot(rates.index + spread(i, len(rates.columns)), rates[repo], label=repo, **series_style(i))
         ax.legend(fontsize="small")
         ax.set_xticks(list(rates.index))
     ax.set(xlabel="loop", ylabel="resolved share (train + test)", ylim=(-0.02, 1.02),
            title=_title(f"Resolved rate per repository: {experiment}", loops))
     ax.grid(alpha=0.3)
     return figure
-
-
-def cost_notes(loops: pd.DataFrame) -> list[str]:
-    """Per loop, what its dollars leave out: "scripted: no charge" (a dry run), roles whose calls had no price
-    ("judge unpriced") or ran on a local server ("agent local: no charge"); "" when everything was priced."""
-    def listed(value: Any) -> list[str]:
-        return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
-
-    notes = []
-    for _, row in loops.iterrows():
-        if _is_true(row.get("dry_run")):
-            notes.append(SCRIPTED_NO_CHARGE)
-            continue
-        unpriced, local = listed(row.get("unpriced")), listed(row.get("local"))
-        parts = ([f"{', '.join(unpriced)} {UNPRICED}"] if unpriced else []) + (
-            [f"{', '.join(local)} {LOCAL_NO_CHARGE}"] if local else [])
-        notes.append("; ".join(parts))
-    return notes
-
-
-def cost_labels(loops: pd.DataFrame) -> list[str]:
-    """Per loop, its cost in words: the priced dollars ("$1.30"), with what they leave out ("$0.30 (agent local:
-    no charge)"); "scripted: no charge", "unpriced" or "... local: no charge" alone when nothing was priced.
-    Never "$0.00" for what has no price."""
-    labels = []
-    for note, dry, cost in zip(cost_notes(loops), loops.get("dry_run", pd.Series(False, index=loops.index)),
-                               pd.to_numeric(loops.get("cost_usd", pd.Series(float("nan"), index=loops.index)),
-                                             errors="coerce")):
-        if _is_true(dry) or pd.isna(cost):
-            labels.append(note or UNPRICED)
-        else:
-            labels.append(_dollars(cost) + (f" ({note})" if note else ""))
-    return labels
 
 
 def plot_cost(loops: pd.DataFrame, experiment: str = "") -> Figure:
@@ -207,7 +194,7 @@ def version_costs(experiment: str, results_root: Path | str | None = None) -> pd
     points, seen = [], set()
     for record in records:
         version, loop = record["ruleset_version"], record["loop"]
-        rows = loop_rows(experiment, split, loop, results_root)
+        rows = _scored_rows(experiment, split, loop, results_root)
         if version in seen or rows is None:
             continue
         seen.add(version)
@@ -250,13 +237,21 @@ def plot_cost_accuracy(points: pd.DataFrame, experiment: str = "", dry_run: bool
     which = ("validation accuracy" if split == "val" else
              "train accuracy (no validation side: the tasks the optimizer learned from)")
     title = f"Tokens per run and {which.split(' (')[0]}, per version: {experiment}"
-    ax.set(xlabel="tokens per run (input + output)", ylabel=which if split == "val" else "train accuracy",
+    side = "validation" if split == "val" else "train"
+    ax.set(xlabel=f"tokens per agent run on {side} tasks (input + output, mean)",
+           ylabel=which if split == "val" else "train accuracy",
            title=f"{title}\n{DRY_RUN_TITLE}" if dry_run else title)
     if split != "val":
         ax.annotate("no validation side: the kept version is the latest, not chosen by data", (0.01, 0.01),
                     xycoords="axes fraction", fontsize="small", color="tab:red")
     ax.grid(alpha=0.3)
     return figure
+
+
+def _scored_rows(experiment: str, split: str, loop: int, results_root: Path | str | None) -> pd.DataFrame | None:
+    """One loop's rows of one split, plan mode's scored by the judge (helpers.core.outcomes.plan_scored)."""
+    rows = loop_rows(experiment, split, loop, results_root)
+    return None if rows is None else plan_scored(rows)
 
 
 def _data_range(values: pd.Series) -> tuple[float, float]:
@@ -276,16 +271,6 @@ def _tokens_per_run(rows: pd.DataFrame) -> float:
         return float("nan")
     counted = rows[[run_outcome(row) != INFRA for row in rows.to_dict("records")]]
     return float(counted[columns].apply(pd.to_numeric, errors="coerce").sum(axis=1, min_count=len(columns)).mean())
-
-
-def _dollars(value: float) -> str:
-    """"$1.30", "$0.0041": enough digits that a small priced cost never reads as $0.00."""
-    return f"${value:.2f}" if value >= 0.1 or value == 0 else f"${value:.2g}"
-
-
-def _is_true(value: Any) -> bool:
-    """A flag as saved (True, numpy's True, "True" from a CSV); NaN and None are false."""
-    return str(value).lower() in ("true", "1")
 
 
 def flipped_tasks(experiment: str, results_root: Path | str | None = None) -> pd.DataFrame:
@@ -321,82 +306,6 @@ def plot_test_outcomes(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str 
     return figure
 
 
-def plot_ablation(effects: pd.DataFrame, experiment: str = "", dry_run: bool = False) -> Figure:
-    """A forest plot of each rule's effect of removal (helpers.engine.ablation.ablate) with its 95% interval,
-    each rule labeled with its weight in tokens: left of zero the rule helps; right of zero (red) removing it
-    helped; orange: it costs tokens and shows no effect (dead weight). Red and orange: candidates for deletion."""
-    figure, ax = _figure(8.0, 1.8 + 0.45 * max(1, len(effects)))
-    for row, effect in enumerate(effects.itertuples()):
-        color = "tab:red" if effect.harmful else "tab:orange" if getattr(effect, "dead_weight", False) else "tab:blue"
-        ax.errorbar([effect.effect_of_removal], [row], capsize=4, marker="o", color=color,
-                    xerr=[[max(0.0, effect.effect_of_removal - effect.ci_low)], [max(0.0, effect.ci_high - effect.effect_of_removal)]])
-    ax.axvline(0, color="grey", linewidth=1)
-    labels = [f"{r.rule}" + (f" ({int(r.tokens)} tokens)" if "tokens" in effects else "") + f": {r.text[:40]}"
-              for r in effects.itertuples()]
-    ax.set_yticks(range(len(effects)), labels, fontsize="small")
-    title = f"Leaving each rule out: accuracy change (95% CI)\n{experiment}"
-    ax.set(xlabel="accuracy change when the rule is removed\nred: removing it helped; orange: costs tokens, no effect shown",
-           xlim=(-1.05, 1.05), title=f"{title}\n{DRY_RUN_TITLE}" if dry_run else title)
-    ax.grid(alpha=0.3, axis="x")
-    return figure
-
-
-def plot_latent_rules(prefix: str, rule_counts: Sequence[int], feedback: str = "explanations",
-                      results_root: Path | str | None = None) -> Figure:
-    """The latent-rules benchmark beside its published figures: for each rule count, the test split's share of
-    pages that follow every rule, per loop, with its 95% interval (a line); the published share after 1 and
-    after 5 loops as hollow diamonds of the same colour. Loops not run have no point."""
-    from helpers.families.latent_rules.report import PUBLISHED, experiment_name
-
-    figure, ax = _figure(7.5, 4.2)
-    dry = False
-    for colour, count in zip(OKABE_ITO, rule_counts):
-        records = loop_records(experiment_name(prefix, count, feedback), results_root)
-        if records:
-            loops = pd.DataFrame(records).sort_values("loop")
-            dry = dry or _dry(loops)
-            values = pd.to_numeric(loops["test_accuracy"], errors="coerce")
-            low = pd.to_numeric(loops.get("test_ci_low"), errors="coerce")
-            high = pd.to_numeric(loops.get("test_ci_high"), errors="coerce")
-            ax.errorbar(loops["loop"], values, yerr=[(values - low).clip(lower=0).fillna(0),
-                                                    (high - values).clip(lower=0).fillna(0)],
-                        marker="o", capsize=3, color=colour, label=f"{count} rules (95% CI)")
-        published = PUBLISHED.get(count, {})
-        points = [(loop, published[f"all_{loop}"]) for loop in (1, 5) if f"all_{loop}" in published]
-        if points:
-            ax.plot(*zip(*points), marker="D", markersize=9, linestyle="none", markerfacecolor="none",
-                    markeredgecolor=colour, label=f"{count} rules, published")
-    ax.set(xlabel="loops of optimization (test split after k loops)", ylabel="pages that follow every rule",
-           ylim=(-0.02, 1.02), title=(f"Latent rules: this run beside the published figures\n{DRY_RUN_TITLE}" if dry
-                                      else "Latent rules: this run beside the published figures"))
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
-    ax.grid(alpha=0.3)
-    return figure
-
-
-def plot_mining(table: pd.DataFrame, experiment: str = "", why: dict[str, str] | None = None) -> Figure:
-    """What mining kept and why (helpers.families.coding.mining.MiningReport.table()): one bar per verdict,
-    the commits kept as tasks first, then each reason for dropping, with its count and, from `why`, what it
-    means."""
-    kept = int(table["kept"].astype(bool).sum()) if len(table) else 0
-    dropped = table.loc[~table["kept"].astype(bool), "reason"].value_counts() if len(table) else pd.Series(dtype=int)
-    labels = ["kept as tasks", *[f"dropped: {reason}" for reason in dropped.index]]
-    counts = [kept, *dropped.tolist()]
-    figure, ax = _figure(7.5, 1.4 + 0.45 * len(labels))
-    colours = [OKABE_ITO[2]] + [OKABE_ITO[1]] * len(dropped)
-    bars = ax.barh(range(len(labels)), counts, color=colours)
-    ax.bar_label(bars, [f"{count:,}" for count in counts], padding=3, fontsize="small")
-    ax.set_yticks(range(len(labels)), labels, fontsize="small")
-    ax.invert_yaxis()
-    ax.set_xlim(0, max(counts + [1]) * 1.25)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
-    notes = [f"{reason}: {(why or {}).get(reason)}" for reason in dropped.index if (why or {}).get(reason)]
-    ax.set(xlabel="commits" + ("\n" + "\n".join(textwrap.shorten(n, 110) for n in notes) if notes else ""),
-           title=f"What mining kept, and why the rest was dropped: {experiment}")
-    ax.grid(alpha=0.3, axis="x")
-    return figure
-
-
 def save_figure(figure: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path)
@@ -406,36 +315,41 @@ def save_figure(figure: Figure, path: Path) -> Path:
 def plot_all(experiment: str, results_root: Path | str | None = None,
              show: bool | Sequence[str] = False) -> dict[str, Path]:
     """Every figure of `experiment`, saved under act_results/<experiment>/plots/; shown inline if `show`
-    (True: all; a list of names, e.g. ["accuracy"]: those)."""
+    (True: all; a list of names, e.g. ["accuracy"]: those), each followed by what to read in it
+    (helpers.analysis.captions)."""
     loops = load_loops(experiment, results_root)
     test_rows = load_split_rows(experiment, "test", results_root)
     both = pd.concat([load_split_rows(experiment, "train", results_root), test_rows], ignore_index=True)
-    figures = {
-        "accuracy": plot_accuracy(loops, experiment),
-        "ruleset_size": plot_ruleset_size(loops, experiment),
-        "resolved_by_repo": plot_repo_resolved(both, loops, experiment),
-        "cost": plot_cost(loops, experiment),
-        "cost_accuracy": plot_cost_accuracy(version_costs(experiment, results_root), experiment, _dry(loops)),
-        "test_outcomes": plot_test_outcomes(test_rows, loops, experiment),
+    points, dry = version_costs(experiment, results_root), _dry(loops)
+    figures = {  # each figure with what to read in it
+        "accuracy": (plot_accuracy(loops, experiment), captions.describe_accuracy(loops)),
+        "ruleset_size": (plot_ruleset_size(loops, experiment), captions.describe_ruleset_size(loops)),
+        "resolved_by_repo": (plot_repo_resolved(both, loops, experiment), captions.describe_repo_resolved(both, loops)),
+        "cost": (plot_cost(loops, experiment), captions.describe_cost(loops)),
+        "cost_accuracy": (plot_cost_accuracy(points, experiment, dry), captions.describe_cost_accuracy(points, dry)),
+        "test_outcomes": (plot_test_outcomes(test_rows, loops, experiment),
+                          captions.describe_test_outcomes(test_rows, loops)),
     }
     folder = experiment_dir(experiment, results_root) / "plots"
-    paths = {name: save_figure(figure, folder / f"{name}.png") for name, figure in figures.items()}
-    for name, figure in figures.items():
+    paths = {name: save_figure(figure, folder / f"{name}.png") for name, (figure, _) in figures.items()}
+    for name, (figure, caption) in figures.items():
         if show is True or (not isinstance(show, bool) and name in show):
-            show_figure(figure)
+            show_figure(figure, caption=caption)
     return paths
 
 
-def show_figure(figure: Figure, path: Path | None = None) -> Path | None:
-    """Show `figure` inline as a PNG (Jupyter, and papermill's executed copies); saved first at `path` when
-    given. The figures here are built with the object API, which registers no inline display of its own: a
-    bare `display(figure)` would print `<Figure size ...>` instead of the picture."""
+def show_figure(figure: Figure, path: Path | None = None, caption: str | None = None) -> Path | None:
+    """Show `figure` inline as a PNG (Jupyter, and papermill's executed copies), then `caption` (what to read
+    in it) as text; saved first at `path` when given. The figures here are built with the object API, which
+    registers no inline display of its own: a bare `display(figure)` would print `<Figure size ...>`."""
     saved = save_figure(figure, path) if path is not None else None
     from IPython.display import Image, display
 
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     display(Image(data=buffer.getvalue()))
+    if caption:
+        print(caption)
     return saved
 
 
@@ -445,6 +359,6 @@ def plot_path(experiment: str, name: str, results_root: Path | str | None = None
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "plot_all", "flipped_tasks", "load_loops", "load_split_rows", "plot_accuracy", "plot_ruleset_size",
-    "plot_repo_resolved", "plot_cost", "cost_notes", "cost_labels", "plot_test_outcomes", "plot_ablation",
-    "version_costs", "plot_cost_accuracy", "show_figure", "plot_path", "plot_latent_rules", "plot_mining",
+    "plot_repo_resolved", "plot_cost", "plot_test_outcomes", "version_costs", "plot_cost_accuracy", "show_figure",
+    "plot_path", "spread", "series_style",
 ]

@@ -61,7 +61,8 @@ def check_packages() -> Check:
 
 def check_agents() -> list[Check]:
     """One check per registered agent: is its pinned CLI installed, and which version. Looking installs nothing
-    (an agent's CLI installs on its first run): a missing CLI fails only for the agent the notebooks run (AGENT)."""
+    (a Node agent's CLI installs on its first run). A missing CLI is ok only when choosing it would still work:
+    a Node CLI of an agent the notebooks do not run (AGENT); never the chosen agent's, never one without npm."""
     from helpers.core.registry import agent_class, registered_agents
 
     checks = []
@@ -69,10 +70,12 @@ def check_agents() -> list[Check]:
         cls = agent_class(name)
         binary = getattr(cls, "package_dir", None) and Path(cls.package_dir) / getattr(cls, "binary_path", "")
         if binary and getattr(cls, "binary_path", "") and not binary.exists():
-            later = "" if name == config.AGENT else (
-                ": it installs on its first run" if (Path(cls.package_dir) / "package.json").exists() else "")
-            checks.append(Check(f"agent: {name}", name != config.AGENT, f"not installed{later}",
-                                f"`make agent AGENT={name}` installs it now (needs Node 20+; `make setup`: every agent)."))
+            # ok only when choosing it would work: a Node CLI installs on its first run; anything else must be installed
+            later = name != config.AGENT and (Path(cls.package_dir) / "package.json").exists()
+            detail = ("not installed: it installs on its first run" if later else "not installed" if name == config.AGENT
+                      else f"not installed: needed only with AGENT={name!r}")
+            checks.append(Check(f"agent: {name}", later, detail,
+                                f"`make agent AGENT={name}` installs it now (`make setup`: every agent)."))
             continue
         try:
             checks.append(Check(f"agent: {name}", True, agent_class(name).installed()))

@@ -344,9 +344,9 @@ def start_gateway(session: Session, budget_usd: float | None = None) -> Any:
     models = {"agent": session.agent_model, "judge": session.judge_model, "optimizer": session.optimizer_model}
     upstreams = role_upstreams(session)
     trace = ExperimentTracer(session.phoenix_url, session.phoenix_api_key) if session.phoenix_url else None
-    # The judge and the optimizer are our own clients and call exactly their model; an agent CLI may call a
-    # second model of its provider for small tasks, so its calls are held to the endpoints and the budget.
-    allowed = {role: [models[role]] for role in ("judge", "optimizer")}
+    # Each role's token opens its configured model only (docs/security.md): the agent CLIs are configured to make
+    # their side calls (opencode's titles) on the run's model, and a call naming another gets a named 403.
+    allowed = {role: [models[role]] for role in ("agent", "judge", "optimizer")}
     gateway = Gateway(upstreams, budget_usd=budget_usd, trace=trace, models=allowed, host=config.gateway_host()).start()
     if trace is not None:
         session._closers.append(trace.close)

@@ -198,7 +198,7 @@ class Inbox:
             return None
         for edit in applied:
             edit["feedback"] = _motivating(edit.get("sources") or [], fresh)
-            edit["flags"] = flags_of(f"{edit.get('text') or ''} {edit.get('reason') or ''}")
+            edit["flags"] = flags_of(f"{edit.get('text') or ''} {edit.get('reason') or ''}", edit)
         proposal = Proposal(self._next_id(), "learn", base, applied, _render(rules),
                             _diff_text(start, rules, base), ids, cost, self._now(),
                             filtered=filtered, model=str(report.model), dry_run=bool(report.dry_run),

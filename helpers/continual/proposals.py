@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from helpers.continual.feedback import Feedback, _one_line
+from helpers.core.costs import SCRIPTED_NO_CHARGE, UNPRICED
 from helpers.core.rules import diff_rulesets
 from helpers.core.wording import counted
 
@@ -67,7 +68,8 @@ class Proposal:
 
     def describe(self) -> str:
         """What a reviewer reads: each edit with its reason and feedback, the diff, cost and evidence."""
-        cost = "unpriced" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        cost = (SCRIPTED_NO_CHARGE if self.dry_run else UNPRICED if self.cost_usd is None  # as every notebook says it
+                else f"${self.cost_usd:.4f}")
         lines = [f"Proposal {self.id} ({self.kind}, {self.status}) against v{self.base_version}: "
                  f"{counted(len(self.edits), 'edit')}, cost {cost}" + (" [SCRIPTED DRY RUN]" if self.dry_run else "")]
         if self.flags:

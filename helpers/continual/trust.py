@@ -11,9 +11,10 @@ instructions. The policy (documented in docs/continual.md):
 - JUnit reports, notes and Phoenix annotations come through the team's own channels (its CI, the person
   running the inbox, its Phoenix) and count; their text is still quoted as data.
 - Every proposal's edits are checked for what an injected instruction looks like (a command that fetches
-  and runs code, a link, a secret sent or shown, an order to ignore instructions: helpers.core.planted,
-  the same check the batch optimizer refuses edits with): such an edit is flagged, and a flagged proposal
-  is never auto-approved. Build the optimizer with planted="flag" so such edits reach the proposal, for a
+  and runs code, a link, a secret sent, shown or copied into the repository, tests weakened, repository text
+  obeyed, an order to ignore instructions: helpers.core.planted, the same floor the batch optimizer refuses
+  edits with) and, when the optimizer has a rule_check, by meaning: such an edit is flagged, and a flagged
+  proposal is never auto-approved. Build the optimizer with planted="flag" so such edits reach the proposal, for a
   person to see; with the default it refuses them before they do.
 
     policy = TrustPolicy(logins=("release-bot",), bots=("release-bot",))
@@ -26,7 +27,7 @@ import fnmatch
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from helpers.core.planted import planted_reasons
 
@@ -84,10 +85,11 @@ def is_bot(record: Any) -> bool:
     return str(getattr(record, "author_type", "") or "") == "Bot" or bool(BOT_NAME.search(str(record.author or "")))
 
 
-def flags_of(text: str) -> list[str]:
-    """What in `text` looks like an injected instruction: helpers.core.planted.planted_reasons, the check the
-    batch optimizer refuses edits with; [] when nothing."""
-    return planted_reasons(text)
+def flags_of(text: str, edit: Mapping[str, Any] | None = None) -> list[str]:
+    """What in `text` looks like an injected instruction: helpers.core.planted.planted_reasons, the floor the
+    batch optimizer refuses edits with, and the `meaning_flags` the optimizer's check by meaning put on `edit`
+    (helpers.learn.rule_check: a rule found harmful, or not checked, in planted="flag" mode); [] when nothing."""
+    return planted_reasons(text) + [str(flag) for flag in ((edit or {}).get("meaning_flags") or [])]
 
 
 def parse_codeowners(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:

@@ -74,14 +74,25 @@ AGENT_TRAJECTORY_STEP_CHARS = 2_000  # one step's text within it
 # One agent answer's output cap, where the CLI takes one (Claude Code: CLAUDE_CODE_MAX_OUTPUT_TOKENS; Cline and
 # Codex 0.169 have no setting for it): a small model can otherwise generate until its context is full.
 AGENT_MAX_OUTPUT_TOKENS = 16_384
-AGENT_TRANSIENT_RETRIES = 2  # an agent run that failed transiently (a broken model stream) runs again, this often
+# A task whose run the host saw fail transiently (the provider's 5xx or 429, a lost worker) runs again, at most this
+# often in total per (task, ruleset, agent, model) of a run id: across calls and resumes (the records count them).
+AGENT_TRANSIENT_RETRIES = 2
 EVAL_TIMEOUT_S = 120.0  # per task, local evaluator
 # Caps of one sandboxed run (an agent's, a grading's), sized for a coding task; helpers.core.sandbox says what
 # enforces each one where, and a run that reaches one ends as a rule-induced error naming it.
 SANDBOX_PROCESSES = 512  # processes and threads at once
 SANDBOX_MEMORY_BYTES = 4 * 2**30  # memory, /tmp (a tmpfs) included
-SANDBOX_DISK_BYTES = 2 * 2**30  # what the workspace and the run's home hold, together
+SANDBOX_DISK_BYTES = 2 * 2**30  # what a run writes to its workspace and home, together (a tmpfs: memory, as root)
+SANDBOX_DISK_FILES = 1_000_000  # files (and folders) a run writes or changes there, together
+# What one run's connections to the gateway may cost the driver (helpers.core.relay): at most this many carried at
+# once (one more is closed at once), each direction buffering at most RELAY_BUFFER_BYTES.
+RELAY_MAX_CONNECTIONS = 32
+RELAY_BUFFER_BYTES = 64 * 2**10
 SANDBOX_FILE_BYTES = 1 * 2**30  # the largest one file written
+# How far the host walks a tree an agent or the code under test could have written (helpers.core.trees): deeper or
+# larger is refused by name (a watcher's walk then ends its run); removal has no limit.
+TREE_MAX_DEPTH = 16_384
+TREE_MAX_ENTRIES = 2_000_000
 # What the host reads back from a workspace or a run's home is hostile data (helpers.core.untrusted): each read is
 # capped. A patch larger than MAX_PATCH_BYTES is refused as the agent's doing (a rule-induced error naming its size),
 # never recorded: a real fix is kilobytes, and a 520 MB patch once made a 526 MB record and a 2.7 GB driver.
@@ -112,6 +123,22 @@ GATEWAY_IDLE_TIMEOUT_S = 600.0
 GATEWAY_CALL_TIMEOUT_S = 1800.0  # wall-clock limit of one upstream call, however steadily it streams
 GATEWAY_TRACE_CHARS = 20_000  # request and response text kept per call for traces
 GATEWAY_TRACE_MESSAGE_CHARS = 4_000  # text kept per input message for traces
+# What one client can make the gateway (the driver, outside every sandbox) spend (docs/security.md): a request body
+# larger than this is refused with 413 before it is read (Content-Length) or as soon as it grows past it (a
+# chunked body); a long agent conversation is about 1 MB of JSON, an image a few MB more.
+GATEWAY_MAX_REQUEST_BYTES = 16 * 2**20
+GATEWAY_MAX_HELD_BYTES = 64 * 2**20  # request bytes all calls under way hold at once: more get 503 (ask again)
+GATEWAY_BODY_TIMEOUT_S = 60.0  # a request body must arrive whole within this (a slow drip is cut with 408)
+GATEWAY_MAX_CONNECTIONS = 256  # open client connections, all clients together: more are answered 503 and closed
+GATEWAY_TOKEN_CONCURRENCY = 8  # one token's requests under way at once: more get 429 (an agent makes one at a time)
+GATEWAY_IDLE_CONNECTION_S = 30.0  # a client connection with no request under way is closed after this
+# The output a call may ask for, by its token's role: a request that asks for more, or names no cap, is given
+# this cap, so each call's worst-case cost (reserved from the budget before it is forwarded) is bounded.
+GATEWAY_OUTPUT_TOKENS = {"agent": AGENT_MAX_OUTPUT_TOKENS, "judge": JUDGE_MAX_TOKENS, "optimizer": OPTIMIZER_MAX_TOKENS}
+GATEWAY_DEFAULT_OUTPUT_TOKENS = OPTIMIZER_MAX_TOKENS  # a token of any other role
+# The input tokens reserved for one image or document part (its JSON bytes bound a text's tokens, not a picture's):
+# above what Anthropic, OpenAI and Google count for one image at their largest sizes.
+GATEWAY_MEDIA_PART_TOKENS = 10_000
 
 # --- continual mode (helpers.continual.learning) ----------------------------------------------------------
 CONTINUAL_EXPIRY_DAYS = 90  # a rule unconfirmed this long is proposed for deletion
@@ -124,6 +151,10 @@ CONTINUAL_MAX_SIGNAL_CHARS = 4_000  # one feedback record's text (and its code e
 STATS_ALPHA = 0.05  # significance level of a paired comparison and of the acceptance gate
 STATS_CONFIDENCE = 0.95  # level of every interval
 STATS_N_BOOT = 10_000  # bootstrap resamples (several attempts per task), and random sign flips
+# The one test run sequentially (helpers.core.sequential; docs/evidence.md): a look after each batch of test tasks.
+SEQUENTIAL = True  # the default wherever the test split has more tasks than a batch; False: the fixed test
+SEQUENTIAL_FUTILITY_POWER = 0.05  # stop for futility when the chance of significance at the current trend is below
+SEQUENTIAL_FUTILITY_FROM = 0.5  # ... but never before this share of the test tasks has run
 STATS_NOISE_FLIP_RATE = 0.2  # share of tasks assumed to flip by chance between two runs (power figures only)
 
 # --- ruleset limits: what the optimizer may store (edits beyond these are refused and reported) ---

@@ -16,8 +16,10 @@ Not root, the run is the caller's uid, and can read no more than the caller.
 
 Caps (Limits says what enforces each): a cgroup of the run's own (helpers.core.cgroups: v2, else v1) for
 processes and memory; RLIMIT_NPROC on the run's own uid where no cgroup caps processes; RLIMIT_FSIZE for one
-file; a watcher for the workspace's and home's disk use; a tmpfs /tmp of the disk cap's size. What nothing
-here can enforce is said once, in a "Note:" line.
+file; the kernel, at write time, for what the run writes to its workspace and home (helpers.core.disks: as root,
+overlays whose writes land on a tmpfs of the disk cap), else a watcher sampling it; a tmpfs /tmp of the disk
+cap's size. What nothing here can enforce is said once, in a "Note:" line. The watcher's walks go through
+helpers.core.trees (any depth, no link followed, bounded); a watcher that cannot check ends the run, named.
 
 A run that reaches a cap is ended (its cgroup, its uid's processes, what works in its folders, all killed)
 and named: run_cli puts the cap's sentence last on stderr, helpers.agents.base.capped makes the agent's
@@ -37,7 +39,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import stat
 import sys
 import threading
 import time
@@ -46,11 +47,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from helpers.core import cgroups, config
+from helpers.core import cgroups, config, disks
 from helpers.core.procfs import kill, kill_processes_in, processes_of
+from helpers.core.trees import chown_tree, remove_tree, tree_usage
+from helpers.core.untrusted import REFUSED, RefusedOutput
 
 CAP_PREFIX = "sandbox cap reached:"  # how a cap that ended a run is named (helpers.core.outcomes: rule-induced)
 USERS = (2**30, 2**31 - 2**16)  # a run's own uid is drawn from here: far above any real user or subuid range
+KERNEL_DISK, SAMPLED_DISK = "the kernel, at write time", "a watcher, every WATCH_S"  # Confinement.disk
 WATCH_S = 1.0  # how often a run's caps are checked
 WATCH_CPU_SHARE = 0.05  # the disk check (a walk of the workspace) takes at most this share of a core
 KILL_WAIT_S = 5.0  # for a run's processes to be gone after they were killed
@@ -66,10 +70,13 @@ class Limits:
     - memory_bytes (its processes' memory and /tmp, a tmpfs): the cgroup's memory limit (and swap: none
       beyond it); the kernel's OOM killer then kills inside the run only, and the run is ended. Without a
       cgroup nothing caps it (said once): RLIMIT_AS would break Node, which reserves large address ranges.
-    - disk_bytes (what the workspace and the run's home hold, in allocated blocks): a watcher checks every
-      WATCH_S (less often on a large tree) and ends the run past it: a fast writer can overshoot by what it
-      writes in that time, never more than file_bytes per file. /tmp is a tmpfs of this size (a write past
-      it fails; its pages count as memory).
+    - disk_bytes and disk_files (what the run writes to its workspace and home, in bytes and in files): as root,
+      the kernel, at write time (helpers.core.disks: both folders become overlays whose writes land on one tmpfs
+      of this size and inode count; a write past it fails with ENOSPC, whatever the writer does), and the
+      watcher ends the run once it is full. Otherwise (not root, or the kernel refuses the mounts; said once)
+      a watcher samples what they hold every WATCH_S (less often on a large tree) and ends the run past it: a
+      fast writer can overshoot by what it writes in that time. /tmp is a tmpfs of disk_bytes (a write past it
+      fails; its pages count as memory).
     - file_bytes (one file): RLIMIT_FSIZE inside (a write past it fails, SIGXFSZ ends the writer); the watcher
       ends a run that has a file at the cap in the workspace or home.
     """
@@ -79,6 +86,7 @@ class Limits:
     memory_bytes: int = field(default_factory=lambda: config.SANDBOX_MEMORY_BYTES)
     disk_bytes: int = field(default_factory=lambda: config.SANDBOX_DISK_BYTES)
     file_bytes: int = field(default_factory=lambda: config.SANDBOX_FILE_BYTES)
+    disk_files: int = field(default_factory=lambda: config.SANDBOX_DISK_FILES)
 
 
 @dataclass
@@ -86,12 +94,14 @@ class Confinement:
     """One run's privilege and caps (from `confined`): `user`, its own uid (None: the caller is not root and
     the run is the caller's uid); `limits`; `cgroup`, the cgroup.procs files it joins (empty: no cgroup);
     `seccomp`, the filter file bwrap installs (no new user namespace inside; None: none for this machine);
-    `cap`, once its run is over, the cap that ended it (a sentence starting CAP_PREFIX) or ""."""
+    `disk`, what enforces the disk cap (KERNEL_DISK or SAMPLED_DISK); `cap`, once its run is over, the cap that
+    ended it (a sentence starting CAP_PREFIX) or ""."""
 
     user: int | None
     limits: Limits
     cgroup: list[Path] = field(default_factory=list)
     seccomp: Path | None = None
+    disk: str = ""
     cap: str = ""
 
 
@@ -114,27 +124,13 @@ def _owners(folders: Sequence[Path]) -> list[tuple[Path, int, int]]:
 
 def _tree(folder: Path, owner: tuple[int, int] | None = None) -> tuple[int, int]:
     """(bytes allocated under `folder`, the size of its largest file); with `owner` (uid, gid), everything in
-    it, itself included, is handed to that owner on the way. Links are never followed, even one swapped in
-    during the walk (os.fwalk opens each folder relative to its parent, with no-follow). A set-uid bit the
-    agent left is cleared by the kernel as its file changes owner."""
-    used = largest = 0
+    it, itself included, is handed to that owner on the way. Walked by helpers.core.trees: iterative (any
+    depth), never following a link, bounded (TreeRefused past its limits); a missing folder holds nothing."""
     try:
-        if owner:
-            os.chown(folder, *owner, follow_symlinks=False)
-        for _, dirs, files, fd in os.fwalk(folder, follow_symlinks=False):
-            for name in dirs + files:
-                try:
-                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                    if owner:
-                        os.chown(name, *owner, dir_fd=fd, follow_symlinks=False)
-                except OSError:
-                    continue  # gone meanwhile
-                used += st.st_blocks * 512
-                if stat.S_ISREG(st.st_mode):
-                    largest = max(largest, st.st_size)
-    except OSError:
-        pass  # the folder is gone
-    return used, largest
+        usage = chown_tree(folder, *owner) if owner else tree_usage(folder)
+    except FileNotFoundError:
+        return 0, 0
+    return usage.bytes, usage.largest
 
 
 # A seccomp filter (cBPF, as bwrap --seccomp reads it): no new user namespace inside (unshare or clone with
@@ -182,8 +178,11 @@ def _run_user() -> int | None:
 class _Watch:
     """Checks one run's caps until stopped; the first one reached is `cap`, and ends the run."""
 
-    def __init__(self, confinement: Confinement, cgroup: dict[str, Path], folders: Sequence[Path]):
+    def __init__(self, confinement: Confinement, cgroup: dict[str, Path], folders: Sequence[Path],
+                 walked: Sequence[Path | str] = ()):
         self.confinement, self.cgroup, self.folders = confinement, cgroup, list(folders)
+        self.kernel_disk = confinement.disk == KERNEL_DISK
+        self.walked = [Path(p) for p in walked] or self.folders  # what the run wrote (the kernel's cap), or all
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True, name="sandbox-watch")
         self.thread.start()
@@ -192,14 +191,31 @@ class _Watch:
         wait = WATCH_S
         while not self.stopped.wait(wait):
             started = time.monotonic()
-            if self.check():
+            try:
+                reached = self.check()
+            except Exception as error:  # a watcher that cannot watch ends the run: it fails closed, never silently
+                reached = self.failed(error)
+            if reached:
                 self.end()
                 return
             wait = max(WATCH_S, (time.monotonic() - started) / WATCH_CPU_SHARE)
 
+    def failed(self, error: BaseException) -> str:
+        """The run's end when its caps cannot be checked (a tree past the walk's limits, an unreadable folder)."""
+        reason = str(error).removeprefix(f"{REFUSED}: ") if isinstance(error, RefusedOutput) else (
+            f"{type(error).__name__}: {error}")
+        return self._reached(f"the sandbox could not check the run's disk use ({reason[:300]})")
+
     def check(self) -> str:
         """The cap reached (a sentence starting CAP_PREFIX), or ""; the first one found is kept in `cap`."""
-        return self.check_events() or self.check_disk(*self.disk_use())
+        return self.check_events() or self.check_full() or self.check_disk(*self.disk_use())
+
+    def check_full(self) -> str:
+        """The disk cap, where the kernel enforces it and the run's file system is full (a write failed)."""
+        if self.kernel_disk and any(disks.disk_full(folder) for folder in self.folders):
+            return self._reached(f"the disk cap ({_size(self.confinement.limits.disk_bytes)} written to the "
+                                 "workspace and home; a write past it failed)")
+        return self.confinement.cap
 
     def check_events(self) -> str:
         """The process or memory cap, if the run reached one (its cgroup's events; else its uid's processes)."""
@@ -214,14 +230,15 @@ class _Watch:
         return self.confinement.cap
 
     def disk_use(self) -> tuple[int, int]:
-        """(bytes allocated in the run's folders, their largest file's size)."""
-        trees = [_tree(folder) for folder in self.folders]
+        """(bytes allocated in the run's folders, their largest file's size): in what the run wrote, with the
+        kernel's cap (its overlays' upper layers); else in all they hold."""
+        trees = [_tree(folder) for folder in self.walked]
         return sum(used for used, _ in trees), max(largest for _, largest in trees)
 
     def check_disk(self, used: int, largest: int) -> str:
         """The disk or file-size cap, if `used` or `largest` (disk_use's) reached one."""
         limits = self.confinement.limits
-        if used > limits.disk_bytes:
+        if used > limits.disk_bytes and not self.kernel_disk:  # with the kernel's cap, the host's files below don't count
             return self._reached(f"the disk cap ({_size(limits.disk_bytes)} in the workspace and home; "
                                  f"{_size(used)} written)")
         if largest >= limits.file_bytes:
@@ -257,9 +274,13 @@ class _Watch:
 _noted_caps: set[str] = set()
 
 
-def _note_unenforced(groups: cgroups.Cgroups | None, user: int | None) -> None:
-    """Say once which caps nothing on this machine enforces."""
+def _note_unenforced(groups: cgroups.Cgroups | None, user: int | None, disk: str = KERNEL_DISK) -> None:
+    """Say once which caps nothing on this machine enforces, and a disk cap only sampled."""
     missing = []
+    if disk != KERNEL_DISK:
+        missing.append("disk use at write time (not root, the kernel refused the mounts, or a folder outside this "
+                       "process's scratch folder: it is sampled every second instead, and a fast writer overshoots "
+                       "by what it writes in that time)")
     if not (groups and "pids" in groups.parents) and user is None:
         missing.append("processes (no cgroup can be made here, and RLIMIT_NPROC needs the run's own uid, "
                        "which needs root)")
@@ -271,7 +292,7 @@ def _note_unenforced(groups: cgroups.Cgroups | None, user: int | None) -> None:
     note = "; ".join(missing)
     if note and note not in _noted_caps:
         _noted_caps.add(note)
-        print(f"Note: the sandbox cannot cap a run's {note}. Disk use and file size stay capped.", file=sys.stderr)
+        print(f"Note: the sandbox cannot cap a run's {note}. File size stays capped.", file=sys.stderr)
 
 
 @contextmanager
@@ -294,20 +315,26 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
     folders = list(dict.fromkeys([Path(workspace), Path(home)]))
     user = _run_user()
     groups = cgroups.available()
-    _note_unenforced(groups, user)
     owners = _owners(folders) if user is not None else []
+    for folder, _, _ in owners:  # handed over on the host's own file system, before any overlay covers it
+        _tree(folder, (user, user))
+    capped = disks.cap_disk(folders, limits)
+    disk = KERNEL_DISK if capped else SAMPLED_DISK
+    _note_unenforced(groups, user, disk)
+    if disk == KERNEL_DISK:
+        for folder, _, _ in owners:  # an overlay's top folder is its upper layer's, made by the host: the run's too
+            os.chown(folder, user, user)
+        owners = []  # nothing to hand back after the run (below)
     cgroup = cgroups.make(groups, limits) if groups else {}
-    confinement = Confinement(user, limits, cgroups.procs_files(cgroup))
+    confinement = Confinement(user, limits, cgroups.procs_files(cgroup), disk=disk)
     watch = None
     program = _seccomp_program()
     try:
-        for folder, _, _ in owners:
-            _tree(folder, (user, user))
         if program:  # the host's file (after the hand-over): read by bwrap before anything of the run starts
             confinement.seccomp = Path(home) / SECCOMP_FILE
             confinement.seccomp.unlink(missing_ok=True)
             confinement.seccomp.write_bytes(program)
-        watch = _Watch(confinement, cgroup, folders)
+        watch = _Watch(confinement, cgroup, folders, capped.walked if capped else ())
         yield confinement
     finally:
         if watch:
@@ -315,12 +342,22 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
             watch.check_events()  # a cap reached in the last moments still names why the run ended
             watch.end()  # whatever is left of the run
         cgroups.remove(cgroup)
-        # nothing of the run runs now: its folders are handed back (and measured) with no race
+        # nothing of the run runs now: its folders are handed back (and measured) with no race. Capped by the
+        # kernel, they are not: what the run wrote goes with the overlay when the folder is removed, the host
+        # reads it as root meanwhile, and the overlay is mounted nosuid and nodev (a set-uid file is inert).
         if confinement.seccomp:
-            confinement.seccomp.unlink(missing_ok=True)
-        trees = [_tree(folder, (uid, gid)) for folder, uid, gid in owners] or [_tree(f) for f in folders]
-        if watch:
-            watch.check_disk(sum(used for used, _ in trees), max(largest for _, largest in trees))
+            remove_tree(confinement.seccomp)  # in the run's home: whatever the agent put there, never raises
+        try:
+            walked = [Path(p) for p in capped.walked] if capped else folders
+            trees = [_tree(folder, (uid, gid)) for folder, uid, gid in owners] or [_tree(f) for f in walked]
+            if watch:
+                watch.check_disk(sum(used for used, _ in trees), max(largest for _, largest in trees))
+        except (OSError, RefusedOutput) as error:  # past the walk's limits: the rest goes with the workspace
+            if watch:
+                watch.failed(error)
+        finally:
+            if capped:
+                capped.close()
 
 
 __all__ = ["confined", "Limits", "Confinement", "cap_reached", "CAP_PREFIX"]  # documented in CODE_APPENDIX.md

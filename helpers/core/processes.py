@@ -17,20 +17,19 @@ import json
 from collections import deque
 from contextlib import contextmanager
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 from helpers.core import config
 from helpers.core.procfs import alive, kill_processes_in, owner_tag, processes_in
+from helpers.core.scratch import scratch_dir, scratch_root
+from helpers.core.trees import remove_tree, say
 
-SCRATCH_PARENT = "pl-runs"
 CLI_STOP_GRACE_S = 3.0  # after SIGINT to a CLI's process group, before SIGKILL
 # What the code under test (and an agent's commands) may see of our environment: an allow-list, so a
 # provider key or any other secret set for the notebook never reaches them.
@@ -69,35 +68,37 @@ def die_with_parent() -> Callable[[], None]:
     return preexec
 
 
-def scratch_root() -> Path:
-    return Path(tempfile.gettempdir()) / SCRATCH_PARENT
-
-
-def scratch_dir(kind: str) -> Path:
-    """A new folder for one run's `kind` of files, inside this process's scratch folder."""
-    owner = scratch_root() / owner_tag()
-    owner.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=owner))
-
-
-def remove_scratch(folder: Path | str) -> None:
-    """End what still works in `folder`, then delete it."""
-    kill_processes_in(folder)
-    shutil.rmtree(folder, ignore_errors=True)
+def remove_scratch(folder: Path | str) -> list[str]:
+    """End what still works in `folder`, then delete it with helpers.core.trees.remove_tree (no link followed,
+    any depth, an agent's chmod 000 undone); never raises: returns what could not be removed, said on stderr."""
+    try:
+        kill_processes_in(folder)
+    except OSError:
+        pass  # /proc unreadable: the removal below still runs
+    return remove_tree(folder, note=say)
 
 
 def sweep_stale() -> list[Path]:
     """Remove the scratch folders of processes that are gone (killed mid-run), ending what still runs
-    in them, and their sandbox cgroups (helpers.core.cgroups.sweep); returns the folders removed."""
+    in them, and their sandbox cgroups (helpers.core.cgroups.sweep); returns the folders swept. Never raises:
+    what a killed run left (a 10,000-deep tree, a folder made unreadable, an entry that cannot be removed) is
+    removed as far as it can be and the rest said on stderr, never a reason for a later run not to start."""
     from helpers.core.cgroups import sweep
 
-    sweep()
+    try:
+        sweep()
+    except OSError as error:  # a cgroup that cannot be removed is said, never a reason not to start
+        print(f"Note: stale sandbox cgroups were not swept: {error}", file=sys.stderr)
     root = scratch_root()
     swept = []
-    for owner in sorted(root.iterdir()) if root.is_dir() else ():
-        if owner.is_dir() and not alive(owner.name):
-            remove_scratch(owner)
-            swept.append(owner)
+    try:
+        owners = sorted(os.listdir(root))
+    except OSError:  # no scratch folder yet (or none readable): nothing to sweep
+        return swept
+    for name in owners:
+        if not alive(name):  # whatever a killed run left there (a deep tree, unremovable entries): never raises
+            remove_scratch(root / name)
+            swept.append(root / name)
     return swept
 
 # --- running an agent's CLI as a process group (the agent packages share it) -------------------------
@@ -216,25 +217,54 @@ def relayed(args: list[str], workspace: Path, home: Path | None, read_only: Sequ
     command.cap = confinement.cap
 
 
+class CLIRun(NamedTuple):
+    """One CLI run as the host saw it: its output (agent data), whether the host's timeout stopped it, how long it
+    ran, and its exit status from the host's own wait (None: not known; negative: the signal that ended it)."""
+
+    out: str
+    err: str
+    timed_out: bool
+    seconds: float
+    exit_status: int | None
+
+
 def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
             live: set[subprocess.Popen], lock: threading.Lock, pass_fds: tuple[int, ...] = (), *,
             home: Path | None = None, read_only: Sequence[Path | str] = (),
             sandbox: str | None = None, reach: str | None = None,
-            network: bool = False, limits: Any = None) -> tuple[str, str, bool, float]:
+            network: bool = False, limits: Any = None,
+            exit_status: list[int | None] | None = None) -> tuple[str, str, bool, float]:
     """(stdout, stderr, timed_out, seconds) of one CLI run in its own process group (in the sandbox with
     `home`, `read_only`, `reach`, `network` and `limits` unless `sandbox` is None: see `relayed`; the relay to
-    `reach` lives exactly as long as the run).
+    `reach` lives exactly as long as the run). `run_cli_observed` adds the exit status.
 
     On timeout the group gets SIGINT, then SIGKILL after CLI_STOP_GRACE_S; whatever is left in the group is
     killed when the CLI ends. The child dies with the thread that started it (die_with_parent). A run that a
     sandbox cap ended has that cap's sentence as the last line of stderr (helpers.core.confinement.cap_reached
-    reads it back).
+    reads it back). `exit_status`, when given, gets the run's exit status appended, as the host observed the
+    process it started (Popen's returncode: bwrap's, which is its command's; negative for a signal), never
+    from what the run printed.
     """
+    run = run_cli_observed(args, workspace, env, stdin_text, timeout_s, live, lock, pass_fds, home=home,
+                           read_only=read_only, sandbox=sandbox, reach=reach, network=network, limits=limits)
+    if exit_status is not None:
+        exit_status.append(run.exit_status)
+    return run.out, run.err, run.timed_out, run.seconds
+
+
+def run_cli_observed(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
+                     live: set[subprocess.Popen], lock: threading.Lock, pass_fds: tuple[int, ...] = (), *,
+                     home: Path | None = None, read_only: Sequence[Path | str] = (),
+                     sandbox: str | None = None, reach: str | None = None,
+                     network: bool = False, limits: Any = None) -> CLIRun:
+    """`run_cli`'s run, as a CLIRun: with the exit status the host's own wait returned (how the run ended is the
+    host's observation, never what the CLI printed: helpers.agents.base.ended_as_seen)."""
     with relayed(args, workspace, home, read_only, sandbox, reach=reach, network=network, limits=limits) as command:
         for fd in pass_fds if command.user is not None else ():  # a key's pipe: the run's own uid opens it
             os.fchown(fd, command.user, command.user)
-        out, err, timed_out, seconds = _run_group(command, workspace, env, stdin_text, timeout_s, live, lock, pass_fds)
-    return out, with_cap(err, command), timed_out, seconds
+        out, err, timed_out, seconds, status = _run_group(command, workspace, env, stdin_text, timeout_s, live, lock,
+                                                          pass_fds)
+    return CLIRun(out, with_cap(err, command), timed_out, seconds, status)
 
 
 def with_cap(err: str, command: list[str]) -> str:
@@ -246,7 +276,7 @@ def with_cap(err: str, command: list[str]) -> str:
 
 def _run_group(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
                live: set[subprocess.Popen], lock: threading.Lock,
-               pass_fds: tuple[int, ...]) -> tuple[str, str, bool, float]:
+               pass_fds: tuple[int, ...]) -> tuple[str, str, bool, float, int | None]:
     out: deque[str] = deque()
     err: deque[str] = deque()
     started = time.monotonic()
@@ -277,7 +307,7 @@ def _run_group(args: list[str], workspace: Path, env: dict[str, str], stdin_text
             thread.join(timeout=CLI_STOP_GRACE_S)  # a stray holder of its pipes must not hang us
         with lock:
             live.discard(process)
-    return "".join(out), "".join(err), timed_out, time.monotonic() - started
+    return "".join(out), "".join(err), timed_out, time.monotonic() - started, process.returncode
 
 
 @contextmanager
@@ -316,4 +346,4 @@ def last_lines(text: str, lines: int = 5) -> str:
     kept = [line for line in text.strip().splitlines() if line.strip()]
     return "\n".join(kept[-lines:])
 
-__all__ = ["run_cli", "read_capped", "sandboxed", "relayed", "SandboxedCommand", "with_cap", "alive", "reached_at", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag", "terminate_as_interrupt"]  # public API, documented in CODE_APPENDIX.md
+__all__ = ["run_cli", "run_cli_observed", "CLIRun", "read_capped", "sandboxed", "relayed", "SandboxedCommand", "with_cap", "alive", "reached_at", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag", "terminate_as_interrupt"]  # public API, documented in CODE_APPENDIX.md

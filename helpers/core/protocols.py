@@ -33,7 +33,7 @@ class AgentResult:
     """What one agent run on one task produced.
 
     status: "completed" (the agent finished its turn), "error" (provider or CLI failure, see `error`)
-    or "timeout" (stopped by the runner). `patch` is a unified diff against the task's base commit,
+    or "timeout" (stopped by the runner); for a CLI, as the host saw its process end (helpers.agents.base). `patch` is a unified diff against the task's base commit,
     possibly empty (the engine fills it from the workspace); for plan mode it is empty and `plan`
     holds the plan text. `trajectory`: the agent's turns as plain dicts in order ({"type": "message" |
     "tool_call" | "tool_result", "name", "text", ...}), cut to a budget by the agent; may be empty (the
@@ -54,6 +54,9 @@ class AgentResult:
     trajectory: list[dict[str, Any]] = field(default_factory=list)
     transient: bool = False  # a failed run whose provider failed transiently (the gateway's record says)
     trajectory_summary: str = ""  # helpers.agents.trajectories.summarize(trajectory), for the judge
+    # A failure the host saw outside the sandbox (the gateway's upstream, the gateway, the machine), in words; set
+    # by the engine only. "" for every other failure: a run the agent ended, or whose own calls failed, is counted.
+    host_error: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -70,7 +73,11 @@ class EvalResult:
     evaluates it again on the next call. `log` is the test output (or the reason), `tests` maps test
     id -> "PASSED" | "FAILED" | "ERROR" | "SKIPPED" | "MISSING". `set_aside` lists the paths whose changes
     the patch made but grading did not apply (tests and test configuration: the task's own decide it; see
-    helpers.families.coding.patches, whose set_aside_note says it in a sentence).
+    helpers.families.coding.patches, whose set_aside_note says it in a sentence). `forged` is True when the
+    grading's tripwires show the outcomes were forged from inside the test run (a test made to fail passed, the
+    run exited 0 beside one, or the task's tests passed while one came out wrong:
+    helpers.families.coding.tripwires); then resolved is False, `error` says why in one line ("forged: ..."),
+    and the engine records the run as "forged" (helpers.core.outcomes: a failure of its ruleset, counted apart).
     """
 
     instance_id: str
@@ -82,6 +89,7 @@ class EvalResult:
     log_path: str = ""
     infra: bool = False
     set_aside: list[str] = field(default_factory=list)
+    forged: bool = False
 
     @property
     def failed_tests(self) -> list[str]:

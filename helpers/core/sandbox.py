@@ -13,8 +13,8 @@ An agent runs commands a model chose, over code strangers wrote. Inside the sand
   The one way out is `reach`, the gateway's URL: a forwarder inside (sandbox_forwarder.py, run with the
   interpreter in isolated mode, listening before the agent starts) listens on the gateway's loopback
   address and port, so the agent keeps its base URL, and pipes each connection to a Unix socket bound in
-  from the run's home; there a relay on the host (reach_relay, threads of the process that started the
-  run) connects it to the gateway, as Anthropic's sandbox-runtime and Codex's proxy routing do. Bytes pass
+  from the run's home; there a relay on the host (reach_relay: one thread of the process that started the
+  run, at most RELAY_MAX_CONNECTIONS connections at once: helpers.core.relay) connects it to the gateway, as Anthropic's sandbox-runtime and Codex's proxy routing do. Bytes pass
   as they come (streams stay streams). A gateway on another machine (PL_GATEWAY_HOST, remote Ray nodes)
   cannot be given its own address inside: the agent is handed 127.0.0.1 on the same port (inside_url).
   `network=True` shares the host's network instead: only for a set-up command the user allowed to
@@ -39,16 +39,14 @@ import functools
 import ipaddress
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
 from urllib.parse import urlsplit
 
-from helpers.core.sandbox_forwarder import pipe
+from helpers.core.relay import Relay
 
 # The explicit, unsafe opt-out: agents run on the host, seeing what the user's shell sees.
 UNSAFE_OPT_OUT = "PL_UNSAFE_NO_SANDBOX"
@@ -60,7 +58,6 @@ RELAY_SOCKET = ".gateway.sock"  # in the run's home: the relay listens there, th
 INSIDE = "/run/pl-sandbox"  # where the forwarder and the relay's socket appear inside the sandbox
 FORWARDER = Path(__file__).with_name("sandbox_forwarder.py")
 DROP = Path(__file__).with_name("sandbox_drop.py")
-RELAY_CONNECT_S = 10.0  # a gateway that does not answer a connect by then is not there
 
 
 class SandboxUnavailable(RuntimeError):
@@ -143,7 +140,8 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
                     network: bool = False, user: int | None = None, limits: "Limits | None" = None,
                     cgroup: Sequence[Path | str] = (), seccomp: Path | str | None = None) -> list[str]:
     """`args` wrapped to run in the sandbox: `workspace` and `home` read-write, `read_only` folders (the
-    agent's CLI, a virtualenv) visible read-only at their own paths, the working directory `workspace`.
+    agent's CLI, a virtualenv) visible read-only at their own paths (one inside `workspace`, such as a grading's
+    hidden tests, stays read-only there), the working directory `workspace`.
 
     Network: none (its own namespace, only `lo`), except `reach`, a URL (the gateway's) whose host and port
     are reachable inside through the forwarder, at `inside_url(reach)`; reach_relay(reach, home) must be
@@ -180,6 +178,9 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     binds = [["--ro-bind", folder, folder] for folder in dict.fromkeys(str(p) for p in extra if p)
              if Path(folder).exists() and not any(folder.startswith(s + "/") or folder == s for s in SYSTEM_FOLDERS)]
     binds += [["--bind", str(home), str(home)], ["--bind", str(workspace), str(workspace)]]
+    # outer binds first: a `read_only` path inside the workspace (a grading's hidden tests) is bound over it, so
+    # it stays read-only there, and, a mount point, cannot be renamed or removed from inside
+    binds.sort(key=lambda bind: len(Path(bind[2]).parts))
     # The folders above each bind, made open to all (bwrap would copy the host's modes: /root is 0700, and the
     # run's own user could not reach its interpreter or workspace).
     for parent in dict.fromkeys(p for _, _, target in binds for p in reversed(Path(target).parents)
@@ -255,96 +256,18 @@ def inside_url(url: str) -> str:
     return parts._replace(netloc=f"{LOOPBACK}:{port}").geturl()
 
 
-class _Relay:
-    """Accepts connections on a Unix socket and connects each to `target` (host, port), both ways."""
-
-    def __init__(self, path: Path, target: tuple[str, int]):
-        self.path, self.target = path, target
-        self.lock = threading.Lock()
-        self.threads: list[threading.Thread] = []
-        self.sockets: set[socket.socket] = set()
-        self.closed = False
-        path.unlink(missing_ok=True)
-        self.listener = socket.socket(socket.AF_UNIX)
-        # A socket's path may not exceed 107 bytes and a run's home can lie deeper: bind it through a
-        # descriptor of its folder (/proc/self/fd/N is that folder).
-        folder = os.open(path.parent, os.O_PATH)
-        try:
-            self.listener.bind(f"/proc/self/fd/{folder}/{path.name}")
-            # whoever the run is inside connects to it (its own uid; or root without its capabilities, for a
-            # forwarder on a port below 1024); the home it lies in is the run's alone
-            os.chmod(path.name, 0o666, dir_fd=folder)
-        finally:
-            os.close(folder)
-        self.listener.listen(128)
-        self._spawn(self._accept)
-
-    def _spawn(self, target, *args) -> None:
-        thread = threading.Thread(target=target, args=args, daemon=True, name="sandbox-relay")
-        with self.lock:
-            self.threads.append(thread)
-        thread.start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                inside, _ = self.listener.accept()
-            except OSError:
-                return  # closed: the run is over
-            self._spawn(self._carry, inside)
-
-    def _carry(self, inside: socket.socket) -> None:
-        try:
-            outside = socket.create_connection(self.target, timeout=RELAY_CONNECT_S)
-            outside.settimeout(None)
-        except OSError:
-            inside.close()  # the gateway is not there: the agent sees its connection close
-            return
-        outside.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # small SSE events leave at once
-        with self.lock:
-            self.sockets |= {inside, outside}
-            if self.closed:
-                _end(inside, outside)
-        back = threading.Thread(target=pipe, args=(outside, inside), daemon=True, name="sandbox-relay")
-        back.start()
-        pipe(inside, outside)
-        back.join()
-        with self.lock:
-            self.sockets -= {inside, outside}
-        inside.close()
-        outside.close()
-
-    def close(self) -> None:
-        """End every connection, wait for every thread, remove the socket."""
-        with self.lock:
-            self.closed = True
-            _end(self.listener, *self.sockets)  # shutdown wakes a blocked accept() or recv(); close() would not
-        while self.threads:
-            with self.lock:
-                thread = self.threads.pop()
-            thread.join()
-        self.listener.close()
-        self.path.unlink(missing_ok=True)
-
-
-def _end(*sockets: socket.socket) -> None:
-    for sock in sockets:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-
 @contextmanager
 def reach_relay(reach: str | None, home: Path | str) -> Iterator[None]:
     """While open, a sandbox started with `reach` (sandbox_command) reaches it: each connection its
     forwarder makes to the socket in `home` is connected to reach's host and port, and bytes pass both
-    ways as they come. On leaving, every connection is ended, every thread joined, the socket removed.
+    ways as they come, by one thread (helpers.core.relay.Relay: at most config.RELAY_MAX_CONNECTIONS at once,
+    one more closed at once, so the driver's threads, descriptors and buffers stay bounded whatever the run
+    opens). On leaving, every connection is ended, the thread joined, the socket removed.
     A no-op without `reach`."""
     if not reach:
         yield
         return
-    relay = _Relay(_relay_socket(home), _address(reach))
+    relay = Relay(_relay_socket(home), _address(reach))
     try:
         yield
     finally:

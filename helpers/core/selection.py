@@ -21,6 +21,7 @@ import pandas as pd
 from helpers.core import config
 from helpers.core.outcomes import plan_scored
 from helpers.core.stats import Comparison, accuracy_interval, paired_comparison
+from helpers.core.wording import counted
 
 ALPHA = config.STATS_ALPHA
 POWER = 0.8
@@ -59,16 +60,16 @@ def choose_on_validation(measured: list[tuple[int, int, pd.DataFrame]], start_ve
     usable = table[table["scored"] > 0]
     if usable.empty:
         return Choice(latest, f"v{latest}, the latest version: no validation results, so it was not chosen "
-                              "by data (give the split a validation side, VAL_SIZE)", table)
+                              "by data (give the split a validation side)", table)
     start = usable[usable["version"] == start_version]
     start_acc = float(start["accuracy"].iloc[0]) if len(start) else -1.0
     best = usable.sort_values(["accuracy", "version"], ascending=[False, True]).iloc[0]
     if float(best["accuracy"]) <= start_acc:
         return Choice(start_version, f"v{start_version}, the start: no learned version did better on validation "
-                                     f"({start_acc:.2f}, {len(usable)} versions measured)", table)
+                                     f"({start_acc:.2f}, {counted(len(usable), 'version')} measured)", table)
     return Choice(int(best["version"]), f"v{int(best['version'])}: the highest validation accuracy "
                                         f"({float(best['accuracy']):.2f} on {int(best['scored'])} tasks, start "
-                                        f"{start_acc:.2f}) of {len(usable)} versions measured", table)
+                                        f"{start_acc:.2f}) of {counted(len(usable), 'version')} measured", table)
 
 
 def primary_test(start_rows: pd.DataFrame, kept_rows: pd.DataFrame, label_start: str, label_kept: str,
@@ -139,10 +140,10 @@ def power_note(n: int, alpha: float = ALPHA) -> str:
         if n == 0:
             return f"With no test tasks nothing can be tested: add test tasks ({least} at the very least)."
         every = {1: "its one task", 2: "both tasks"}.get(n, f"all {n}")
-        return (f"With {n} test tasks no difference can be significant at {alpha:g}: even if {every} changed outcome "
+        return (f"With {counted(n, 'test task')} no difference can be significant at {alpha:g}: even if {every} changed outcome "
                 f"the same way, the exact McNemar p-value would be {min(1.0, 2 * 0.5 ** n):.3g}, so the decision can "
                 f"only be 'noise'. Use more test tasks ({least} at the very least).")
-    text = f"With {n} test tasks, an observed gain under {floor * 100:.0f} points can never be significant"
+    text = f"With {counted(n, 'test task')}, an observed gain under {floor * 100:.0f} points can never be significant"
     if mde is None:
         return text + f"; no gain is detected with {POWER:.0%} power."
     return (text + f"; a true gain of {mde * 100:.0f} points is detected with {POWER:.0%} power (assuming "

@@ -16,6 +16,7 @@ import pandas as pd
 
 from helpers.analysis.evidence import compare
 from helpers.core import config
+from helpers.core.costs import SCRIPTED_NO_CHARGE
 from helpers.store.loops import load_split, loop_records
 
 
@@ -68,6 +69,8 @@ def ablation_cost(experiment: str, runs: int) -> tuple[float | None, str]:
     cost = sum(float(r.get("agent_cost_usd") or 0) for r in done)
     count = sum(int(r.get("train_size") or 0) + int(r.get("test_size") or 0) for r in done)
     unpriced = any("agent" in (r.get("unpriced") or []) for r in done)
+    if done and all(r.get("dry_run") for r in done):  # as every dry-run line says it
+        return None, f"{runs} agent runs; {SCRIPTED_NO_CHARGE}."
     if not count or unpriced:
         return None, f"{runs} agent runs; their cost is unknown (no priced runs observed yet)."
     per_run = cost / count

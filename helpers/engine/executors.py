@@ -126,17 +126,20 @@ def run_attempt(runner: Any, task: dict[str, Any], ruleset: str, rules_file: str
     None, removed after), and nothing the agent started outlives it."""
     own = scratch is None
     scratch = scratch or scratch_dir("run")
-    workspace, output = None, ""
+    workspace, output, ready = None, "", False
     try:
         workspace = prepare_workspace(task, scratch)
         take_rules_out = write_rules(workspace, rules_file, ruleset)
+        ready = True  # from here on, a failure is the agent's run's (counted), not the host's preparing
         result = runner.run(task, workspace, ruleset)
         kill_processes_in(workspace)  # whatever its commands left running, in any process group
         take_rules_out()
         output = workspace_patch(workspace, str(task["base_commit"])) if mode == "act" else _capped_plan(result.plan)
     except Exception as error:  # a broken workspace or agent fails this task only
-        result = AgentResult(str(task["instance_id"]), "error", error=f"{type(error).__name__}: {error}",
-                             model=getattr(runner, "model", ""))
+        said = f"{type(error).__name__}: {error}"[:4000]
+        host = "" if ready else f"the host could not prepare the workspace: {said}"[:4000]  # run again (capped)
+        result = AgentResult(str(task["instance_id"]), "error", error=said, model=getattr(runner, "model", ""),
+                             transient=bool(host), host_error=host)
     finally:
         if workspace is not None:
             kill_processes_in(workspace)

@@ -57,7 +57,11 @@ class CodingLoopFamily:
         self.base_prompt = self.agent.base_prompt
 
     def answer(self, ruleset: str, loop: int) -> dict[str, pd.DataFrame]:
-        return {split: run_attempts(self.agent, frame, f"{split}_{loop}", ruleset, self.settings, self.session)
+        """Each split's rows; without test_each_loop the test split is left to the one test (no rows here)."""
+        from helpers.engine.runs import COLUMNS
+
+        return {split: (run_attempts(self.agent, frame, f"{split}_{loop}", ruleset, self.settings, self.session)
+                        if split != "test" or self.settings.test_each_loop else pd.DataFrame(columns=list(COLUMNS)))
                 for split, frame in self.splits.items()}
 
     def feedback(self, runs: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -75,10 +79,13 @@ class CodingLoopFamily:
 
     def optimizer(self) -> Any:
         from helpers.learn.optimizer import PromptLearningOptimizer
+        from helpers.learn.rule_check import RuleCheck
 
         chosen = {"system_prompt": self.settings.optimizer_prompt} if self.settings.optimizer_prompt else {}
+        # learned rules are also checked by meaning, with the judge's model
+        check = RuleCheck.of(**self.session.judge_kwargs(), budget_usd=self.settings.judge_budget_usd)
         return PromptLearningOptimizer(prompt=self.base_prompt, budget_usd=self.settings.optimizer_budget_usd,
-                                       rules_max_tokens=self.settings.rules_max_tokens, **chosen,
+                                       rules_max_tokens=self.settings.rules_max_tokens, rule_check=check, **chosen,
                                        **self.session.optimizer_kwargs())
 
 

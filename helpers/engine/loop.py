@@ -70,6 +70,11 @@ class LoopSettings:
     rules_max_tokens: int | None = config.RULES_MAX_TOKENS  # the rules' budget, told to the optimizer and enforced
     judge_prompt: str | None = None  # the judge's instructions (None: helpers.learn.judge.JUDGE_SYSTEM_PROMPT)
     optimizer_prompt: str | None = None  # the meta-prompt's instructions (None: the family's default)
+    # True: every loop also runs the test split (the exploratory per-loop test curve; the one test reads loop 0's
+    # and the kept version's rows). False: loops run train and validation only, and after them the one test runs
+    # the start and the kept rules on the test tasks itself, paying only for the pairs it needs (one_test.py).
+    test_each_loop: bool = True
+    sequential: bool = config.SEQUENTIAL  # with test_each_loop=False: stop the one test as soon as it knows
 
     def __post_init__(self) -> None:
         budget = () if self.rules_max_tokens is None else ("rules_max_tokens",)  # None: no budget
@@ -86,6 +91,12 @@ class LoopSettings:
                 raise ValueError(f"{name} must be the instructions' text, or None for the default; got {value!r}.")
         if self.mode not in ("act", "plan"):
             raise ValueError(f"mode must be 'act' or 'plan', not {self.mode!r}.")
+        for name in ("test_each_loop", "sequential"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}.")
+        if not self.test_each_loop and (self.attempts != 1 or self.mode != "act"):
+            raise ValueError("test_each_loop=False (the one test run on its own, pair by pair) needs attempts=1 and "
+                             "mode='act': with several attempts or plans, let each loop run the test split.")
         if self.start_from not in ("latest", "best"):
             raise ValueError(f"start_from must be 'latest' or 'best', not {self.start_from!r}.")
         if self.best_by != "val_accuracy":
@@ -112,6 +123,15 @@ def judge_failures(df: pd.DataFrame) -> tuple[int, int]:
     failed = df["judge_error"].astype(bool) if "judge_error" in df else pd.Series(False, index=df.index)
     transient = df["judge_transient"].astype(bool) if "judge_transient" in df else pd.Series(False, index=df.index)
     return int(failed.sum()), int((failed & transient).sum())
+
+
+def judge_partial(df: pd.DataFrame) -> int:
+    """Rows the judge answered without being shown every line the patch adds to graded code (its
+    `judge_saw_whole_patch` is False): their verdicts are not reviewed passes, and the loop line says how many."""
+    if "judge_saw_whole_patch" not in df or not len(df):
+        return 0
+    answered = ~df["judge_error"].astype(bool) if "judge_error" in df else pd.Series(True, index=df.index)
+    return int((df["judge_saw_whole_patch"].eq(False) & answered).sum())
 
 
 def check_same_kind(experiment: str, done: dict[int, dict[str, Any]], dry_run: bool) -> None:
@@ -270,7 +290,12 @@ def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettin
     """All loops of a coding experiment (settings.agent on train_df, val_df and test_df); the loop records."""
     family = CodingLoopFamily(train_df, test_df, settings, session, val_df=val_df)
     frames = tuple(f for f in (train_df, val_df, test_df) if f is not None)
-    return loop_over(family, settings, session, initial_ruleset, frames, datasets, verbose)
+    loops = loop_over(family, settings, session, initial_ruleset, frames, datasets, verbose)
+    if not settings.test_each_loop:
+        from helpers.engine.one_test import run_one_test
+
+        run_one_test(test_df, settings, session, verbose=verbose)
+    return loops
 
 
 def run_prompt_loop(family: Any, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,
@@ -316,12 +341,13 @@ def check_runs(loop: int, runs: dict[str, pd.DataFrame]) -> None:
         raise LoopUnfinished(f"Loop {loop} is unfinished: the test harness failed on {len(harness)} patches (not the "
                              f"patches' fault; most common, {top.iloc[0]}x: {top.index[0]!r}). The agents' results "
                              "are kept; fix the harness (Docker, Modal) and run again: only the evaluations are redone.")
-    # the agents' own failures only (a plan not judged yet, or a patch not tested yet, is no error here)
-    counts = outcome_counts(rows[rows["status"] == "error"])
-    if len(rows) and counts["errors"] == len(rows):
+    # every agent run errored, whoever's doing (a plan not judged yet, or a patch not tested yet, is no error here)
+    errored = rows[rows["status"] == "error"]
+    if len(rows) and len(errored) == len(rows):
+        top = errored["error"].astype(str).str[:200].value_counts()
         raise LoopStopped(
             f"Loop {loop} stopped: all {len(rows)} agent runs errored; the most common error "
-            f"({counts['top_error_count']}x): {counts['top_error']!r}. Check the agent's model, key and base URL "
+            f"({top.iloc[0]}x): {top.index[0]!r}. Check the agent's model, key and base URL "
             "(an OpenAI-compatible server must stream with tools), then run again: errored runs are retried."
         )
 
@@ -396,6 +422,7 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
         **{f"{split}_{key}": value for split, c in counts.items() for key, value in c.items()},
         **{f"{split}_size": len(frame) for split, frame in every_side.items()}, "ruleset_rules": stats["rules"],
         "ruleset_tokens": stats["tokens"], "judge_errors": judge_failed, "judge_top_error": judge_top_error(train),
+        "judge_partial": judge_partial(train),
         "optimizer_changed": changed, "optimizer_edits": len(report.get("edits_applied") or []),
         "optimizer_rejected": len(report.get("edits_rejected") or []), "optimizer_errors": report.get("errors") or [],
         **cost,

@@ -77,8 +77,8 @@ def kept_line(experiment: str) -> str:
 
 
 def describe_loop(record: dict[str, Any], label: str = "") -> str:
-    """The loop in one line, failures included: errored runs, suspect passes, judge failures, an optimizer that
-    changed nothing.
+    """The loop in one line, failures included: errored runs, forged grades, suspect passes, judge failures,
+    verdicts on part of the graded code (`judge_partial`), an optimizer that changed nothing.
     The test accuracy is marked exploratory: the loop line carries no p-value (see evidence_summary)."""
     record = {k: (None if isinstance(v, float) and v != v else v) for k, v in record.items()}  # NaN from a frame
 
@@ -92,6 +92,8 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
         errors, rule_errors = record.get(f"{name}_errors") or 0, record.get(f"{name}_rule_errors") or 0
         suspect = record.get(f"{name}_suspect") or 0  # among the errors: passes that cannot be told from forged
         text += f", {counted(rule_errors, 'rule-induced error')} counted as fails" if rule_errors else ""
+        forged = record.get(f"{name}_forged") or 0  # among the fails: outcomes forged from inside the test run
+        text += f", {counted(forged, 'forged grade')} counted as fails (a test made to fail passed)" if forged else ""
         text += (f", {counted(suspect, 'suspect pass', 'suspect passes')} left out (the patch reaches into the test machinery)"
                  if suspect else "")
         return text + (f", {counted(errors - suspect, 'errored run')} left out" if errors - suspect else "")
@@ -113,6 +115,9 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
     if record.get("judge_errors"):
         why = f" ({record['judge_top_error']})" if record.get("judge_top_error") else ""
         parts.append(f"judge failed on {counted(record['judge_errors'], 'row')}{why}")
+    if record.get("judge_partial"):  # a verdict on part of the graded code is no review of it
+        parts.append(f"judge not shown all the graded code on {counted(record['judge_partial'], 'row')} "
+                     "(not counted as reviewed)")
     if "optimizer_changed" in record:
         change = (f"rules changed ({counted(record.get('optimizer_edits', 0), 'edit')})" if record["optimizer_changed"]
                   else "optimizer changed nothing")

@@ -6,13 +6,17 @@ For each task: a workspace at the base commit, the ruleset written to `agent.rul
 `agent.run(task, workspace, ruleset)`, the patch taken by the engine from the workspace (the learned
 rules, checkpoint refs and build debris left out), the evaluator's verdict, and one record appended to
 act_results/<experiment>/runs/<run_id>.jsonl. Calling again with the same run id, ruleset, agent and
-model runs only what is missing: a killed run resumes, and records of transient errors (rate limits,
-outages, a spent budget) are run again. Agents are any object with the Agent protocol (helpers.core.protocols).
+model runs only what is missing: a killed run resumes, and runs stopped by the budget or by a failure the host
+saw outside the sandbox (the provider's outage or rate limit, a lost worker) are run again, a task at most
+1 + config.AGENT_TRANSIENT_RETRIES times in all, across calls and resumes (each record counts its `tries`).
+Whatever the agent did inside its run (ended its own CLI, had its own calls refused, printed a provider's
+error) is a failed attempt, counted. Agents are any object with the Agent protocol (helpers.core.protocols).
 
 With a model gateway (helpers.llm.gateway, the session's), each task's agent gets the gateway's URL and a
 token of its own (agent.through_gateway(url, token, kind)): the provider key never reaches the agent or
 the commands it runs, the row's cost and tokens come from the gateway's meter, and the gateway's own
-record of the last call's status (not the wording of an error) decides whether a failed run is transient.
+record of the last call's status (not the wording of an error, nor the CLI's own stream) decides whether a
+failed run is transient.
 Without one (run_tasks or run_act called outside a session), run_tasks starts a gateway of its own for
 the call in front of the agent's provider (agent.upstream()), so the key stays in this process either way.
 """
@@ -21,7 +25,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import re
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -47,14 +50,15 @@ COLUMNS = ("instance_id", "repo", "problem_statement", "ground_truth_patch", "te
            "pass_or_fail", "status", "error", "iterations", "input_tokens", "cached_tokens", "output_tokens", "cost_usd",
            "duration_s", "run_id", "attempt", "ruleset_sha", "agent", "model", "eval_error", "failed_tests",
            "test_log", "log_path", "FAIL_TO_PASS", "PASS_TO_PASS", "suite", "transient", "trajectory_summary",
-           "set_aside", "suspect")  # set_aside: paths of the patch grading did not apply; suspect: the lines of it
-# that reach into the test machinery (helpers.families.coding.patches.suspect_lines); both absent from older records
+           "set_aside", "suspect", "forged", "host_error", "tries")  # set_aside: paths of the patch grading did not
+# apply; suspect: the lines of it that reach into the test machinery (helpers.families.coding.patches.suspect_lines);
+# forged: the grading's tripwires caught outcomes forged from inside the test run (eval_error says how);
+# host_error: the failure the host saw outside the sandbox ("" for the agent's own: helpers.core.outcomes);
+# tries: the task's runs so far in this run id with this ruleset, agent and model. All absent from older records.
 PENDING = "pending"  # pass_or_fail of a finished agent run whose batched evaluation has not run yet
 HARNESS_ERROR = "error"  # pass_or_fail when the evaluation itself failed (eval_error says why): evaluated again
 SUSPECT = "suspect"  # pass_or_fail of a pass whose patch reaches into the test machinery: never counted as resolved
-# Errors worth running again on the next call: the provider was busy or gone, not the task wrong.
-TRANSIENT_ERROR = re.compile(r"\b(429|500|502|503|504|529)\b|rate.?limit|overloaded|timed? ?out|ECONNRESET|"
-                             r"socket hang up|connection (?:refused|reset)|budget", re.IGNORECASE)
+FORGED = "forged"  # pass_or_fail of a grade forged from inside the test run (helpers.core.outcomes.FORGED): a fail
 
 
 class RunInProgress(RuntimeError):
@@ -96,9 +100,11 @@ def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str
     path = run_records_path(experiment, run_id, results_root)
     sweep_stale()
     with _run_lock(path, experiment, run_id), _gateway_for(agent, gateway) as gateway:
-        done = {r["instance_id"]: _upgrade(r) for r in read_jsonl(path) if _matches(r, agent, sha, attempt) and _is_done(r)}
+        latest, tries = _latest(read_jsonl(path), agent, sha, attempt)
+        done = {iid: r for iid, r in latest.items() if _is_done(r)}
         todo = [row for row in frame.to_dict("records") if row["instance_id"] not in done]
         run = _Run(agent, evaluator, ruleset, dict(run_id=run_id, ruleset_sha=sha, attempt=attempt), path, done)
+        run.tries = tries
         run.gateway, run.experiment = gateway, experiment
         if todo:
             run.all(todo, workers, progress, executor)
@@ -118,7 +124,7 @@ def _gateway_for(agent: Agent, gateway: Any) -> Iterator[Any]:
         return
     from helpers.llm.gateway import Gateway, Upstream
 
-    with Gateway({"agent": Upstream(*upstream)}) as own:
+    with Gateway({"agent": Upstream(*upstream)}, models={"agent": [agent.model]}) as own:  # its model only
         yield own
 
 
@@ -133,6 +139,7 @@ class _Run:
         self.experiment = ""
         self.local = True
         self.tokens: dict[Future, str | None] = {}  # each attempt in flight: its gateway token
+        self.tries: dict[str, int] = {}  # each task's runs in this run id so far, across calls (the records')
         self._lock = threading.Lock()
 
     def all(self, todo: list[dict[str, Any]], workers: int, progress: bool, executor: str = "local") -> None:
@@ -145,16 +152,17 @@ class _Run:
         self.local = executor == "local"
         try:
             with terminate_as_interrupt():
-                waiting = {self.submit(pool, task): (task, config.AGENT_TRANSIENT_RETRIES) for task in todo}
+                waiting = {self.submit(pool, task): task for task in todo}
                 while waiting:
                     finished, _ = wait(waiting, return_when=FIRST_COMPLETED)
                     for future in finished:
-                        task, tries_left = waiting.pop(future)
+                        task = waiting.pop(future)
                         result, output, verdict = self.finished(task, future)
-                        if result.status == "error" and result.transient and tries_left:
-                            waiting[self.submit(pool, task)] = (task, tries_left - 1)  # a broken stream: again
+                        again = self.counted(task, result)
+                        self.keep(self.graded(task, result, output, verdict))  # every run kept, its try counted
+                        if again:
+                            waiting[self.submit(pool, task)] = task  # the host saw it fail: once more
                             continue
-                        self.keep(self.graded(task, result, output, verdict))
                         bar.update(1)
         except BaseException:  # an interrupt or a kill: stop every agent now, keep what is finished
             pool.shutdown(cancel=True)
@@ -184,9 +192,10 @@ class _Run:
         token = self.tokens.pop(future)
         try:
             result, output, verdict = future.result()
-        except Exception as error:
-            result, output, verdict = AgentResult(str(task["instance_id"]), "error", model=self.agent.model,
-                                                  error=f"the run was lost: {type(error).__name__}: {error}"), "", None
+        except Exception as error:  # the host saw its worker go: run again (within the cap)
+            lost = f"the run was lost: {type(error).__name__}: {error}"[:4000]
+            result, output, verdict = AgentResult(str(task["instance_id"]), "error", model=self.agent.model, error=lost,
+                                                  transient=True, host_error=lost), "", None
         if token is not None:
             result = self.metered(result, token)
         if result.trajectory:
@@ -197,6 +206,22 @@ class _Run:
             result.trajectory_summary = summarize(result.trajectory)
         return result, output, verdict
 
+    def counted(self, task: dict[str, Any], result: AgentResult) -> bool:
+        """Count this run of `task` (its record's `tries`); True when the host saw it fail transiently and the task
+        has runs left (1 + config.AGENT_TRANSIENT_RETRIES in all, across calls and resumes); a transient failure
+        with none left says so in its error."""
+        iid = str(task["instance_id"])
+        with self._lock:
+            self.tries[iid] = self.tries.get(iid, 0) + 1
+            tries = self.tries[iid]
+        if not (result.status == "error" and result.transient):
+            return False
+        if tries < _max_runs():
+            return True
+        result.error = (f"{result.error} (run {tries} of at most {_max_runs()}: not run again; "
+                        "config.AGENT_TRANSIENT_RETRIES)")[:4000]
+        return False
+
     def keep(self, record: dict[str, Any]) -> None:
         record = without_lone_surrogates(record)  # the row as it reads back (a data frame cannot hold one)
         append_jsonl(self.path, record)  # written the moment it is known: a kill loses nothing finished
@@ -205,9 +230,10 @@ class _Run:
 
     def graded(self, task: dict[str, Any], result: AgentResult, output: str, verdict: EvalResult | None) -> dict[str, Any]:
         """The task's record, with the evaluator's verdict on a completed run (pending for a batched one)."""
+        tries = {"tries": self.tries.get(str(task["instance_id"]), 1)}
         if self.evaluator is not None and result.status == "completed" and self.evaluator.batched:
-            return record(task, result, output, None, self.agent, self.ids, pending=True)
-        return record(task, result, output, verdict, self.agent, self.ids)
+            return {**record(task, result, output, None, self.agent, self.ids, pending=True), **tries}
+        return {**record(task, result, output, verdict, self.agent, self.ids), **tries}
 
     def through_gateway(self, task: dict[str, Any]) -> tuple[Any, str | None]:
         """(the agent for this task, its gateway token): a copy pointed at the gateway with a token of its own,
@@ -225,19 +251,29 @@ class _Run:
     def metered(self, result: AgentResult, token: str) -> AgentResult:
         """The gateway's account of a run, the one source of its tokens (input, the cached part of them,
         output) and cost (None when a call's model has no price, the scripted model's included), and for a
-        failed run whether the provider failed transiently or the budget was spent."""
+        failed run whether the provider failed transiently or the budget was spent: the host's own observations,
+        never the agent's stream. Any other failed run is the agent's own (a failed attempt, counted)."""
         from helpers.llm.gateway import is_transient
 
         usage, status = self.gateway.usage(token), self.gateway.last_status(token)
         self.gateway.revoke_token(token)
-        result.usage = {**result.usage, **{k: usage[k] for k in ("input_tokens", "cached_tokens", "output_tokens")}}
+        result.usage = {k: usage[k] for k in ("input_tokens", "cached_tokens", "output_tokens")}
         result.cost_usd = usage["cost_usd"]
         result.trajectory = result.trajectory or self.gateway.conversation(token)
         self.gateway.forget(token)
         if result.status != "completed" and status == "budget":
             result.status, result.error = "budget", f"the experiment's budget is spent ({result.error})"
-        elif result.status == "error":  # a refusal of what the agent left is its own, whatever the provider did
-            result.transient = is_transient(status) and not RULE_INDUCED.search(result.error or "")
+            result.host_error = "the experiment's budget is spent (the gateway's record)"
+        elif result.status == "error" and is_transient(status) and not RULE_INDUCED.search(result.error or ""):
+            # the provider failed on the run's last call (a refusal of what the agent left is its own, whatever
+            # the provider did); the error's words are the agent's, the status the gateway's
+            result.transient = True
+            result.host_error = f"the model provider failed: status {status} on the run's last call (the gateway's record)"
+            result.error = f"{result.host_error}; the agent said: {result.error}"[:4000]
+        elif result.status == "error" and status == 401:  # the gateway took the run's token: the provider refused
+            # the host's own key (never the agent's doing; not transient: the key must change)
+            result.host_error = "the model provider refused the host's key: status 401 (the gateway's record)"
+            result.error = f"{result.host_error}; the agent said: {result.error}"[:4000]
         return result
 
     def evaluate_pending(self, frame: pd.DataFrame, run_key: str) -> None:
@@ -280,18 +316,20 @@ def record(task: dict[str, Any], result: AgentResult, output: str, verdict: Eval
         "output_tokens": result.usage.get("output_tokens", 0), "cost_usd": result.cost_usd,
         "duration_s": result.duration_s, **ids, "agent": agent.name,
         "model": result.model or agent.model, "eval_error": "", "failed_tests": [], "test_log": "", "log_path": "",
-        "set_aside": [], "suspect": suspect,
+        "set_aside": [], "suspect": suspect, "forged": False,
         "FAIL_TO_PASS": list(task.get("FAIL_TO_PASS") or []), "PASS_TO_PASS": list(task.get("PASS_TO_PASS") or []),
         "suite": task.get("suite", ""), "transient": bool(result.transient),
-        "trajectory_summary": result.trajectory_summary, **outcome,
+        "trajectory_summary": result.trajectory_summary, "host_error": result.host_error, "tries": 1, **outcome,
     }
 
 
 def _verdict_fields(verdict: EvalResult, suspect: list[str]) -> dict[str, Any]:
     """A verdict as record fields; an evaluation that failed for infrastructure reasons is HARNESS_ERROR, and a
-    pass of a patch with `suspect` lines is SUSPECT (counted apart: helpers.core.outcomes)."""
-    outcome = HARNESS_ERROR if verdict.infra else (SUSPECT if suspect else "pass") if verdict.resolved else "fail"
-    return {"pass_or_fail": outcome, "eval_error": verdict.error,
+    pass of a patch with `suspect` lines is SUSPECT, and a grade the tripwires caught forged is FORGED (both
+    counted apart: helpers.core.outcomes)."""
+    outcome = (HARNESS_ERROR if verdict.infra else FORGED if verdict.forged
+               else (SUSPECT if suspect else "pass") if verdict.resolved else "fail")
+    return {"pass_or_fail": outcome, "eval_error": verdict.error, "forged": bool(verdict.forged),
             "failed_tests": verdict.failed_tests, "test_log": truncate_chars(verdict.log, TEST_LOG_CHARS),
             "log_path": verdict.log_path, "set_aside": list(verdict.set_aside)}
 
@@ -316,15 +354,33 @@ def _upgrade(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
+def _latest(records: list[dict[str, Any]], agent: Agent, sha: str, attempt: int) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+    """({task: its latest record}, {task: its runs so far}) among the records of this ruleset, agent and model;
+    an older record without `tries` counts as one run."""
+    latest: dict[str, dict[str, Any]] = {}
+    tries: dict[str, int] = {}
+    for found in records:
+        if not _matches(found, agent, sha, attempt):
+            continue
+        iid = found["instance_id"]
+        tries[iid] = int(found["tries"]) if found.get("tries") else tries.get(iid, 0) + 1
+        latest[iid] = _upgrade(found)
+    return latest, tries
+
+
 def _is_done(record: dict[str, Any]) -> bool:
-    """False for records a rerun must redo: runs the budget stopped, and transient provider errors (by the
-    gateway's record when the run went through one, else by the error's wording)."""
+    """False for records a rerun must redo: runs the budget stopped, and runs the host saw fail transiently
+    (the gateway's record, a lost worker: `transient`, never the error's wording) with runs left (_max_runs)."""
     if record.get("status") == "budget":
         return False
-    error = record.get("error") or ""
-    if RULE_INDUCED.search(error):  # the ruleset's doing (a refusal may name a path or size holding "500")
-        return True
-    return not (record.get("status") == "error" and (record.get("transient") or TRANSIENT_ERROR.search(error)))
+    if record.get("status") == "error" and record.get("transient"):
+        return int(record.get("tries") or 1) >= _max_runs()
+    return True
+
+
+def _max_runs() -> int:
+    """A task's runs in all, per ruleset, agent and model of a run id (the first and its re-runs)."""
+    return 1 + config.AGENT_TRANSIENT_RETRIES
 
 
 def _check_tasks(tasks: Any) -> pd.DataFrame:

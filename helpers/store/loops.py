@@ -100,6 +100,31 @@ def loop_rows(experiment: str, split: str, loop: int, results_root: Any = None) 
     return pd.read_csv(path, keep_default_na=False) if path.exists() else None
 
 
+def save_one_test(experiment: str, record: dict[str, Any], results_root: Any = None) -> None:
+    """The one test's record (one_test.json): its design, order and rulesets declared before its first run,
+    then where it stopped and why (helpers.engine.one_test)."""
+    write_json(experiment_dir(experiment, results_root) / "one_test.json", record)
+
+
+def load_one_test(experiment: str, results_root: Any = None) -> dict[str, Any] | None:
+    """The one test's record, or None when the experiment ran none (its loops ran the test split instead)."""
+    import json
+
+    path = experiment_dir(experiment, results_root) / "one_test.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def save_one_test_rows(experiment: str, side: str, frame: pd.DataFrame, results_root: Any = None) -> None:
+    """The one test's rows of one side ("start" or "kept"), the tasks it ran, in its order (one_test_<side>.csv)."""
+    write_csv(frame, experiment_dir(experiment, results_root) / f"one_test_{side}.csv")
+
+
+def one_test_rows(experiment: str, side: str, results_root: Any = None) -> pd.DataFrame | None:
+    """The one test's rows of one side, or None when it ran none."""
+    path = experiment_dir(experiment, results_root) / f"one_test_{side}.csv"
+    return pd.read_csv(path, keep_default_na=False) if path.exists() else None
+
+
 def kept_version(experiment: str, before_loop: int | None = None, results_root: Any = None) -> Any:
     """The version kept so far (helpers.core.selection.Choice: version, how, candidates) from the finished
     loops' validation rows, each version by its first measurement; None when no loop has finished.
@@ -121,4 +146,5 @@ def kept_version(experiment: str, before_loop: int | None = None, results_root: 
 
 
 __all__ = ["loop_records", "completed_loops", "finished_experiments", "resolve_experiment", "save_loop", "load_results", "save_split", "load_split", "loop_rows",
-           "kept_version"]  # documented in CODE_APPENDIX.md
+           "kept_version", "save_one_test", "load_one_test",
+           "save_one_test_rows", "one_test_rows"]  # documented in CODE_APPENDIX.md

@@ -19,6 +19,7 @@ from helpers.store.records import loops_path, read_jsonl, ruleset_sha, rulesets_
 from helpers.core.rules import (Ruleset, RulesetDiff, diff_rulesets, insert_section, new_rules_file, parse_rules_text,
                                  render_stats, rules_file_for, split_fenced)
 from helpers.core.rules_formats import learned_path
+from helpers.core.rules_limits import check_file_size
 
 
 # --- the store -------------------------------------------------------------------------------------
@@ -250,8 +251,10 @@ class RulesetStore:
         team's text when not); overwrite=True replaces the whole file instead, as a new file. A folder of rule
         files gets a file of its own in it. import_rules_file on the file written gives the team's text and
         these rules back. Every line of the file written that looks like a planted instruction (the team's or
-        a version's) is written all the same, and said: one helpers.core.planted.PlantedTextWarning per line,
-        naming the line and why.
+        a version's), or holds a rule the check by meaning flagged when a version applied it, is written all
+        the same, and said: one helpers.core.planted.PlantedTextWarning per line, naming the line and why. A file
+        over the documented limit of an agent that reads it (Codex: 32 KiB of AGENTS.md) is written too, with a
+        helpers.core.rules_limits.RulesSizeWarning naming the agent and the limit.
         """
         text = self.load(version)
         project = Path(project_dir)
@@ -265,8 +268,20 @@ class RulesetStore:
             fenced, learned = split_fenced(original), (split_fenced(text) or ("", text, ""))[1]
             text = (fenced[0] + learned + fenced[2]) if fenced else insert_section(original, learned)
         written = write_atomic(target, text.encode("utf-8", errors="surrogateescape"))
-        warn_planted(text, str(written))  # after writing, so warnings raised as errors still leave a whole file
+        # after writing, so warnings raised as errors still leave a whole file
+        warn_planted(text, str(written), flagged=self._flagged_by_meaning(self._resolve(version)))
+        check_file_size(text, target.relative_to(project).as_posix())  # over a reader's documented limit: a warning
         return written
+
+    def _flagged_by_meaning(self, version: int) -> dict[str, list[str]]:
+        """rule text -> why the check by meaning flagged it, for the edits versions up to `version` applied
+        flagged (planted="flag": a person decides; helpers.learn.rule_check)."""
+        flagged: dict[str, list[str]] = {}
+        for v in (v for v in self.versions() if v <= version):
+            for edit in self.metadata(v).get("flagged_edits") or []:
+                if isinstance(edit, dict) and isinstance(edit.get("text"), str) and edit.get("meaning_flags"):
+                    flagged[edit["text"]] = [str(f) for f in edit["meaning_flags"]]
+        return flagged
 
 
 def _as_dict(report: Any) -> dict[str, Any]:

@@ -11,6 +11,9 @@ numbers appear. On the bundled house suite:
   `apply_patch` tool, else a shell tool (`Bash`, `exec_command`) running `git apply` on the patch;
 - the judge explains a failure by what it sees: the hidden tests that failed and the conventions they
   check; it leaves the general habit to the optimizer;
+- an init run (the agent's own /init, or the project's init prompt) reads README.md and CONTRIBUTING.md and
+  writes the rules file asked for with the conventions they state, word for word: so the init arm knows the
+  documented conventions only (two of each house library's), and learning has the others to find;
 - the optimizer reads the feedback on every failing example (the judge's explanations; in continual mode a
   reviewer's comment or a CI failure), counts the conventions it names (by title or key words), and adds a rule (the convention's rule sentence) for those named most, with the examples that
   named it as its sources, at most MAX_NEW_RULES per call, so learning shows up over several loops.
@@ -20,19 +23,32 @@ the code writes, whatever the instructions say; the instructions are recorded wi
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 import re
 import threading
 from typing import Any, Mapping, Sequence
 
+from helpers.core.wording import counted
+from helpers.core.fences import outside_fences
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text
-from helpers.testing.edit_tools import choose_adapter, edit_tools_of_registered_agents, offered_tools
+from helpers.testing.edit_tools import ShellTool, choose_adapter, edit_tools_of_registered_agents, offered_tools
 
 MAX_NEW_RULES = 3
 OPTIMIZER_REQUEST_MARK = "## Current rules\n"  # helpers.learn.optimizer's request, whatever its instructions
 JUDGE_REQUEST_MARK = "## Issue\n"  # helpers.learn.judge's request, whatever its instructions
 PLAN_MODE_MARKER = "you are in plan mode"  # agents' plan-mode system prompts say so (matched without case)
 PLAN_MODE_ACTIVE = "plan mode is active"  # ... or the plan-mode reminder some agents put in the user message
+# The files an agent's init may be asked to write; the prompt names the one it asks for first
+INIT_FILES = (".clinerules", "GEMINI.md", "CLAUDE.md", "AGENTS.md")
+
+
+def init_file_asked(user_text: str) -> str | None:
+    """The rules file a request with no known task asks the agent to create (an init run), or None."""
+    asks = re.search(r"(?i)\b(?:create|generate|write|analy[sz]e)\b", user_text)
+    named = [(user_text.find(name), name) for name in INIT_FILES if name in user_text]
+    return min(named)[1] if asks and named else None  # the first named: a prompt may list others it reads
 
 # How the scripted agent recognises a house convention in rules written in anyone's words: one line holds a match
 # of every pattern (case-insensitive). Documented for readers in docs/workshop.md; a convention without key words
@@ -102,6 +118,8 @@ class DryRunScript:
     # --- the agent ---
     def agent_reply(self, request: dict) -> Reply:
         task = self.task_in(message_text(request, "user"))
+        if task is None and init_file_asked(message_text(request, "user")):
+            return self.init_reply(request)
         if task is None:
             return Reply("I could not find a task I know in this request (scripted dry run).")
         system, user = message_text(request, "system"), message_text(request, "user")
@@ -115,6 +133,31 @@ class DryRunScript:
                          f"for {task['instance_id']} (scripted dry run).")
         return Reply("Fixing the issue (scripted dry run).", tool_calls=self.edits_for(task, variant, offered_tools(request)))
 
+    # --- the agent's own init (/init): a rules file written from what the repository documents ---
+    def init_reply(self, request: dict) -> Reply:
+        """An init run, in three turns through the agent's own shell tool: read README.md and CONTRIBUTING.md;
+        write the file the prompt asks for (INIT_FILES) with the conventions those documents state, word for word
+        (so the init file teaches the documented conventions only); then say it is done."""
+        shell = choose_adapter([t for t in self.edit_tools if isinstance(t, ShellTool)], offered_tools(request))
+        if shell is None:
+            return Reply("The request offers no shell tool to read the repository with (scripted dry run).")
+        turn = sum(1 for m in request.get("messages") or [] if m.get("role") == "assistant")
+        if turn == 0:  # a plain step: an agent that submits with its last command must not submit yet
+            return Reply("Reading the repository's documents (scripted dry run).",
+                         tool_calls=ShellTool.step(shell, "cat README.md CONTRIBUTING.md"))
+        target = init_file_asked(message_text(request, "user"))
+        if turn == 1:
+            read = _unescaped("\n".join(message_text(request, role) for role in ("tool", "user")))
+            rules = [self.conventions[c]["rule"] for c in sorted(self.known_conventions(read))]
+            text = "\n".join(["# Repository Guidelines", "", "Written by the scripted dry run's init from README.md and "
+                               "CONTRIBUTING.md.", "", "## Conventions", *[f"- {rule}" for rule in rules], "",
+                               "## Build and test", "Run `python -m pytest`.", ""])
+            # base64, so that no shell (nor an agent's screen for command substitution) reads the rules' backticks
+            encoded = base64.b64encode(text.encode("utf-8")).decode("ascii")
+            return Reply(f"Writing {target} (scripted dry run).",
+                         tool_calls=shell.step(f"printf %s {encoded} | base64 -d > {target}"))
+        return Reply(f"Wrote {target} (scripted dry run).")
+
     def plan_for(self, task: dict, known: set[str]) -> str:
         """A plan that names the house conventions the rules taught (scripted dry run)."""
         steps = [f"Plan for {task['instance_id']} (scripted dry run):",
@@ -122,6 +165,23 @@ class DryRunScript:
         steps += [f"{n}. Follow the house convention: {self.conventions[c]['title']}."
                   for n, c in enumerate(sorted(known & set(task["conventions"])), 2)]
         return "\n".join(steps)
+
+    def plan_verdict(self, task: dict, text: str) -> dict[str, Any]:
+        """The judge on a plan (plan mode: nothing was run): correct when the plan names every house convention
+        the task's hidden tests check; otherwise the explanation says, in a plan's terms, how many of them its
+        steps name and which it leaves out, by title (what the optimizer reads), never a patch's verdict."""
+        missing = [c for c in task["conventions"] if self.conventions[c]["title"] not in text]
+        named = len(task["conventions"]) - len(missing)
+        if not missing:
+            return {"correctness": "correct", "explanation": f"The plan addresses the issue and names every house "
+                    f"convention the change must keep ({counted(named, 'convention')})."}
+        parts = [f"'{self.conventions[c]['title']}' (the hidden tests check: {self.conventions[c]['check']})"
+                 for c in missing]
+        return {"correctness": "incorrect", "explanation": (
+            f"The plan addresses the issue" + (f" and names {named} of the conventions the change must keep" if named
+                                               else "") + f", but no step keeps the house convention"
+            f"{'s' if len(parts) > 1 else ''} {' and '.join(parts)}: a change made from this plan would fail "
+            f"those tests.")}
 
     def edits_for(self, task: dict, variant: str, offered: Mapping[str, frozenset[str] | None]) -> list[dict]:
         """Tool calls, with the first declared edit tool the request offers (by name and arguments: see
@@ -142,9 +202,12 @@ class DryRunScript:
         task = self.task_in(text)
         if task is None:
             return Reply(json.dumps({"correctness": "incorrect", "explanation": "Unknown task (scripted dry run)."}))
-        passed = bool(re.search(r"(?im)^\s*(?:test )?(?:outcome|result|pass_or_fail)\s*:\s*pass", text))
+        passed = bool(re.search(r"(?im)^\s*(?:test )?(?:outcome|result|pass_or_fail)\s*:\s*pass",
+                                outside_fences(text)))  # the host's grade, never a line the agent fenced in
         titles = [self.conventions[c]["title"] for c in task["conventions"]]
-        if re.search(r"(?im)^outcome: not run", text):  # plan mode: does the plan name every convention?
+        if re.search(r"(?im)^outcome: not run", text):  # plan mode: a plan is judged as a plan
+            return Reply(json.dumps({**self.plan_verdict(task, text), "note": "scripted dry run"}))
+        if re.search(r"(?im)^outcome: not run", outside_fences(text)):  # plan mode: does the plan name every convention?
             passed = all(title in text for title in titles)
         if passed:
             explanation = (f"The patch fixes the reported bug and follows the house conventions the tests "
@@ -195,11 +258,26 @@ class DryRunScript:
         return titled + sorted(named_conventions(feedback, self.conventions) - set(titled),
                                key=list(self.conventions).index)
 
+    # --- the check of a learned rule by meaning ---
+    def rule_check_reply(self, request: dict) -> Reply:
+        """The scripted answer to helpers.learn.rule_check: the floor's verdict on the fenced rule, said to be
+        scripted (a real run asks the judge's model)."""
+        from helpers.core.planted import harm_categories, planted_reasons
+
+        rule = re.search(r"(?s)^<<<DATA-(\w+) [^\n]*>>>\n(.*?)\n?<<<END-\1>>>$", message_text(request, "user"), re.M)
+        reasons = planted_reasons(rule.group(2) if rule else "")
+        categories = harm_categories(reasons)
+        return Reply(json.dumps({"harmful": bool(categories), "category": categories[0] if categories else "none",
+                                 "reason": "scripted dry run: the floor's reading" + (f" ({'; '.join(reasons)})" if reasons else ""),
+                                 "note": "scripted dry run"}))
+
     def script(self) -> Script:
         from helpers.learn.judge import JUDGE_SYSTEM_PROMPT
         from helpers.learn.optimizer import OPTIMIZER_SYSTEM_PROMPT
+        from helpers.learn.rule_check import RULE_CHECK_PROMPT
 
         return Script([
+            Rule(system_contains=_first_line(RULE_CHECK_PROMPT), reply=self.rule_check_reply),
             Rule(system_contains=_first_line(JUDGE_SYSTEM_PROMPT), reply=self.judge_reply),
             Rule(system_contains=_first_line(OPTIMIZER_SYSTEM_PROMPT), reply=self.optimizer_reply),
             Rule(match=lambda request: bool(request.get("tools")), reply=self.agent_reply),  # agents bring tools
@@ -214,6 +292,13 @@ def start_dry_run_server(tasks: Any = None, agent: str | None = None) -> Scripte
     """A started scripted server playing agent, judge and optimizer (editing with `agent`'s tools first, when
     given); stop() it when done."""
     return ScriptedModelServer(DryRunScript(tasks, agent=agent).script()).start()
+
+
+def _unescaped(text: str) -> str:
+    """What the shell printed, however the agent passed it on: as JSON string escapes (mini-swe-agent's
+    observation: \\u0027, \\n, \\") or as HTML entities."""
+    text = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), text)
+    return html.unescape(text.replace("\\n", "\n").replace('\\"', '"'))
 
 
 def _snippet(problem_statement: str) -> str:

@@ -13,6 +13,7 @@ import pytest
 
 from cline import run_act
 from helpers.core.config import REPO_ROOT
+from helpers.core.outcomes import INFRA, RULES, run_outcome
 from helpers.core.processes import scratch_root
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call
 from tests.cline.conftest import BUGGY, FIXED, cline_processes, make_repo, make_task
@@ -44,8 +45,10 @@ def requests_per_task(server):
 
 def test_every_task_is_run_tested_and_recorded_and_a_second_call_runs_only_what_did_not_finish_or_a_new_ruleset(
         tasks, tmp_path):
-    """One broken task (its base commit is missing) fails alone; a transient provider error is run again on the next
-    call; a finished task is not, unless the ruleset changed (a different ruleset is a different run)."""
+    """One broken task (its base commit is missing) fails alone; a call the provider refused with a 400 in a rate
+    limit's words is the agent's failed attempt, final (only the gateway's record of a 429 or 5xx is transient:
+    tests/helpers/engine/test_runs_outcomes.py); a finished task is not run again, unless the ruleset changed (a
+    different ruleset is a different run)."""
     tasks.loc[1, "base_commit"] = "0" * 40
     limited = {"on": True}  # the first call only: the fourth task's provider says it is rate limited
     script = Script([Rule(user_contains="calc__calc-4", match=lambda r: limited["on"],
@@ -70,8 +73,9 @@ def test_every_task_is_run_tested_and_recorded_and_a_second_call_runs_only_what_
     assert first.status[3] == "error" and "rate limit" in first.error[3]
     records = (tmp_path / "results/demo/runs/train_0.jsonl").read_text()
     assert KEY not in records
-    assert list(second.pass_or_fail) == ["pass", "fail", "pass", "pass"]  # the rate-limited task, run again
-    assert again == Counter({"calc__calc-4": 2}), again  # and only it: the finished ones were not
+    assert list(second.pass_or_fail) == ["pass", "fail", "pass", "fail"]  # the refused run is final: counted
+    assert run_outcome(second.iloc[3]) == RULES and run_outcome(second.iloc[1]) == INFRA  # the host's workspace
+    assert again == Counter(), again  # nothing ran again
     assert other == Counter({f"calc__calc-{n}": 2 for n in (1, 3, 4)}), other  # every task again, for the new rules
 
 
@@ -157,6 +161,7 @@ def test_a_run_whose_model_stream_broke_is_run_again_within_the_same_call_and_on
         statuses = [call["status"] for call in gateway.calls()]
     assert breaks.fired == config.AGENT_TRANSIENT_RETRIES and statuses.count(502) >= 1
     assert df.status[healed] == "completed" and df.pass_or_fail[healed] == "pass"  # its third run went through
-    assert df.status[broken] == "error" and bool(df.transient[broken])  # run again on the next call, never final
+    assert df.status[broken] == "error" and bool(df.transient[broken])  # the gateway saw it: left out, named
+    assert df.tries[broken] == 1 + config.AGENT_TRANSIENT_RETRIES and "not run again" in df.error[broken]
     assert "the model server ended the stream early after 1 chunk: the connection closed" in df.error[broken]
     assert keeps_breaking.fired == 1 + config.AGENT_TRANSIENT_RETRIES  # bounded: the run and its retries, no more

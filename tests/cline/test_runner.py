@@ -46,7 +46,7 @@ def test_four_parallel_runs_keep_their_own_state_patch_exactly_their_edits_start
         assert result.iterations == 2 and "-    return a - b\n+    return a + b" in result.patch
         assert "+++ b/NOTES.md" in result.patch and "new file mode" in result.patch
         assert ".clinerules" not in result.patch
-        assert result.usage["input_tokens"] > 0 and result.duration_s > 0
+        assert result.usage == {} and result.cost_usd is None and result.duration_s > 0  # no meter but the gateway's
     assert all(sum(f"RULESET-OF-RUN-{i}" in s for i in range(4)) == 1 for s in systems)  # no run saw another's rules
     assert sorted(s.split("RULESET-OF-RUN-")[1][0] for s in systems) == ["0", "1", "2", "3"]
     with socket.socket() as probe:

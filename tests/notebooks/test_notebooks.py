@@ -172,9 +172,12 @@ def test_a_rerun_of_the_finished_quickstart_asks_the_model_nothing_and_shows_the
 
 
 @READS_THE_QUICKSTART
+@pytest.mark.timeout(1200)  # its baselines run the agent on the 16 test tasks twice: 216 s with the quickstart's 190 s on a quiet machine
 def test_the_results_notebook_with_its_defaults_reads_the_quickstarts_experiment_ablates_and_transfers(isolated, quickstart):
     """Run right after the no-key quickstart, 03 finds its experiment; ABLATE measures each kept rule (its forest
-    plot inline and saved); TRANSFER_AGENTS tries the kept rules on another agent, a second, labeled question."""
+    plot inline and saved); TRANSFER_AGENTS tries the kept rules on another agent, a second, labeled question;
+    BASELINES (on by default) runs the agent's own init file and the team's file on the same test tasks and prints
+    the four Holm-corrected secondary comparisons, the two answers and the forest plot."""
     params = {"ABLATE": True, "ABLATE_SPLIT": "val", "COMPARE_WITH": ["quickstart-dry-run"],
               "TRANSFER_AGENTS": ["codex"], "TRANSFER_SPLIT": "val"}  # on the 2 validation tasks: cheap
     executed = run_notebook(NOTEBOOKS / "03_results.ipynb", params)
@@ -186,9 +189,21 @@ def test_the_results_notebook_with_its_defaults_reads_the_quickstarts_experiment
               if "image/png" in out.get("data", {}) and "ABLATE" in cell.source]
     assert len(images) == 1  # the ablation forest plot, inline
     assert "A second, separate question (not the primary test)" in shown
+    assert "Resolved share per repository, first loop to last:" in shown and "Leaving out R" in shown  # captions
     rows = [line.split() for line in shown.splitlines() if re.match(r"^\d\s+codex\s", line)]
     assert [row[1] for row in rows] == ["codex"] and rows[0][3] == "SCRIPTED", rows  # one paired row, labeled
     assert re.search(r"^codex \(.*?\): (Noise|The rules help|The rules hurt|No test)", shown, re.M)
+    # Baselines (on by default): the agent's own init file and the house suite's team file on the same 16 test tasks
+    assert "Do the learned rules beat what the agent's own /init writes? " in shown
+    assert "Do the learned rules beat the file the team already has? " in shown
+    assert "- init (cline: the project's own init prompt (cline has no init)): " in shown  # Cline has no /init: said
+    assert re.search(r"- team \(the team's team_rules\.md\): [\d.]+ on 16 test tasks; .*scripted: no charge", shown)
+    secondaries = re.findall(r"^Secondary: (\w+) vs (\w+): .*Holm-adjusted p = ", shown, re.M)
+    assert secondaries == [("learned", "init"), ("learned", "team"), ("init", "none"), ("team", "none")]
+    assert "Holm-corrected together" in shown and (quickstart["results"] / "plots/baselines.png").read_bytes().startswith(b"\x89PNG")
+    forest = [out for cell in nbformat.read(executed, as_version=4).cells for out in cell.get("outputs", [])
+              if "image/png" in out.get("data", {}) and "run_baselines" in cell.source]
+    assert len(forest) == 1  # the forest plot of each arm against no rules, inline
 
 
 def test_the_setup_notebook_reports_what_is_here(isolated):
@@ -276,6 +291,8 @@ def test_the_plan_mode_notebook_judges_plans(isolated):
     shown = outputs(run_notebook(NOTEBOOKS / "04_cline_plan_mode.ipynb", params))
     assert "--- plan ---" in shown and "SCRIPTED DRY RUN" in shown
     assert "--- the kept rules (version 0) ---" in shown  # one loop, no validation result beat the start: v0 is kept
+    assert "The plan addresses the issue" in shown and "The patch" not in shown  # plans judged as plans
+    assert "Loop 0 (one loop: nothing to compare yet): train" in shown  # each figure followed by what to read in it
     assert (isolated["root"] / "act_results/ci-plan/plots/accuracy.png").read_bytes().startswith(b"\x89PNG")
 
 
@@ -288,12 +305,15 @@ def test_the_latent_rules_notebook_reproduces_the_tables_shape_and_its_dry_run_l
     assert loops[0]["test_accuracy"] == 0.0 and loops[5]["test_accuracy"] == 1.0  # every rule learned by loop 5
     assert "explanations vs scores only on 8 tasks: +100.0 points" in shown  # what the English adds
     assert (isolated["root"] / "act_results/ci-latent-10rules/plots/latent_rules.png").read_bytes().startswith(b"\x89PNG")
+    assert "Test pages that follow every rule, at the last loop run: 10 rules 1.00 after loop 5" in shown
 
 
 def test_the_continual_notebook_learns_from_a_prs_feedback_applies_and_rolls_back(isolated):
     shown = outputs(run_notebook(NOTEBOOKS / "05_continual.ipynb", {"DRY_RUN": True, "INBOX": "ci-continual"}))
     assert "SCRIPTED DRY RUN" in shown and "Proposal p0001" in shown and "Approved p0001: ruleset v1" in shown
     assert "prompt-learning: learned rules v1 (p0001, 3 edits)" in shown and "Rolled back v1 -> no learned rules" in shown
+    assert "cost scripted: no charge" in shown and "unpriced" not in shown and "Patches failed" not in shown
+    assert "why: maria-reviewer's review comment: 'Every change gets a line under `## Unreleased`" in shown
     assert "2 untrusted records, kept out of the optimizer" in shown and "helpful-stranger is FIRST_TIME_CONTRIBUTOR" in shown
     assert re.search(r"Committed v1 to \S+ on prompt-learning/rules in \S+ \(the demo's scratch clone", shown)
     assert "continual-demo-" not in shown  # no scratch folder's path in the executed copy
@@ -308,3 +328,5 @@ def test_the_your_repo_notebook_mines_a_history_runs_the_loop_and_exports_the_ru
     assert len(tasks) == 4 and all(json.loads(t)["FAIL_TO_PASS"] for t in tasks)
     assert (isolated["root"] / "act_results/ci-your-repo/plots/mining.png").read_bytes().startswith(b"\x89PNG")
     assert re.search(r"Written: \.clinerules\S* in \S+ \(the demo's scratch copy", shown)
+    assert "[R1] Add a one-line entry under `## Unreleased` in CHANGELOG.md" in shown  # the demo's habit, learned
+    assert "Of 6 commits scanned, 4 became tasks. Dropped: " in shown  # the figure, explained

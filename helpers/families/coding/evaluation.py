@@ -13,25 +13,31 @@ the work tree stands in for pytest, its plugins or the modules of the standard l
 no start-up hook loads, and the only pytest configuration read is the copy a mined task recorded
 (`test_config`), never the patch's. A task's own `test_command` (older mined suites) is not used. The code
 under test sees no key, no host file and no host process, and nothing it starts outlives the evaluation.
-Outcomes are read from the junit report the harness asked pytest for; a run whose exit status disagrees with
-it (0 with a named test failed or missing, or non-zero with every named test passed) is a failed grade, never
-a pass.
+The grade comes from what the host observes, not from a channel the code under test shares (docs/security.md):
+pytest's exit status is its process's own; the hidden tests' folders and the recorded configuration are
+read-only to the tests (bound over the clone); the junit report is read through the bounded no-follow reader;
+and tripwires (helpers.families.coding.tripwires), tests made for this grading that must fail and that must
+pass, run among the task's own in the same files. A grade whose tripwire passed (or that exited 0, or whose
+task tests passed while a tripwire came out wrong) is forged: EvalResult.forged, never resolved, the reason in
+`error`. A run whose exit status disagrees with its report (anything but 1, pytest's "tests failed", for an
+honest pass beside its failing tripwires) is a failed grade, never a pass.
 SWE-bench tasks go to the swebench harness (Docker or Modal).
 The agent's workspace is never touched; a bad patch is a failed task, never an exception.
 """
 
 from __future__ import annotations
 
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from helpers.core import config
+from helpers.core.processes import remove_scratch, scratch_dir
 from helpers.core.protocols import EvalResult, Task
 from helpers.families.coding.git import WorkspaceError, git
-from helpers.families.coding.patches import grading_patch
-from helpers.families.coding.repo_tests import TestRun, check_test_config, run_repo_tests, run_setup
+from helpers.families.coding.patches import grading_patch, patch_paths
+from helpers.families.coding.repo_tests import TestRun, check_test_config, protected_paths, run_repo_tests, run_setup
+from helpers.families.coding.tripwires import Tripwires, forged_reason, plant_tripwires, without_tripwires
 from helpers.families.coding.workspaces import prepare_workspace
 
 SANDBOX_POLICIES = ("required", "if-available", None)
@@ -106,7 +112,8 @@ class LocalEvaluator:
         started = time.monotonic()
         instance_id = str(task["instance_id"])
         graded, set_aside = grading_patch(patch, task.get("test_patch") or "")
-        with tempfile.TemporaryDirectory(prefix="eval-") as scratch:
+        scratch = scratch_dir("eval")  # removed by helpers.core.trees: any depth the patch made, never raising
+        try:
             try:
                 repo = prepare_workspace(task, scratch)
             except WorkspaceError as error:
@@ -124,21 +131,31 @@ class LocalEvaluator:
                 return EvalResult(instance_id, False, log=problem, error=problem, set_aside=set_aside,
                                   duration_s=time.monotonic() - started)
             names = list(task.get("FAIL_TO_PASS") or []) + list(task.get("PASS_TO_PASS") or [])
-            run = run_repo_tests(repo, names, test_config=task.get("test_config"), timeout_s=self.timeout_s,
-                                 sandbox=self.sandbox)
+            wires = plant_tripwires(repo, names)
+            hidden = [*names, *patch_paths(task.get("test_patch") or "")]
+            run = run_repo_tests(repo, wires.command_order(names), test_config=task.get("test_config"),
+                                 timeout_s=self.timeout_s, sandbox=self.sandbox, protect=protected_paths(hidden))
+        finally:
+            remove_scratch(scratch)
         tests = {name: run.tests.get(name, "MISSING") for name in names}
-        error = run.problem or _disagreement(run, tests)
+        forged = "" if run.kind == "timeout" else forged_reason(wires, run.tests, run.exit_status, names)
+        error = forged or run.problem or _disagreement(run, tests, wires)
         resolved = not error and bool(names) and all(v == "PASSED" for v in tests.values())
-        return EvalResult(instance_id, resolved, log=run.log, error=error, tests=tests, set_aside=set_aside,
-                          duration_s=time.monotonic() - started)
+        return EvalResult(instance_id, resolved, log=without_tripwires(run.log, wires, run.tests), error=error,
+                          tests=tests, set_aside=set_aside, duration_s=time.monotonic() - started,
+                          forged=bool(forged))
 
 
-def _disagreement(run: TestRun, tests: dict[str, str]) -> str:
-    """DISAGREEMENT when the run's exit status contradicts its report on the named tests, else ""."""
+def _disagreement(run: TestRun, tests: dict[str, str], wires: Tripwires) -> str:
+    """DISAGREEMENT when the run's exit status contradicts its report on the named tests, else "". With
+    tripwires, an honest run always has failed tests: it exits 1 (pytest's "tests failed"), whatever the task's
+    tests did; without, 0 goes with every named test passed."""
     if not run.reported or run.exit_status is None or not tests:
         return ""
     passed = all(outcome == "PASSED" for outcome in tests.values())
     broken = any(outcome in ("FAILED", "ERROR", "MISSING") for outcome in tests.values())
+    if wires.must_fail:
+        return DISAGREEMENT if passed and run.exit_status != 1 else ""
     return DISAGREEMENT if (run.exit_status == 0 and broken) or (run.exit_status != 0 and passed) else ""
 
 

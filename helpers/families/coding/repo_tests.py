@@ -3,7 +3,7 @@
 
     run = run_repo_tests(workspace, ["tests/test_money.py"])           # the harness's pytest
     run.tests     # {"tests/test_money.py::test_rounding": "PASSED", ...}
-    run.problem   # "" | "set-up failed: ..." | "tests timed out after 300 s"
+    run.problem   # "" | "set-up failed: ..." | "tests timed out after 300 s" | "the test report: refused ..."
     run.exit_status, run.reported    # 0, True: pytest's exit status; outcomes from its junit report
 
 The set-up command (e.g. `{python} -m pip install --target .deps -r requirements.txt`) is a shell command run
@@ -18,6 +18,15 @@ task was mined (`test_config`: {"path": "pyproject.toml", "text": ...}), written
 holds at that name just before pytest starts. The workspace and its `src/` folder are on sys.path after the
 harness's paths. Test ids are pytest's node ids, read from the junit report pytest writes outside the workspace;
 a file that fails to import is one ERROR under the file's own path.
+
+What the host takes from a run, it takes from no channel the code under test shares (docs/security.md): the exit
+status is the wait status of the process the host started (bwrap's, which is pytest's own; no shell wrapper prints
+it), never text on the output; the report is read back through helpers.core.untrusted.read_untrusted (bounded,
+no link followed, no FIFO or device opened: one in its place is a named problem, never a hang or a host read);
+`protect` names paths of the work tree bound read-only into the sandbox (a grading's hidden tests, its recorded
+configuration): the code under test can neither rewrite nor replace them before it runs pytest again. Everything
+inside pytest's own process (the report's content, the status it exits with) can still be forged from there: the
+grading's tripwires (helpers.families.coding.tripwires) catch that.
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ from typing import Sequence
 from helpers.core import config
 from helpers.core.names import check_inside
 from helpers.core.processes import remove_scratch, run_cli, safe_environment, scratch_dir
+from helpers.core.untrusted import RefusedOutput, read_untrusted
 
 DEFAULT_SETUP_COMMAND = ""
 # pytest's configuration file names (pytest 9): the only names a mined task may record its configuration under.
@@ -70,6 +80,7 @@ SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S.*?)(?: - .*)?
 OUTCOMES = {"PASSED": "PASSED", "XPASS": "PASSED", "FAILED": "FAILED", "XFAIL": "FAILED", "ERROR": "ERROR"}
 TEST_DIRS = {"test", "tests", "testing"}
 LOG_TAIL_CHARS = 20_000
+MAX_REPORT_BYTES = 16 * 2**20  # the most of a junit report the host reads (thousands of tests fit)
 _live: set = set()
 _live_lock = threading.Lock()
 
@@ -81,8 +92,8 @@ class TestRun:
     tests: dict[str, str] = field(default_factory=dict)
     log: str = ""
     problem: str = ""
-    kind: str = ""  # "" | "setup" | "timeout"
-    exit_status: int | None = None  # the test command's, None when it did not finish
+    kind: str = ""  # "" | "setup" | "timeout" | "report" (a link, FIFO or device where the report should be)
+    exit_status: int | None = None  # the test process's, as the host saw it end; None when it did not finish
     reported: bool = False  # the outcomes come from the junit report at {report}, not from the output
 
 
@@ -119,14 +130,18 @@ def pytest_outcomes(output: str) -> dict[str, str]:
 
 def run_repo_tests(workspace: Path | str, tests: Sequence[str], *, setup_command: str = DEFAULT_SETUP_COMMAND,
                    test_config: dict[str, str] | None = None, timeout_s: float = config.EVAL_TIMEOUT_S,
-                   sandbox: str | None = "required", setup_network: bool = config.SETUP_NETWORK) -> TestRun:
+                   sandbox: str | None = "required", setup_network: bool = config.SETUP_NETWORK,
+                   protect: Sequence[str] = ()) -> TestRun:
     """Run `setup_command` (run_setup), then the harness's pytest on `tests` (files or node ids) in `workspace`,
     in the sandbox (`sandbox`: "required", "if-available" or None, as helpers.core.processes.sandboxed), each
     within `timeout_s`; the workspace keeps whatever they wrote (so a second run sees the first one's files).
     Whatever they start ends with them. The tests have no network. `test_config` (see check_test_config) is the
     pytest configuration recorded for the task, None for none: the work tree's own is never read. A bad
     `test_config` raises ValueError before anything runs. Grading and mining call run_setup themselves, before
-    the code under test is in the tree, and this with no set-up command."""
+    the code under test is in the tree, and this with no set-up command. `protect`: paths relative to
+    `workspace` the tests see read-only in the sandbox (a grading's hidden tests' folders); the recorded
+    configuration is always among them. The exit status is the process's own; a report that is a link or a
+    special file is `problem` (kind "report"), never read."""
     workspace = Path(workspace)
     config_name = check_test_config(test_config)
     if setup_command.strip():
@@ -137,15 +152,22 @@ def run_repo_tests(workspace: Path | str, tests: Sequence[str], *, setup_command
     report = home / "report.xml"  # outside the workspace: the tree the code under test ships
     try:
         ini = _place_config(workspace, config_name, test_config) if config_name else "/dev/null"
-        command = " ".join(shlex.quote(a) for a in run_pytest_args(workspace, tests, report, ini))
-        out, err, timed_out, _ = _shell(command, workspace, _environment(workspace, home), home, timeout_s, sandbox)
-        outcomes = junit_outcomes(report)
+        read_only = [workspace / path for path in dict.fromkeys([*protect, *([config_name] if config_name else [])])
+                     if (workspace / path).exists() and not (workspace / path).is_symlink()]
+        out, err, timed_out, status = _run(run_pytest_args(workspace, tests, report, ini), workspace,
+                                           _environment(workspace, home), home, timeout_s, sandbox, read_only)
+        try:
+            outcomes, refusal = junit_outcomes(report, home), ""
+        except RefusedOutput as error:
+            outcomes, refusal = {}, f"the test report: {error}"
     finally:
         remove_scratch(home)
     log = _tail(out + err)
     if timed_out:
         return TestRun(outcomes, log, f"tests timed out after {timeout_s:.0f} s", "timeout", reported=True)
-    return TestRun(outcomes, log, exit_status=_exit_status(out), reported=True)
+    if refusal:
+        return TestRun({}, log, refusal, "report", exit_status=status)
+    return TestRun(outcomes, log, exit_status=status, reported=True)
 
 
 def run_setup(workspace: Path | str, setup_command: str, *, timeout_s: float = config.EVAL_TIMEOUT_S,
@@ -162,14 +184,14 @@ def run_setup(workspace: Path | str, setup_command: str, *, timeout_s: float = c
     home = scratch_dir("repo-setup-home")
     try:
         command = _filled(setup_command, [], home / "report.xml")
-        out, err, timed_out, _ = _shell(command, workspace, _environment(workspace, home), home, timeout_s, sandbox,
-                                        network=setup_network)
+        out, err, timed_out, status = _run(["bash", "-c", command], workspace, _environment(workspace, home), home,
+                                           timeout_s, sandbox, network=setup_network)
     finally:
         remove_scratch(home)
     log = _tail(out + err)
     if timed_out:
         return TestRun(log=log, problem=f"set-up timed out after {timeout_s:.0f} s", kind="timeout")
-    if _exit_status(out) != 0:
+    if status != 0:
         return TestRun(log=log, problem=f"set-up failed: {_last_line(out + err)}", kind="setup")
     return TestRun(log=log)
 
@@ -177,13 +199,24 @@ def run_setup(workspace: Path | str, setup_command: str, *, timeout_s: float = c
 def run_pytest_args(workspace: Path | str, tests: Sequence[str], report: Path | str, ini: str = "/dev/null") -> list[str]:
     """The command line of the harness's pytest run (see BOOTSTRAP): this environment's interpreter, isolated,
     on `tests` in `workspace`, its junit report at `report`, `ini` its only configuration file (/dev/null: none;
-    --rootdir and --confcutdir keep every conftest.py above the workspace out)."""
+    --rootdir and --confcutdir keep every conftest.py above the workspace out). The named tests decide what runs:
+    an -x, -k or -m in the configuration's addopts neither stops the run at its first failure nor deselects a
+    named test (a grading's tripwires among them)."""
     workspace = str(workspace)
     harness = os.pathsep.join(dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib")))
     return [sys.executable, "-I", "-S", "-B", "-c", BOOTSTRAP, workspace, harness,
             "-c", ini, "--rootdir", workspace, "--confcutdir", workspace, "-p", "no:cacheprovider",
             "-q", "-rA", "--tb=short", "--color=no", "--continue-on-collection-errors",
-            f"--junitxml={report}", "-o", "junit_family=xunit1", "--", *tests]
+            f"--junitxml={report}", "-o", "junit_family=xunit1", "--maxfail=0", "-k", "", "-m", "", "--", *tests]
+
+
+def protected_paths(paths: Sequence[str]) -> list[str]:
+    """What `run_repo_tests(protect=...)` is given for hidden tests at `paths` (files or node ids, relative to the
+    workspace): the top-level entry each lies under (`tests` for tests/unit/test_a.py::test_x, the file itself
+    at the root). A folder bound read-only at the top is a mount point: code under test can neither write in it
+    nor rename it, or a folder above it, to put other tests in its place."""
+    tops = [PurePosixPath(path.split("::", 1)[0]).parts for path in paths]
+    return list(dict.fromkeys(parts[0] for parts in tops if parts and parts[0] not in ("..", "/")))
 
 
 def check_test_config(test_config: dict[str, str] | None) -> str:
@@ -214,17 +247,21 @@ def _place_config(workspace: Path, name: str, test_config: dict[str, str]) -> st
     return str(target)
 
 
-def junit_outcomes(report: Path | str) -> dict[str, str]:
+def junit_outcomes(report: Path | str, root: Path | str | None = None) -> dict[str, str]:
     """node id -> PASSED | FAILED | ERROR | SKIPPED from pytest's junit XML (junit_family=xunit1, which names
     each case's file), {} when there is no readable report. An xfail counts as FAILED, as in pytest_outcomes;
-    a file that cannot be imported is one ERROR under its path; a test listed twice keeps its worst outcome."""
+    a file that cannot be imported is one ERROR under its path; a test listed twice keeps its worst outcome.
+    With `root` (a folder above the report), the report is a file the code under test could have written: it is
+    read through helpers.core.untrusted.read_untrusted (at most MAX_REPORT_BYTES, no link followed on the way,
+    never a FIFO or a device), and a link or special file in its place is a RefusedOutput naming it."""
     try:
-        root = ET.parse(report).getroot()
+        data = read_untrusted(report, root, MAX_REPORT_BYTES) if root is not None else Path(report).read_bytes()
+        tree = ET.fromstring(data)
     except (OSError, ET.ParseError):
         return {}
     outcomes: dict[str, str] = {}
     rank = {"PASSED": 0, "SKIPPED": 1, "FAILED": 2, "ERROR": 3}
-    for case in root.iter("testcase"):
+    for case in tree.iter("testcase"):
         node = _node_id(case.get("file") or "", case.get("classname") or "", case.get("name") or "")
         kinds = {child.tag: child.get("type") or "" for child in case}
         outcome = ("ERROR" if "error" in kinds else "FAILED" if "failure" in kinds
@@ -260,29 +297,24 @@ def _filled(command: str, tests: Sequence[str], report: Path) -> str:
             .replace("{tests}", " ".join(shlex.quote(t) for t in tests)))
 
 
-def _shell(command: str, workspace: Path, env: dict[str, str], home: Path, timeout_s: float,
-           sandbox: str | None, network: bool = False) -> tuple[str, str, bool, float]:
-    # the exit status goes last on stdout: run_cli reports output, not the status
-    script = f"{command}\nstatus=$?\necho\necho \"__exit_status__=$status\""
-    return run_cli(["bash", "-c", script], workspace, env, "", timeout_s, _live, _live_lock, home=home,
-                   sandbox=sandbox, network=network)
-
-
-def _exit_status(out: str) -> int | None:
-    """The status _shell's script wrote last on stdout (None when it never got there)."""
-    found = re.findall(r"__exit_status__=(\d+)", out)
-    return int(found[-1]) if found else None
+def _run(args: list[str], workspace: Path, env: dict[str, str], home: Path, timeout_s: float, sandbox: str | None,
+         read_only: Sequence[Path] = (), network: bool = False) -> tuple[str, str, bool, int | None]:
+    """(stdout, stderr, timed_out, exit status) of `args` run in the sandbox; the status is the one the host saw
+    the process it started end with (bwrap passes its command's on), not anything the run printed."""
+    status: list[int | None] = []
+    out, err, timed_out, _ = run_cli(args, workspace, env, "", timeout_s, _live, _live_lock, home=home,
+                                     read_only=read_only, sandbox=sandbox, network=network, exit_status=status)
+    return out, err, timed_out, None if timed_out or not status else status[0]
 
 
 def _last_line(text: str) -> str:
-    lines = [line for line in text.splitlines() if line.strip() and "__exit_status__" not in line]
+    lines = [line for line in text.splitlines() if line.strip()]
     return lines[-1][:300] if lines else "(no output)"
 
 
 def _tail(text: str) -> str:
-    text = re.sub(r"\n?__exit_status__=\d+\n?", "\n", text)
     return text if len(text) <= LOG_TAIL_CHARS else "[... earlier output cut ...]\n" + text[-LOG_TAIL_CHARS:]
 
 
-__all__ = ["run_repo_tests", "run_setup", "run_pytest_args", "check_test_config", "pytest_outcomes", "junit_outcomes", "is_test_file",
-           "runnable_test_files", "TestRun", "DEFAULT_SETUP_COMMAND", "PYTEST_CONFIG_NAMES", "BOOTSTRAP"]  # documented in CODE_APPENDIX.md
+__all__ = ["run_repo_tests", "run_setup", "protected_paths", "run_pytest_args", "check_test_config", "pytest_outcomes", "junit_outcomes", "is_test_file",
+           "runnable_test_files", "TestRun", "DEFAULT_SETUP_COMMAND", "PYTEST_CONFIG_NAMES", "BOOTSTRAP", "MAX_REPORT_BYTES"]  # documented in CODE_APPENDIX.md

@@ -20,8 +20,8 @@ host's configuration defines, and it defines none.
 
 from __future__ import annotations
 
+import errno
 import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -30,6 +30,7 @@ from typing import Callable, Sequence
 from helpers.core import config
 from helpers.core.names import check_inside, check_name
 from helpers.core.protocols import Task
+from helpers.core.trees import remove_tree, say, walk_tree
 from helpers.core.rules import insert_section, remove_section, split_fenced
 from helpers.core.rules_formats import learned_path, with_front_matter
 from helpers.core.untrusted import (REFUSED, RefusedOutput, read_untrusted, refused, remove_untrusted, untrusted_kind,
@@ -161,8 +162,8 @@ def adopt_workspace(workspace: Path | str, base_commit: str) -> Path:
 
 def _remove_host(host: Path) -> None:
     """Delete a host git directory: only ever a folder inside its `.host` folder (check_inside)."""
-    if host.exists():
-        shutil.rmtree(check_inside(host, host.parent), ignore_errors=True)
+    if os.path.lexists(host):
+        remove_tree(check_inside(host, host.parent), note=say)
 
 
 def forget_host_side(workspace: Path | str) -> None:
@@ -199,23 +200,17 @@ def _host_git(workspace: Path, *args: str, check: bool = True):
 def _refuse_nested(workspace: Path) -> None:
     """RefusedOutput naming each `.git` (a folder, a file, a link) below the work tree's top level: a nested
     repository, a submodule's gitfile, a gitlink's repository. git would look into it (and run its config)
-    when the host takes the patch. Walks without following links; the top level's own `.git` is the agent's
-    and never read (the host diffs with host_git_dir)."""
-    found, folders = [], [workspace]
-    while folders:
-        folder = folders.pop()
-        try:
-            listing = os.scandir(folder)
-        except OSError as error:  # a folder the agent made unreadable: git could not take it either
-            raise refused(Path(folder).relative_to(workspace).as_posix(), f"cannot be read ({error.strerror})") from None
-        with listing as entries:
-            for entry in entries:
-                if folder == workspace and entry.name == ".git":
-                    continue
-                if entry.name.lower() == ".git":
-                    found.append(Path(entry.path).relative_to(workspace).as_posix())
-                elif entry.is_dir(follow_symlinks=False):
-                    folders.append(Path(entry.path))
+    when the host takes the patch. Walked by helpers.core.trees (no link followed, any depth, bounded: a tree
+    past its limits, or a folder the agent made unreadable, is refused by name: git could not take it either);
+    the top level's own `.git` is the agent's and never read (the host diffs with host_git_dir)."""
+    found = []
+    with os.scandir(workspace) as top:
+        names = [entry.name for entry in top if entry.name != ".git"]
+    for name in names:
+        if name.lower() == ".git":
+            found.append(name)
+        elif os.path.isdir(workspace / name) and not os.path.islink(workspace / name):
+            found += [f"{name}/{path}" for _, entry, _, path in walk_tree(workspace / name) if entry.lower() == ".git"]
     if found:
         shown = ", ".join(sorted(found)[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
         raise refused(shown, "- a git repository inside the work tree (a nested repository, or a submodule's link "
@@ -230,7 +225,7 @@ def remove_workspace(path: Path | str, root: Path | str | None = None) -> None:
     """Delete a workspace folder and the host's git directory for it (missing is fine); never `root` itself
     or anything outside it (default root: the workspace's parent folder, where prepare_workspace put it)."""
     target = check_inside(path, Path(path).parent if root is None else root)
-    shutil.rmtree(target, ignore_errors=True)
+    remove_tree(target, note=say)  # the agent's tree: no link followed, any depth; never raises (what is left is said)
     forget_host_side(target)
 
 
@@ -313,7 +308,14 @@ def _read_exact(path: Path, workspace: Path, missing: str | None = "") -> str | 
 
 
 def _write_exact(path: Path, workspace: Path, text: str, make_folders: bool = False) -> None:
-    write_untrusted(path, workspace, text.encode("utf-8", errors="surrogateescape"), make_folders=make_folders)
+    try:
+        write_untrusted(path, workspace, text.encode("utf-8", errors="surrogateescape"), make_folders=make_folders)
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        # the run filled its capped disk (helpers.core.disks): the agent's doing, never an infrastructure error
+        raise refused(path.relative_to(workspace).as_posix(), "could not be written back: the run filled its disk "
+                                                              "(its disk cap)") from None
 
 
 def workspace_patch(workspace: Path | str, base_commit: str, exclude: Sequence[str] = (),
@@ -324,22 +326,69 @@ def workspace_patch(workspace: Path | str, base_commit: str, exclude: Sequence[s
     Taken with the host's git directory (host_git_dir) and configuration: nothing the agent wrote in the
     workspace's `.git` or its attributes runs or changes what is taken. A `.git` anywhere below the top level
     (a nested repository, a submodule, a gitlink's repository) is a RefusedOutput naming it, before any git
-    runs, and git is told never to look into submodules. A patch over `max_bytes` (config.MAX_PATCH_BYTES) is
-    a RefusedOutput naming its size: read as a stream, never held whole; so is a patch that is not UTF-8
-    text, naming the file. All are the agent's doing (rule-induced errors, helpers.core.outcomes)."""
+    runs, and git is told never to look into submodules. Any bytes travel: a binary file, or a file that is not
+    UTF-8 text (Latin-1, the bytes ED A0 80), is in git's binary form (base85, which `git apply` takes back), the
+    rest as text, so the patch is always UTF-8 text and no run is refused for an encoding. A patch over
+    `max_bytes` (config.MAX_PATCH_BYTES) is a RefusedOutput naming its size: read as a stream, never held whole.
+    Both refusals are the agent's doing (rule-induced errors, helpers.core.outcomes)."""
     workspace = Path(workspace)
     limit = config.MAX_PATCH_BYTES if max_bytes is None else max_bytes
     _refuse_nested(workspace)
     _host_git(workspace, "add", "--all", "--intent-to-add", check=False)
-    excludes = [f":(exclude,glob){pattern}" for pattern in (*PATCH_DEBRIS, *exclude)]
-    data = _capped_output(workspace, limit, "diff", "--no-ext-diff", "--no-textconv", "--no-color",
-                          "--ignore-submodules=all", base_commit, "--", ".", *excludes)
+    paths = ["--", ".", *(f":(exclude,glob){pattern}" for pattern in (*PATCH_DEBRIS, *exclude))]
+    data = _capped_output(workspace, limit, *DIFF, base_commit, *paths)
     try:
         return data.decode("utf-8")
-    except UnicodeDecodeError as error:  # the agent's bytes: not an infrastructure error it could hide behind
-        header = data[data.rfind(b"diff --git ", 0, error.start):].split(b"\n", 1)[0].decode("utf-8", "replace")
-        raise refused("the patch", f"is not UTF-8 text ({error.reason} at byte {error.start}, in {header[:200]!r}); "
-                                   "files must be UTF-8 to be recorded and graded") from None
+    except UnicodeDecodeError:  # a file of other bytes (Latin-1, a lone surrogate's encoding): git's binary form
+        return _with_binary_sections(workspace, limit, base_commit, paths)
+
+
+# How the host diffs a work tree: binary files as git's binary patches (`git apply` takes them back), paths with
+# other bytes than ASCII quoted (core.quotePath), no driver of any kind.
+DIFF = ("-c", "core.quotePath=true", "diff", "--binary", "--no-ext-diff", "--no-textconv", "--no-color",
+        "--ignore-submodules=all")
+
+
+def _with_binary_sections(workspace: Path, limit: int, base_commit: str, paths: list[str]) -> str:
+    """The patch with every file whose section is not UTF-8 text in git's binary form (base85: ASCII), the rest as
+    text: two diffs without rename pairing (a renamed file's halves may fall in different ones), the second under
+    the host's own attributes (its git directory's info/attributes, above any the work tree holds), which mark
+    every file binary."""
+    no_renames = (*DIFF, "--no-renames", base_commit)
+    names = _capped_output(workspace, limit, *DIFF, "--name-only", "-z", "--no-renames", base_commit, *paths)
+    names_list = [name for name in names.split(b"\0") if name]
+    sections = _sections(_capped_output(workspace, limit, *no_renames, *paths))
+    if len(sections) == len(names_list):
+        binary = [name for name, section in zip(names_list, sections) if not _is_utf8(section)]
+    else:  # cannot pair them up (should not happen): every file in binary form
+        binary = names_list
+    literal = [name.decode("utf-8", "surrogateescape") for name in binary]
+    text = _capped_output(workspace, limit, *no_renames, *paths, *(f":(exclude,literal){name}" for name in literal))
+    attributes = host_git_dir(workspace) / "info" / "attributes"
+    attributes.parent.mkdir(exist_ok=True)
+    attributes.write_text("* -diff -text\n")
+    try:
+        binary_part = _capped_output(workspace, limit, *no_renames, "--", *(f":(literal){name}" for name in literal))
+    finally:
+        attributes.unlink()
+    data = text + binary_part
+    if len(data) > limit:
+        raise refused("the patch", f"is {len(data)} bytes, over the {limit} bytes a patch may hold (MAX_PATCH_BYTES); "
+                                   "it is not recorded")
+    return data.decode("utf-8")  # every section is UTF-8 now: text, or base85 with quoted paths
+
+
+def _sections(data: bytes) -> list[bytes]:
+    """A patch cut at each `diff --git ` header (at a line's start: a hunk's lines start with ' ', '+' or '-')."""
+    return [section for section in data.replace(b"\ndiff --git ", b"\n\0diff --git ").split(b"\n\0") if section]
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
 
 
 def _capped_output(workspace: Path, limit: int, *args: str) -> bytes:
@@ -360,7 +409,7 @@ def _capped_output(workspace: Path, limit: int, *args: str) -> bytes:
         errors.seek(0)
         problem = errors.read(4000).decode(errors="replace").strip()
     if process.returncode != 0:
-        raise WorkspaceError(f"{workspace.name}: git {args[0]} failed: {problem}")
+        raise WorkspaceError(f"{workspace.name}: git {args[2] if args[0] == '-c' else args[0]} failed: {problem}")
     if size > limit:
         raise refused("the patch", f"is {size} bytes, over the {limit} bytes a patch may hold (MAX_PATCH_BYTES); "
                                    "it is not recorded")

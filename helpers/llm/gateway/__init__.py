@@ -12,8 +12,9 @@
   `http://127.0.0.1:<port>/u/<name>`, and `/u/<name><path>` is forwarded to `<origin><path>` for the model
   endpoints only (policy.py: chat completions, Responses, Anthropic messages, the model list, and Gemini's
   `/v1beta/models/<model>:generateContent`, `:streamGenerateContent`, `:countTokens` and GET
-  `/v1beta/models` (`/v1/` likewise); on the decoded path, tricky paths refused; `models` per upstream
-  limits the model ids, a Gemini call's taken from its path; under a budget only priced models pass). So
+  `/v1beta/models` (`/v1/` likewise); on the decoded path, tricky paths refused; `models` per upstream, or a
+  token's own (`issue_token(models=)`), limits the model ids, a Gemini call's taken from its path; under a
+  budget only priced models pass). So
   an OpenAI-style client takes `url_for` as its base URL (".../v1"), an Anthropic client takes it as
   ANTHROPIC_BASE_URL (Anthropic's base URL has no /v1), a client of Anthropic's API that posts
   `{baseUrl}/messages`, takes `url_for(name) + "/v1"`, and a Gemini client (google-genai's
@@ -58,10 +59,20 @@
   helpers.llm.pricing (None: unpriced or no usage reported; the model list, token counts (Anthropic's
   count_tokens, Gemini's countTokens) and failed calls cost 0), latency and retries. Cached input tokens
   are priced at the cache-read rate (see pricing.py).
-- Budget: once the priced calls' cost reaches `budget_usd`, new calls get 429 with a JSON error saying the
-  budget is spent and the header `x-gateway-budget: spent`; their record says status "budget". It also says
-  not to wait and ask again (`x-should-retry: false`, `retry-after-ms: 0`): a spent budget stays spent. Calls in
-  flight finish, so the spend can overshoot by what they cost.
+- What a call may ask (allowlist.py, docs/security.md): per wire format, the top-level fields the product's
+  roles send, client-run function tools only (Cline's Anthropic `web_search_20250305` is removed and noted in
+  the record's `changed`), no content the provider would fetch or read from its own store, the output capped at
+  the token's role's `GATEWAY_OUTPUT_TOKENS` (set where the request names none); anything else a 403 naming the
+  field. What is forwarded is the gateway's own serialisation of what it checked. Client headers outside an
+  allow-list are dropped (`anthropic-beta` keeps the betas the CLIs send).
+- Caps (intake.py): a body over GATEWAY_MAX_REQUEST_BYTES gets 413 before it is read, one slower than
+  GATEWAY_BODY_TIMEOUT_S 408; the request bytes all calls hold at once, open connections (503) and one token's
+  calls at once (429) are capped; idle connections are closed.
+- Budget (budget.py): each call reserves its worst case (its input's bytes and its output cap, priced) before it
+  is forwarded and settles at its metered cost; one that fits once calls under way settle waits for them, one
+  that cannot fit gets 429 with a JSON error and the header `x-gateway-budget: spent`; its record says status
+  "budget". It also says not to wait and ask again (`x-should-retry: false`, `retry-after-ms: 0`). So calls at
+  once cannot pass the budget (within what a provider counts beyond the bound: docs/security.md).
 - Prompt cache: each record's `cached_tokens` is the part of its input the provider read from its prompt
   cache, as the answer reports it (metering.py), and `usage()` sums it; None when the answer does not say.
 - Traces: `trace(payload)` is called (in a worker thread) for every finished call, with the record plus

@@ -7,15 +7,13 @@ path + /v1, as Anthropic-style clients post it), and Gemini's (`/v1beta/models/<
 default), with the configured models when the gateway was given them (a Gemini call names its model in
 its path), and, under a budget, only models with a price. Everything else gets a 403 naming what was refused.
 Paths with `..`, `.`, empty segments, backslashes or encoded separators are refused before any routing.
-Streamed chat completions are asked for their usage (`stream_options.include_usage`), so that every
-call is metered against the budget. The error shape each client reads (OpenAI's and Anthropic's, or Google's
+What a request's body may ask for (fields, tools, content, output cap) is allowlist.py's. The error shape each client reads (OpenAI's and Anthropic's, or Google's
 `{"error": {"code", "message", "status"}}` for a Gemini client), and which recorded statuses are transient,
 live here too.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Mapping
 from urllib.parse import unquote, urlsplit
@@ -103,17 +101,7 @@ def api_of(path: str, headers: Mapping[str, str] | None = None) -> str:
     return "gemini" if google or "x-goog-api-key" in (headers or {}) else "chat"
 
 
-def with_usage_reported(path: str, body: dict[str, Any], raw: bytes) -> bytes:
-    """`raw`, with `stream_options.include_usage` set on a streamed chat completion that did not ask for it."""
-    if not (path.endswith("/chat/completions") and body.get("stream")):
-        return raw
-    options = body.get("stream_options") if isinstance(body.get("stream_options"), dict) else {}
-    if options.get("include_usage"):
-        return raw
-    return json.dumps({**body, "stream_options": {**options, "include_usage": True}}).encode()
-
-
-__all__ = ["upstream_path", "refusal", "with_usage_reported", "model_of", "streams", "api_of", "ENDPOINTS"]  # documented in CODE_APPENDIX.md
+__all__ = ["upstream_path", "refusal", "model_of", "streams", "api_of", "ENDPOINTS"]  # documented in CODE_APPENDIX.md
 
 
 def is_transient(status: int | str | None) -> bool:

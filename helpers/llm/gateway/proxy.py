@@ -6,11 +6,11 @@ for the contract."""
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import secrets
 import threading
 import time
-import warnings
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
@@ -19,16 +19,19 @@ from aiohttp import web
 from yarl import URL
 
 from helpers.core import config
-from helpers.llm.gateway.metering import Meter, body_text, decoded_body, input_messages, json_or_none
+from helpers.llm.gateway.allowlist import Screened, screen
+from helpers.llm.gateway.budget import Ledger, worst_case_usd
+from helpers.llm.gateway.intake import BodyBytes, BodyRefused, capped, read_body
+from helpers.llm.gateway.metering import Meter, decoded_body, json_or_none
 from helpers.llm.gateway.policy import (api_of, error_response, healthz, model_of, no_more_retries, refusal, streams,
-                                        upstream_path, with_usage_reported)
+                                        upstream_path)
 from helpers.llm.gateway.pool import POOL_PAUSE_STATUS, Pool
+from helpers.llm.gateway.records import COUNTS, CallRecords
 from helpers.llm.gateway.relay import (READ_ERRORS, Limits, Stream, UpstreamFault, check_json, client_left, note,
                                         read_fault, relay)
 from helpers.llm.gateway.upstreams import (Upstream, client_headers, scrub, scrub_bytes, token_of, upstream_headers,
                                            without_key)
 from helpers.llm.gateway.tracing import RECORD_FIELDS
-from helpers.llm.pricing import call_cost_usd
 from helpers.llm.retries import TryAgain, is_retryable, policy, retry_after_s
 
 GATEWAY_CONCURRENCY = config.GATEWAY_CONCURRENCY
@@ -38,9 +41,6 @@ CONNECT_TIMEOUT_S = config.GATEWAY_CONNECT_TIMEOUT_S
 IDLE_TIMEOUT_S = config.GATEWAY_IDLE_TIMEOUT_S
 CALL_TIMEOUT_S = config.GATEWAY_CALL_TIMEOUT_S
 TRACE_CHARS = config.GATEWAY_TRACE_CHARS
-TRACE_MESSAGE_CHARS = config.GATEWAY_TRACE_MESSAGE_CHARS
-SETTLE_S = 10.0  # how long a reader of records waits for calls under way to be written
-MAX_REQUEST_BYTES = 256 * 2**20  # long agent conversations exceed aiohttp's 1 MiB default
 
 BUDGET_HEADER = "x-gateway-budget"
 # A spent budget stays spent, so a client should stop at once rather than back off and ask again: the OpenAI and
@@ -49,7 +49,7 @@ BUDGET_HEADER = "x-gateway-budget"
 BUDGET_SPENT_HEADERS = {BUDGET_HEADER: "spent", "x-should-retry": "false", "retry-after-ms": "0"}
 
 
-class Gateway:
+class Gateway(CallRecords):
     """A loopback HTTP proxy in a background thread; start()/stop() or use it as a context manager.
 
     Thread-safe: tokens, records and usage may be read and issued from any thread while it serves.
@@ -67,23 +67,17 @@ class Gateway:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.max_retry_after_s, self.concurrency, self.budget_usd = max_retry_after_s, concurrency, budget_usd
-        self.trace, self.max_retries, self.backoff_s = trace, max_retries, backoff_s
+        self._ledger = Ledger(budget_usd)  # spent and reserved (budget.py)
+        self.max_request_bytes, self.max_connections = config.GATEWAY_MAX_REQUEST_BYTES, config.GATEWAY_MAX_CONNECTIONS
+        self.token_concurrency = config.GATEWAY_TOKEN_CONCURRENCY
+        self._held = BodyBytes(config.GATEWAY_MAX_HELD_BYTES)  # request bytes of all calls under way
+        super().__init__(trace, trace_chars)  # records, tokens, calls under way (records.py)
+        self.max_retries, self.backoff_s = max_retries, backoff_s
         # a silent upstream (between any two bytes) and a call that runs too long are both cut
-        self.idle_timeout_s, self.call_timeout_s, self.trace_chars = idle_timeout_s, call_timeout_s, trace_chars
+        self.idle_timeout_s, self.call_timeout_s = idle_timeout_s, call_timeout_s
         self._limits = Limits(idle_timeout_s, call_timeout_s)
         # upstream -> the model ids its tokens may call (an upstream not named here: any model)
         self.models = {name: set(ids) for name, ids in (models or {}).items()}
-        self._lock = threading.Lock()
-        # calls under way, by token: a reader of records waits for them (a client may read its last chunk
-        # an instant before its call's record is written)
-        self._inflight: dict[str, int] = {}
-        self._settled = threading.Condition(self._lock)
-        self._tokens: dict[str, dict[str, Any]] = {}  # token -> {"upstream", "client", attributes...}
-        self._records: list[dict[str, Any]] = []
-        self._last_status: dict[str, int | str] = {}
-        self._last_exchange: dict[str, tuple[Any, str, list]] = {}
-        self._spent_usd = 0.0
-        self._trace_failed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._port: int | None = None
@@ -150,16 +144,18 @@ class Gateway:
         path = urlsplit(self._upstream(upstream).url).path.rstrip("/")
         return f"{self.url}/u/{upstream}{path}"
 
-    def issue_token(self, upstream: str, **attributes: Any) -> str:
+    def issue_token(self, upstream: str, *, models: list[str] | None = None, **attributes: Any) -> str:
         """A new token for one client of `upstream`; `attributes` (experiment, split, loop, task, role,
-        ...) are copied into every record of its calls."""
+        ...) are copied into every record of its calls. `models`: the only models it may call (else the
+        upstream's `models`, else any); its `role` sets its output cap (config.GATEWAY_OUTPUT_TOKENS)."""
         self._upstream(upstream)
         clash = sorted(set(attributes) & set(RECORD_FIELDS + ("token",)))
         if clash:
             raise ValueError(f"Token attributes may not be named {', '.join(clash)} (call record fields).")
         token = "gw-" + secrets.token_urlsafe(24)
         with self._lock:
-            self._tokens[token] = {**attributes, "upstream": upstream, "client": secrets.token_hex(6)}
+            self._tokens[token] = {**attributes, "upstream": upstream, "client": secrets.token_hex(6),
+                                   **({"models": set(models)} if models is not None else {})}
         return token
 
     def revoke_token(self, token: str) -> None:
@@ -169,61 +165,10 @@ class Gateway:
             if info is not None:
                 info["revoked"] = True
 
-    def last_status(self, token: str) -> int | str | None:
-        """The status of `token`'s latest finished call: the HTTP status its client got, "budget", or None
-        (no call yet). With `is_transient` it tells a provider failure from the agent's own."""
-        with self._lock:
-            return self._last_status.get(token)
-
-    def conversation(self, token: str, limit: int = TRACE_MESSAGE_CHARS) -> list[dict[str, Any]]:
-        """The conversation of `token`'s client as of its last call: every message it sent (input_messages,
-        each cut to `limit`) and the last answer; [] before any call. For an agent: its trajectory."""
-        with self._lock:
-            exchange = self._last_exchange.get(token)
-        if exchange is None:
-            return []
-        request, text, tool_calls = exchange
-        return input_messages(request, limit) + [{"role": "assistant", "content": text[:limit], "tool_calls": tool_calls}]
-
-    def forget(self, token: str) -> None:
-        """Drop what is kept of `token`'s conversation (its call records stay)."""
-        with self._lock:
-            self._last_exchange.pop(token, None)
-
-    # --- records ---------------------------------------------------------------------------------
-    def calls(self, token: str | None = None, **filters: Any) -> list[dict[str, Any]]:
-        """Copies of the finished call records whose fields equal every filter (e.g. task="t1");
-        `token` keeps one client's calls. Calls still under way (of `token`, or of anyone) are waited
-        for, up to SETTLE_S: a client can read its answer's last chunk just before its record is written."""
-        client = None
-        if token is not None:
-            with self._lock:
-                client = (self._tokens.get(token) or {}).get("client", "no such client")
-        with self._lock:
-            key = None if token is None else token
-            self._settled.wait_for(lambda: not (self._inflight.get(key, 0) if key is not None else sum(self._inflight.values())),
-                                   timeout=SETTLE_S)
-            records = list(self._records)
-        return [dict(r) for r in records
-                if (client is None or r["client"] == client) and all(r.get(k) == v for k, v in filters.items())]
-
-    def usage(self, token: str | None = None, **filters: Any) -> dict[str, Any]:
-        """Sums over `calls(token, **filters)`: calls, input_tokens, cached_tokens (the part of input_tokens
-        read from the provider's prompt cache, as far as answers said), output_tokens and cost_usd (None when
-        any of those calls is unpriced)."""
-        records = self.calls(token, **filters)
-        costs = [r["cost_usd"] for r in records]
-        return {"calls": len(records),
-                "input_tokens": sum(r["input_tokens"] or 0 for r in records),
-                "cached_tokens": sum(r.get("cached_tokens") or 0 for r in records),
-                "output_tokens": sum(r["output_tokens"] or 0 for r in records),
-                "cost_usd": None if any(c is None for c in costs) else sum(costs)}
-
     @property
     def spent_usd(self) -> float:
         """The cost of every priced call so far."""
-        with self._lock:
-            return self._spent_usd
+        return self._ledger.spent_usd
 
     def _upstream(self, name: str) -> Upstream:
         if name not in self.upstreams:
@@ -237,18 +182,21 @@ class Gateway:
             timeout=aiohttp.ClientTimeout(total=self.call_timeout_s, sock_connect=CONNECT_TIMEOUT_S,
                                           sock_read=self.idle_timeout_s))
         self._pools = {name: Pool(self.concurrency) for name in self.upstreams}
-        app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+        app = web.Application(client_max_size=self.max_request_bytes)
         app.router.add_get("/healthz", healthz)
         app.router.add_route("*", "/u/{name}/{tail:.*}", self._handle)
         app.router.add_route("*", "/u/{name}", self._handle)
         # stop() cuts calls in flight; a client that leaves cancels its handler, and so its upstream call
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, handler_cancellation=True)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, handler_cancellation=True,
+                                     keepalive_timeout=config.GATEWAY_IDLE_CONNECTION_S,
+                                     lingering_time=0)  # a body refused is never read on: its connection closes
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, 0, backlog=1024)
-        await site.start()
-        self._port = self._runner.addresses[0][1]
+        self._listener = await asyncio.get_running_loop().create_server(
+            capped(self._runner.server, lambda: self.max_connections), self.host, 0, backlog=1024)
+        self._port = self._listener.sockets[0].getsockname()[1]
 
     async def _close(self) -> None:
+        self._listener.close()
         await self._runner.cleanup()
         await self._session.close()
 
@@ -256,7 +204,12 @@ class Gateway:
         """One model call, counted as under way until its record is written (see calls())."""
         key = token_of(request.headers, request.query_string) or ""
         with self._lock:
-            self._inflight[key] = self._inflight.get(key, 0) + 1
+            over = self._inflight.get(key, 0) >= self.token_concurrency
+            if not over:
+                self._inflight[key] = self._inflight.get(key, 0) + 1
+        if over:  # one client's calls at once are capped: its others wait for a slot of their own
+            return error_response(429, f"gateway: more than {self.token_concurrency} calls at once with one token",
+                                  "too_many_requests", api=api_of(request.path, request.headers))
         try:
             return await self._answer(request)
         finally:
@@ -277,29 +230,46 @@ class Gateway:
             client = self._tokens.get(token or "")
         if client is None or client["upstream"] != name or client.get("revoked"):
             return error_response(401, f"gateway: unknown or revoked token for upstream {name!r}", "invalid_token", api=api)
-        body = await request.read()
-        asked = json_or_none(body)
-        asked = asked if isinstance(asked, dict) else {}
-        where = upstream_path(request.raw_path, name)
-        why = where if isinstance(where, str) else refusal(request.method, where[0], upstream.url, asked,
-                                                           self.models.get(name), self.budget_usd)
-        if why is not None:
-            return error_response(403, f"gateway: refused: {why}", "forbidden", api=api)
-        path, query = where[0], without_key(where[1])  # a token in the URL goes no further
-        body = with_usage_reported(path, asked, body)
-        record = {**{k: v for k, v in client.items() if k not in ("upstream", "revoked")},
+        try:
+            body = await read_body(request, self.max_request_bytes, config.GATEWAY_BODY_TIMEOUT_S, self._held)
+        except BodyRefused as refused:
+            kind = {413: "request_too_large", 408: "request_timeout"}.get(refused.status, "gateway_busy")
+            answer = error_response(refused.status, f"gateway: refused: {refused.message}", kind, api=api,
+                                    headers={"retry-after": "1"} if refused.status == 503 else None)
+            answer.force_close()  # the rest of the body is never read
+            return answer
+        try:
+            return await self._forward(request, name, upstream, token, client, body, started, started_at)
+        finally:
+            self._held.give(len(body))
+
+    async def _forward(self, request: web.Request, name: str, upstream: Upstream, token: str | None, client: dict,
+                       body: bytes, started: float, started_at: float) -> web.StreamResponse:
+        api = api_of(request.path, request.headers)
+        checked = self._checked(request, name, upstream, client, body)
+        if isinstance(checked, web.Response):
+            return checked
+        path, query, asked, screened = checked
+        body = json.dumps(screened.body).encode() if screened is not None else b""  # what was checked, as sent
+        record = {**{k: v for k, v in client.items() if k not in ("upstream", "revoked", "models")},
                   "id": secrets.token_hex(8), "upstream": name, "method": request.method,
                   "path": path + (f"?{query}" if query else ""), "model": model_of(path, asked),
                   "stream": streams(path, asked), "status": None, "input_tokens": None,
                   "cached_tokens": None, "output_tokens": None, "cost_usd": None, "latency_s": None, "retries": 0, "waited_s": 0.0,
-                  "started_at": started_at, "error": None}
-        if self._budget_spent():
+                  "started_at": started_at, "error": None, "changed": screened.changes if screened is not None else []}
+        counts = path.endswith(COUNTS) or screened is None
+        worst = 0.0 if counts or self.budget_usd is None else \
+            worst_case_usd(record["model"], len(body), screened.media_parts, screened.output_tokens)
+        if not await self._ledger.reserve(worst):
             record.update(status="budget", input_tokens=0, output_tokens=0, cost_usd=0.0,
                           error=f"budget of ${self.budget_usd:.2f} spent")
             self._finish(token, record, started, body, asked, b"", Meter())
-            return error_response(429, f"gateway: the budget of ${self.budget_usd:.2f} for model calls is spent "
-                          f"(${self.spent_usd:.2f} used); no new model calls are made.", "budget_exceeded",
-                          BUDGET_SPENT_HEADERS, api=api)
+            spent = self.spent_usd
+            why = "is spent" if self._ledger.spent() else \
+                f"cannot cover this call's worst case (${worst:.4f}; ${self.budget_usd - spent:.4f} left)"
+            return error_response(429, f"gateway: the budget of ${self.budget_usd:.2f} for model calls {why} "
+                                       f"(${spent:.2f} used); no new model calls are made.", "budget_exceeded",
+                                  BUDGET_SPENT_HEADERS, api=api)
         meter, kept = Meter(output=self.trace is not None), [b""]
         response: aiohttp.ClientResponse | None = None
         finished = False
@@ -312,6 +282,7 @@ class Gateway:
                     response.release()
                     self._pools[name].slots.release()
                 self._meter_record(record, meter)
+                self._ledger.settle(worst, record["cost_usd"] or 0.0)
                 self._finish(token, record, started, body, asked, kept[0], meter)
 
         def take(raw: bytes, data: Any) -> None:  # a relayed event, after the client has it
@@ -341,6 +312,30 @@ class Gateway:
         finally:
             finish()
 
+    def _checked(self, request: web.Request, name: str, upstream: Upstream, client: dict,
+                 body: bytes) -> web.Response | tuple[str, str, dict, Screened | None]:
+        """(path, query, the request's JSON, what may be forwarded: None for a GET) or the refusal's answer: the
+        path and model (policy.py), then the body's fields, tools and content (allowlist.py), its output capped
+        by the token's role."""
+        api = api_of(request.path, request.headers)
+        asked = json_or_none(body) if body else {}
+        if request.method != "GET" and not isinstance(asked, dict):
+            return error_response(400, "gateway: the request body is not a JSON object", "invalid_request", api=api)
+        asked = asked if isinstance(asked, dict) else {}
+        where = upstream_path(request.raw_path, name)
+        models = client.get("models", self.models.get(name))
+        why = where if isinstance(where, str) else refusal(request.method, where[0], upstream.url, asked, models,
+                                                           self.budget_usd)
+        screened = None
+        if why is None and request.method != "GET":
+            cap = config.GATEWAY_OUTPUT_TOKENS.get(client.get("role"), config.GATEWAY_DEFAULT_OUTPUT_TOKENS)
+            wire = "anthropic" if where[0].endswith("/messages/count_tokens") else api_of(where[0])
+            screened = screen(wire, asked, cap, model_of(where[0], asked), where[0].endswith(COUNTS))
+            why = screened if isinstance(screened, str) else None
+        if why is not None:
+            return error_response(403, f"gateway: refused: {why}", "forbidden", api=api)
+        return where[0], without_key(where[1]), asked, screened
+
     async def _send(self, request: web.Request, upstream: Upstream, body: bytes,
                     record: dict) -> tuple[aiohttp.ClientResponse, bytes | Stream]:
         """The upstream's answer to be relayed with what of it was read (a whole body, or a stream's first
@@ -353,6 +348,7 @@ class Gateway:
         target = urlsplit(upstream.url)
         url = URL(f"{target.scheme}://{target.netloc}{record['path']}", encoded=True)
         headers = upstream_headers(request.headers, upstream)
+        headers.pop("Content-Type", None) if request.method == "GET" else headers.update({"Content-Type": "application/json"})
 
         async def sleep(seconds: float) -> None:
             record["waited_s"] += seconds
@@ -403,47 +399,4 @@ class Gateway:
         fault.message = scrub(fault.message, key)
         note(record, fault.message + ("" if last else "; retrying"))
         raise TryAgain(None, fault)
-
-    # --- bookkeeping -----------------------------------------------------------------------------
-    def _budget_spent(self) -> bool:
-        with self._lock:
-            return self.budget_usd is not None and self._spent_usd >= self.budget_usd
-
-    def _meter_record(self, record: dict, meter: "Meter") -> None:
-        counts = record["path"].partition("?")[0].endswith((":countTokens", "/count_tokens"))  # free at both providers
-        if record["status"] is None or record["status"] >= 400 or record["method"] == "GET" or counts:
-            record.update(input_tokens=0, output_tokens=0, cost_usd=0.0)  # failed calls, the model list, token counts
-            return
-        record["model"] = meter.model or record["model"]
-        record.update(input_tokens=meter.input_tokens, cached_tokens=meter.cached_tokens,
-                      output_tokens=meter.output_tokens)
-        if meter.input_tokens is not None and meter.output_tokens is not None:
-            record["cost_usd"] = call_cost_usd(record["model"], meter.input_tokens, meter.output_tokens,
-                                               cached_tokens=meter.cached_tokens)
-
-    def _finish(self, token: str | None, record: dict, started: float, request_body: bytes,
-                request_json: Any, response_body: bytes, meter: "Meter") -> None:
-        record["latency_s"] = time.monotonic() - started
-        with self._lock:
-            self._records.append(record)
-            self._last_status[token or ""] = record["status"]
-            self._spent_usd += record["cost_usd"] or 0.0
-            if token and isinstance(request_json, dict):
-                # an agent's last request carries its whole conversation: its trajectory so far
-                self._last_exchange[token] = (request_json, meter.text(), meter.tool_calls())
-        if self.trace is not None and self._loop is not None:
-            payload = {**record, "request_body": body_text(request_body, self.trace_chars),
-                       "response_body": body_text(response_body, self.trace_chars),
-                       "output_text": meter.text()[: self.trace_chars], "output_tool_calls": meter.tool_calls()}
-            self._loop.run_in_executor(None, self._call_trace, payload, request_json)
-
-    def _call_trace(self, payload: dict, request_json: Any) -> None:
-        try:
-            payload["input_messages"] = input_messages(request_json, TRACE_MESSAGE_CHARS)
-            self.trace(payload)
-        except Exception as error:  # noqa: BLE001 - a broken trace must not break model calls
-            if not self._trace_failed:
-                self._trace_failed = True
-                warnings.warn(f"gateway trace failed, calls are served anyway: {type(error).__name__}: {error}",
-                              RuntimeWarning, stacklevel=1)
 

@@ -8,7 +8,7 @@ import warnings
 from typing import Any
 
 RECORD_FIELDS = ("id", "client", "upstream", "method", "path", "model", "stream", "status", "input_tokens",
-                 "cached_tokens", "output_tokens", "cost_usd", "latency_s", "retries", "waited_s", "started_at", "error")
+                 "cached_tokens", "output_tokens", "cost_usd", "latency_s", "retries", "waited_s", "started_at", "error", "changed")
 
 
 class PhoenixTracer:

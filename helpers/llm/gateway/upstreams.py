@@ -17,7 +17,6 @@ DEFAULT_BASE_URLS = {"openai": config.OPENAI_URL, "anthropic": "https://api.anth
                      "gemini": config.GEMINI_URL}  # Gemini's paths carry their version
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                "trailers", "transfer-encoding", "upgrade", "host", "content-length"}
-_CREDENTIAL_HEADERS = {"authorization", "x-api-key", "api-key", "x-goog-api-key"}
 KEY_HEADERS = {"anthropic": "x-api-key", "gemini": "x-goog-api-key"}  # kind -> its key header; else Bearer
 
 @dataclass(frozen=True)
@@ -55,9 +54,11 @@ def without_key(query: str) -> str:
 
 
 def upstream_headers(client_headers: Mapping[str, str], upstream: Upstream) -> dict[str, str]:
-    """The client's headers without hop-by-hop or credential headers, plus the real key and identity coding."""
-    headers = {k: v for k, v in client_headers.items()
-               if k.lower() not in _HOP_BY_HOP | _CREDENTIAL_HEADERS | {"accept-encoding"}}
+    """The client's headers that its allow-list passes (allowlist.forwarded_headers: never hop-by-hop or
+    credential headers), plus the real key and identity coding."""
+    from helpers.llm.gateway.allowlist import forwarded_headers
+
+    headers = forwarded_headers(client_headers)[0]
     headers["Accept-Encoding"] = "identity"
     if upstream.api_key:
         if upstream.kind in KEY_HEADERS:

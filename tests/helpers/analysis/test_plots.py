@@ -74,27 +74,13 @@ def test_accuracy_carries_its_intervals_and_counts_errored_runs_apart():
     assert any("6 errored runs left out" in text.get_text() for text in ax.texts)
 
 
-def test_the_ablation_forest_plot_marks_rules_whose_removal_helped():
-    from helpers.analysis.plots import plot_ablation
-
-    effects = pd.DataFrame({"rule": ["R1", "R2", "R3"], "text": ["Helps.", "Hurts.", "Weighs."],
-                            "effect_of_removal": [-0.5, 0.25, 0.0], "ci_low": [-0.8, -0.1, -0.3],
-                            "ci_high": [-0.2, 0.6, 0.3], "harmful": [False, True, False], "tokens": [12, 9, 40],
-                            "dead_weight": [False, True, True]})
-    ax = plot_ablation(effects, "x", dry_run=True).axes[0]
-    assert DRY_RUN_TITLE in ax.get_title()
-    colors = [c.lines[0].get_color() for c in ax.containers]
-    assert colors == ["tab:blue", "tab:red", "tab:orange"]  # orange: costs tokens and shows no effect
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["R1 (12 tokens): Helps.", "R2 (9 tokens): Hurts.",
-                                                           "R3 (40 tokens): Weighs."]
-
-
 def role_tokens(agent, judge, optimizer):
     return {"agent_tokens": agent, "judge_tokens": judge, "optimizer_tokens": optimizer}
 
 
 def test_the_cost_plot_shows_tokens_per_role_and_labels_each_loops_cost_in_words_never_as_zero():
-    from helpers.analysis.plots import cost_labels, cost_notes, plot_cost
+    from helpers.analysis.captions import cost_labels, cost_notes
+    from helpers.analysis.plots import plot_cost
 
     loops = pd.DataFrame([
         {"loop": 0, "agent_cost_usd": None, "judge_cost_usd": None, "optimizer_cost_usd": None, "cost_usd": None,
@@ -183,7 +169,7 @@ def test_the_cost_accuracy_figure_places_each_version_by_its_tokens_per_run_and_
     assert list(star.get_xdata()) == [12_000] and list(star.get_ydata()) == [0.75]  # the kept version
     low, high = ax.get_xlim()  # the x axis spans the versions' token counts, not 0 to the largest
     assert 9_000 < low < 10_000 and 14_000 < high < 15_000 and ax.get_ylim()[0] == 0
-    assert ax.get_xlabel().startswith("tokens per run") and ax.get_ylabel() == "validation accuracy"
+    assert ax.get_xlabel().startswith("tokens per agent run on validation tasks") and ax.get_ylabel() == "validation accuracy"
     assert [t.get_text() for t in ax.texts] == ["v0", "v1", "v2"] and ax.get_legend().get_title().get_text() == "v0: no rules"
 
 
@@ -199,14 +185,66 @@ def test_the_test_outcomes_figure_uses_a_colour_blind_safe_pair_with_a_legend():
     assert passed != failed and (0.0, 0.502, 0.0) not in (passed, failed)  # not the red/green pair
 
 
-def test_show_figure_saves_the_png_and_displays_an_image_not_the_figures_repr(tmp_path, monkeypatch):
+def test_show_figure_saves_the_png_displays_an_image_not_the_figures_repr_and_prints_its_caption(tmp_path, monkeypatch, capsys):
     import IPython.display
-    from helpers.analysis.plots import plot_path, plot_ablation, show_figure
+    from helpers.analysis.plots import plot_path, plot_ruleset_size, show_figure
 
     shown = []
     monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
-    effects = pd.DataFrame({"rule": ["r1"], "effect_of_removal": [-0.5], "ci_low": [-0.9], "ci_high": [-0.1],
-                            "harmful": [False], "tokens": [12], "dead_weight": [False], "text": ["Use Decimal."]})
-    path = show_figure(plot_ablation(effects, "abl", dry_run=True), plot_path("abl", "ablation", tmp_path))
-    assert path == tmp_path / "abl" / "plots" / "ablation.png" and path.read_bytes().startswith(b"\x89PNG")
+    loops = pd.DataFrame({"loop": [0, 1], "ruleset_rules": [0, 2], "ruleset_tokens": [0, 50], "dry_run": [True] * 2})
+    path = show_figure(plot_ruleset_size(loops, "size"), plot_path("size", "ruleset_size", tmp_path), caption="What to see.")
+    assert path == tmp_path / "size" / "plots" / "ruleset_size.png" and path.read_bytes().startswith(b"\x89PNG")
     assert len(shown) == 1 and isinstance(shown[0], IPython.display.Image) and shown[0].data.startswith(b"\x89PNG")
+    assert capsys.readouterr().out == "What to see.\n"
+
+
+def test_plot_all_shows_each_figure_followed_by_what_to_read_in_it_from_the_data(tmp_path, monkeypatch, capsys):
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", lambda obj: print("<image>"))
+    fake_experiment(tmp_path)
+    plot_all("demo", results_root=tmp_path, show=["accuracy", "test_outcomes"])
+    out = capsys.readouterr().out.split("<image>\n")[1:]
+    assert len(out) == 2
+    assert out[0].startswith("From loop 0 to loop 2, accuracy went: train 0.00 to 0.40; test 0.00 to 0.20.")
+    assert out[1].startswith("1 of 3 test tasks passed in loop 0, 2 in loop 2.")
+
+
+def test_series_that_coincide_get_their_own_marker_dash_and_offset():
+    from helpers.analysis.plots import plot_repo_resolved
+
+    rows = pd.DataFrame({"instance_id": ["a", "b", "c"] * 2, "repo": ["org/a", "org/b", "org/c"] * 2,
+                         "loop": [0, 0, 0, 1, 1, 1], "pass_or_fail": ["fail", "fail", "fail", "pass", "pass", "fail"]})
+    ax = plot_repo_resolved(rows, pd.DataFrame({"loop": [0, 1]}), "same").axes[0]
+    lines = [line for line in ax.lines if line.get_label().startswith("org/")]
+    assert len(lines) == 3
+    assert len({(line.get_marker(), line.get_linestyle()) for line in lines}) == 3
+    assert len({tuple(line.get_xdata()) for line in lines}) == 3  # org/a and org/b coincide in y: apart in x
+    assert all(abs(x - round(x)) < 0.1 for line in lines for x in line.get_xdata())  # still at their loop
+
+
+def test_counts_of_rules_tick_at_whole_numbers_only():
+    from helpers.analysis.plots import plot_ruleset_size
+
+    for rules in ([0, 3], [0, 1], [2, 7, 11]):
+        loops = pd.DataFrame({"loop": range(len(rules)), "ruleset_rules": rules, "ruleset_tokens": [40 * r for r in rules]})
+        figure = plot_ruleset_size(loops, "ticks")
+        figure.canvas.draw()
+        ticks = [t for t in figure.axes[0].get_yticks() if figure.axes[0].get_ylim()[0] <= t <= figure.axes[0].get_ylim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks), (rules, ticks)
+
+
+def test_plan_mode_figures_count_the_judges_verdicts_as_the_loop_lines_do(tmp_path):
+    from helpers.analysis.plots import load_split_rows, version_costs
+
+    for loop, verdicts in enumerate([["incorrect", "incorrect"], ["correct", "incorrect"]]):
+        append_jsonl(loops_path("plan", tmp_path), {"loop": loop, "ruleset_version": loop, "val_accuracy": loop / 2,
+                                                     "ruleset_tokens": 30 * loop, "dry_run": True})
+        rows = pd.DataFrame({"instance_id": ["p-1", "p-2"], "repo": "org/p", "mode": "plan", "status": "completed",
+                             "pass_or_fail": "not_evaluated", "correctness": verdicts,
+                             "input_tokens": 1500, "output_tokens": 200})
+        for split in ("train", "val", "test"):
+            write_csv(rows, split_results_path("plan", split, loop, tmp_path))
+    assert list(load_split_rows("plan", "test", tmp_path)["pass_or_fail"]) == ["fail", "fail", "pass", "fail"]
+    assert list(flipped_tasks("plan", tmp_path)["instance_id"]) == ["p-1"]
+    assert list(version_costs("plan", tmp_path)["tokens_per_run"]) == [1700, 1700]  # plans' tokens are counted

@@ -95,3 +95,18 @@ def test_the_setup_check_says_which_platform_the_reader_is_on_and_what_runs_ther
     if kind in ("macos", "windows", "wsl1", "container"):  # where the sandbox needs more, the way to it is named
         assert kind in SANDBOX_FIXES
     assert {"macos": "dry run", "windows": "WSL2", "wsl1": "WSL2", "container": "--privileged"}.get(kind, "") in note
+
+
+def test_an_agent_that_cannot_install_itself_is_never_ok_while_missing(monkeypatch, tmp_path):
+    from helpers.app.doctor import check_agents
+    from helpers.core import registry
+    from helpers.core.registry import agent_class
+
+    mini = agent_class("mini-swe-agent")
+    only_mini = {name: target for name, target in registry.registered_agents().items() if name == "mini-swe-agent"}
+    monkeypatch.setattr(registry, "registered_agents", lambda: only_mini)
+    monkeypatch.setattr(mini, "package_dir", tmp_path)  # no package.json: nothing installs it on a first run
+    monkeypatch.setattr(mini, "binary_path", getattr(mini, "binary_path", "") or "bin/mini")
+    check = {c.component: c for c in check_agents()}["agent: mini-swe-agent"]
+    assert not check.ok and check.detail == "not installed: needed only with AGENT='mini-swe-agent'"
+    assert "make agent AGENT=mini-swe-agent" in check.fix

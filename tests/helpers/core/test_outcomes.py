@@ -3,13 +3,14 @@
 import pandas as pd
 import pytest
 
-from helpers.core.outcomes import FAILED, INFRA, RESOLVED, RULES, outcome_counts, run_outcome
+from helpers.core.outcomes import FAILED, FORGED, INFRA, RESOLVED, RULES, outcome_counts, run_outcome
 from helpers.core.stats import paired_comparison
 
 
 @pytest.mark.parametrize("row, outcome", [
     ({"status": "completed", "pass_or_fail": "pass"}, RESOLVED),
     ({"status": "completed", "pass_or_fail": "fail"}, FAILED),
+    ({"status": "completed", "pass_or_fail": "forged", "eval_error": "forged: a test made to fail passed"}, FORGED),
     ({"status": "timeout", "pass_or_fail": "fail", "error": "stopped after 900 s"}, RULES),
     ({"status": "error", "pass_or_fail": "fail", "error": "error_max_turns: reached max turns (30)"}, RULES),
     ({"status": "error", "pass_or_fail": "fail", "error": "prompt is too long: 210000 tokens"}, RULES),
@@ -31,6 +32,17 @@ def rows():
         "error": ["", "", "stopped after 900 s", "429 Too Many Requests", "max turns reached"]})
 
 
+def test_a_forged_grade_is_never_a_pass_and_counts_as_a_failure_of_its_ruleset_named_apart():
+    frame = pd.DataFrame({"instance_id": ["a", "b", "c"], "status": ["completed"] * 3,
+                          "pass_or_fail": ["pass", "forged", "fail"], "error": ["", "", ""]})
+    counts = outcome_counts(frame)
+    assert (counts["passed"], counts["failed"], counts["forged"], counts["scored"]) == (1, 2, 1, 3)
+    assert counts["accuracy"] == pytest.approx(1 / 3) and counts["errors"] == 0
+    honest = frame.assign(pass_or_fail=["pass", "fail", "fail"])  # the same tasks, the forger's task failed plainly
+    versus = paired_comparison(frame, honest)
+    assert versus.n == 3 and versus.accuracy_a == versus.accuracy_b == counts["accuracy"]  # kept in the denominator
+
+
 def test_rule_induced_errors_count_as_failures_and_infrastructure_errors_are_left_out_and_named():
     counts = outcome_counts(rows())
     assert (counts["passed"], counts["failed"], counts["scored"]) == (1, 3, 4)  # a, b, c, e scored
@@ -45,3 +57,14 @@ def test_the_statistics_count_the_same_runs_as_the_loop_line():
     assert versus_itself.n == outcome_counts(frame)["scored"] == 4
     assert versus_itself.accuracy_a == outcome_counts(frame)["accuracy"]
     assert versus_itself.excluded == {"errored": 1}
+
+
+def test_the_errored_note_counts_the_agents_own_failures_only_in_the_pairs_kept():
+    from helpers.core.outcomes import errored_note
+
+    a = pd.DataFrame({"instance_id": ["t1", "t2", "t3"], "status": ["error", "error", "completed"],
+                      "host_error": ["the model provider failed: status 503", "", ""], "pass_or_fail": "fail"})
+    b = a.assign(status=["error", "completed", "error"], host_error=["", "", ""])  # t1's own failure: pair left out
+    assert errored_note(1, a, b) == ("Errored pairs: 1 pair with an infrastructure error on either side left out; "
+                                     "2 failed runs the agent ended itself (its own exit, its own calls, its limits) "
+                                     "counted as failures.")

@@ -56,3 +56,10 @@ def test_more_tasks_detect_smaller_gains_and_tiny_splits_say_they_cannot_decide(
     assert "even if both tasks changed outcome the same way, the exact McNemar p-value would be 0.5" in power_note(2)
     assert power_note(0).startswith("With no test tasks nothing can be tested")
     assert "a true gain of" in power_note(150) and "80% power" in power_note(150)
+
+
+def test_counts_in_the_choice_and_the_power_note_agree_in_number():
+    one = choose_on_validation([(0, 0, rows(5))], 0, 1)
+    assert "1 version measured" in one.how and "versions" not in one.how
+    assert power_note(1).startswith("With 1 test task no difference") and power_note(4).startswith("With 4 test tasks")
+    assert "VAL_SIZE" not in choose_on_validation([], 0, 2).how  # advice every notebook can follow

@@ -291,7 +291,10 @@ def test_the_cluster_gives_the_same_records_as_threads_here_though_a_worker_is_k
 
 
 def test_a_spent_budget_stops_the_runs_on_every_node(cluster, house, tmp_path, monkeypatch):
-    monkeypatch.setitem(config.PRICE_OVERRIDES, config.SCRIPTED_MODEL, (1000.0, 1000.0))  # the first call spends it
+    # the gateway reserves each call's worst case before it goes: with an output cap of one token it fits the
+    # budget ($0.004: the request's bytes at $0.1 per 1M, one token at $1,000), and the first answer's output spends it
+    monkeypatch.setitem(config.PRICE_OVERRIDES, config.SCRIPTED_MODEL, (0.1, 1000.0))
+    monkeypatch.setitem(config.GATEWAY_OUTPUT_TOKENS, "agent", 1)
     watch = Watch(cluster["nodes"])
     frame, calls = run(house, tmp_path, "ray:auto", watch=watch, budget_usd=0.01)
     assert set(frame.status) == {"budget"}, frame[["instance_id", "status", "error"]].to_dict("records")

@@ -1,6 +1,7 @@
 """The run engine with an agent written here (not Cline): rules in its file, its edit in the patch,
 failures kept to their task, resume, a team's own rules file, batched evaluators, locks and leftovers."""
 
+import json
 import os
 import re
 import signal
@@ -109,19 +110,7 @@ def test_a_rerun_runs_nothing_that_finished(house, results):
     assert sorted(other.calls) == sorted(tasks.instance_id)
 
 
-def test_a_transient_agent_error_is_run_again_on_the_next_call(house, results):
-    class BusyOnce(PatchingAgent):
-        def run(self, task, workspace, ruleset):
-            if not self.calls:
-                self.calls.append(task["instance_id"])
-                return AgentResult(task["instance_id"], "error", error="429 Too Many Requests", model=self.model)
-            return super().run(task, workspace, ruleset)
-
-    agent = BusyOnce()
-    first = run(house.head(1), agent, results, workers=1)
-    assert first.status.tolist() == ["error"]
-    second = run(house.head(1), agent, results, workers=1)
-    assert second.pass_or_fail.tolist() == ["pass"] and len(agent.calls) == 2
+# A transient failure is the host's observation, never the agent's words: tests/helpers/engine/test_runs_outcomes.py
 
 
 def small_repo(root, files):
@@ -392,8 +381,11 @@ def test_runs_the_budget_stopped_are_marked_so_and_run_again_with_budget_left(ho
     from helpers.llm.scripted_server import Reply, Script, ScriptedModelServer
 
     tasks = house.head(3)
-    with ScriptedModelServer(Script(default=Reply("ok"))) as server:
-        with Gateway({"agent": Upstream(server.base_url, "real-key", "openai-compatible")}, budget_usd=1e-9) as gateway:
+    # the first call's worst case (16,384 output tokens of gpt-4.1, $0.13) fits the budget; the 100,000 input tokens
+    # its answer reports ($0.20) spend it, so the gateway refuses every later call
+    spends_it = Reply("ok", usage={"prompt_tokens": 100_000, "completion_tokens": 0})
+    with ScriptedModelServer(Script(default=spends_it)) as server:
+        with Gateway({"agent": Upstream(server.base_url, "real-key", "openai-compatible")}, budget_usd=0.2) as gateway:
             first = run(tasks, GatewayAgent(), results, workers=1, gateway=gateway)
         assert first.status.tolist()[0] == "completed" and set(first.status.tolist()[1:]) == {"budget"}
         assert first.cost_usd[0] > 0  # metered by the gateway
@@ -450,8 +442,9 @@ def test_grading_follows_the_agents_sandbox_policy(house, results, monkeypatch):
 
 # An in-package forgery of the report (docs/security.md): code the tests import rewrites pytest's verdict
 # on every test, so that the report and the exit status agree on "all passed". No grading path keeps code under
-# test out of the process that runs the tests: the row names it (`suspect`), the pass is not counted, and the
-# judge sees it, even hidden between 70 KB of padding before and after.
+# test out of the process that runs the tests, but the grading's tripwires (tests made to fail) pass too: the row
+# is "forged" (a fail of its ruleset, counted apart), the loop line names it, the judge reads it, and the suspect
+# check, the second signal, still names the lines, even hidden between 70 KB of padding before and after.
 FORGERY = '''import _pytest.reports
 
 _made = _pytest.reports.TestReport.from_item_and_call.__func__
@@ -468,8 +461,8 @@ _pytest.reports.TestReport.from_item_and_call = classmethod(_passed)
 PADDING = "".join(f'_TABLE_{i:05d} = "{"x" * 60}"\n' for i in range(1_000))  # about 70 KB of harmless lines
 
 
-def test_an_in_package_forgery_is_suspect_not_resolved_and_the_judge_sees_it_in_a_padded_patch(house, results):
-    from helpers.core.outcomes import infra_reason, outcome_counts
+def test_an_in_package_forgery_is_forged_not_resolved_and_the_judge_sees_it_in_a_padded_patch(house, results):
+    from helpers.core.outcomes import FORGED, outcome_counts, run_outcome
     from helpers.engine.loop_lines import describe_loop
     from helpers.learn.judge import judge_messages
 
@@ -481,18 +474,21 @@ def test_an_in_package_forgery_is_suspect_not_resolved_and_the_judge_sees_it_in_
     assert len(PADDING) > 70_000
     df = run(house.head(1), PatchingAgent(variant="naive_patch", also=forge), results)  # a fix the tests fail
     row = df.iloc[0]
-    assert row.pass_or_fail == "suspect" and row.failed_tests == [], row.test_log  # the forgery did pass the tests
+    assert row.pass_or_fail == "forged" and row.forged and run_outcome(row.to_dict()) == FORGED, row.test_log
+    assert row.eval_error.startswith("forged: a test made to fail in this grading passed (")
+    assert row.failed_tests == []  # the forgery did pass the task's tests
     assert "ledger/_tables.py:1001: +import _pytest.reports" in row.suspect
     assert any("from_item_and_call = classmethod(_passed)" in line for line in row.suspect)
     counts = outcome_counts(df)
-    assert (counts["passed"], counts["suspect"], counts["accuracy"]) == (0, 1, None)
-    assert infra_reason(row.to_dict()) == "a suspect pass (the patch reaches into the test machinery)"
+    assert (counts["passed"], counts["forged"], counts["failed"], counts["scored"], counts["accuracy"]) == (0, 1, 1, 1, 0.0)
     line = describe_loop({"loop": 1, **{f"train_{k}": v for k, v in counts.items()}, "ruleset_rules": 0,
                           "ruleset_version": 0, "next_ruleset_version": 0, "dry_run": True})
-    assert "1 suspect pass left out (the patch reaches into the test machinery)" in line
-    assert "errored runs" not in line and "most common error" not in line
+    assert "train 0.00 (0/1), 1 forged grade counted as fails (a test made to fail passed)" in line
+    assert "errored run" not in line and "most common error" not in line
     prompt = judge_messages(row.to_dict())[1]["content"]
-    assert "over the judge's budget" in prompt and "the pass is not counted" in prompt
+    grade = prompt.split("## Hidden tests (the host's grade)")[1]  # the host's own section, outside every fence
+    assert "over the judge's budget" in prompt and grade.startswith("\noutcome: FORGED")
+    assert json.dumps(row.eval_error) in grade  # the grading's reason, inline as data
     suspect_section = prompt.split("## Suspect lines")[1].split("\n## ")[0]
     for forging_line in [line for line in FORGERY.splitlines() if "_pytest" in line or ".outcome" in line]:
         assert forging_line in suspect_section  # in full, whatever the budget cut from the patch itself

@@ -18,7 +18,7 @@ from helpers.core.sandbox import unavailable_reason
 from helpers.families.coding.evaluation import evaluate_patch
 from helpers.families.coding.git import git
 from helpers.families.coding.house_suite import load_house_suite
-from helpers.families.coding.patches import set_aside_note
+from helpers.families.coding.patches import set_aside_note, suspect_lines
 
 
 @pytest.fixture(scope="module")
@@ -64,20 +64,22 @@ def pytest_runtest_makereport(item, call):
 '''
 
 
-def patched(task, tmp_path, changes, start=""):
-    """The patch an agent leaves after applying `start` (a patch) and writing `changes` (path -> new text, or a
-    function of the old text) in a clone at the task's base commit."""
+def patched(task, tmp_path, changes, start="", renames=None):
+    """The patch an agent leaves after applying `start` (a patch), renaming `renames` (old path -> new) and
+    writing `changes` (path -> new text, or a function of the old text) in a clone at the task's base commit."""
     clone = Path(tempfile.mkdtemp(prefix="clone-", dir=tmp_path))
     git("clone", "--quiet", str(task["repo_path"]), str(clone), cwd=tmp_path)
     git("checkout", "--quiet", "--detach", task["base_commit"], cwd=clone)
     if start:
         git("apply", "-", cwd=clone, input=start)
+    for old, new in (renames or {}).items():
+        git("mv", old, new, cwd=clone)
     for path, change in changes.items():
         target = clone / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(change(target.read_text()) if callable(change) else change)
     git("add", "-A", "-N", cwd=clone)
-    return git("diff", task["base_commit"], cwd=clone).stdout
+    return git("diff", "-M", task["base_commit"], cwd=clone).stdout
 
 
 def in_parse_amount(code):
@@ -142,35 +144,157 @@ def test_a_fix_that_brings_its_own_test_passes_on_the_hidden_tests(tasks, tmp_pa
     assert result.set_aside == [own_test] and set(result.tests) == set(task["FAIL_TO_PASS"]) | set(task["PASS_TO_PASS"])
 
 
-FORGE_REPORT = '''import atexit
-import sys
+# --- forged grades: code under test that makes failing tests read as passing (docs/security.md) ---------------
+# Each forger is real code under test, shipped by a patch that leaves the task's bug in place (task 0: overdrafts
+# still allowed), so an honest grade fails. Whatever it does from inside pytest's process, the grade is never
+# resolved: the tripwires show it forged, the read-only tests and the pid namespace leave it a plain fail, or the
+# report it tampered with is a named error.
+FORCE = """
+def _force(reports):
+    original = reports.TestReport.from_item_and_call.__func__
 
+    def forced(cls, item, call):
+        report = original(cls, item, call)
+        report.outcome, report.longrepr = "passed", None
+        return report
 
-def _forge():
-    report = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("--junitxml="))
-    cases = "".join('<testcase classname="%s" name="%s" file="%s"/>' % (a.split("::")[0][:-3].replace("/", "."),
-                    a.split("::")[1], a.split("::")[0]) for a in sys.argv if "::" in a)
+    reports.TestReport.from_item_and_call = classmethod(forced)
+"""
+ALL_PASS = """
+def _all_pass(path=None):
+    import sys
+    report = path or next(a.split("=", 1)[1] for a in sys.argv if a.startswith("--junitxml="))
+    cases = "".join('<testcase classname="%s" name="%s" file="%s"/>' % (
+        a.split("::")[0][:-3].replace("/", "."), "::".join(a.split("::")[1:]).split("::")[-1], a.split("::")[0])
+        for a in sys.argv if "::" in a)
     open(report, "w").write("<testsuites><testsuite>%s</testsuite></testsuites>" % cases)
+"""
+FORCE_PLUGIN = ("import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+                "    report = (yield).get_result()\n    report.outcome, report.longrepr = 'passed', None\n")
 
 
-def _once():
-    atexit.register(_forge)
-'''
-QUIT_EARLY = '''import os
+def at_import(code):
+    """ledger/__init__.py with `code` run first, when the tests import the package."""
+    return lambda text: code + "\n" + text
 
 
-def _once():
-    os._exit(0)
-'''
+FORGERS = {
+    # the issue's examples
+    "runpy from a .txt": ({"ledger/ROUNDING.txt": FORCE + "import _pytest.reports\n_force(_pytest.reports)\n",
+                           "ledger/__init__.py": at_import("import os as _o, runpy as _r\n_r.run_path(_o.path.join("
+                                                           "_o.path.dirname(__file__), 'ROUNDING.txt'))\n")}, "forged"),
+    "a README renamed into the forger's module": ({"ledger/__init__.py": at_import("from ledger import _notes\n")},
+                                                  "forged"),
+    "sys . modules in string pieces": ({"ledger/__init__.py": at_import(
+        FORCE + "_t = getattr(__import__('s' + 'ys'), 'mod' + 'ules')\n__import__('_py' + 'test.reports')\n"
+        "_force(_t['_py' + 'test.reports'])\n")}, "forged"),
+    "hidden tests rewritten at import, then pytest run again": ({"ledger/__init__.py": at_import(
+        "import glob as _g, os as _o, sys as _s\n"
+        "for _p in _g.glob('tests/*.py'):\n    try:\n        _x = open(_p).read().replace('assert ', 'assert True or ')\n"
+        "        open(_p, 'w').write(_x)\n    except OSError:\n        pass\n"
+        "if not _o.environ.get('FORGED_AGAIN'):\n    _o.environ['FORGED_AGAIN'] = '1'\n"
+        "    _o.execv(_s.executable, _s.orig_argv)\n")}, "failed"),
+    "a late thread rewriting the report and printing the exit marker": ({"ledger/__init__.py": at_import(
+        ALL_PASS + "import threading as _th\n\n\ndef _late():\n    _th.main_thread().join()\n    _all_pass()\n"
+        "    print('__exit_status__=0', flush=True)\n\n\n_th.Thread(target=_late).start()\n")}, "forged"),
+    "the report swapped for a FIFO": ({"ledger/__init__.py": at_import(
+        "import atexit as _a, os as _o, sys as _s\n\n\ndef _swap():\n"
+        "    _r = next(a.split('=', 1)[1] for a in _s.argv if a.startswith('--junitxml='))\n"
+        "    _o.unlink(_r)\n    _o.mkfifo(_r)\n\n\n_a.register(_swap)\n")}, "report"),
+    "the report swapped for a link to a root-only host file": ({"ledger/__init__.py": at_import(
+        "import atexit as _a, os as _o, sys as _s\n\n\ndef _swap():\n"
+        "    _r = next(a.split('=', 1)[1] for a in _s.argv if a.startswith('--junitxml='))\n"
+        "    _o.unlink(_r)\n    _o.symlink('{secret}', _r)\n\n\n_a.register(_swap)\n")}, "report"),
+    # variants the issue does not name
+    "PYTEST_ADDOPTS and a -p plugin of its own, then pytest run again": ({
+        "ledger/forge_plugin.py": FORCE_PLUGIN,
+        "ledger/__init__.py": at_import(
+            "import os as _o, sys as _s\nif not _o.environ.get('FORGED_AGAIN'):\n    _o.environ['FORGED_AGAIN'] = '1'\n"
+            "    _o.environ['PYTEST_ADDOPTS'] = '-p ledger.forge_plugin'\n    _v = list(_s.orig_argv)\n"
+            "    _v[_v.index('--'):_v.index('--')] = ['-p', 'ledger.forge_plugin']\n    _o.execv(_s.executable, _v)\n")},
+        "forged"),
+    "the junit writer patched to drop failures": ({"ledger/__init__.py": at_import(
+        "import _pytest.junitxml as _j\n_j._NodeReporter.append_failure = lambda self, report: None\n")}, "forged"),
+    "os._exit(0) from an atexit handler": ({"ledger/__init__.py": at_import(
+        "import atexit as _a, os as _o\n_a.register(lambda: _o._exit(0))\n")}, "forged"),
+    "a forked child that outlives pytest and rewrites the report": ({"ledger/__init__.py": at_import(
+        ALL_PASS + "import os as _o, time as _t\n_parent = _o.getpid()\nif _o.fork() == 0:\n"
+        "    while _o.getppid() == _parent:\n        _t.sleep(0.01)\n    _all_pass()\n    _o._exit(0)\n")},
+        "forged or failed"),  # the sandbox ends with pytest: the child is killed, or caught if it wrote in time
+    "pytest's report sent elsewhere and a fake one written in its place": ({"ledger/__init__.py": at_import(
+        ALL_PASS + "import atexit as _a, gc as _gc, sys as _s\n_real = next(a.split('=', 1)[1] for a in _s.argv "
+        "if a.startswith('--junitxml='))\nfor _x in _gc.get_objects():\n    if type(_x).__name__ == 'LogXML':\n"
+        "        _x.logfile = '/tmp/elsewhere.xml'\n_a.register(lambda: _all_pass(_real))\n")}, "forged"),
+    "pytest run again on tests of its own": ({
+        "ledger/own_check.py": "def test_fine():\n    pass\n",
+        "ledger/__init__.py": at_import(
+            "import os as _o, sys as _s\nif not _o.environ.get('FORGED_AGAIN'):\n    _o.environ['FORGED_AGAIN'] = '1'\n"
+            "    _v = list(_s.orig_argv)\n    _o.execv(_s.executable, _v[:_v.index('--') + 1] + ['ledger/own_check.py'])\n")},
+        "forged"),  # its own test passes: pytest exits 0, which no honest run beside a must-fail test does
+}
+
+
+def forged_patch(task, tmp_path, forger, secret=""):
+    changes, _ = FORGERS[forger]
+    changes = {path: (change.replace("{secret}", secret) if isinstance(change, str) else change)
+               for path, change in changes.items()}
+    if forger == "a README renamed into the forger's module":  # git diff shows it as a rename: README.md -> ...
+        return patched(task, tmp_path, {**changes, "ledger/_notes.py": lambda _: FORCE + "import _pytest.reports\n"
+                                        "_force(_pytest.reports)\n"}, renames={"README.md": "ledger/_notes.py"})
+    return patched(task, tmp_path, changes)
+
+
+@pytest.fixture(scope="module")
+def root_only(tmp_path_factory):
+    """A host file only root may read, holding an all-pass report of task 0's tests (a pass, if it were read)."""
+    secret = tmp_path_factory.mktemp("host") / "root-only.xml"
+    secret.write_text('<testsuites><testsuite><testcase classname="tests.test_overdraft" '
+                      'name="test_an_overdraft_is_refused_and_the_balance_kept" file="tests/test_overdraft.py"/>'
+                      '</testsuite></testsuites>')
+    secret.chmod(0o600)
+    return secret
 
 
 @needs_sandbox
-@pytest.mark.parametrize("trick", [FORGE_REPORT, QUIT_EARLY], ids=["a forged all-pass report", "exit 0 mid-run"])
-def test_a_run_whose_exit_status_disagrees_with_its_report_is_a_failed_grade(tasks, tmp_path, trick):
+@pytest.mark.parametrize("forger", list(FORGERS))
+def test_a_forger_in_the_code_under_test_never_makes_a_resolved_grade(tasks, tmp_path, forger, root_only):
     task = tasks.iloc[0].to_dict()
-    result = evaluate_patch(task, patched(task, tmp_path, {"ledger/money.py": in_parse_amount(trick)}))
-    assert not result.resolved and not result.infra
-    assert result.error == "the test run's exit status disagrees with its report"
+    result = evaluate_patch(task, forged_patch(task, tmp_path, forger, str(root_only)))
+    expected = FORGERS[forger][1]
+    assert not result.resolved and not result.infra, result.log
+    assert result.set_aside == []  # nothing of the forger is a test or test configuration
+    if expected == "forged" or (expected == "forged or failed" and result.forged):
+        assert result.forged and result.error.startswith("forged: "), (result.error, result.log)
+    elif expected == "report":
+        assert not result.forged and result.error.startswith("the test report: refused the agent's output: "
+                                                             "report.xml is "), result.error
+    else:
+        assert not result.forged and result.tests["tests/test_overdraft.py::test_an_overdraft_raises_a_ledger_error"] \
+            == "FAILED", (result.error, result.log)
+
+
+def test_the_suspect_check_the_second_signal_names_every_forger(tasks, tmp_path):
+    task = tasks.iloc[0].to_dict()
+    unnamed = [forger for forger in FORGERS if not suspect_lines(forged_patch(task, tmp_path, forger, "/x"))]
+    assert unnamed == []
+
+
+def test_where_the_tests_cannot_be_protected_the_tripwires_still_catch_a_rewrite(tasks, tmp_path):
+    task = tasks.iloc[0].to_dict()  # on the host (no sandbox: no read-only binds), the rewrite of the tests lands
+    patch = forged_patch(task, tmp_path, "hidden tests rewritten at import, then pytest run again")
+    result = evaluate_patch(task, patch, sandbox=None)
+    assert not result.resolved and result.forged, result.log
+
+
+@needs_sandbox
+def test_a_plain_correct_fix_still_resolves_and_its_log_shows_only_the_tasks_tests(tasks):
+    task = tasks.iloc[0].to_dict()
+    result = evaluate_patch(task, task["patch"])
+    names = list(task["FAIL_TO_PASS"]) + list(task["PASS_TO_PASS"])
+    assert result.resolved and not result.forged and result.error == "", result.log
+    assert set(result.tests) == set(names)
+    assert f"{len(names)} passed in" in result.log and "failed" not in result.log, result.log
+    assert "value.upper()" not in result.log
 
 
 @needs_sandbox
@@ -220,3 +344,29 @@ def test_grading_that_requires_the_sandbox_refuses_to_run_without_one(tasks, mon
     with pytest.raises(sandbox.SandboxUnavailable, match="bubblewrap"):
         evaluate_patch(task, task["patch"])  # "required", every real run's policy, is the default
     assert evaluate_patch(task, task["patch"], sandbox="if-available").resolved  # the scripted dry run's
+
+
+@pytest.fixture
+def memory_scratch(monkeypatch):
+    """Scratch folders on a memory file system where there is one: 1,100 folders cost a disk write each here."""
+    if not os.access("/dev/shm", os.W_OK):
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="pl-scratch-", dir="/dev/shm")
+    monkeypatch.setattr(tempfile, "tempdir", folder)
+    yield
+    subprocess.run(["rm", "-rf", folder], check=False)
+
+
+def test_a_patch_with_a_1100_deep_path_is_graded_without_raising_and_leaves_no_copy(tasks, memory_scratch):
+    """The issue's example: evaluate_patch raised removing its copy (a recursive removal) and left it behind."""
+    from helpers.core.processes import scratch_root
+    from helpers.core.procfs import owner_tag
+
+    deep = "d/" * 1100 + "f.txt"
+    patch = f"diff --git a/{deep} b/{deep}\nnew file mode 100644\n--- /dev/null\n+++ b/{deep}\n@@ -0,0 +1 @@\n+x\n"
+    mine = scratch_root() / owner_tag()
+    before = set(os.listdir(mine)) if mine.exists() else set()
+    result = evaluate_patch(tasks.iloc[0], patch, sandbox="if-available")
+    assert not result.resolved and "does not apply" not in (result.error or "")
+    assert {name for name in os.listdir(mine) if name.startswith("eval-")} <= before

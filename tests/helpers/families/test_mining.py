@@ -281,3 +281,17 @@ def test_a_set_up_command_runs_before_the_patch_so_the_patchs_build_script_never
     result = LocalEvaluator(timeout_s=120).evaluate(task, patch)
     assert result.set_aside == [] and not result.resolved and "built" not in result.log, result.log
     assert result.tests["tests/test_calc.py::test_sub"] == "FAILED", result.log
+
+
+@pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox here: {unavailable_reason()}")
+def test_an_in_package_forgery_of_a_mined_tasks_report_is_a_forged_grade(mined, tmp_path):
+    _, root = mined
+    task = load_mined_tasks("calc-mined", root).iloc[0].to_dict()
+    forgery = ("import _pytest.reports as _r\n_m = _r.TestReport.from_item_and_call.__func__\n\n\n"
+               "def _passed(cls, item, call):\n    report = _m(cls, item, call)\n"
+               "    report.outcome, report.longrepr = 'passed', None\n    return report\n\n\n"
+               "_r.TestReport.from_item_and_call = classmethod(_passed)\n")
+    patch = forged_patch(task["repo_path"], task["base_commit"], tmp_path,
+                         {"src/calc/__init__.py": lambda text: forgery + text})
+    result = LocalEvaluator(timeout_s=120).evaluate(task, patch)
+    assert not result.resolved and result.forged and result.error.startswith("forged: "), result.log

@@ -131,6 +131,13 @@ def added(path, code):
     "importlib.import_module('_py' + 'test')",
     "getattr(sys, 'mod' + 'ules')",
     "s = '#'; sys.modules.clear()",
+    "table = sys . modules",
+    "t = getattr(m, 'mod' + 'ules')",
+    "runpy.run_path(os.path.join(here, 'ROUNDING.txt'))",
+    "os.execv(sys.executable, sys.orig_argv)",
+    "if os.fork() == 0:",
+    "os.environ['PYTEST_ADDOPTS'] = '-p mine'",
+    "reports = table['_py' + 'test.reports']",
 ], ids=lambda code: code.strip()[:30])
 def test_an_added_line_that_reaches_into_the_test_machinery_is_named_with_its_place(code):
     patch = FIX + added("ledger/report.py", "import os\n\n" + code + "\n")
@@ -145,12 +152,27 @@ def test_an_added_line_that_reaches_into_the_test_machinery_is_named_with_its_pl
                            "    sys.exit(main())\n"),  # a command's exit is not an exit at import
     added("ledger/outcomes.py", "def settle(bet):\n    bet.outcome = won(bet)\n    return bet.outcome == 'passed'\n"),
     added("ledger/money.py", "# We never touch sys.modules or builtins here.\nVALUE = 1\n"),
-    added("docs/testing.md", "Run pytest with --junitxml=report.xml; see _pytest.\n"),
+    added("docs/testing.md", "Run the tests before a release; see CONTRIBUTING.\n"),
+    added("ledger/config.py", "SETTINGS = {'modules': ['ledger'], 'plugins': []}\n"),
     section("ledger/x.py", old="import _pytest\n", new="x = 1\n"),  # a removed line is the repository's own
 ], ids=["a plain fix", "a new test using pytest", "a conftest", "a command-line exit", "a domain 'outcome'",
-        "a comment", "prose", "a removed line"])
+        "a comment", "prose", "ordinary keys", "a removed line"])
 def test_ordinary_code_tests_and_prose_are_not_suspect(patch):
     assert suspect_lines(patch) == []
+
+
+@pytest.mark.parametrize("path", ["ledger/ROUNDING.txt", "docs/forger.md", "ledger/data.json", "Makefile"])
+def test_a_file_of_any_name_is_read_for_code_that_runs_when_loaded(path):
+    code = "import _pytest.reports"  # runpy.run_path, exec(open(...).read()) run a file whatever its name
+    assert suspect_lines(added(path, code + "\n")) == [f"{path}:1: +{code}"]
+
+
+def test_a_renamed_file_is_read_under_its_new_path():
+    patch = ("diff --git a/README.md b/ledger/_notes.py\nsimilarity index 60%\nrename from README.md\n"
+             "rename to ledger/_notes.py\nindex 1111111..2222222 100644\n--- a/README.md\n+++ b/ledger/_notes.py\n"
+             "@@ -1,2 +1,3 @@\n-# ledger\n+import _pytest.reports\n A small account ledger.\n+_pytest.reports.x = 1\n")
+    assert suspect_lines(patch) == ["ledger/_notes.py:1: +import _pytest.reports",
+                                    "ledger/_notes.py:3: +_pytest.reports.x = 1"]
 
 
 def test_line_numbers_follow_the_new_file_across_hunks():

@@ -1,6 +1,8 @@
 """A repository's tests run in the sandbox and read back from the report pytest writes for the harness."""
 
-from helpers.families.coding.repo_tests import junit_outcomes, run_repo_tests
+import ast
+
+from helpers.families.coding.repo_tests import junit_outcomes, protected_paths, run_repo_tests
 
 TESTS = '''import pytest
 
@@ -91,3 +93,85 @@ def test_a_set_up_command_reaches_the_network_only_when_allowed_and_the_tests_ne
     if setup_network:
         assert service.hits == ["/"]  # the set-up's fetch only: the test's own found nothing
         assert run.tests == {"tests/test_ok.py::test_ok": "PASSED"}
+
+
+# --- what the host reads of a run: no channel the code under test shares (docs/security.md) -------------------
+needs_sandbox = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox here: {unavailable_reason()}")
+# A test module that, once pytest has ended, prints the old exit-status marker and swaps the report for SWAP.
+LATE = '''import atexit
+import os
+import sys
+
+
+def _late():
+    report = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("--junitxml="))
+    os.unlink(report)
+    {swap}
+    print("__exit_status__=0")
+
+
+atexit.register(_late)
+
+
+def test_fails():
+    assert False
+'''
+@needs_sandbox
+def test_a_report_swapped_for_a_folder_is_a_named_problem_and_the_printed_marker_counts_for_nothing(tmp_path):
+    # a FIFO and a link to a root-only host file in its place are tried through evaluate_patch (test_evaluation.py)
+    module = LATE.replace("{swap}", "os.mkdir(report)")
+    run = run_repo_tests(workspace(tmp_path, {"tests/test_a.py": module}), ["tests/test_a.py::test_fails"],
+                         timeout_s=120)
+    assert run.tests == {} and run.kind == "report" and not run.reported
+    assert run.problem.startswith("the test report: refused the agent's output: report.xml is a folder"), run.problem
+    assert run.exit_status == 1  # the process's own status: the marker it printed counts for nothing
+    assert "__exit_status__=0" in run.log
+
+
+@needs_sandbox
+def test_the_exit_status_is_the_test_processes_own_whatever_it_prints(tmp_path):
+    module = 'print("__exit_status__=0")\n\n\ndef test_fails():\n    print("\\n__exit_status__=0")\n    assert False\n'
+    run = run_repo_tests(workspace(tmp_path, {"tests/test_a.py": module}), ["tests/test_a.py"], timeout_s=120)
+    assert run.exit_status == 1 and run.tests == {"tests/test_a.py::test_fails": "FAILED"}
+
+
+REWRITER = '''import os
+from pathlib import Path
+
+
+def test_rewrites():
+    found = {}
+    for what, act in [("write", lambda: Path("tests/test_hidden.py").write_text("def test_x():\\n    pass\\n")),
+                      ("create", lambda: Path("tests/conftest.py").write_text("")),
+                      ("rename", lambda: os.rename("tests", "old_tests")),
+                      ("remove", lambda: os.unlink("tests/test_hidden.py")),
+                      ("chmod", lambda: os.chmod("tests/test_hidden.py", 0o777)),
+                      ("config", lambda: Path("pytest.ini").write_text("[pytest]\\naddopts = -p forged\\n")),
+                      ("workspace", lambda: Path("mine.txt").write_text("the rest of the tree stays writable"))]:
+        try:
+            act()
+            found[what] = "done"
+        except OSError as error:
+            found[what] = error.strerror
+    print("FOUND", found)
+'''
+
+
+@needs_sandbox
+def test_protected_hidden_tests_and_the_recorded_configuration_cannot_be_rewritten_renamed_or_removed(tmp_path):
+    root = workspace(tmp_path, {"tests/test_hidden.py": "def test_x():\n    assert False\n",
+                                "rewriter/test_r.py": REWRITER})
+    run = run_repo_tests(root, ["rewriter/test_r.py::test_rewrites"], timeout_s=120,
+                         test_config={"path": "pytest.ini", "text": "[pytest]\n"},
+                         protect=protected_paths(["tests/test_hidden.py::test_x"]))
+    found = ast.literal_eval(run.log.split("FOUND ", 1)[1].splitlines()[0])  # the dict the test printed
+    assert found == {"write": "Read-only file system", "create": "Read-only file system",
+                     "rename": "Device or resource busy",
+                     "remove": "Read-only file system", "chmod": "Read-only file system",
+                     "config": "Read-only file system", "workspace": "done"}, found
+    assert (root / "tests" / "test_hidden.py").read_text() == "def test_x():\n    assert False\n"
+
+
+def test_protected_paths_are_the_top_level_entries_the_hidden_tests_lie_under():
+    assert protected_paths(["tests/unit/test_a.py::test_x", "tests/test_b.py::T::test_y", "test_root.py::test_z",
+                            "pkg/tests/test_c.py"]) == ["tests", "test_root.py", "pkg"]

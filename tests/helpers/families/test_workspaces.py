@@ -244,8 +244,9 @@ def test_a_patch_over_its_cap_is_refused_naming_its_size_and_one_under_it_is_tak
         workspace_patch(workspace, house_task["base_commit"])
     monkeypatch.setattr(config, "MAX_PATCH_BYTES", 8 * 2**20)
     assert "+++ b/big.txt" in workspace_patch(workspace, house_task["base_commit"])
-    (workspace / "latin1.txt").write_bytes("café\n".encode("latin-1"))  # not an infrastructure error to hide behind
-    with pytest.raises(RefusedOutput, match=r"the patch is not UTF-8 text .*latin1.txt"):
+    (workspace / "latin1.txt").write_bytes("café\n".encode("latin-1"))  # other bytes: binary form, still capped
+    monkeypatch.setattr(config, "MAX_PATCH_BYTES", 5 * 2**20)
+    with pytest.raises(RefusedOutput, match=r"the patch is \d{7} bytes, over the 5242880 bytes"):
         workspace_patch(workspace, house_task["base_commit"])
 
 
@@ -339,3 +340,131 @@ def test_removing_workspaces_while_others_are_made_in_the_same_root_never_pulls_
         list(pool.map(one_round, tasks))  # each round's removal races the others' preparation
     assert (tmp_path / ".host").is_dir() and not any((tmp_path / ".host").iterdir())  # kept, and empty
     assert [p.name for p in tmp_path.iterdir()] == [".host"]  # no workspace left behind
+
+
+def test_a_1100_deep_tree_travels_in_the_patch_a_repository_at_its_bottom_is_refused_and_the_workspace_goes(
+        house_task, tmp_path):
+    import tempfile
+
+    shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # 1,100 folders cost a disk write each here
+    root = Path(tempfile.mkdtemp(prefix="ws-", dir=shm or tmp_path))
+    workspace = prepare_workspace(house_task, root)
+    fd = os.open(workspace, os.O_RDONLY)
+    for _ in range(1100):  # made relative to each other, as an agent's program would
+        os.mkdir("d", dir_fd=fd)
+        fd, old = os.open("d", os.O_RDONLY, dir_fd=fd), fd
+        os.close(old)
+    os.write(file := os.open("f.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), b"at the bottom\n")
+    os.close(file)
+    patch = workspace_patch(workspace, house_task["base_commit"])
+    assert f"+++ b/{'d/' * 1100}f.txt" in patch
+    os.mkdir(".git", dir_fd=fd)
+    os.close(fd)
+    with pytest.raises(RefusedOutput, match=r"d/d/.*d/\.git - a git repository inside the work tree"):
+        workspace_patch(workspace, house_task["base_commit"])
+    remove_workspace(workspace)
+    assert not workspace.exists() and not host_git_dir(workspace).exists()
+    subprocess.run(["rm", "-rf", str(root)], check=False)
+
+
+# --- any byte survives: in the patch, the record and the grading --------------------------------------------
+LEFT = {  # what an agent leaves, as bytes (path -> content)
+    b"surrogate.txt": b"ok \xed\xa0\x80 end\n",  # the issue's example: the encoding of a lone surrogate
+    b"latin1.txt": "caf\u00e9, na\u00efve, fa\u00e7ade\n".encode("latin-1"),  # a Latin-1 fixture
+    b"zeros.bin": bytes(range(256)) * 8,  # binary: once "Binary files differ", which no git apply takes back
+    b"caf\xe9-named.txt": b"a name that is not UTF-8\n",
+    b"utf8.txt": "\u00fcn\u00efc\u00f6d\u00e9 stays text\n".encode(),
+    b".gitattributes": b"* diff\n*.txt text\n",  # the work tree's attributes cannot make the bytes text again
+}
+
+
+def leave_new_bytes(workspace: Path) -> None:
+    for name, data in LEFT.items():
+        with open(os.path.join(os.fsencode(workspace), name), "wb") as file:
+            file.write(data)
+
+
+def leave_bytes(workspace: Path) -> dict[bytes, bytes]:
+    """Write LEFT, rewrite a tracked file in Latin-1 and rename another with Latin-1 added; returns every file's
+    expected bytes afterwards (None: gone)."""
+    expected = dict(LEFT)
+    leave_new_bytes(workspace)
+    tracked = sorted(p for p in git("ls-files", cwd=workspace).stdout.split() if p.endswith(".md"))
+    changed = (workspace / tracked[0]).read_bytes() + "\u00a7 r\u00e9vis\u00e9\n".encode("latin-1")
+    (workspace / tracked[0]).write_bytes(changed)
+    expected[tracked[0].encode()] = changed
+    moved = [p for p in git("ls-files", cwd=workspace).stdout.split() if p.endswith(".py")][0]
+    renamed = (workspace / moved).read_bytes() + "# \u00e9t\u00e9\n".encode("latin-1")
+    (workspace / moved).unlink()
+    (workspace / "moved.py").write_bytes(renamed)
+    expected[moved.encode()], expected[b"moved.py"] = None, renamed
+    return expected
+
+
+def test_files_of_any_bytes_travel_in_the_patch_and_apply_back_byte_for_byte(house_task, tmp_path):
+    workspace = prepare_workspace(house_task, tmp_path / "runs")
+    expected = leave_bytes(workspace)
+    patch = workspace_patch(workspace, house_task["base_commit"])
+    assert isinstance(patch, str) and patch.count("GIT binary patch") >= 5, patch[:2000]
+    assert "+\u00fcn\u00efc\u00f6d\u00e9 stays text" in patch  # UTF-8 text stays text, for the judge to read
+    assert '"b/caf\\351-named.txt"' in patch  # a name of other bytes, quoted
+    clone = tmp_path / "clone"
+    git("clone", "--quiet", str(house_task["repo_path"]), str(clone), cwd=tmp_path)
+    git("checkout", "--quiet", "--detach", house_task["base_commit"], cwd=clone)
+    git("apply", "-", cwd=clone, input=patch)
+    for name, data in expected.items():
+        path = os.path.join(os.fsencode(clone), name)
+        assert (open(path, "rb").read() if data is not None else None) == (data if os.path.exists(path) or data else None)
+
+
+def test_a_run_that_leaves_other_bytes_is_recorded_and_graded_never_refused(tmp_path):
+    from helpers.agents.base import AgentBase
+    from helpers.core.protocols import AgentResult
+    from helpers.engine.runs import run_tasks
+    from helpers.store.records import read_jsonl, run_records_path
+
+    class BytesAgent(AgentBase):
+        name, mode, model, base_prompt, rules_file = "bytes-agent", "act", "test-model", "A test agent.", "AGENTS.md"
+
+        def check(self):
+            pass
+
+        def run(self, task, workspace, ruleset):
+            git("apply", "-", cwd=workspace, input=task["patch"])  # the fix, and other bytes beside it
+            leave_new_bytes(Path(workspace))
+            return AgentResult(task["instance_id"], "completed", model=self.model)
+
+    tasks = load_house_suite().head(1)
+    df = run_tasks(tasks, BytesAgent(), run_id="train_0", experiment="bytes", results_root=tmp_path / "results",
+                   workers=1, progress=False)
+    row = df.iloc[0]
+    assert row.status == "completed" and row.pass_or_fail == "pass", str({k: v for k, v in row.to_dict().items() if "error" in k or "log" in k or "test" in k})[:3000]
+    assert "GIT binary patch" in row.output
+    records = read_jsonl(run_records_path("bytes", "train_0", tmp_path / "results"))
+    assert any(record.get("output") == row.output for record in records)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the kernel's disk cap needs root")
+def test_rules_that_cannot_be_taken_out_of_a_full_capped_workspace_are_the_agents_doing(house_task):
+    from helpers.core.confinement import Limits
+    from helpers.core.disks import cap_disk
+    from helpers.core.outcomes import RULES, run_outcome
+    from helpers.core.processes import remove_scratch, scratch_dir
+
+    scratch = scratch_dir("run")
+    try:
+        workspace = prepare_workspace(house_task, scratch)
+        (workspace / "AGENTS.md").write_text("# The team's own rules\n" + "- Keep it short.\n" * 500)
+        undo = write_rules(workspace, "AGENTS.md", "- [R1] A rule.\n")  # the team's file gets a learned section
+        capped = cap_disk([workspace], Limits(disk_bytes=2**20))
+        filler = os.open(workspace / "filler", os.O_WRONLY | os.O_CREAT)  # the run filled its disk
+        with pytest.raises(OSError):
+            while True:
+                os.write(filler, b"x" * 4096)
+        os.close(filler)
+        with pytest.raises(RefusedOutput, match=r"AGENTS.md .*(filled its disk|No space left)") as refusal:
+            undo()
+        assert run_outcome({"status": "error", "error": f"RefusedOutput: {refusal.value}"}) == RULES
+        capped.close()
+    finally:
+        remove_scratch(scratch)

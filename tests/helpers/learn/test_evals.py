@@ -86,7 +86,8 @@ def test_plans_are_judged_on_their_merits_without_test_results(tmp_path):
         judged = judge(server, tmp_path, plans)
         shown = message_text(server.chat_requests()[0], "user")
     assert judged.correctness[0] == "correct"
-    assert "## The agent's plan\n1. Raise LedgerError." in shown and "outcome: not run" in shown
+    assert "## The agent's plan\n<<<DATA-" in shown and "the agent's plan>>>\n1. Raise LedgerError.\n<<<END-" in shown
+    assert "outcome: not run" in shown
 
 
 def test_a_spent_budget_marks_the_remaining_rows_transient_so_a_rerun_judges_them(tmp_path):

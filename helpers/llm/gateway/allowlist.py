@@ -1,0 +1,306 @@
+"""What a model call may ask of the provider: an allow-list per wire format, as data, of what the product's own
+roles send (docs/security.md, "The gateway forwards only what the roles send").
+
+A request is screened once, parsed once, before anything goes upstream:
+- its top-level fields: each must be one FIELDS names for its wire format, with a value that passes (e.g. `store`
+  only false, `n` only 1, `background` only false); any other field is refused, named (a provider's server-side
+  state and services: `previous_response_id`, `conversation`, `prompt`, `mcp_servers`, `container`,
+  `web_search_options`, `cachedContent`, ...);
+- its tools: each must be a function the client runs itself (TOOL_TYPES); a server-side tool (web search or
+  fetch, MCP, code execution, file search, computer use, image generation, a Gemini googleSearch, urlContext or
+  codeExecution tool) is refused, named, unless STRIPPED names it: a tool a product CLI always offers (Cline on
+  Anthropic offers `web_search_20250305`), which is removed from the forwarded request and noted;
+- its `tool_choice` may name only a client function or a mode;
+- its content may not point the provider at anything to fetch: an image or file by URL or by a provider file id
+  (only inline data passes), a Gemini `fileData`, a Responses `item_reference`; every content part type is one
+  PART_TYPES names;
+- its output is capped: the request's own output cap, clamped to the token's (or set when it names none), so
+  each call's worst case is known before it is forwarded (budget.py).
+What is forwarded is the gateway's own serialisation of what it checked (so no duplicate key or other parser
+difference can show the provider something else). Client headers pass only when HEADERS names them; an
+`anthropic-beta` header keeps only the ANTHROPIC_BETAS values (the betas the product's CLIs send).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+ANY = None  # a field whose every value passes
+# Per wire format: the top-level fields that pass, each with ANY or a tuple of the values that pass.
+_SAMPLING = {name: ANY for name in ("temperature", "top_p", "top_k", "stop", "seed", "metadata", "user",
+                                    "safety_identifier", "prompt_cache_key", "prompt_cache_retention")}
+FIELDS: dict[str, dict[str, Any]] = {
+    "chat": {**_SAMPLING, "model": ANY, "messages": ANY, "tools": ANY, "tool_choice": ANY, "stream": ANY,
+             "stream_options": ANY, "max_tokens": ANY, "max_completion_tokens": ANY, "parallel_tool_calls": ANY,
+             "response_format": ANY, "reasoning_effort": ANY, "verbosity": ANY, "frequency_penalty": ANY,
+             "presence_penalty": ANY, "logit_bias": ANY, "logprobs": ANY, "top_logprobs": ANY,
+             "functions": ANY, "function_call": ANY, "n": (1,), "store": (False,), "modalities": (["text"],),
+             "service_tier": ("auto", "default", "flex")},
+    "responses": {**_SAMPLING, "model": ANY, "input": ANY, "instructions": ANY, "tools": ANY, "tool_choice": ANY,
+                  "stream": ANY, "stream_options": ANY, "max_output_tokens": ANY, "max_tool_calls": ANY,
+                  "parallel_tool_calls": ANY, "reasoning": ANY, "text": ANY, "truncation": ANY, "include": ANY,
+                  "top_logprobs": ANY, "client_metadata": ANY, "store": (False,), "background": (False,),
+                  "service_tier": ("auto", "default", "flex")},
+    "anthropic": {**_SAMPLING, "model": ANY, "messages": ANY, "system": ANY, "tools": ANY, "tool_choice": ANY,
+                  "stream": ANY, "max_tokens": ANY, "stop_sequences": ANY, "thinking": ANY,
+                  "context_management": ANY, "output_config": ANY, "output_format": ANY,
+                  "service_tier": ("auto", "standard_only")},
+    # Google's JSON takes both spellings of every field
+    "gemini": {name: ANY for name in ("contents", "tools", "toolConfig", "tool_config", "systemInstruction",
+                                      "system_instruction", "generationConfig", "generation_config",
+                                      "safetySettings", "safety_settings")},
+}
+# Per wire format: the tool types the client runs itself (Anthropic's custom tools carry no type; a Gemini tool is
+# an object keyed by its kind).
+TOOL_TYPES: dict[str, set[Any]] = {
+    "chat": {"function", "custom"}, "responses": {"function", "custom"}, "anthropic": {None, "custom"},
+    "gemini": {"functionDeclarations", "function_declarations"},
+}
+# Server-side tools a product CLI always offers: removed from what is forwarded (noted in the call's record), so
+# the CLI still runs and the provider never runs them. (wire format, type, name)
+STRIPPED = {("anthropic", "web_search_20250305", "web_search")}  # Cline 3's Anthropic provider, on every call
+# tool_choice: the modes, and the types that name a client function
+CHOICE_MODES = {"auto", "none", "required", "any", "tool", "function", "custom", "allowed_tools"}
+# Content parts by wire format: the types that pass (a provider fetches none of them)
+PART_TYPES: dict[str, set[Any]] = {
+    "chat": {"message", "text", "image_url", "input_audio", "file", "refusal"},
+    "responses": {"message", "function_call", "function_call_output", "reasoning", "custom_tool_call",
+                  "custom_tool_call_output", "input_text", "output_text", "input_image", "input_file", "refusal",
+                  "summary_text", "reasoning_text"},
+    "anthropic": {"message", "text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking",
+                  "search_result", "tool_reference"},
+    "gemini": {"message", "text", "inlineData", "inline_data", "functionCall", "function_call", "functionResponse",
+               "function_response", None},
+}
+_GEMINI_PART_EXTRAS = {"thought", "thoughtSignature", "thought_signature", "videoMetadata", "video_metadata",
+                       "partMetadata", "part_metadata"}  # what a Gemini part may carry beside its kind
+MEDIA_PARTS = {"image_url", "input_audio", "file", "input_image", "input_file", "image", "document", "inlineData",
+               "inline_data"}
+# Fields of a part that make the provider fetch or read something of its own: only inline data passes
+_REFERENCES = ("file_id", "file_url", "fileUri", "file_uri")
+_CHECKED_KEYS = {"type", "name", "role", "url", "image_url", "source", "file_id", "file_url", "content", "output"}
+HEADERS = {"content-type", "accept", "user-agent", "anthropic-version", "anthropic-beta", "x-goog-api-client"}
+HEADER_PREFIXES = ("x-stainless-",)  # the OpenAI and Anthropic SDKs' own description of themselves
+ANTHROPIC_BETAS = {  # what Claude Code 2.1 and Cline 3 send; a server-side tool's beta is none of them
+    "claude-code-20250219", "interleaved-thinking-2025-05-14", "context-management-2025-06-27",
+    "thinking-token-count-2026-05-13", "advanced-tool-use-2025-11-20", "thinking-display-updates-2026-08-18",
+    "structured-outputs-2025-11-13", "fine-grained-tool-streaming-2025-05-14", "token-efficient-tools-2025-02-19",
+    "prompt-caching-2024-07-31",
+}
+# The output cap's field, by wire format (chat: the first the request names, else by model: helpers.llm.client)
+CAP_FIELDS = {"responses": ("max_output_tokens",), "anthropic": ("max_tokens",),
+              "gemini": ("maxOutputTokens", "max_output_tokens")}
+
+
+@dataclass
+class Screened:
+    """A request that may go upstream: its body as forwarded, its output cap, its media parts, what was changed."""
+
+    body: dict[str, Any]
+    output_tokens: int
+    media_parts: int = 0
+    changes: list[str] = field(default_factory=list)
+
+
+def screen(api: str, body: dict[str, Any], cap: int, model: Any, counts: bool = False) -> Screened | str:
+    """`body` as the gateway forwards it, or why it is refused (the field named). `cap`: the token's output cap;
+    `counts`: a token count (Anthropic's count_tokens, Gemini's countTokens), which generates nothing."""
+    fields = {**FIELDS[api], "generateContentRequest": ANY} if counts and api == "gemini" else FIELDS[api]
+    for name, value in body.items():
+        if name not in fields:
+            return f"the field {name!r} is not one the gateway forwards on the {api} API"
+        allowed = fields[name]
+        if allowed is not ANY and value not in allowed:
+            return f"{name}={value!r} is not forwarded (allowed: {', '.join(map(repr, allowed))})"
+    if isinstance(body.get("generateContentRequest"), dict):  # Gemini's countTokens of a whole request
+        inner = screen(api, {k: v for k, v in body["generateContentRequest"].items() if k != "model"}, cap, model, True)
+        if isinstance(inner, str):
+            return f"generateContentRequest: {inner}"
+    config = body.get("generationConfig", body.get("generation_config"))
+    why = _ambiguous(api, body) if api == "gemini" else None
+    why = why or (_ambiguous(api, config) if api == "gemini" and isinstance(config, dict) else None)
+    if why:
+        return why
+    screened = Screened(dict(body), cap)
+    why = _tools(api, screened) or _tool_choice(api, screened.body) or _content(api, screened)
+    if why or counts:
+        return why or screened
+    _cap(api, screened, cap, str(model or ""))
+    options = body.get("stream_options") if isinstance(body.get("stream_options"), dict) else {}
+    if api == "chat" and body.get("stream") and not options.get("include_usage"):
+        screened.body["stream_options"] = {**options, "include_usage": True}  # so every call is metered
+    return screened
+
+
+def _ambiguous(api: str, part: dict[str, Any]) -> str | None:
+    """A part with two keys that differ in case only, or a 'Type' beside 'type' (a provider whose parser matches
+    field names without case, as Go's encoding/json does, could read the one the gateway did not check); for
+    Gemini, whose parser takes both spellings of a name, a field given in both (`maxOutputTokens`,
+    `max_output_tokens`)."""
+    if api == "gemini":
+        folded = {key.replace("_", "").lower() for key in part}
+        return f"an object naming one field twice ({', '.join(sorted(part))})" if len(folded) != len(part) else None
+    folded = {key.lower() for key in part}
+    if len(folded) != len(part) or any(key != key.lower() and key.lower() in _CHECKED_KEYS for key in part):
+        return f"an object with keys that differ in case only ({', '.join(sorted(part))})"
+    return None
+
+
+def _tools(api: str, screened: Screened) -> str | None:
+    tools = screened.body.get("tools")
+    if tools is None:
+        return None
+    if not isinstance(tools, list):
+        return "`tools` is not a list"
+    kept = []
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            return f"tools[{i}] is not an object"
+        if _ambiguous(api, tool):
+            return f"tools[{i}] is {_ambiguous(api, tool)}"
+        if api == "gemini":
+            kinds = set(tool) - TOOL_TYPES[api]
+            if kinds:
+                return f"tools[{i}] is a server-side tool ({', '.join(sorted(kinds))}): only functionDeclarations pass"
+        elif (api, tool.get("type"), tool.get("name")) in STRIPPED:
+            screened.changes.append(f"the server-side tool {tool.get('type')} {tool.get('name')!r} removed")
+            continue
+        elif tool.get("type") not in TOOL_TYPES[api]:
+            return f"tools[{i}] is a server-side tool (type {tool.get('type')!r}): only functions the client runs pass"
+        kept.append(tool)
+    if len(kept) != len(tools):
+        if kept:
+            screened.body["tools"] = kept
+        else:  # no tools left: a tool_choice would have nothing to name
+            screened.body.pop("tools")
+            screened.body.pop("tool_choice", None)
+    return None
+
+
+def _tool_choice(api: str, body: dict[str, Any]) -> str | None:
+    choice = body.get("tool_choice")
+    if choice is None or (isinstance(choice, str) and choice in CHOICE_MODES):
+        return None
+    if not isinstance(choice, dict) or choice.get("type") not in CHOICE_MODES:
+        return f"tool_choice {choice!r} names no client function"
+    if api == "anthropic" and choice.get("type") == "tool":
+        names = {tool.get("name") for tool in body.get("tools") or [] if isinstance(tool, dict)}
+        if choice.get("name") not in names:
+            return f"tool_choice names {choice.get('name')!r}, which is not a client function of this request"
+    nested = (choice.get("allowed_tools") or {}).get("tools") if isinstance(choice.get("allowed_tools"), dict) \
+        else choice.get("tools")
+    for tool in nested or []:
+        if not isinstance(tool, dict) or tool.get("type") not in TOOL_TYPES[api]:
+            return f"tool_choice allows a server-side tool ({tool!r})"
+    return None
+
+
+def _content(api: str, screened: Screened) -> str | None:
+    """Refuses a part the provider would fetch or read from its own store; counts the media parts."""
+    body = screened.body
+    items = body.get({"gemini": "contents", "responses": "input"}.get(api, "messages"))
+    if isinstance(items, str) or items is None:
+        return None
+    if not isinstance(items, list):
+        return "the conversation is not a list"
+    stack = [(item, True) for item in items]  # (part, whether it is a message)
+    system = body.get("systemInstruction") or body.get("system_instruction") or body.get("system")
+    stack += [(system, True)] if isinstance(system, dict) else [(p, False) for p in system] if isinstance(system, list) else []
+    inner = ("parts",) if api == "gemini" else ("content", "output") if api == "responses" else ("content",)
+    while stack:
+        part, message = stack.pop()
+        if not isinstance(part, dict):
+            continue
+        why = _ambiguous(api, part)
+        if why:
+            return f"a content part is {why}"
+        kind = "message" if message and (api != "responses" or part.get("type", "message") == "message") \
+            else _kind(api, part)
+        if kind not in PART_TYPES[api]:
+            return f"a content part of type {kind!r} is not forwarded (a provider-side item, tool or reference)"
+        screened.media_parts += kind in MEDIA_PARTS
+        why = _reference(kind, part)
+        if why:
+            return why
+        for key in inner:
+            if isinstance(part.get(key), list):
+                stack += [(p, False) for p in part[key]]
+    return None
+
+
+def _kind(api: str, part: dict[str, Any]) -> Any:
+    if api == "gemini":  # a part is keyed by its kind
+        kinds = sorted(set(part) - _GEMINI_PART_EXTRAS)
+        return ",".join(kinds) if kinds else None
+    return part.get("type")
+
+
+def _reference(kind: str, part: dict[str, Any]) -> str | None:
+    """Why a part makes the provider fetch or read something (a URL, a stored file), else None."""
+    inner = part.get(kind) if isinstance(part.get(kind), dict) else part
+    source = inner.get("source") if isinstance(inner.get("source"), dict) else {}
+    url = inner.get("url") if kind == "image_url" else inner.get("image_url") if kind == "input_image" else None
+    if isinstance(url, dict):
+        url = url.get("url")
+    if url is not None and not (isinstance(url, str) and url.startswith("data:")):
+        return f"a {kind} part by URL is not forwarded (the provider would fetch it): send the image inline"
+    if source and source.get("type") not in ("base64", "text", "content"):
+        return f"a {kind} part whose source is {source.get('type')!r} is not forwarded: send it inline"
+    named = [key for key in _REFERENCES if inner.get(key)]
+    if named:
+        return f"a {kind} part naming {named[0]!r} is not forwarded (the provider would fetch or read it)"
+    return None
+
+
+def _cap(api: str, screened: Screened, cap: int, model: str) -> None:
+    """Clamps the request's output cap to `cap`, or sets it where the request names none."""
+    body = screened.body
+    if api == "gemini":
+        key = "generationConfig" if "generationConfig" in body or "generation_config" not in body else "generation_config"
+        config = dict(body.get(key) or {})
+        body[key] = config
+        target, names = config, CAP_FIELDS["gemini"]
+    else:
+        from helpers.llm.client import REASONING_MODELS
+
+        target = body
+        names = CAP_FIELDS.get(api) or (("max_completion_tokens", "max_tokens") if model.startswith(REASONING_MODELS)
+                                        else ("max_tokens", "max_completion_tokens"))
+    present = [name for name in names if name in target]
+    for name in present:
+        asked = target[name]
+        if not isinstance(asked, int) or isinstance(asked, bool) or asked > cap or asked < 1:
+            screened.changes.append(f"{name} {asked!r} capped at {cap}")
+            target[name] = cap
+        screened.output_tokens = min(screened.output_tokens, target[name])
+    if not present:
+        target[names[0]] = cap
+        screened.changes.append(f"{names[0]} set to {cap}")
+    if api == "gemini":
+        for name in ("candidateCount", "candidate_count"):
+            if config.get(name, 1) != 1:
+                config[name] = 1
+                screened.changes.append(f"{name} set to 1")
+
+
+def forwarded_headers(headers: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The client headers that go upstream (HEADERS, HEADER_PREFIXES, anthropic-beta values in ANTHROPIC_BETAS)
+    and the names of those dropped."""
+    kept, dropped = {}, []
+    for name, value in headers.items():
+        lower = name.lower()
+        if lower == "anthropic-beta":
+            betas = [b.strip() for b in value.split(",") if b.strip()]
+            allowed = [b for b in betas if b in ANTHROPIC_BETAS]
+            dropped += [f"anthropic-beta {b}" for b in betas if b not in ANTHROPIC_BETAS]
+            if allowed:
+                kept[name] = ",".join(allowed)
+        elif lower in HEADERS or lower.startswith(HEADER_PREFIXES):
+            kept[name] = value
+        else:
+            dropped.append(lower)
+    return kept, dropped
+
+
+__all__ = ["Screened", "screen", "forwarded_headers", "FIELDS", "TOOL_TYPES", "STRIPPED", "PART_TYPES", "HEADERS", "ANTHROPIC_BETAS"]  # documented in CODE_APPENDIX.md

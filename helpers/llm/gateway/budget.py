@@ -1,0 +1,81 @@
+"""The budget as an account: every call reserves its worst case before it is forwarded and settles at its metered
+cost after, so calls at once cannot pass it (docs/security.md).
+
+A call's worst case is its input's upper bound (its JSON bytes: a token is at least one byte of text; plus
+config.GATEWAY_MEDIA_PART_TOKENS per image or document part) and its output cap (allowlist.py clamps or sets it),
+priced by helpers.llm.pricing at the model's rates for that many tokens. A reservation that fits once the calls
+under way settle waits for them; one that cannot fit even then is refused at once ("budget", as a spent budget).
+The reservations are made and settled on the gateway's event loop; `spent_usd` is read from any thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from helpers.core import config
+from helpers.llm.pricing import call_cost_usd
+
+
+def worst_case_usd(model: str | None, body_bytes: int, media_parts: int, output_tokens: int) -> float:
+    """The most one call can cost: its input's upper bound and its output cap at the model's prices (0 unpriced)."""
+    input_tokens = _rounded_up(body_bytes + media_parts * config.GATEWAY_MEDIA_PART_TOKENS)
+    return call_cost_usd(model, input_tokens, output_tokens) or 0.0
+
+
+def _rounded_up(tokens: int) -> int:
+    """`tokens` rounded up to one of 8 steps per power of two (at most 1/8 more; a price is monotone in its
+    tokens), so the price table's cache serves most calls: pricing a new count costs 0.15 ms."""
+    step = 1 << max(0, tokens.bit_length() - 3)
+    return -(-tokens // step) * step
+
+
+class Ledger:
+    """Spent (settled calls) and reserved (calls under way, at their worst case) against a budget (None: none)."""
+
+    def __init__(self, budget_usd: float | None):
+        self.budget_usd = budget_usd
+        self._spent_usd, self.reserved_usd = 0.0, 0.0
+        self._lock = threading.Lock()  # for readers on other threads
+        self._settled: asyncio.Condition | None = None  # made on the gateway's loop
+
+    @property
+    def spent_usd(self) -> float:
+        with self._lock:
+            return self._spent_usd
+
+    def spent(self) -> bool:
+        """Whether the budget is spent: no call may start, whatever it would cost."""
+        return self.budget_usd is not None and self.spent_usd >= self.budget_usd
+
+    async def reserve(self, worst_usd: float) -> bool:
+        """Holds `worst_usd` of the budget for one call: True once it fits, False at once when it cannot fit
+        even after every call under way settles."""
+        if self.budget_usd is None:
+            return True
+        if self._settled is None:
+            self._settled = asyncio.Condition()
+        async with self._settled:
+            while True:
+                with self._lock:
+                    if self._spent_usd >= self.budget_usd or self._spent_usd + worst_usd > self.budget_usd:
+                        return False
+                    if self._spent_usd + self.reserved_usd + worst_usd <= self.budget_usd:
+                        self.reserved_usd += worst_usd
+                        return True
+                await self._settled.wait()
+
+    def settle(self, reserved_usd: float, cost_usd: float) -> None:
+        """One call's end: its reservation released, its metered cost spent (call from the gateway's loop)."""
+        with self._lock:
+            self.reserved_usd = max(0.0, self.reserved_usd - reserved_usd)
+            self._spent_usd += cost_usd
+        if self._settled is not None:
+            asyncio.get_running_loop().create_task(self._wake())
+
+    async def _wake(self) -> None:
+        async with self._settled:
+            self._settled.notify_all()
+
+
+__all__ = ["worst_case_usd", "Ledger"]  # documented in CODE_APPENDIX.md
