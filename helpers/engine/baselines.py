@@ -198,7 +198,7 @@ def _saved_version(store: Any, text: str, arm: str, repo: str) -> int | None:
                  and m.get("ruleset_sha") == sha), None)
 
 
-def start_rules(which: str, train: pd.DataFrame, agent: Any, *, experiment: str, team_file: Path | str | None = None,
+def baseline_start_rules(which: str, train: pd.DataFrame, agent: Any, *, experiment: str, team_file: Path | str | None = None,
                 gateway: Any = None, results_root: Path | str | None = None) -> str:
     """The rules text START_RULES="init" or "team" starts the loop from: the agent's own init file, or the team's,
     read at the newest training task's base commit of each repository (one section per repository when the
@@ -268,5 +268,5 @@ def _run_arm(experiment: str, arm: str, per_repo: dict[str, dict[str, Any]], tes
     return record
 
 
-__all__ = ["run_baselines", "start_rules", "init_rules", "init_files", "team_rules", "named_team_file", "newest_training_tasks", "agent_version",
+__all__ = ["run_baselines", "baseline_start_rules", "init_rules", "init_files", "team_rules", "named_team_file", "newest_training_tasks", "agent_version",
            "HOUSE_TEAM_FILE"]

@@ -13,6 +13,7 @@ START_RULES, so other starts (the agent's own /init file, a team's file) are one
 from __future__ import annotations
 
 import os
+from typing import Any
 from pathlib import Path
 
 from helpers.core.config import REPO_ROOT
@@ -20,14 +21,26 @@ from helpers.core.config import REPO_ROOT
 TEXT_SUFFIXES = (".md", ".txt", ".clinerules", ".mdc", ".rules")  # a one-word value ending so is a file's name
 
 
-def start_rules(start: str | os.PathLike | None) -> str:
-    """The ruleset version 0 holds: None (or blank) -> "" (no rules); a path to a rules file -> its rules; any
-    other text -> its rules (one rule a bullet or paragraph, given ids R1, R2, ... as the optimizer edits them). Raises FileNotFoundError for a value that looks like a path and names no file, and
+def start_rules(start: str | os.PathLike | None, *, train: Any = None, agent: Any = None, experiment: str | None = None,
+                gateway: Any = None, team_file: str | os.PathLike | None = None) -> str:
+    """The ruleset version 0 holds: None (or blank) -> "" (no rules); "init" -> the agent's own init file, "team"
+    -> the team's (helpers.engine.baselines.baseline_start_rules: both need the training tasks `train`, the
+    `agent` and the `experiment`; an init that fails or no team file is one ValueError); a path to a rules file
+    -> its rules; any other text -> its rules (one rule a bullet or paragraph, given ids R1, R2, ... as the
+    optimizer edits them). Raises FileNotFoundError for a value that looks like a path and names no file, and
     ValueError when the rules cannot be read as a ruleset."""
     from helpers.core.rules import parse_ruleset, render_ruleset
 
     if start is None or (isinstance(start, str) and not start.strip()):
         return ""
+    if isinstance(start, str) and start.strip() in ("init", "team"):
+        if train is None or agent is None or experiment is None:
+            raise ValueError(f"START_RULES={start.strip()!r} needs the training tasks, the agent and the experiment: "
+                             "start_rules(START_RULES, train=..., agent=..., experiment=...).")
+        from helpers.engine.baselines import baseline_start_rules
+
+        return baseline_start_rules(start.strip(), train, agent, experiment=experiment, team_file=team_file,
+                                    gateway=gateway)
     text = read_named_file(start, "START_RULES") if looks_like_path(start) else str(start)
     rules = parse_ruleset(text)  # one clear error now, not in the middle of a loop
     return render_ruleset(rules) if rules.rules else ""

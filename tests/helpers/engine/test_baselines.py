@@ -147,18 +147,19 @@ def test_run_baselines_saves_each_arm_as_a_ruleset_version_runs_it_on_the_test_t
 
 @pytest.mark.xdist_group("codex")  # Codex runs: on the worker whose timeout test looks for its processes
 def test_start_rules_init_or_team_is_the_file_itself_and_a_missing_one_stops_before_the_loop(isolated, tmp_path):
-    from helpers.engine.baselines import start_rules
+    from helpers.engine.baselines import baseline_start_rules
+    from helpers.engine.start import start_rules
 
     suite = load_house_suite()
     ledger = suite[suite["repo"] == "house/ledger"].head(3)
-    assert start_rules("team", ledger, agent_class("codex")(), experiment="s") == HOUSE_TEAM_FILE.read_text()
+    assert start_rules("team", train=ledger, agent=agent_class("codex")(), experiment="s") == HOUSE_TEAM_FILE.read_text()
     with ScriptedModelServer(DryRunScript(suite, edit_tools=agent_class("codex").dry_run_tools).script()) as server:
         agent = agent_at("codex", server, "test-KEY-start", timeout_s=180)
         with Gateway({"agent": Upstream(*agent.upstream())}) as gateway:
-            text = start_rules("init", ledger, agent, experiment="s", gateway=gateway)
+            text = start_rules("init", train=ledger, agent=agent, experiment="s", gateway=gateway)
     assert {c for c, spec in CONVENTIONS.items() if spec["rule"] in text} == documented("ledger")
     bare = pd.DataFrame([git_repo(tmp_path, {"README.md": "no rules"})])
     with pytest.raises(ValueError, match="START_RULES='team': team/repo holds no rules file"):
-        start_rules("team", bare, agent_class("codex")(), experiment="s")
+        start_rules("team", train=bare, agent=agent_class("codex")(), experiment="s")
     with pytest.raises(ValueError, match="'init' or 'team'"):
-        start_rules("learned", ledger, agent, experiment="s")
+        baseline_start_rules("learned", ledger, agent, experiment="s")
