@@ -32,6 +32,8 @@ AGENT  ?= cline
 AGENTS := cline claude-code codex opencode gemini-cli mini-swe-agent
 AGENT_INSTALL = $(if $(filter $(AGENT),$(AGENTS)),$(if $(filter mini-swe-agent,$(AGENT)),$(MINI_MARK),$(subst -,_,$(AGENT))/node_modules/.installed),$(error AGENT must be one of: $(AGENTS) (not "$(AGENT)")))
 PARAMS ?=
+# Passed through the environment, not the command line: a quoted value may span lines (a prompt of two lines).
+export PARAMS
 PYTEST_ARGS ?=
 
 .PHONY: setup agent sandbox phoenix-server mini-swe-agent quickstart notebook test test-real local-model local-model-build bench phoenix clean
@@ -97,10 +99,10 @@ $(MINI_MARK): mini_swe_agent/requirements.txt
 	touch $@
 
 quickstart: $(QUICKSTART) agent
-	$(PY) -m helpers.app.notebook_runner $(NB) AGENT=$(AGENT) $(PARAMS)
+	$(PY) -m helpers.app.notebook_runner $(NB) AGENT=$(AGENT) --params "$$PARAMS"
 
 notebook: $(QUICKSTART) agent
-	$(PY) -m helpers.app.notebook_runner $(NB) $(PARAMS)
+	$(PY) -m helpers.app.notebook_runner $(NB) --params "$$PARAMS"
 
 # The 25 slowest tests are printed at the end, and a test over its time budget fails the run (tests/test_budget.py).
 test: setup

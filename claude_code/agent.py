@@ -30,6 +30,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from helpers.agents.init_route import OWN_INIT, InitRoute
+from helpers.core.rules_limits import RulesLimit
 from helpers.agents.base import CLIAgent, Invocation, task_text
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
@@ -51,6 +53,17 @@ BASE_PROMPT = (
     "from the repository's CLAUDE.md, which Claude Code shows you with the task as project instructions."
 )
 PROMPT = "Resolve the task given below."
+# Claude Code's /init in its older, headless form (the newer one asks the user questions, which `claude -p`
+# cannot answer): our own pinned copy of what it asks, in our words, sent with `claude -p`.
+INIT_PROMPT = (
+    "Please analyze this codebase and create a CLAUDE.md file, which will be given to future instances of Claude "
+    "Code to operate in this repository. Add: 1. the commands commonly used to build, lint and run the tests, "
+    "including how to run a single test; 2. the high-level architecture, the big picture that takes reading "
+    "several files to understand. Include the important parts of the README, CONTRIBUTING and any other "
+    "rules files (.cursorrules, .github/copilot-instructions.md). Do not repeat yourself, do not list every "
+    "file, and do not add generic practices. If there is already a CLAUDE.md, suggest improvements to it. "
+    "Start the file with \"# CLAUDE.md\" and one line saying it guides Claude Code in this repository."
+)
 QUIET_ENV = {  # no telemetry, error reports, auto-update or other calls home
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
     "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_ENABLE_TELEMETRY": "0",
@@ -172,6 +185,12 @@ class ClaudeCodeAgent(CLIAgent):
     name = "claude-code"
     default_model = DEFAULT_MODEL  # sessions with AGENT="claude-code" take it (helpers.app.session)
     rules_file = RULES_FILE
+    # Claude Code reads CLAUDE.md whole but warns at start-up over 40,000 characters ("Large CLAUDE.md will impact
+    # performance (44.1k chars > 40.0k)", as reported in meshery/schemas#885); its memory docs ask for short files
+    init_route = InitRoute(OWN_INIT, INIT_PROMPT, "claude -p <the older, headless /init prompt>", "CLAUDE.md",
+                           "Claude Code's /init before it asked questions, our pinned copy")
+    rules_limit = RulesLimit(chars=40_000, beyond="Claude Code warns that a large CLAUDE.md will impact performance",
+                             source="Claude Code's start-up warning at 40.0k characters; docs.anthropic.com/en/docs/claude-code/memory")
     base_prompt = BASE_PROMPT
     package_dir, binary_path = PACKAGE_DIR, _binary_path()
     dry_run_tools = (ShellTool("Bash", "command"),)  # it edits through Bash in the scripted dry run
@@ -195,10 +214,12 @@ class ClaudeCodeAgent(CLIAgent):
     def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
         url, key = provider_settings(self.model, self.base_url, self._api_key)
         permissions = ["--permission-mode", "plan"] if self.mode == "plan" else ["--dangerously-skip-permissions"]
-        args = [str(self.binary()), "-p", PROMPT, "--output-format", "stream-json", "--verbose", *permissions,
+        # an init run's prompt is -p's argument, as /init sends it; a task's text comes on stdin
+        prompt, stdin = (task_text(task), "") if task.get("exact_prompt") else (PROMPT, task_text(task))
+        args = [str(self.binary()), "-p", prompt, "--output-format", "stream-json", "--verbose", *permissions,
                 "--model", self.model]
         key_fd = key_pipe(key)
-        return Invocation(args, state_environment(state, url, key_fd), task_text(task), pass_fds=(key_fd,),
+        return Invocation(args, state_environment(state, url, key_fd), stdin, pass_fds=(key_fd,),
                           close=[lambda: os.close(key_fd)])
 
     def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:

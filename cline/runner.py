@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.agents.base import CLIAgent, capped, ended_as_seen, task_text, unreadable
+from helpers.agents.init_route import PROJECT_INIT, PROJECT_INIT_PROMPT, InitRoute
 from helpers.core import config
 from helpers.core.processes import (CLIRun, die_with_parent, reached_at, read_capped, relayed, remove_scratch,
                                     safe_environment, scratch_dir, signal_group, stop_processes, with_cap)
@@ -339,6 +340,10 @@ class ClineAgent(CLIAgent):
     name = "cline"
     default_model = DEFAULT_MODEL  # sessions with AGENT="cline" take it (helpers.app.session)
     rules_file = RULES_FILE
+    # Cline has no init of its own: the project's own prompt, labeled so
+    init_route = InitRoute(PROJECT_INIT, PROJECT_INIT_PROMPT.format(file=".clinerules"), "cline <the project's init prompt>",
+                           ".clinerules", "helpers.agents.init_route.PROJECT_INIT_PROMPT (Cline has none)")
+    rules_limit = None  # Cline's .clinerules docs (docs.cline.bot) state no size limit that we found
     base_prompt = BASE_PROMPT
     package_dir, binary_path = PACKAGE_DIR, _binary_path()
     # its file editor, in the dry run; its shell (a list of commands), for scripted shell steps

@@ -28,6 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from helpers.agents.init_route import OWN_INIT, InitRoute
+from helpers.core.rules_limits import RulesLimit
 from helpers.agents.base import CLIAgent, Invocation, openai_provider, openai_upstream, task_text
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
@@ -46,6 +48,21 @@ BASE_PROMPT = (
     "repository's AGENTS.md, which Codex shows you with the task as project instructions."
 )
 PROMPT = "Resolve the task given below."
+# Codex's /init sends a fixed prompt (openai/codex codex-rs/tui/prompt_for_init_command.md, read at commit
+# 71163530a46dc568775f9ee95a9b57de3385cd9a); `codex exec` runs no slash commands, so the route sends the prompt's
+# text. This is our own pinned copy of what it asks, in our words (not the upstream text verbatim): same file,
+# title, length and sections. Its hash is recorded with every init file (InitRoute.prompt_sha).
+INIT_PROMPT = (
+    "Generate a file named AGENTS.md that serves as a contributor guide for this repository: clear, concise and "
+    "well structured, with descriptive headings and actionable explanations.\n\n"
+    "Requirements: title it \"Repository Guidelines\"; use Markdown headings; keep it concise (200-400 words "
+    "is best); keep explanations short, direct and specific to this repository; give examples where they help "
+    "(commands, paths, naming patterns); keep an instructional tone.\n\n"
+    "Sections (adapt: add what is relevant, leave out what does not apply): Project Structure & Module "
+    "Organization; Build, Test, and Development Commands; Coding Style & Naming Conventions; Testing Guidelines; "
+    "Commit & Pull Request Guidelines; optionally Security & Configuration Tips, Architecture Overview or "
+    "Agent-Specific Instructions."
+)
 
 
 def _binary_path() -> str:
@@ -154,6 +171,11 @@ class CodexAgent(CLIAgent):
 
     name = "codex"
     rules_file = RULES_FILE
+    # Codex stops reading AGENTS.md at project_doc_max_bytes, 32 KiB by default, and drops the rest silently
+    init_route = InitRoute(OWN_INIT, INIT_PROMPT, "codex exec <the /init prompt's text>", "AGENTS.md",
+                           "openai/codex codex-rs/tui/prompt_for_init_command.md (the TUI's /init), our pinned copy")
+    rules_limit = RulesLimit(bytes=32 * 1024, beyond="Codex reads no further, silently (project_doc_max_bytes)",
+                             source="developers.openai.com/codex/guides/agents-md: project_doc_max_bytes, 32 KiB by default")
     base_prompt = BASE_PROMPT
     package_dir, binary_path, plan_mode = PACKAGE_DIR, _binary_path(), False  # `codex exec` always acts
     # it edits with apply_patch, else through its shell, in the scripted dry run
@@ -177,9 +199,11 @@ class CodexAgent(CLIAgent):
 
     def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
         url, key = provider_settings(self.model, self.base_url, self._api_key)
+        # an init run's prompt is the argument itself, as /init sends it; a task's text comes on stdin
+        prompt, stdin = (task_text(task), "") if task.get("exact_prompt") else (PROMPT, task_text(task))
         args = [str(self.binary()), "exec", "--json", "--skip-git-repo-check",
-                "--dangerously-bypass-approvals-and-sandbox", "-m", self.model, PROMPT]
-        return Invocation(args, state_environment(state, self.model, url, key), task_text(task))
+                "--dangerously-bypass-approvals-and-sandbox", "-m", self.model, prompt]
+        return Invocation(args, state_environment(state, self.model, url, key), stdin)
 
     def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
         return result_of(json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration)

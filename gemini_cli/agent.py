@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.agents.base import CLIAgent, Invocation, task_text
+from helpers.agents.init_route import OWN_INIT, InitRoute
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.core.processes import json_lines, last_lines, safe_environment
@@ -167,6 +168,10 @@ class GeminiCliAgent(CLIAgent):
 
     name = "gemini-cli"
     rules_file = RULES_FILE
+    # its /init runs non-interactively as `gemini -p "/init"` (the prompt is the slash command itself)
+    init_route = InitRoute(OWN_INIT, "/init", 'gemini -p "/init"', "GEMINI.md",
+                           "the Gemini CLI's built-in /init command (geminicli.com/docs/cli/commands)")
+    rules_limit = None  # the Gemini CLI's GEMINI.md docs (geminicli.com/docs/cli/gemini-md) state no size limit ("none stated")
     base_prompt = BASE_PROMPT
     default_model = DEFAULT_MODEL  # a Gemini model: the CLI speaks only Gemini's API
     package_dir, binary_path, plan_mode = PACKAGE_DIR, "node_modules/@google/gemini-cli/bundle/gemini.js", False

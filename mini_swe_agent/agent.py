@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.agents.base import CLIAgent, Invocation, openai_provider, openai_upstream, task_text
+from helpers.agents.init_route import PROJECT_INIT, PROJECT_INIT_PROMPT, InitRoute
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.core.processes import last_lines, safe_environment
@@ -190,6 +191,10 @@ class MiniSweAgent(CLIAgent):
 
     name = "mini-swe-agent"
     rules_file = RULES_FILE
+    # mini-swe-agent has no init of its own: the project's own prompt, labeled so
+    init_route = InitRoute(PROJECT_INIT, PROJECT_INIT_PROMPT.format(file="AGENTS.md"), "mini <the project's init prompt>",
+                           "AGENTS.md", "helpers.agents.init_route.PROJECT_INIT_PROMPT (mini-swe-agent has none)")
+    rules_limit = None  # mini-swe-agent reads no rules file of its own: the project puts AGENTS.md in its instance template, whole
     base_prompt = BASE_PROMPT
     package_dir, binary_path, plan_mode = PACKAGE_DIR, ".venv/bin/mini", False
     dry_run_tools = (SubmittingShellTool("bash", "command"),)

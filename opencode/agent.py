@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.agents.base import CLIAgent, Invocation, openai_provider, openai_upstream, task_text
+from helpers.agents.init_route import OWN_INIT, InitRoute
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.core.processes import json_lines, last_lines, safe_environment
@@ -179,6 +180,10 @@ class OpencodeAgent(CLIAgent):
 
     name = "opencode"
     rules_file = RULES_FILE
+    # its built-in init command, run headless as `opencode run --command init` (opencode.ai/docs/rules: /init)
+    init_route = InitRoute(OWN_INIT, "/init", "opencode run --command init", "AGENTS.md",
+                           "opencode's built-in init command (opencode.ai/docs/rules, opencode.ai/docs/cli)")
+    rules_limit = None  # opencode's rules docs (opencode.ai/docs/rules) state no size limit for AGENTS.md that we found
     base_prompt = BASE_PROMPT
     default_model = config.AGENT_MODEL  # an OpenAI model, which opencode reaches as an OpenAI-compatible provider
     package_dir, binary_path, plan_mode = PACKAGE_DIR, _binary_path(), False
@@ -205,7 +210,10 @@ class OpencodeAgent(CLIAgent):
     def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
         url, key = provider_settings(self.model, self.base_url, self._api_key)
         key_fd = key_pipe(key)
-        args = [str(self.binary()), "run", "--format", "json", "--auto", "--pure", task_text(task)]
+        text = task_text(task)
+        # an init run's "/init" is opencode's own command, run as `--command init`
+        message = ["--command", text[1:]] if task.get("exact_prompt") and text.startswith("/") else [text]
+        args = [str(self.binary()), "run", "--format", "json", "--auto", "--pure", *message]
         return Invocation(args, state_environment(state, self.model, url, key_fd), pass_fds=(key_fd,),
                           close=[lambda: os.close(key_fd)])
 

@@ -8,7 +8,9 @@ in the sandbox:
   server error on the way is retried away by the gateway; the key is watched for on every command line;
 - the probe run: the model asks once, through the agent's own shell tool, for the sandbox probes
   (tests/sandbox_probes.py), a fetch of another loopback service, `printenv` and what the agent's Spec adds;
-- the plan run (agents with a headless plan mode): one task in plan mode.
+- the plan run (agents with a headless plan mode): one task in plan mode;
+- the init run: the agent's own init (its class's init_route) on the first house library, once, through a gateway
+  (helpers.engine.baselines.init_rules): the scripted model reads README.md and CONTRIBUTING.md and writes the file.
 What each agent must say beyond its class's declarations (`rules_file`, `dry_run_tools`, `plan_mode`) is its Spec.
 """
 
@@ -244,6 +246,20 @@ def plan_run(name: str, results) -> Run:
     return Run(rows, requests, tasks=tasks, results=results)
 
 
+def init_run(name: str, results) -> Run:
+    """The agent's init route on the first house task's repository, as the init arm runs it."""
+    from helpers.engine.baselines import init_rules
+
+    tasks = load_house_suite().head(1)
+    with ScriptedModelServer(DryRunScript(tasks, edit_tools=agent_class(name).dry_run_tools).script()) as server:
+        agent = agent_at(name, server, "test-KEY-init", timeout_s=180)
+        with Gateway({"agent": Upstream(*agent.upstream())}) as gateway:
+            found = init_rules(agent, tasks.iloc[0].to_dict(), experiment="init", gateway=gateway, results_root=results)
+            calls = gateway.calls()
+        requests = list(server.requests)
+    return Run(found, requests, calls=calls, tasks=tasks, results=results)
+
+
 class AgentRuns:
     """The shared runs, each made on first use and kept for the test session (of this worker)."""
 
@@ -267,6 +283,9 @@ class AgentRuns:
 
     def plan(self, name: str) -> Run:
         return self._once("plan", name, plan_run)
+
+    def init(self, name: str) -> Run:
+        return self._once("init", name, init_run)
 
 
 @pytest.fixture(scope="session")

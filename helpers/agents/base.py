@@ -34,7 +34,10 @@ MODES = ("act", "plan")
 
 
 def task_text(task: Task) -> str:
-    """What an agent is asked: the issue, named by its instance id."""
+    """What an agent is asked: the issue, named by its instance id; an init run's prompt (`exact_prompt`, see
+    helpers.agents.init_route) exactly as it is."""
+    if task.get("exact_prompt"):
+        return str(task["problem_statement"])
     return (f"Task {task['instance_id']} in the repository {task.get('repo', '')} (the current directory):\n\n"
             f"{task['problem_statement'].strip()}\n\nChange the repository's files to resolve this issue.")
 

@@ -17,12 +17,18 @@ cost is reported, never tested: accuracy stays the one pre-declared test.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
 
 from helpers.analysis.captions import wrap
+from helpers.core import config
 from helpers.core.outcomes import errored_note, plan_scored as scored
+from helpers.core.stats import Comparison
+from helpers.core.wording import counted
 from helpers.store.loops import (completed_loops, kept_version, load_one_test, load_split, loop_records, loop_rows,
                                  one_test_rows)
 
@@ -150,6 +156,224 @@ def evidence_summary(experiment: str) -> str:
     elif result["comparison"] is not None:
         lines += [f"Primary test: {result['comparison'].summary()} (test split).", result["errored"]]
     lines += [result["decision"], *_cost_lines(result), wrap(result["power"]), wrap(result["rule"])]  # a notebook's width
+    baselines = baselines_result(experiment)  # the secondary answers, when baseline arms ran (baselines_summary: all)
+    lines += baselines["answers"] if baselines is not None else []
+    return "\n".join(lines)
+
+
+# --- the baselines: secondary comparisons, declared with the primary --------------------------------
+ARMS = ("none", "learned", "init", "team")  # no rules, the kept (learned) rules, the agent's own /init file, the team's
+# (b, a): "b vs a", diff = b - a; declared before any run with the primary test, corrected together (Holm)
+SECONDARY = (("learned", "init"), ("learned", "team"), ("init", "none"), ("team", "none"))
+SECONDARY_RULE = ("Secondary comparisons, declared with the primary before any run, on the same test tasks: learned vs "
+                  "init, learned vs team, init vs none, team vs none; each an exact McNemar test with Newcombe's paired "
+                  "interval, their p-values Holm-corrected together (family-wise level {alpha:g} over those that ran). "
+                  "They are labeled secondary: the primary test alone says whether the rules help.")
+QUESTIONS = {"init": "Do the learned rules beat what the agent's own /init writes?",
+             "team": "Do the learned rules beat the file the team already has?"}
+
+
+@dataclass(frozen=True)
+class Secondary:
+    """One declared secondary comparison: arm `b` against arm `a` (`pair` = (b, a)). `status` is "compared",
+    "skipped" (an arm absent: no team file) or "errored" (an arm that failed: an init run that wrote nothing),
+    with `why`; `comparison` (the paired Comparison) and `p_holm` (Holm-adjusted over the compared ones) are
+    set only when compared; `significant` is p_holm < alpha."""
+
+    pair: tuple[str, str]
+    status: str
+    why: str = ""
+    comparison: Comparison | None = None
+    p_holm: float = math.nan
+    significant: bool = False
+
+    def summary(self) -> str:
+        head = f"Secondary: {self.pair[0]} vs {self.pair[1]}"
+        if self.comparison is None:
+            return f"{head}: {self.status} ({self.why})"
+        verdict = "significant" if self.significant else "not significant"
+        return f"{head}: {self.comparison.summary()}; Holm-adjusted p = {self.p_holm:.2g}: {verdict}"
+
+
+def secondary_comparisons(frames: Mapping[str, pd.DataFrame | None], states: Mapping[str, Mapping[str, Any]] | None = None,
+                          labels: Mapping[str, str] | None = None, alpha: float = config.STATS_ALPHA) -> list[Secondary]:
+    """The declared SECONDARY comparisons over the arms' test rows (`frames`: {arm: rows}, None or absent for an
+    arm that did not run), in declared order. `states` ({arm: {"status", "why"}}) says why an arm has no rows: an
+    "errored" arm is named as errored (never read as "no rules"), any other absent arm is skipped. Each compared
+    pair: exact McNemar with a paired interval (paired_comparison); their p-values Holm-adjusted together."""
+    from helpers.core.stats import holm_adjust
+
+    states, labels = states or {}, labels or {}
+    found: list[Secondary] = []
+    for b, a in SECONDARY:
+        missing = [arm for arm in (b, a) if frames.get(arm) is None]
+        errored = [arm for arm in missing if (states.get(arm) or {}).get("status") == "errored"]
+        if errored:
+            why = "; ".join(f"the {arm} arm errored: {(states[arm].get('why') or 'no reason recorded')}" for arm in errored)
+            found.append(Secondary((b, a), "errored", why))
+        elif missing:
+            why = "; ".join(f"no {arm} arm: {(states.get(arm) or {}).get('why') or 'not run'}" for arm in missing)
+            found.append(Secondary((b, a), "skipped", why))
+        else:
+            found.append(Secondary((b, a), "compared", comparison=compare(frames[a], frames[b], labels.get(a, a),
+                                                                          labels.get(b, b))))
+    adjusted = iter(holm_adjust([s.comparison.p_value for s in found if s.comparison is not None]))
+    return [replace(s, p_holm=(p := next(adjusted)), significant=p < alpha) if s.comparison is not None else s
+            for s in found]
+
+
+def answer_sentence(arm: str, secondary: Secondary) -> str:
+    """The one sentence answering QUESTIONS[arm] from the learned-vs-`arm` secondary comparison."""
+    question = QUESTIONS[arm]
+    if secondary.comparison is None:
+        return f"{question} Not answered: {secondary.why}."
+    c = secondary.comparison
+    if c.n == 0:
+        return f"{question} Not answered: no test task both arms could be scored on."
+    if secondary.significant and c.diff > 0:
+        verdict = "Yes"
+    elif secondary.significant and c.diff < 0:
+        verdict = f"No: the {arm} file did better"
+    else:
+        verdict = "Not shown: the difference is noise at this size"
+    return (f"{question} {verdict} ({c.headline().split(' (')[0]} (95% CI {c.ci_low * 100:+.1f} to "
+            f"{c.ci_high * 100:+.1f}) on {c.n} tasks, Holm-adjusted p = {secondary.p_holm:.2g}; secondary).")
+
+
+def arm_cost(rows: pd.DataFrame | None) -> dict[str, float | None]:
+    """An arm's mean per counted run (the rows paired_comparison counts) of tokens, dollars and seconds; None
+    for a measure the runs did not record (an unpriced cost)."""
+    from helpers.core.costs import RUN_MEASURES
+    from helpers.core.outcomes import INFRA, run_outcome
+
+    if rows is None or rows.empty:
+        return {measure: None for measure in RUN_MEASURES}
+    counted = scored(rows)
+    counted = counted[[run_outcome(r) != INFRA for r in counted.to_dict("records")]]
+    means: dict[str, float | None] = {}
+    for measure, (columns, _, _) in RUN_MEASURES.items():
+        if counted.empty or any(c not in counted for c in columns):
+            means[measure] = None
+            continue
+        values = counted[list(columns)].apply(pd.to_numeric, errors="coerce").sum(axis=1, min_count=len(columns))
+        means[measure] = None if values.isna().any() else float(values.mean())
+    return means
+
+
+def baselines_result(experiment: str) -> dict[str, Any] | None:
+    """The baselines as plain data, None before any baseline arm was saved (helpers.engine.baselines): `arms`
+    ({arm: its record, with `accuracy`, `n`, `cost` (arm_cost) and `size`}), `primary` (learned vs none, the
+    declared primary test), `secondaries` (the SECONDARY comparisons, Holm-corrected), `answers` (one sentence
+    per QUESTIONS arm), `warnings` (rules files over their agent's documented limit) and `dry_run`."""
+    from helpers.core.rules_limits import agent_limit, rules_size, size_warning
+    from helpers.core.stats import accuracy_interval
+    from helpers.store.arms import arm_rows, load_arms
+    from helpers.store.rulesets import RulesetStore
+
+    saved, primary = load_arms(experiment), primary_result(experiment)
+    if not saved or primary is None:
+        return None
+    done = loop_records(experiment)
+    agent = str(done[0].get("agent") or config.AGENT)
+    first, kept = done[0], next(r for r in done if r["ruleset_version"] == primary["kept_version"])
+    store = RulesetStore(experiment)
+    arms: dict[str, dict[str, Any]] = {}
+    start_is_none = primary["start"] == "no rules"
+    arms["none"] = ({"status": "ran", "label": "no rules", "text": "", "rows": loop_rows(experiment, "test", first["loop"])}
+                    if start_is_none else {**saved.get("none", {"status": "skipped", "why": "no run without rules"}),
+                                           "rows": arm_rows(experiment, "none")})
+    arms["learned"] = ({"status": "ran", "label": f"v{primary['kept_version']}",
+                        "text": store.load(primary["kept_version"]), "rows": loop_rows(experiment, "test", kept["loop"])}
+                       if primary["comparison"] is not None else
+                       {"status": "skipped", "why": f"the kept version is the start ({primary['start']}): nothing learned"})
+    for arm in ("init", "team"):
+        arms[arm] = {**saved.get(arm, {"status": "skipped", "why": "not run"}), "rows": arm_rows(experiment, arm)}
+    warnings = []
+    for arm, record in arms.items():
+        rows = record.get("rows") if record.get("status") == "ran" else None
+        record["rows"] = rows
+        accuracy, _, _, n = accuracy_interval(scored(rows)) if rows is not None else (math.nan, 0, 0, 0)
+        text = record.get("text") or ""
+        record.update(accuracy=accuracy, n=n, cost=arm_cost(rows), size=rules_size(text))
+        warning = size_warning(text, agent, agent_limit(agent), f"the {arm} arm's rules file") if text else None
+        if warning:
+            warnings.append(warning)
+    frames = {arm: record["rows"] for arm, record in arms.items()}
+    labels = {arm: record.get("label", arm) for arm, record in arms.items()}
+    secondaries = secondary_comparisons(frames, arms, labels)
+    answers = [answer_sentence(arm, next(s for s in secondaries if s.pair == ("learned", arm))) for arm in QUESTIONS]
+    return {"arms": arms, "primary": primary["comparison"], "secondaries": secondaries, "answers": answers,
+            "warnings": warnings, "agent": agent, "no_charge": primary["no_charge"],
+            "dry_run": primary["dry_run"] or any(r.get("dry_run") for r in saved.values())}
+
+
+def against_none(result: Mapping[str, Any]) -> dict[str, Any]:
+    """{arm: (its comparison against no rules or None, its p as the test states it, which test)}: learned vs none is
+    the primary test (its own p), init and team vs none are secondaries (Holm-adjusted p)."""
+    found: dict[str, Any] = {"none": (None, math.nan, "")}
+    found["learned"] = (result["primary"], result["primary"].p_value if result["primary"] is not None else math.nan,
+                        "primary")
+    for s in result["secondaries"]:
+        if s.pair[1] == "none":
+            found[s.pair[0]] = (s.comparison, s.p_holm, "secondary, Holm-adjusted")
+    return found
+
+
+def baselines_table(experiment: str) -> pd.DataFrame:
+    """One row per arm (none, learned, init, team): its label and status, test accuracy and tasks, the difference
+    from no rules with its 95% interval and p (the primary's for learned, Holm-adjusted for the secondaries), its
+    cost per run (tokens, dollars or why none, seconds) and its file's size (bytes, tokens, rules). Empty before
+    any baseline ran."""
+    result = baselines_result(experiment)
+    if result is None:
+        return pd.DataFrame()
+    tests, rows = against_none(result), []
+    for arm, record in result["arms"].items():
+        comparison, p, which = tests.get(arm, (None, math.nan, ""))
+        cost, size = record["cost"], record["size"]
+        rows.append({"arm": arm, "label": record.get("label", arm), "status": record["status"],
+                     "data": "SCRIPTED" if result["dry_run"] else "real",
+                     "test accuracy": None if record["n"] == 0 else round(record["accuracy"], 3), "tasks": record["n"],
+                     "vs none (points, 95% CI)": "" if comparison is None or comparison.n == 0 else
+                     f"{comparison.diff * 100:+.1f} ({comparison.ci_low * 100:+.1f} to {comparison.ci_high * 100:+.1f})",
+                     "p": "" if p != p else f"{p:.2g} ({which})",
+                     "tokens per run": None if cost["tokens"] is None else round(cost["tokens"]),
+                     "cost per run": f"${cost['cost_usd']:.4f}" if cost["cost_usd"] else result["no_charge"],
+                     "seconds per run": None if cost["duration_s"] is None else round(cost["duration_s"], 1),
+                     "bytes": size["bytes"], "file tokens": size["tokens"], "rules": size["rules"],
+                     "why": record.get("why", "")})
+    return pd.DataFrame(rows)
+
+
+def _per_run(cost: Mapping[str, float | None], no_charge: str) -> str:
+    tokens, dollars, seconds = cost.get("tokens"), cost.get("cost_usd"), cost.get("duration_s")
+    return ", ".join([f"{tokens:,.0f} tokens" if tokens is not None else "tokens not recorded",
+                      f"${dollars:.4f}" if dollars else no_charge,
+                      f"{seconds:.0f} s" if seconds is not None else "time not recorded"]) + " per run"
+
+
+def baselines_summary(experiment: str) -> str:
+    """The baselines in a few lines: the two answers (learned vs init, learned vs team), each arm's cost per
+    run and file size, every secondary comparison (Holm-corrected, labeled secondary; skipped and errored
+    arms named), the size warnings and the rule; labeled SCRIPTED DRY RUN first when scripted."""
+    result = baselines_result(experiment)
+    if result is None:
+        return "No baselines yet: run helpers.engine.baselines.run_baselines after the loops."
+    lines = (["SCRIPTED DRY RUN: every number below comes from the scripted model; these are not results."]
+             if result["dry_run"] else [])
+    lines += result["answers"]
+    for arm, record in result["arms"].items():
+        label = record.get("label", arm)
+        if record["status"] != "ran":
+            lines.append(f"- {arm} ({label}): {record['status']}: {record.get('why') or 'no reason recorded'}")
+            continue
+        size = record["size"]
+        lines.append(f"- {arm} ({label}): {record['accuracy']:.2f} on {record['n']} test tasks; "
+                     f"{_per_run(record['cost'], result['no_charge'])}; file {size['bytes']:,} bytes, "
+                     f"{size['tokens']:,} tokens, {counted(size['rules'], 'rule')}")
+    lines += [s.summary() for s in result["secondaries"]]
+    lines += [f"Size warning: {w}" for w in result["warnings"]]
+    lines.append(SECONDARY_RULE.format(alpha=config.STATS_ALPHA))
     return "\n".join(lines)
 
 
@@ -206,4 +430,5 @@ def transfer_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 __all__ = ["primary_result", "evidence_summary", "compare", "side_by_side", "cost_changes", "no_charge_note",
-           "transfer_table", "sequential_verdict"]  # the public API, documented in CODE_APPENDIX.md
+           "transfer_table", "sequential_verdict", "Secondary", "secondary_comparisons", "answer_sentence", "arm_cost", "ARMS", "SECONDARY",
+           "SECONDARY_RULE", "QUESTIONS", "baselines_result", "baselines_summary", "baselines_table", "against_none"]  # the public API, documented in CODE_APPENDIX.md

@@ -3,12 +3,13 @@
     python -m helpers.app.notebook_runner notebooks/quickstart.ipynb -p LOOPS 2 -p TRAIN_SIZE 4
     python -m helpers.app.notebook_runner notebooks/02_optimize_cline_act.ipynb LOOPS=3 EXPERIMENT=demo
     make notebook NB=notebooks/03_results.ipynb PARAMS="EXPERIMENT=demo"
+    make notebook PARAMS="EXPERIMENT=terse JUDGE_PROMPT_FILE=my_judge.txt"   # a prompt from a file
 
-Parameters are checked against the notebook's `parameters` cell before any kernel starts: an unknown
-name, a value of the wrong type (the default's, or the cell's annotation: `X: Optional[float] = None`)
-or a count below 1 (`VAL_SIZE` may be 0: no validation side) is one error saying what to write instead. The executed copy goes to
-act_results/<EXPERIMENT>/notebooks/<name>.ipynb. Before it is saved, every output is scrubbed: API keys (and anything shaped like one) are redacted and this machine's paths are
-replaced by <repo> and ~, so an executed notebook can be shared as it is.
+Parameters are checked against the notebook's `parameters` cell before any kernel starts: an unknown name, a
+value of the wrong type (the default's, or the cell's annotation: `X: Optional[float] = None`) or a count below 1
+(`VAL_SIZE` may be 0) is one error saying what to write instead. The executed copy goes to act_results/<EXPERIMENT>/
+notebooks/<name>.ipynb; a run that stops (refused, failed, interrupted) never replaces a copy there that finished:
+its own goes beside it, <name>.stopped.ipynb. Every output is scrubbed first (keys redacted, paths as <repo>, ~).
 
 From the command line the run talks: each section's heading as its cells start, and whatever the
 notebook prints (each loop's line), as it comes; not the frameworks' own warnings. A cell that stops
@@ -26,6 +27,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import sys
 import time
 from contextlib import contextmanager
@@ -174,9 +176,9 @@ def log_path_for(notebook_output: Path) -> Path:
     return notebook_output.with_suffix(".log")
 
 
-def scrub_notebook(path: Path) -> str | None:
+def scrub_notebook(path: Path, log: Path | None = None) -> str | None:
     """Redact secrets and machine paths from every string in an executed notebook, in place. Each error
-    output keeps its name and message; its traceback moves to log_path_for(path) (scrubbed too). Returns
+    output keeps its name and message; its traceback moves to `log` (default log_path_for(path); scrubbed too). Returns
     the first error as one line, "Name: message", or None when no cell failed."""
     scrub = scrubber()
 
@@ -192,7 +194,7 @@ def scrub_notebook(path: Path) -> str | None:
     notebook = walk(json.loads(path.read_text(encoding="utf-8")))
     errors = [o for cell in notebook.get("cells", []) for o in cell.get("outputs", []) if o.get("output_type") == "error"]
     if errors:
-        log = log_path_for(path)
+        log = log or log_path_for(path)
         detail = "\n\n".join(ANSI.sub("", "\n".join(o.get("traceback") or [])) for o in errors)
         write_atomic(log, detail + "\n")
         for output in errors:
@@ -308,7 +310,9 @@ def run_notebook(notebook: Path | str, params: dict[str, Any] | None = None,
 
     Bad parameters raise check_parameters' ValueError before any kernel starts or file is written.
     Raises papermill's PapermillExecutionError when a cell fails (the executed copy, scrubbed, is
-    still written, showing the failing cell's message; its traceback is in log_path_for(output)).
+    still written, showing the failing cell's message; its traceback is in log_path_for(<copy>)). A failed run
+    never replaces an earlier copy at `output` that finished: its own goes beside it, <name>.stopped.ipynb
+    (settle_executed_copy; the exception's `executed_copy` says where).
     """
     import papermill
 
@@ -316,7 +320,8 @@ def run_notebook(notebook: Path | str, params: dict[str, Any] | None = None,
     params = check_parameters(notebook, dict(params or {}))
     output = Path(output) if output else output_path_for(notebook, params)
     output.parent.mkdir(parents=True, exist_ok=True)
-    log_path_for(output).unlink(missing_ok=True)  # a log left by an earlier run is not this run's
+    running = running_path_for(output)  # written as the cells run; settled into place when the run ends
+    running.unlink(missing_ok=True)  # a copy left by a killed run
     previous = {name: os.environ.get(name) for name in kernel_environment()}
     os.environ.update(kernel_environment())
     if echo:  # the kernel's progress bars as lines the console shows (helpers.core.progress)
@@ -325,18 +330,53 @@ def run_notebook(notebook: Path | str, params: dict[str, Any] | None = None,
     try:
         with terminate_as_interrupt(), _echo(notebook, params, echo) as printing:
             papermill.execute_notebook(
-                str(notebook), str(output), parameters=params, kernel_name="python3", cwd=str(notebook.parent),
+                str(notebook), str(running), parameters=params, kernel_name="python3", cwd=str(notebook.parent),
                 progress_bar=False, execution_timeout=timeout_s, extra_arguments=KERNEL_ARGUMENTS, **printing,
             )
+    except BaseException as error:  # main() says where the stopped run's copy is
+        error.executed_copy = settle_executed_copy(running, output, failed=True)  # type: ignore[attr-defined]
+        raise
     finally:
         for name, value in previous.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        if output.exists():
-            scrub_notebook(output)
+    settle_executed_copy(running, output, failed=False)
     return output
+
+
+def running_path_for(output: Path) -> Path:  # a run's copy while its cells run: beside the output, hidden
+    return output.with_name(f".{output.stem}.running{output.suffix}")
+
+
+def stopped_path_for(output: Path) -> Path:  # a stopped run's copy when `output` holds one that finished
+    return output.with_name(f"{output.stem}.stopped{output.suffix}")
+
+
+def finished_without_error(path: Path) -> bool:
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+    except (OSError, ValueError):
+        return False
+    return not any(o.get("output_type") == "error" for c in cells for o in c.get("outputs", []))
+
+
+def settle_executed_copy(running: Path, output: Path, failed: bool) -> Path | None:
+    """Scrub the run's executed copy and put it where it is kept; returns that path (None when the run wrote
+    none). A run that failed (refused before any work, stopped, interrupted) never replaces an earlier copy at
+    `output` that finished: its copy and log go beside it (stopped_path_for). Otherwise the copy goes to `output`,
+    with its log, and an earlier run's log is removed (it is not this run's)."""
+    if not running.exists():
+        return None
+    kept = stopped_path_for(output) if failed and output.exists() and finished_without_error(output) else output
+    log_path_for(kept).unlink(missing_ok=True)  # an earlier run's log is not this run's
+    scrub_notebook(running, log_path_for(kept))
+    os.replace(running, kept)
+    if kept == output:  # this run's copy is the one kept: a stopped copy beside it is an older run's
+        stopped_path_for(output).unlink(missing_ok=True)
+        log_path_for(stopped_path_for(output)).unlink(missing_ok=True)
+    return kept
 
 
 def shown_path(path: Path) -> Path:
@@ -366,10 +406,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebook", type=Path)
     parser.add_argument("params", nargs="*", help="NAME=VALUE parameters")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+    parser.add_argument("--params", dest="params_string", default="", metavar="'NAME=VALUE ...'",
+                        help="more NAME=VALUE pairs in one string, split as a shell splits words (make's PARAMS: "
+                             "quoted values may span lines)")
     parser.add_argument("-o", "--output", type=Path, help="where to write the executed notebook")
     parser.add_argument("--timeout", type=int, default=None, help="seconds allowed per cell")
     args = parser.parse_args(argv)
-    params = parse_parameters(args.params, args.parameter)
+    try:
+        params = parse_parameters(args.params + shlex.split(args.params_string), args.parameter)
+    except ValueError as error:  # an unclosed quote
+        print(f"error: PARAMS: {error}", file=sys.stderr)
+        return 2
     try:
         params = check_parameters(args.notebook, params)
     except (ValueError, FileNotFoundError) as error:
@@ -381,7 +428,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run_notebook(args.notebook, params, output, args.timeout, echo=True)
     except BaseException as error:  # papermill's error names the failing cell; an interrupt stops the run
-        print(f"\nStopped after {time.monotonic() - started:.0f} s. {stop_message(error, output)}", file=sys.stderr)
+        kept = getattr(error, "executed_copy", None) or output
+        earlier = (f"\nThe earlier executed copy, which finished, is kept as it was: {shown_path(output)}"
+                   if kept != output else "")
+        print(f"\nStopped after {time.monotonic() - started:.0f} s. {stop_message(error, kept)}{earlier}",
+              file=sys.stderr)
         return 130 if isinstance(error, KeyboardInterrupt) else 1
     print(f"Done in {time.monotonic() - started:.0f} s. Executed notebook: {shown_path(output)}")
     return 0

@@ -39,7 +39,7 @@ from helpers.core.wording import counted
 
 
 __all__ = ["Comparison", "GateDecision", "paired_comparison", "accuracy_interval", "wilson_interval",
-           "mcnemar_exact", "paired_values", "paired_bootstrap", "NOT_MEASURED"]
+           "mcnemar_exact", "holm_adjust", "paired_values", "paired_bootstrap", "NOT_MEASURED"]
 
 # Defaults (candidates for helpers/core/config.py).
 ALPHA = config.STATS_ALPHA
@@ -279,6 +279,20 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
         return 1.0
     tail = sum(math.comb(m, i) for i in range(min(a_only, b_only) + 1)) / 2 ** m
     return min(1.0, 2 * tail)
+
+
+def holm_adjust(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (Holm 1979), in the order given: sort ascending, multiply the i-th
+    smallest (from 0) by (m - i), carry the running maximum down the sorted list, cap at 1. Rejecting every
+    hypothesis whose adjusted p is below alpha keeps the family-wise error at alpha, whatever the dependence
+    between the tests ([0.01, 0.04, 0.03] -> [0.03, 0.06, 0.06]). A NaN stays NaN and is not counted in m."""
+    values = [float(p) for p in p_values]
+    order = sorted((p, i) for i, p in enumerate(values) if not math.isnan(p))
+    adjusted, running = [math.nan] * len(values), 0.0
+    for rank, (p, i) in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * p))
+        adjusted[i] = running
+    return adjusted
 
 
 # --- the two kinds of comparison --------------------------------------------------------------------

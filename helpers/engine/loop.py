@@ -36,8 +36,9 @@ from helpers.core import config
 from helpers.core.costs import role_tokens
 from helpers.core.outcomes import outcome_counts
 from helpers.engine.families import FEEDBACK_COLUMNS, CodingLoopFamily, LoopFamily, PromptLoopFamily
-from helpers.store.loops import completed_loops, save_loop
-from helpers.engine.loop_lines import SPLITS, cost_label, cost_text, describe_loop, kept_line, loops_table
+from helpers.store.loops import completed_loops, loop_rows, save_loop
+from helpers.engine.loop_lines import (SPLITS, cost_label, cost_text, describe_loop, kept_line, loop_cost, loop_evidence,
+                                      loops_table)
 from helpers.store.records import LOOP_RECORD_FIELDS
 
 
@@ -149,7 +150,8 @@ def start_experiment(settings: LoopSettings, session: Any, initial_ruleset: str 
                      tasks: tuple[pd.DataFrame, ...] = ()) -> Any:
     """The experiment's RulesetStore, with the starting ruleset saved as version 0 on a first run.
 
-    Refuses to mix scripted dry-run loops with real ones under one name, and a dry run on tasks the
+    Refuses to mix scripted dry-run loops with real ones under one name, to resume from other starting rules
+    than version 0's (a non-empty `initial_ruleset`: helpers.engine.start.start_rules), and a dry run on tasks the
     scripted model does not know (it plays the bundled house suite, and mined tasks it was given:
     open_session(dry_run_tasks=...)).
     """
@@ -167,6 +169,10 @@ def start_experiment(settings: LoopSettings, session: Any, initial_ruleset: str 
             )
     store = RulesetStore(settings.experiment)
     check_same_instructions(settings, store)
+    if store.versions() and initial_ruleset.strip() and store.load(0) != initial_ruleset:
+        raise ValueError(f"Experiment {settings.experiment!r} started from other rules (version 0) than this run's "
+                         "START_RULES. Choose another EXPERIMENT name for the new start, or give the one it was made "
+                         "with (None resumes from what it holds).")
     if not store.versions():
         store.save(initial_ruleset, parent=None, loop=None, report=None, model=None, dry_run=session.dry_run,
                    **instructions(settings))
@@ -200,21 +206,67 @@ def agent_name(settings: LoopSettings) -> str:
 
 
 # --- the loop --------------------------------------------------------------------------------------
+class LoopSteps:
+    """Loop `loop` of an experiment over `family`, one step per method: run_one_loop calls them in order, and a
+    notebook can call them one by one (helpers.engine.loop_steps shows each). A loop already finished is read
+    back from its saved rows and the version it made: nothing runs, no model is asked, nothing is saved again."""
+
+    def __init__(self, loop: int, family: LoopFamily, settings: LoopSettings, session: Any, store: Any,
+                 datasets: dict[str, Any] | None = None):
+        self.loop, self.family, self.settings, self.session, self.store = loop, family, settings, session, store
+        self.datasets, self.started = datasets, time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self.recorded = completed_loops(settings.experiment).get(loop)
+        self.version, self.why = choose_start_version(store, settings, loop)
+        self.ruleset = store.load(self.version)
+        self.optimizer = family.optimizer()
+        self.runs: dict[str, pd.DataFrame] = {}
+        self.train = self.test = self.record = None
+        self.report: dict[str, Any] = {}  # the optimizer's report (OptimizerReport.to_dict())
+
+    def run_agent(self) -> dict[str, pd.DataFrame]:
+        """1. Every split answered with the rules, each patch tested; stops when every run errored."""
+        if self.recorded is not None:
+            saved = {split: loop_rows(self.settings.experiment, split, self.loop) for split in SPLITS}
+            self.runs = {split: frame for split, frame in saved.items() if frame is not None}
+            return self.runs
+        self.runs = self.family.answer(self.ruleset, self.loop)
+        check_runs(self.loop, self.runs)
+        return self.runs
+
+    def judge(self) -> pd.DataFrame:
+        """2. Feedback in English on the training results; 3. the splits logged to Phoenix."""
+        if self.recorded is not None:  # saved with the judge's columns, and logged when it ran
+            self.train, self.test = self.runs["train"], self.runs["test"]
+            return self.train
+        self.train, self.test = self.family.feedback(self.runs)
+        log_loop_to_phoenix(self.loop, self.version, self.ruleset, self.train, self.test, self.settings, self.session,
+                            self.datasets, val=self.runs.get("val"))
+        return self.train
+
+    def optimize(self) -> dict[str, Any]:
+        """4. The optimizer's next rules from that feedback; 5. the loop saved (finish_loop). Its record."""
+        if self.recorded is not None:  # what it did then, from the version it made
+            made = self.recorded["next_ruleset_version"]
+            self.report = (self.store.metadata(made).get("optimizer_report") or {}) if made != self.version else {}
+            self.record = self.recorded
+            return self.record
+        new_ruleset = self.optimizer.optimize(dataset=self.train, output_column="output",
+                                              feedback_columns=list(self.family.feedback_columns),
+                                              ruleset=self.ruleset, context_size_k=self.settings.context_size_k)
+        report = self.optimizer.last_report
+        self.report = report.to_dict() if report is not None else {}
+        self.record = finish_loop(self.loop, self.version, self.ruleset, self.train, self.test, new_ruleset, report,
+                                  self.settings, self.session, self.store, started=self.started, val=self.runs.get("val"))
+        return self.record
+
+
 def run_one_loop(loop: int, family: LoopFamily, settings: LoopSettings, session: Any, store: Any,
                  datasets: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One full loop; returns its loops.jsonl record (also saved there)."""
-    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    version, _ = choose_start_version(store, settings, loop)
-    ruleset = store.load(version)
-    runs = family.answer(ruleset, loop)                                               # 1. answer, tested
-    check_runs(loop, runs)
-    train, test = family.feedback(runs)                                               # 2. feedback in English
-    log_loop_to_phoenix(loop, version, ruleset, train, test, settings, session, datasets, val=runs.get("val"))  # 3.
-    optimizer = family.optimizer()                                                    # 4. the next rules
-    new_ruleset = optimizer.optimize(dataset=train, output_column="output", feedback_columns=list(family.feedback_columns),
-                                     ruleset=ruleset, context_size_k=settings.context_size_k)
-    return finish_loop(loop, version, ruleset, train, test, new_ruleset, optimizer.last_report, settings,  # 5. saved
-                       session, store, started=started, val=runs.get("val"))
+    """One full loop, by its steps (LoopSteps); returns its loops.jsonl record (also saved there)."""
+    steps = LoopSteps(loop, family, settings, session, store, datasets)  # the version: choose_start_version
+    steps.run_agent()         # 1. answer every split with the rules, each patch tested
+    steps.judge()             # 2. feedback in English; 3. both splits logged to Phoenix
+    return steps.optimize()   # 4. the next rules; 5. everything saved
 
 
 def loop_over(family: LoopFamily, settings: LoopSettings, session: Any, initial_ruleset: str = "",
@@ -385,52 +437,8 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
     return record
 
 
-def loop_cost(sides: dict[str, pd.DataFrame], report: dict[str, Any], session: Any) -> dict[str, Any]:
-    """What a loop cost, by role, never guessed: `<role>_cost_usd` of its priced calls (None when it had none),
-    `unpriced` the roles with a call whose served model has no price, `local` the roles whose model server
-    runs on this machine (no charge: their tokens are reported instead, `agent_tokens`), and `cost_usd` the
-    priced total (None when no role was priced)."""
-    from helpers.llm.pricing import is_local_server
-
-    rows = pd.concat(list(sides.values()), ignore_index=True)
-    counted = [c for c in ("input_tokens", "output_tokens") if c in rows]  # a prompt family's rows have none
-    tokens = rows[counted].apply(pd.to_numeric, errors="coerce").fillna(0).sum(axis=1) if counted else \
-        pd.Series(0, index=rows.index)
-    judged = rows[rows.get("judge_raw", pd.Series("", index=rows.index)).fillna("").astype(str).ne("")] if len(rows) else rows
-    spent = {"agent": (rows.get("cost_usd", pd.Series(dtype=float)), tokens.gt(0)),
-             "judge": (judged.get("judge_cost_usd", pd.Series(dtype=float)), pd.Series(True, index=judged.index))}
-    costs, unpriced = {}, []
-    for role, (values, used) in spent.items():
-        values = pd.to_numeric(values, errors="coerce")
-        costs[role] = float(values.sum()) if values.notna().any() else None
-        if (values.isna() & used).any():
-            unpriced.append(role)
-    costs["optimizer"] = None if report.get("unpriced") and not report.get("cost_usd") else float(report.get("cost_usd") or 0.0)
-    if report.get("unpriced"):
-        unpriced.append("optimizer")
-    gateway = getattr(session, "gateway", None)
-    local = [] if session.dry_run or gateway is None else sorted(
-        role for role in costs if role in gateway.upstreams and is_local_server(gateway.upstreams[role].url))
-    priced = [c for role, c in costs.items() if c is not None and role not in local]
-    return {**{f"{role}_cost_usd": (None if role in local else c) for role, c in costs.items()},
-            "cost_usd": sum(priced) if priced else None, "unpriced": sorted(set(unpriced) - set(local)),
-            "local": local, "agent_tokens": int(tokens.sum()) if len(tokens) else 0}
-
-
-def loop_evidence(sides: dict[str, pd.DataFrame]) -> dict[str, Any]:
-    """Each side's accuracy interval (no p-values: the one test is the kept version's, evidence_summary)."""
-    from helpers.core.outcomes import plan_scored
-    from helpers.core.stats import accuracy_interval
-
-    fields: dict[str, Any] = {}
-    for split, frame in sides.items():
-        _, low, high, _ = accuracy_interval(plan_scored(frame))
-        fields[f"{split}_ci_low"], fields[f"{split}_ci_high"] = (None if pd.isna(low) else low), (None if pd.isna(high) else high)
-    return fields
-
-
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "LoopSettings", "run_loop", "run_prompt_loop", "loop_over", "run_one_loop", "start_experiment", "finish_loop",
+    "LoopSettings", "LoopSteps", "run_loop", "run_prompt_loop", "loop_over", "run_one_loop", "start_experiment", "finish_loop",
     "meta_prompt", "check_runs", "log_loop_to_phoenix", "LoopStopped", "LoopUnfinished", "loop_evidence", "loop_cost",
     "choose_start_version", "FEEDBACK_COLUMNS", "instructions", "check_same_instructions", "phoenix_metadata",
     # the loop in words, from helpers.engine.loop_lines (importable from here too)

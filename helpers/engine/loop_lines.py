@@ -1,5 +1,6 @@
 """A loop's record in words: its one line (describe_loop), the version kept so far (kept_line), its cost as
-shown (cost_label: never "$0.00" for what has no price), and the loops as a table (loops_table).
+shown (cost_label: never "$0.00" for what has no price), the loops as a table (loops_table), and a record's cost and
+interval fields from its rows (loop_cost, loop_evidence).
 
 Pure functions over the records of loops.jsonl (helpers.engine.loop writes them); the notebooks and the
 loop print what these return.
@@ -131,4 +132,48 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
     return f"Loop {record['loop']}: " + "; ".join(parts) + (f" [{label}]" if label else "")
 
 
-__all__ = ["describe_loop", "kept_line", "cost_label", "cost_text", "tokens_text", "loops_table", "SPLITS"]  # documented in CODE_APPENDIX.md
+def loop_cost(sides: dict[str, pd.DataFrame], report: dict[str, Any], session: Any) -> dict[str, Any]:
+    """What a loop cost, by role, never guessed: `<role>_cost_usd` of its priced calls (None when it had none),
+    `unpriced` the roles with a call whose served model has no price, `local` the roles whose model server
+    runs on this machine (no charge: their tokens are reported instead, `agent_tokens`), and `cost_usd` the
+    priced total (None when no role was priced)."""
+    from helpers.llm.pricing import is_local_server
+
+    rows = pd.concat(list(sides.values()), ignore_index=True)
+    counted = [c for c in ("input_tokens", "output_tokens") if c in rows]  # a prompt family's rows have none
+    tokens = rows[counted].apply(pd.to_numeric, errors="coerce").fillna(0).sum(axis=1) if counted else \
+        pd.Series(0, index=rows.index)
+    judged = rows[rows.get("judge_raw", pd.Series("", index=rows.index)).fillna("").astype(str).ne("")] if len(rows) else rows
+    spent = {"agent": (rows.get("cost_usd", pd.Series(dtype=float)), tokens.gt(0)),
+             "judge": (judged.get("judge_cost_usd", pd.Series(dtype=float)), pd.Series(True, index=judged.index))}
+    costs, unpriced = {}, []
+    for role, (values, used) in spent.items():
+        values = pd.to_numeric(values, errors="coerce")
+        costs[role] = float(values.sum()) if values.notna().any() else None
+        if (values.isna() & used).any():
+            unpriced.append(role)
+    costs["optimizer"] = None if report.get("unpriced") and not report.get("cost_usd") else float(report.get("cost_usd") or 0.0)
+    if report.get("unpriced"):
+        unpriced.append("optimizer")
+    gateway = getattr(session, "gateway", None)
+    local = [] if session.dry_run or gateway is None else sorted(
+        role for role in costs if role in gateway.upstreams and is_local_server(gateway.upstreams[role].url))
+    priced = [c for role, c in costs.items() if c is not None and role not in local]
+    return {**{f"{role}_cost_usd": (None if role in local else c) for role, c in costs.items()},
+            "cost_usd": sum(priced) if priced else None, "unpriced": sorted(set(unpriced) - set(local)),
+            "local": local, "agent_tokens": int(tokens.sum()) if len(tokens) else 0}
+
+
+def loop_evidence(sides: dict[str, pd.DataFrame]) -> dict[str, Any]:
+    """Each side's accuracy interval (no p-values: the one test is the kept version's, evidence_summary)."""
+    from helpers.core.outcomes import plan_scored
+    from helpers.core.stats import accuracy_interval
+
+    fields: dict[str, Any] = {}
+    for split, frame in sides.items():
+        _, low, high, _ = accuracy_interval(plan_scored(frame))
+        fields[f"{split}_ci_low"], fields[f"{split}_ci_high"] = (None if pd.isna(low) else low), (None if pd.isna(high) else high)
+    return fields
+
+
+__all__ = ["loop_cost", "loop_evidence", "describe_loop", "kept_line", "cost_label", "cost_text", "tokens_text", "loops_table", "SPLITS"]  # documented in CODE_APPENDIX.md

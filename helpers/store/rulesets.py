@@ -19,6 +19,7 @@ from helpers.store.records import loops_path, read_jsonl, ruleset_sha, rulesets_
 from helpers.core.rules import (Ruleset, RulesetDiff, diff_rulesets, insert_section, new_rules_file, parse_rules_text,
                                  render_stats, rules_file_for, split_fenced)
 from helpers.core.rules_formats import learned_path
+from helpers.core.rules_limits import check_file_size
 
 
 # --- the store -------------------------------------------------------------------------------------
@@ -251,7 +252,9 @@ class RulesetStore:
         files gets a file of its own in it. import_rules_file on the file written gives the team's text and
         these rules back. Every line of the file written that looks like a planted instruction (the team's or
         a version's), or holds a rule the check by meaning flagged when a version applied it, is written all
-        the same, and said: one helpers.core.planted.PlantedTextWarning per line, naming the line and why.
+        the same, and said: one helpers.core.planted.PlantedTextWarning per line, naming the line and why. A file
+        over the documented limit of an agent that reads it (Codex: 32 KiB of AGENTS.md) is written too, with a
+        helpers.core.rules_limits.RulesSizeWarning naming the agent and the limit.
         """
         text = self.load(version)
         project = Path(project_dir)
@@ -267,6 +270,7 @@ class RulesetStore:
         written = write_atomic(target, text.encode("utf-8", errors="surrogateescape"))
         # after writing, so warnings raised as errors still leave a whole file
         warn_planted(text, str(written), flagged=self._flagged_by_meaning(self._resolve(version)))
+        check_file_size(text, target.relative_to(project).as_posix())  # over a reader's documented limit: a warning
         return written
 
     def _flagged_by_meaning(self, version: int) -> dict[str, list[str]]:

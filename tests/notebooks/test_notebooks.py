@@ -122,6 +122,39 @@ def test_the_quickstart_follows_one_training_task_from_its_failing_diff_to_its_l
 
 
 @READS_THE_QUICKSTART
+def test_the_quickstart_shows_loop_zero_in_five_steps_each_with_what_to_see_before_run_loop_does_the_rest(quickstart):
+    """Each step's cell has one output, ending in a sentence drawn from the data; run_loop then reads loop 0 back."""
+    book = nbformat.read(quickstart["executed"], as_version=4)
+    headings = [c.source.splitlines()[0] for c in book.cells if c.cell_type == "markdown"]
+    steps = ["### Step 1: run the agent", "### Step 2: test", "### Step 3: the judge", "### Step 4: the meta-prompt",
+             "### Step 5: the optimizer's edits", "### The other loops: `run_loop`"]
+    assert [h for h in headings if h in steps] == steps
+    shown = {}
+    for index, cell in enumerate(book.cells):
+        if cell.cell_type == "markdown" and cell.source.splitlines()[0] in steps[:5]:
+            code = book.cells[index + 1]
+            texts = [o["data"]["text/plain"] for o in code.outputs if "text/plain" in o.get("data", {})]
+            texts += [o.get("text", "") for o in code.outputs if o["output_type"] == "stream"]
+            progress = re.compile(r"^\w+_\d+: ")  # "train_0: 4/4 tasks done", or its progress bar
+            assert len([t for t in texts if not progress.match(t)]) == 1, f"{cell.source.splitlines()[0]}: one output"
+            texts = [t for t in texts if "What to see:" in t]
+            shown[cell.source.splitlines()[0]] = texts[0]
+    runs, tests, judge, block, edits = shown.values()
+    first = quickstart["loops"][0]
+    assert runs.endswith(".") and "What to see: with rules version 0 (no rules), the agent passed " \
+        f"{first['train_passed']} of {first['train_size']} training tasks; 0 of {first['val_size']} validation " \
+        f"tasks; {first['test_passed']} of {first['test_size']} test tasks." in runs and "diff --git" in runs
+    assert "failing tests: tests/" in tests and "house convention broken" in tests and "What to see: 4 of 4 training" in tests
+    assert judge.count(": incorrect\nThe patch fixes the reported behaviour, but the hidden tests") == 2
+    assert "What to see: the judge explained 4 of 4 training results (4 incorrect)" in judge
+    assert block.startswith("## Current rules\n(none yet")
+    assert "- explanation: The patch fixes" in block and "What to see: the optimizer reads" in block
+    assert edits.count("\n    why: The feedback on ") == 3 and edits.count("\n    from: house__") == 3
+    assert f"they make version {first['next_ruleset_version']} (3 rules), which the next loop runs." in edits
+    assert describe_loop(first, DRY_RUN_LABEL) + " (already finished)" in quickstart["shown"]  # run_loop read it back
+
+
+@READS_THE_QUICKSTART
 def test_the_readers_own_judge_and_optimizer_instructions_are_shown_and_recorded_with_every_version(isolated, quickstart):
     assert "===== the judge's instructions (yours) =====\n" + OWN_JUDGE in quickstart["shown"]  # shown as given ...
     metadata = [json.loads(p.read_text()) for p in (isolated["root"] / "act_rulesets/quickstart-dry-run").glob("*.json")]
@@ -139,9 +172,12 @@ def test_a_rerun_of_the_finished_quickstart_asks_the_model_nothing_and_shows_the
 
 
 @READS_THE_QUICKSTART
+@pytest.mark.timeout(1200)  # its baselines run the agent on the 16 test tasks twice: 216 s with the quickstart's 190 s on a quiet machine
 def test_the_results_notebook_with_its_defaults_reads_the_quickstarts_experiment_ablates_and_transfers(isolated, quickstart):
     """Run right after the no-key quickstart, 03 finds its experiment; ABLATE measures each kept rule (its forest
-    plot inline and saved); TRANSFER_AGENTS tries the kept rules on another agent, a second, labeled question."""
+    plot inline and saved); TRANSFER_AGENTS tries the kept rules on another agent, a second, labeled question;
+    BASELINES (on by default) runs the agent's own init file and the team's file on the same test tasks and prints
+    the four Holm-corrected secondary comparisons, the two answers and the forest plot."""
     params = {"ABLATE": True, "ABLATE_SPLIT": "val", "COMPARE_WITH": ["quickstart-dry-run"],
               "TRANSFER_AGENTS": ["codex"], "TRANSFER_SPLIT": "val"}  # on the 2 validation tasks: cheap
     executed = run_notebook(NOTEBOOKS / "03_results.ipynb", params)
@@ -157,6 +193,17 @@ def test_the_results_notebook_with_its_defaults_reads_the_quickstarts_experiment
     rows = [line.split() for line in shown.splitlines() if re.match(r"^\d\s+codex\s", line)]
     assert [row[1] for row in rows] == ["codex"] and rows[0][3] == "SCRIPTED", rows  # one paired row, labeled
     assert re.search(r"^codex \(.*?\): (Noise|The rules help|The rules hurt|No test)", shown, re.M)
+    # Baselines (on by default): the agent's own init file and the house suite's team file on the same 16 test tasks
+    assert "Do the learned rules beat what the agent's own /init writes? " in shown
+    assert "Do the learned rules beat the file the team already has? " in shown
+    assert "- init (cline: the project's own init prompt (cline has no init)): " in shown  # Cline has no /init: said
+    assert re.search(r"- team \(the team's team_rules\.md\): [\d.]+ on 16 test tasks; .*scripted: no charge", shown)
+    secondaries = re.findall(r"^Secondary: (\w+) vs (\w+): .*Holm-adjusted p = ", shown, re.M)
+    assert secondaries == [("learned", "init"), ("learned", "team"), ("init", "none"), ("team", "none")]
+    assert "Holm-corrected together" in shown and (quickstart["results"] / "plots/baselines.png").read_bytes().startswith(b"\x89PNG")
+    forest = [out for cell in nbformat.read(executed, as_version=4).cells for out in cell.get("outputs", [])
+              if "image/png" in out.get("data", {}) and "run_baselines" in cell.source]
+    assert len(forest) == 1  # the forest plot of each arm against no rules, inline
 
 
 def test_the_setup_notebook_reports_what_is_here(isolated):

@@ -106,3 +106,24 @@ def test_each_agent_reaches_the_real_server_through_the_gateway(local_model, iso
     assert_each_run_completed_or_named_its_error(rows)
     print(json.dumps({"agent": agent, "usage": usage, "statuses": [r["status"] for r in rows],
                       "errors": [r["error"] for r in rows], "seconds": [r["duration_s"] for r in rows]}))
+
+
+@pytest.mark.parametrize("agent", ["codex", "mini-swe-agent"])  # the Gemini CLI speaks only Gemini's API (see above)
+def test_an_agents_init_route_runs_on_the_real_server_and_its_file_or_its_failure_is_named(local_model, isolated,
+                                                                                          monkeypatch, agent):
+    """The init arm's run (helpers.engine.baselines.init_rules) with a real model: a small model may write no file,
+    which is then an errored arm naming why, never an empty ruleset."""
+    from helpers.engine.baselines import init_rules
+
+    monkeypatch.setenv("OPENAI_BASE_URL", local_model.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "local-server-needs-no-key")
+    task = load_house_suite().iloc[0].to_dict()
+    with open_session(agent=agent, agent_model=local_model.model, judge_model=local_model.model,
+                      optimizer_model=local_model.model, phoenix=False) as session:
+        runner = make_agent(agent, **session.agent_kwargs(), timeout_s=AGENT_TIMEOUT_S)
+        found = init_rules(runner, task, experiment=f"real-init-{agent}", gateway=session.gateway)
+        usage = session.usage(role="agent")
+    assert usage["calls"] > 0, usage  # the init went to the model through the gateway
+    assert found["prompt_sha"] and found["agent_version"] != "unknown"
+    assert (found["status"] == "ran" and found["text"].strip()) or (found["status"] == "errored" and found["why"]), found
+    print(json.dumps({k: v for k, v in found.items() if k != "text"} | {"bytes": len(found["text"])}))

@@ -212,6 +212,151 @@ def test_a_scripted_experiments_summary_says_so_before_any_number(isolated):
     assert evidence_summary("scripted").startswith("SCRIPTED DRY RUN")
 
 
+# --- the baselines: secondary comparisons ----------------------------------------------------------
+def arm_frame(outcomes, tokens=1000.0, cost=None, seconds=30.0, errored=()):
+    """Test rows of one arm: task t-i passes when outcomes[i] is 1; tasks in `errored` errored (infrastructure)."""
+    n = len(outcomes)
+    return pd.DataFrame({"instance_id": [f"t-{i}" for i in range(n)],
+                         "status": ["error" if i in errored else "completed" for i in range(n)],
+                         "error": ["provider outage" if i in errored else "" for i in range(n)],
+                         "pass_or_fail": ["pass" if o else "fail" for o in outcomes], "mode": "act",
+                         "input_tokens": tokens * 0.9, "output_tokens": tokens * 0.1,
+                         "cost_usd": cost, "duration_s": seconds})
+
+
+def test_secondary_comparisons_are_each_a_paired_mcnemar_test_holm_corrected_together():
+    from helpers.analysis.evidence import secondary_comparisons
+    from helpers.core.stats import mcnemar_exact
+
+    none = arm_frame([0] * 30)
+    learned = arm_frame([1] * 20 + [0] * 10)
+    init = arm_frame([1] * 6 + [0] * 24)
+    team = arm_frame([1] * 12 + [0] * 18)
+    found = secondary_comparisons({"none": none, "learned": learned, "init": init, "team": team})
+    assert [s.pair for s in found] == [("learned", "init"), ("learned", "team"), ("init", "none"), ("team", "none")]
+    assert all(s.status == "compared" for s in found)
+    learned_init, learned_team, init_none, team_none = found
+    assert (learned_init.comparison.b_only, learned_init.comparison.a_only) == (14, 0)
+    raw = [mcnemar_exact(0, 14), mcnemar_exact(0, 8), mcnemar_exact(0, 6), mcnemar_exact(0, 12)]
+    assert [s.comparison.p_value for s in found] == pytest.approx(raw)
+    # Holm by hand: sorted raw p-values times 4, 3, 2, 1, the running maximum carried down
+    order = sorted(range(4), key=lambda i: raw[i])
+    expected, running = [0.0] * 4, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (4 - rank) * raw[i]))
+        expected[i] = running
+    assert [s.p_holm for s in found] == pytest.approx(expected)
+    assert [s.significant for s in found] == [p < 0.05 for p in expected]
+    assert learned_init.p_holm == pytest.approx(4 * raw[0])  # the smallest of four: times four
+    assert "Secondary: learned vs init" in learned_init.summary() and "Holm-adjusted p" in learned_init.summary()
+
+
+def test_a_missing_arm_is_skipped_and_an_errored_arm_is_named_never_read_as_no_rules():
+    from helpers.analysis.evidence import answer_sentence, secondary_comparisons
+    from helpers.core.stats import mcnemar_exact
+
+    frames = {"none": arm_frame([0] * 20), "learned": arm_frame([1] * 12 + [0] * 8), "init": None}
+    states = {"init": {"status": "errored", "why": "codex's init run wrote no AGENTS.md"},
+              "team": {"status": "skipped", "why": "the repository holds no rules file at its base commit"}}
+    found = secondary_comparisons(frames, states)
+    by_pair = {s.pair: s for s in found}
+    assert by_pair[("learned", "init")].status == "errored" and by_pair[("init", "none")].status == "errored"
+    assert "codex's init run wrote no AGENTS.md" in by_pair[("learned", "init")].why
+    assert by_pair[("learned", "team")].status == "skipped" and "no rules file" in by_pair[("team", "none")].why
+    assert all(s.comparison is None for s in found)  # nothing compared: no arm stood in for "no rules"
+    assert answer_sentence("init", by_pair[("learned", "init")]).endswith(
+        "Not answered: the init arm errored: codex's init run wrote no AGENTS.md.")
+    # with one pair compared, Holm's family is that one test: adjusted p = raw p
+    frames["team"] = arm_frame([1] * 4 + [0] * 16)
+    found = secondary_comparisons(frames, states)
+    compared = [s for s in found if s.status == "compared"]
+    assert [s.pair for s in compared] == [("learned", "team"), ("team", "none")]
+    # Holm over the two that ran (m = 2): the smaller p times 2, the larger times 1
+    assert compared[0].p_holm == pytest.approx(2 * mcnemar_exact(0, 8))
+    assert compared[1].p_holm == pytest.approx(mcnemar_exact(0, 4))
+
+
+def test_the_answer_says_yes_no_or_noise_from_the_corrected_test():
+    from helpers.analysis.evidence import answer_sentence, secondary_comparisons
+
+    none = arm_frame([0] * 30)
+    for learned, init, starts in (([1] * 20 + [0] * 10, [0] * 30, "Yes ("),
+                                  ([0] * 30, [1] * 20 + [0] * 10, "No: the init file did better"),
+                                  ([1] * 3 + [0] * 27, [1] * 2 + [0] * 28, "Not shown: the difference is noise")):
+        found = secondary_comparisons({"none": none, "learned": arm_frame(learned), "init": arm_frame(init)})
+        sentence = answer_sentence("init", found[0])
+        assert sentence.startswith("Do the learned rules beat what the agent's own /init writes? " + starts), sentence
+        assert "secondary" in sentence and "Holm-adjusted p" in sentence
+
+
+def test_an_arms_cost_per_run_leaves_infrastructure_errors_out_and_says_when_nothing_was_priced():
+    from helpers.analysis.evidence import arm_cost
+
+    rows = arm_frame([1, 0, 1, 0], tokens=2000.0, cost=0.01, seconds=40.0, errored=(3,))
+    rows.loc[3, "input_tokens"] = 10**9  # an errored run's usage says nothing about the arm
+    assert arm_cost(rows) == {"tokens": pytest.approx(2000.0), "cost_usd": pytest.approx(0.01),
+                              "duration_s": pytest.approx(40.0)}
+    assert arm_cost(arm_frame([1, 0]))["cost_usd"] is None  # unpriced: no dollars, never $0
+    assert arm_cost(None) == {"tokens": None, "cost_usd": None, "duration_s": None}
+
+
+def test_the_baselines_summary_answers_both_questions_with_costs_sizes_and_the_limits_the_agent_reads(isolated):
+    from helpers.analysis.evidence import baselines_summary, evidence_summary
+    from helpers.store.arms import save_arm
+
+    store = RulesetStore("arms")
+    store.save("")
+    store.save("- [r1] Use the house logger.\n", parent=0, loop=0)
+    finished_loop("arms", 0, 0, passes=2, val=2, dry_run=True, tokens=[1000] * 30)
+    finished_loop("arms", 1, 1, passes=24, val=24, rules=1, dry_run=True, tokens=[1100] * 30)
+    with open(loops_path("arms")) as handle:  # the loops ran Codex, whose documented limit is 32 KiB
+        records = [__import__("json").loads(line) | {"agent": "codex"} for line in handle]
+    loops_path("arms").write_text("".join(__import__("json").dumps(r) + "\n" for r in records))
+    big = "- Keep the changelog.\n" * 2000  # ~44 KB: over Codex's 32 KiB
+    save_arm("arms", "init", {"status": "ran", "label": "codex's /init", "text": big, "dry_run": True},
+             arm_frame([1] * 6 + [0] * 24, tokens=1500.0, seconds=20.0))
+    save_arm("arms", "team", {"status": "skipped", "why": "the repository holds no rules file at its base commit"})
+    summary = baselines_summary("arms")
+    assert summary.startswith("SCRIPTED DRY RUN")
+    assert "Do the learned rules beat what the agent's own /init writes? Yes (+60.0 points" in summary
+    assert ("Do the learned rules beat the file the team already has? Not answered: no team arm: the repository "
+            "holds no rules file at its base commit.") in summary
+    assert f"- init (codex's /init): 0.20 on 30 test tasks; 1,500 tokens, scripted: no charge, 20 s per run; file {len(big):,} bytes" in summary
+    assert "- team (the team's file): skipped" not in summary and "- team (team): skipped: the repository holds" in summary
+    assert "Secondary: init vs none" in summary and "Secondary: team vs none: skipped" in summary
+    assert f"Size warning: the init arm's rules file is {len(big):,} bytes, over codex's documented limit of 32,768 bytes" in summary
+    assert "Holm-corrected together" in summary
+    assert "Do the learned rules beat what the agent's own /init writes?" in evidence_summary("arms")
+
+
+def test_the_baselines_table_and_forest_plot_show_each_arm_against_no_rules_and_name_the_arms_that_did_not_run(isolated):
+    from helpers.analysis.baseline_plots import plot_baselines
+    from helpers.analysis.evidence import baselines_result, baselines_table
+    from helpers.store.arms import save_arm
+
+    store = RulesetStore("table")
+    store.save("")
+    store.save("- [r1] Use the house logger.\n", parent=0, loop=0)
+    finished_loop("table", 0, 0, passes=2, val=2, dry_run=True)
+    finished_loop("table", 1, 1, passes=24, val=24, rules=1, dry_run=True)
+    save_arm("table", "init", {"status": "errored", "why": "codex's init run wrote no AGENTS.md", "label": "codex's /init"})
+    save_arm("table", "team", {"status": "ran", "label": "the team's AGENTS.md", "text": "- Log through the logger.\n"},
+             arm_frame([1] * 8 + [0] * 22))
+    table = baselines_table("table").set_index("arm")
+    assert list(table.index) == ["none", "learned", "init", "team"] and set(table["data"]) == {"SCRIPTED"}
+    assert table.loc["learned", "vs none (points, 95% CI)"].startswith("+73.3 (") and "(primary)" in table.loc["learned", "p"]
+    assert table.loc["team", "vs none (points, 95% CI)"].startswith("+20.0 (") and "Holm-adjusted" in table.loc["team", "p"]
+    assert table.loc["init", "status"] == "errored" and pd.isna(table.loc["init", "test accuracy"])  # never a 0
+    assert table.loc["init", "why"] == "codex's init run wrote no AGENTS.md"
+    assert table.loc["team", "bytes"] == len("- Log through the logger.\n") and table.loc["team", "rules"] == 1
+    figure = plot_baselines(baselines_result("table"), "table")
+    ax = figure.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[1] == "init: errored: codex's init run wrote no AGENTS.md" and labels[0].startswith("learned (v1): p = ")
+    assert len(ax.containers) == 2  # a point with its interval for learned and team only
+    assert "SCRIPTED DRY RUN" in ax.get_title()
+
+
 def test_the_summary_says_how_errored_pairs_were_counted(isolated):
     from helpers.core.outcomes import run_outcome
 

@@ -198,6 +198,9 @@ def test_the_cookbook_notebooks_take_what_their_tests_and_the_readme_pass():
     tiny = {"TRAIN_SIZE": 3, "TEST_SIZE": 3, "LOOPS": 2, "WORKERS": 2, "DRY_RUN": True}
     check_parameters(NOTEBOOKS / "quickstart.ipynb", {**tiny, "EXPERIMENT": "ci", "PHOENIX_URL": "http://127.0.0.1:1"})
     check_parameters(NOTEBOOKS / "02_optimize_cline_act.ipynb", {**tiny, "TASK_SOURCE": "house", "EXPERIMENT": "x"})
+    for name in ("quickstart", "02_optimize_cline_act"):  # the exercises' parameters, as make notebook passes them
+        check_parameters(NOTEBOOKS / f"{name}.ipynb", {"START_RULES": "my_rules.md", "JUDGE_PROMPT_FILE": "judge.txt",
+                                                      "OPTIMIZER_PROMPT_FILE": "optimizer.txt", "RULES_MAX_TOKENS": 100})
     check_parameters(NOTEBOOKS / "04_cline_plan_mode.ipynb", {**tiny, "EXPERIMENT": "ci-plan"})
     check_parameters(NOTEBOOKS / "01_dataset_split.ipynb", {"TASK_SOURCE": "x.jsonl", "SPLIT_STRATEGY": "by_repo"})
     check_parameters(NOTEBOOKS / "00_setup.ipynb", {"PHOENIX_URL": "http://127.0.0.1:1"})
@@ -268,3 +271,50 @@ def test_a_run_stopped_with_sigterm_still_leaves_a_scrubbed_notebook(tmp_path):
     os.kill(run.pid, signal.SIGTERM)
     assert run.wait(timeout=120) == 130
     assert output.exists() and str(REPO_ROOT) not in output.read_text() and "<repo>" in output.read_text()
+
+
+def refusing_notebook(folder):
+    """Prints a line per section and a figure-sized output; refuses LOOPS over 5 in its second section, as the
+    quickstart refuses changed instructions under an old EXPERIMENT."""
+    return talking_notebook(folder, "if LOOPS > 5:\n    raise ValueError('refused: choose another EXPERIMENT name')\n"
+                                    "print('loop 0: train 2/4 passed', 'x' * 5000)")
+
+
+def test_a_refused_rerun_leaves_the_earlier_finished_copy_byte_for_byte_and_writes_its_own_beside_it(tmp_path, capfd):
+    notebook, output = refusing_notebook(tmp_path), tmp_path / "out" / "talk.ipynb"
+    assert main([str(notebook), "LOOPS=2", "-o", str(output)]) == 0
+    earlier = output.read_bytes()
+    for _ in range(2):  # refused twice: the finished copy stays, the latest refusal is beside it
+        assert main([str(notebook), "LOOPS=9", "-o", str(output)]) == 1
+        assert output.read_bytes() == earlier
+        stopped = output.with_name("talk.stopped.ipynb")
+        assert "refused: choose another EXPERIMENT name" in stopped.read_text()
+        assert output.with_name("talk.stopped.log").exists() and not output.with_suffix(".log").exists()
+        err = capfd.readouterr().err
+        assert "ValueError: refused" in err and f"kept as it was: {output}" in err and "talk.stopped.ipynb" in err
+    assert sorted(p.name for p in output.parent.iterdir()) == ["talk.ipynb", "talk.stopped.ipynb", "talk.stopped.log"]
+    assert main([str(notebook), "LOOPS=3", "-o", str(output)]) == 0  # a finished run replaces it, and the refusal goes
+    assert sorted(p.name for p in output.parent.iterdir()) == ["talk.ipynb"]
+
+
+def test_a_stopped_run_replaces_an_earlier_copy_that_stopped_too(tmp_path):
+    notebook, output = refusing_notebook(tmp_path), tmp_path / "out" / "talk.ipynb"
+    assert main([str(notebook), "LOOPS=9", "-o", str(output)]) == 1  # no earlier copy: the stopped one is the copy
+    assert "refused" in output.read_text() and output.with_suffix(".log").exists()
+    assert main([str(notebook), "LOOPS=8", "-o", str(output)]) == 1
+    assert "LOOPS = 8" in output.read_text() and not output.with_name("talk.stopped.ipynb").exists()
+
+
+def test_params_given_as_one_string_are_split_as_a_shell_splits_them_quoted_lines_included(tmp_path):
+    """`make notebook PARAMS="..."` passes PARAMS this way: a prompt of two lines arrives whole."""
+    notebook = tmp_path / "prompt.ipynb"
+    book = nbformat.v4.new_notebook()
+    book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    parameters = nbformat.v4.new_code_cell("JUDGE_PROMPT = None\nLOOPS = 1")
+    parameters.metadata["tags"] = ["parameters"]
+    book.cells = [parameters, nbformat.v4.new_code_cell(f"open({str(tmp_path / 'seen.txt')!r}, 'w').write(f'{{LOOPS}}|{{JUDGE_PROMPT}}')")]
+    nbformat.write(book, notebook)
+    assert main([str(notebook), "LOOPS=1", "--params", "LOOPS=2 JUDGE_PROMPT='Be terse.\nAnswer with JSON.'",
+                 "-o", str(tmp_path / "out.ipynb")]) == 0
+    assert (tmp_path / "seen.txt").read_text() == "2|Be terse.\nAnswer with JSON."
+    assert main([str(notebook), "--params", "JUDGE_PROMPT='unclosed"]) == 2

@@ -299,3 +299,33 @@ def test_pairs_stay_together_so_a_constant_relative_change_has_no_spread():
     assert (low, high) == pytest.approx((0.2, 0.2))
     unpaired_would_spread = paired_bootstrap(TOKENS_A, np.roll(1.2 * TOKENS_A, 1), mean_ratio)
     assert unpaired_would_spread[1] - unpaired_would_spread[0] > 0.05
+
+
+def holm_by_hand(p_values):
+    """Holm's adjusted p-values written from the definition: the i-th smallest is max over j <= i of
+    (m - j) * p_(j), capped at 1 (an independent computation, not the library's loop)."""
+    m = len(p_values)
+    ranked = sorted(range(m), key=lambda i: p_values[i])
+    out = [0.0] * m
+    for position, index in enumerate(ranked):
+        out[index] = min(1.0, max((m - j) * p_values[ranked[j]] for j in range(position + 1)))
+    return out
+
+
+def test_holm_adjusted_p_values_match_the_definition_on_a_worked_example_and_on_random_families():
+    from helpers.core.stats import holm_adjust
+
+    assert holm_adjust([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm_adjust([0.5, 0.9]) == [1.0, 1.0]  # capped at 1
+    rng = np.random.default_rng(7)
+    for m in (1, 2, 4, 7):
+        for _ in range(50):
+            family = list(rng.uniform(0, 0.2, size=m))
+            assert holm_adjust(family) == pytest.approx(holm_by_hand(family))
+
+
+def test_holm_leaves_a_missing_p_value_out_of_the_family_and_missing():
+    from helpers.core.stats import holm_adjust
+
+    adjusted = holm_adjust([0.02, math.nan, 0.04])
+    assert math.isnan(adjusted[1]) and adjusted[0] == pytest.approx(0.04) and adjusted[2] == pytest.approx(0.04)

@@ -256,7 +256,7 @@ def session_at(agent_url, judge_url="https://api.openai.com/v1"):
 
 
 def test_an_unpriced_model_is_never_shown_as_free_in_the_loop_line_or_table():
-    from helpers.engine.loop import cost_label, loop_cost
+    from helpers.engine.loop import cost_label, loop_cost  # re-exported from loop_lines
 
     sides = {"train": judged_rows([None, None], [None, None]), "test": judged_rows([None], [None])}
     record = {"loop": 0, **loop_cost(sides, {"cost_usd": 0.0, "unpriced": True}, session_at("https://models.example/v1"))}

@@ -294,3 +294,18 @@ def test_exporting_into_a_team_file_flags_its_planted_line_and_keeps_it_byte_for
 def test_an_unknown_version_names_the_saved_ones(store):
     with pytest.raises(LookupError, match=r"saved versions: \[0, 1, 2\]"):
         store.load(9)
+
+
+def test_exporting_a_file_past_an_agents_documented_limit_writes_it_whole_and_warns_naming_the_agent(store, tmp_path):
+    from helpers.core.rules_limits import RulesSizeWarning
+
+    project = tmp_path / "big"
+    project.mkdir()
+    long = "".join(f"- [R{i}] Write the changelog entry for change number {i} in the house format.\n" for i in range(1, 600))
+    version = store.save(long, parent=2, loop=5)
+    with pytest.warns(RulesSizeWarning, match="over codex's documented limit of 32,768 bytes"):
+        written = store.export(version, project, format="AGENTS.md")
+    assert parse_rules_text(written.read_text()) == store.rules(version)  # written whole: the warning stops nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        store.export(version, project, format="GEMINI.md")  # the Gemini CLI documents no limit: nothing said
