@@ -62,8 +62,8 @@
 - What a call may ask (allowlist.py, docs/security.md): per wire format, the top-level fields the product's
   roles send, client-run function tools only (Cline's Anthropic `web_search_20250305` is removed and noted in
   the record's `changed`), no content the provider would fetch or read from its own store, the output capped at
-  the token's role's `GATEWAY_OUTPUT_TOKENS` (set where the request names none); anything else a 403 naming the
-  field. What is forwarded is the gateway's own serialisation of what it checked. Client headers outside an
+  the token's role's `GATEWAY_OUTPUT_TOKENS` (every cap field it names; set where it names none); anything else
+  a 403 naming the field (a `model` that is not a string: 400). Query parameters outside `QUERY` are dropped. What is forwarded is the gateway's own serialisation of what it checked. Client headers outside an
   allow-list are dropped (`anthropic-beta` keeps the betas the CLIs send).
 - Caps (intake.py): a body over GATEWAY_MAX_REQUEST_BYTES gets 413 before it is read, one slower than
   GATEWAY_BODY_TIMEOUT_S 408; the request bytes all calls hold at once, open connections (503) and one token's
@@ -71,7 +71,8 @@
 - Budget (budget.py): each call reserves its worst case (its input's bytes and its output cap, priced) before it
   is forwarded and settles at its metered cost; one that fits once calls under way settle waits for them, one
   that cannot fit gets 429 with a JSON error and the header `x-gateway-budget: spent`; its record says status
-  "budget". It also says not to wait and ask again (`x-should-retry: false`, `retry-after-ms: 0`). So calls at
+  "budget". A call whose worst case is more than the whole budget (it could never go) is the caller's own
+  error: 413 "call_exceeds_budget", its record's status 413, never the spent budget's. It also says not to wait and ask again (`x-should-retry: false`, `retry-after-ms: 0`). So calls at
   once cannot pass the budget (within what a provider counts beyond the bound: docs/security.md).
 - Prompt cache: each record's `cached_tokens` is the part of its input the provider read from its prompt
   cache, as the answer reports it (metering.py), and `usage()` sums it; None when the answer does not say.

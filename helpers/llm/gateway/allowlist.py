@@ -88,9 +88,23 @@ ANTHROPIC_BETAS = {  # what Claude Code 2.1 and Cline 3 send; a server-side tool
     "structured-outputs-2025-11-13", "fine-grained-tool-streaming-2025-05-14", "token-efficient-tools-2025-02-19",
     "prompt-caching-2024-07-31",
 }
-# The output cap's field, by wire format (chat: the first the request names, else by model: helpers.llm.client)
-CAP_FIELDS = {"responses": ("max_output_tokens",), "anthropic": ("max_tokens",),
-              "gemini": ("maxOutputTokens", "max_output_tokens")}
+# The output cap's fields, by wire format: each one a request names is clamped, and the call is reserved at the
+# largest forwarded; one that names none is given the first (chat: by model, as helpers.llm.client names it)
+CAP_FIELDS = {"chat": ("max_tokens", "max_completion_tokens"), "responses": ("max_output_tokens",),
+              "anthropic": ("max_tokens",), "gemini": ("maxOutputTokens", "max_output_tokens")}
+# A chat message's own fields that pass, each with ANY or the values that pass: what the product's clients send
+# and echo back (the OpenAI SDK's assistant message carries `refusal`, `annotations`, `audio: null`); a reference
+# to something the provider stored (`audio: {id}`) is none of them.
+MESSAGE_FIELDS = {"chat": {"role": ANY, "content": ANY, "name": ANY, "tool_calls": ANY, "tool_call_id": ANY,
+                           "function_call": ANY, "refusal": ANY, "annotations": ANY, "reasoning_content": ANY,
+                           "reasoning": ANY, "reasoning_details": ANY, "cache_control": ANY, "audio": (None,)}}
+# Query parameters that pass, by wire format: what the product's clients send (Gemini's stream format, the
+# Anthropic SDK's `beta=true`); every other one is dropped and noted (`$fields` or `alt=proto` would change the
+# answer the meter reads). The token's own `key=` is never forwarded.
+QUERY = {"gemini": {("alt", "sse")}, "anthropic": {("beta", "true")}}
+# Keys of a content part (or of the object its kind names) that point the provider at something to fetch, as a
+# string or as an object holding one: only an inline `data:` URL passes
+_URL_KEYS = ("url", "uri", "image_url", "audio_url", "video_url", "file_url", "document_url", "fileUri", "file_uri")
 
 
 @dataclass
@@ -217,6 +231,9 @@ def _content(api: str, screened: Screened) -> str | None:
             return f"a content part is {why}"
         kind = "message" if message and (api != "responses" or part.get("type", "message") == "message") \
             else _kind(api, part)
+        why = _message_fields(api, part) if kind == "message" and message else None
+        if why:
+            return why
         if kind not in PART_TYPES[api]:
             return f"a content part of type {kind!r} is not forwarded (a provider-side item, tool or reference)"
         screened.media_parts += kind in MEDIA_PARTS
@@ -229,6 +246,17 @@ def _content(api: str, screened: Screened) -> str | None:
     return None
 
 
+def _message_fields(api: str, message: dict[str, Any]) -> str | None:
+    """Why a message's own fields may not go (one MESSAGE_FIELDS does not name, or a value it does not pass)."""
+    fields = MESSAGE_FIELDS.get(api)
+    for name, value in message.items() if fields is not None else ():
+        if name not in fields:
+            return f"a message's field {name!r} is not one the gateway forwards on the {api} API"
+        if fields[name] is not ANY and value not in fields[name]:
+            return f"a message's {name}={value!r} is not forwarded (a reference to what the provider stored)"
+    return None
+
+
 def _kind(api: str, part: dict[str, Any]) -> Any:
     if api == "gemini":  # a part is keyed by its kind
         kinds = sorted(set(part) - _GEMINI_PART_EXTRAS)
@@ -237,14 +265,15 @@ def _kind(api: str, part: dict[str, Any]) -> Any:
 
 
 def _reference(kind: str, part: dict[str, Any]) -> str | None:
-    """Why a part makes the provider fetch or read something (a URL, a stored file), else None."""
+    """Why a part makes the provider fetch or read something (a URL in any shape, a stored file), else None."""
     inner = part.get(kind) if isinstance(part.get(kind), dict) else part
     source = inner.get("source") if isinstance(inner.get("source"), dict) else {}
-    url = inner.get("url") if kind == "image_url" else inner.get("image_url") if kind == "input_image" else None
-    if isinstance(url, dict):
-        url = url.get("url")
-    if url is not None and not (isinstance(url, str) and url.startswith("data:")):
-        return f"a {kind} part by URL is not forwarded (the provider would fetch it): send the image inline"
+    for holder in (part, inner):
+        for key in _URL_KEYS:
+            url = holder.get(key)
+            url = next((url[k] for k in _URL_KEYS if k in url), None) if isinstance(url, dict) else url
+            if url is not None and not (isinstance(url, str) and url.startswith("data:")):
+                return f"a {kind} part by URL ({key!r}) is not forwarded (the provider would fetch it): send it inline"
     if source and source.get("type") not in ("base64", "text", "content"):
         return f"a {kind} part whose source is {source.get('type')!r} is not forwarded: send it inline"
     named = [key for key in _REFERENCES if inner.get(key)]
@@ -254,34 +283,49 @@ def _reference(kind: str, part: dict[str, Any]) -> str | None:
 
 
 def _cap(api: str, screened: Screened, cap: int, model: str) -> None:
-    """Clamps the request's output cap to `cap`, or sets it where the request names none."""
+    """Clamps every output cap the request names to `cap` (or sets one where it names none); the call is reserved
+    at the largest forwarded, so naming a small cap beside a large one cannot lower its reservation."""
+    from helpers.llm.client import REASONING_MODELS
+
     body = screened.body
     if api == "gemini":
         key = "generationConfig" if "generationConfig" in body or "generation_config" not in body else "generation_config"
         config = dict(body.get(key) or {})
         body[key] = config
-        target, names = config, CAP_FIELDS["gemini"]
+        target = config
     else:
-        from helpers.llm.client import REASONING_MODELS
-
         target = body
-        names = CAP_FIELDS.get(api) or (("max_completion_tokens", "max_tokens") if model.startswith(REASONING_MODELS)
-                                        else ("max_tokens", "max_completion_tokens"))
+    names = CAP_FIELDS[api]
+    if api == "chat" and model.startswith(REASONING_MODELS):
+        names = names[::-1]  # a reasoning model takes max_completion_tokens only
     present = [name for name in names if name in target]
     for name in present:
         asked = target[name]
         if not isinstance(asked, int) or isinstance(asked, bool) or asked > cap or asked < 1:
             screened.changes.append(f"{name} {asked!r} capped at {cap}")
             target[name] = cap
-        screened.output_tokens = min(screened.output_tokens, target[name])
     if not present:
         target[names[0]] = cap
         screened.changes.append(f"{names[0]} set to {cap}")
+    screened.output_tokens = max(target[name] for name in names if name in target)
     if api == "gemini":
         for name in ("candidateCount", "candidate_count"):
             if config.get(name, 1) != 1:
                 config[name] = 1
                 screened.changes.append(f"{name} set to 1")
+
+
+def forwarded_query(api: str, path: str, query: str) -> tuple[str, list[str]]:
+    """The query string that goes upstream (the pairs QUERY names for `api`; Gemini's `alt=sse` only on
+    :streamGenerateContent) and the names of the parameters dropped (`key`, the token, is dropped unnamed)."""
+    from urllib.parse import parse_qsl, urlencode
+
+    allowed = QUERY.get(api, set())
+    if api == "gemini" and not path.endswith(":streamGenerateContent"):
+        allowed = set()
+    pairs = parse_qsl(query, keep_blank_values=True)
+    kept = [(k, v) for k, v in pairs if (k, v) in allowed]
+    return urlencode(kept), [k for k, v in pairs if (k, v) not in allowed and k != "key"]
 
 
 def forwarded_headers(headers: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -303,4 +347,4 @@ def forwarded_headers(headers: Mapping[str, str]) -> tuple[dict[str, str], list[
     return kept, dropped
 
 
-__all__ = ["Screened", "screen", "forwarded_headers", "FIELDS", "TOOL_TYPES", "STRIPPED", "PART_TYPES", "HEADERS", "ANTHROPIC_BETAS"]  # documented in CODE_APPENDIX.md
+__all__ = ["Screened", "screen", "forwarded_headers", "forwarded_query", "MESSAGE_FIELDS", "QUERY", "FIELDS", "TOOL_TYPES", "STRIPPED", "PART_TYPES", "HEADERS", "ANTHROPIC_BETAS"]  # documented in CODE_APPENDIX.md

@@ -66,6 +66,9 @@ def refusal(method: str, path: str, base_url: str, body: dict[str, Any], models:
                                    if method == "POST" else [])
         return f"{method} {path} is not a model endpoint this gateway forwards (allowed: {', '.join(shown) or 'none'})"
     model = model_of(path, body)
+    if method == "POST" and not model and (models is not None or budget_usd is not None):
+        return ("the call names no model (`model` absent, null or empty): under a model list or a budget every call "
+                "names the model it calls")
     if models is not None and model is not None and model not in models:
         return f"model {model!r} is not one this run may call (configured: {', '.join(sorted(models))})"
     # the scripted model has no price and charges nothing: any budget is kept with it
@@ -73,6 +76,14 @@ def refusal(method: str, path: str, base_url: str, body: dict[str, Any], models:
         return (f"model {model!r} has no price, so the budget of ${budget_usd:.2f} cannot be kept: add it to "
                 "PRICE_OVERRIDES in helpers/core/config.py, or run without a budget")
     return None
+
+
+def malformed_model(body: dict[str, Any]) -> str | None:
+    """Why a body's `model` is not a model's id (present, and neither a string nor null), else None."""
+    model = body.get("model")
+    if model is None or isinstance(model, str):
+        return None
+    return f"the field 'model' must be a string naming the model (got a JSON {type(model).__name__})"
 
 
 def model_of(path: str, body: dict[str, Any]) -> Any:
@@ -101,7 +112,7 @@ def api_of(path: str, headers: Mapping[str, str] | None = None) -> str:
     return "gemini" if google or "x-goog-api-key" in (headers or {}) else "chat"
 
 
-__all__ = ["upstream_path", "refusal", "model_of", "streams", "api_of", "ENDPOINTS"]  # documented in CODE_APPENDIX.md
+__all__ = ["upstream_path", "refusal", "malformed_model", "model_of", "streams", "api_of", "ENDPOINTS"]  # documented in CODE_APPENDIX.md
 
 
 def is_transient(status: int | str | None) -> bool:

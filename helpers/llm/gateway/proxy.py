@@ -19,18 +19,17 @@ from aiohttp import web
 from yarl import URL
 
 from helpers.core import config
-from helpers.llm.gateway.allowlist import Screened, screen
+from helpers.llm.gateway.allowlist import Screened, forwarded_query, screen
 from helpers.llm.gateway.budget import Ledger, worst_case_usd
 from helpers.llm.gateway.intake import BodyBytes, BodyRefused, capped, read_body
 from helpers.llm.gateway.metering import Meter, decoded_body, json_or_none
-from helpers.llm.gateway.policy import (api_of, error_response, healthz, model_of, no_more_retries, refusal, streams,
-                                        upstream_path)
+from helpers.llm.gateway.policy import (api_of, error_response, healthz, malformed_model, model_of, no_more_retries,
+                                        refusal, streams, upstream_path)
 from helpers.llm.gateway.pool import POOL_PAUSE_STATUS, Pool
 from helpers.llm.gateway.records import COUNTS, CallRecords
 from helpers.llm.gateway.relay import (READ_ERRORS, Limits, Stream, UpstreamFault, check_json, client_left, note,
                                         read_fault, relay)
-from helpers.llm.gateway.upstreams import (Upstream, client_headers, scrub, scrub_bytes, token_of, upstream_headers,
-                                           without_key)
+from helpers.llm.gateway.upstreams import Upstream, client_headers, scrub, scrub_bytes, token_of, upstream_headers
 from helpers.llm.gateway.tracing import RECORD_FIELDS
 from helpers.llm.retries import TryAgain, is_retryable, policy, retry_after_s
 
@@ -260,6 +259,13 @@ class Gateway(CallRecords):
         counts = path.endswith(COUNTS) or screened is None
         worst = 0.0 if counts or self.budget_usd is None else \
             worst_case_usd(record["model"], len(body), screened.media_parts, screened.output_tokens)
+        if self.budget_usd is not None and worst > self.budget_usd:  # never fits, spent or not: the caller's own
+            record.update(status=413, input_tokens=0, output_tokens=0, cost_usd=0.0, error="worst case over the budget")
+            self._finish(token, record, started, body, asked, b"", Meter())
+            return error_response(413, f"gateway: refused: this call's worst case (${worst:.4f}: its input and "
+                                       f"output cap at the model's prices) is more than the whole budget of "
+                                       f"${self.budget_usd:.2f}; send less or ask for fewer output tokens",
+                                  "call_exceeds_budget", api=api)
         if not await self._ledger.reserve(worst):
             record.update(status="budget", input_tokens=0, output_tokens=0, cost_usd=0.0,
                           error=f"budget of ${self.budget_usd:.2f} spent")
@@ -322,6 +328,8 @@ class Gateway(CallRecords):
         if request.method != "GET" and not isinstance(asked, dict):
             return error_response(400, "gateway: the request body is not a JSON object", "invalid_request", api=api)
         asked = asked if isinstance(asked, dict) else {}
+        if malformed_model(asked):
+            return error_response(400, f"gateway: refused: {malformed_model(asked)}", "invalid_request", api=api)
         where = upstream_path(request.raw_path, name)
         models = client.get("models", self.models.get(name))
         why = where if isinstance(where, str) else refusal(request.method, where[0], upstream.url, asked, models,
@@ -334,7 +342,10 @@ class Gateway(CallRecords):
             why = screened if isinstance(screened, str) else None
         if why is not None:
             return error_response(403, f"gateway: refused: {why}", "forbidden", api=api)
-        return where[0], without_key(where[1]), asked, screened
+        query, dropped = forwarded_query(api_of(where[0]), where[0], where[1])
+        if screened is not None:
+            screened.changes += [f"query parameter {name!r} dropped" for name in dropped]
+        return where[0], query, asked, screened
 
     async def _send(self, request: web.Request, upstream: Upstream, body: bytes,
                     record: dict) -> tuple[aiohttp.ClientResponse, bytes | Stream]:

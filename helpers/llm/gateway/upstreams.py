@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Mapping
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl
 
 from helpers.core import config
 
@@ -45,12 +45,6 @@ def token_of(headers: Mapping[str, str], query: str = "") -> str | None:
         return authorization[7:].strip()
     return (headers.get("x-api-key") or headers.get("x-goog-api-key")
             or dict(parse_qsl(query)).get("key") or None)
-
-
-def without_key(query: str) -> str:
-    """`query` without a `key=` parameter: a token (or a key) in the URL is never forwarded."""
-    pairs = parse_qsl(query, keep_blank_values=True)
-    return urlencode([(k, v) for k, v in pairs if k != "key"]) if any(k == "key" for k, _ in pairs) else query
 
 
 def upstream_headers(client_headers: Mapping[str, str], upstream: Upstream) -> dict[str, str]:

@@ -82,13 +82,27 @@ def test_a_call_that_names_no_output_cap_is_given_its_roles_cap_in_each_wire_for
     assert (bodies[0]["max_tokens"], bodies[1]["max_completion_tokens"], bodies[2]["max_output_tokens"]) == (cap,) * 3
 
 
-def test_a_call_whose_worst_case_cannot_fit_is_refused_before_it_goes(server):
+def test_a_call_whose_worst_case_is_more_than_the_whole_budget_is_the_callers_own_refusal_not_a_spent_budget(server):
     with gateway_on(server, budget_usd=0.01) as gateway:  # 16,384 output tokens of o1-pro: far more than $0.01
         token = gateway.issue_token("agent", role="agent")
         answer = post(gateway, "/chat/completions", token, {"model": "o1-pro", "messages": USER})
-    assert answer.status_code == 429 and answer.headers[BUDGET_HEADER] == "spent"
-    assert "worst case" in answer.json()["error"]["message"] and server.requests == []
-    assert gateway.last_status(token) == "budget"
+        padded = post(gateway, "/chat/completions", token,  # 400 KB of input on a cheap model, output capped small
+                      {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "x" * 400_000}], "max_tokens": 1})
+    for refused in (answer, padded):
+        assert refused.status_code == 413 and BUDGET_HEADER not in refused.headers
+        assert "more than the whole budget" in refused.json()["error"]["message"]
+    assert server.requests == [] and gateway.last_status(token) == 413 and gateway.spent_usd == 0
+
+
+def test_a_call_that_fits_the_whole_budget_but_not_what_is_left_gets_the_spent_budgets_status(server):
+    with gateway_on(server, budget_usd=0.0008) as gateway:  # each call fits $0.0008 whole (worst case ~$0.0006)
+        token = gateway.issue_token("agent", role="agent")
+        statuses = [post(gateway, "/chat/completions", token,
+                         {"model": "gpt-4.1", "messages": USER, "max_tokens": 50}) for _ in range(6)]
+    refused = [a for a in statuses if a.status_code != 200]
+    assert statuses[0].status_code == 200 and refused  # the first fit the whole budget and what was left
+    assert all(a.status_code == 429 and a.headers[BUDGET_HEADER] == "spent" for a in refused)
+    assert gateway.last_status(token) == "budget" and gateway.spent_usd <= 0.0008
 
 
 # --- each token opens its role's model only ----------------------------------------------------------
