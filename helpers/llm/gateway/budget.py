@@ -5,6 +5,8 @@ A call's worst case is its input's upper bound (its JSON bytes: a token is at le
 config.GATEWAY_MEDIA_PART_TOKENS per image or document part) and its output cap (allowlist.py clamps or sets it),
 priced by helpers.llm.pricing at the model's rates for that many tokens. A reservation that fits once the calls
 under way settle waits for them; one that cannot fit even then is refused at once ("budget", as a spent budget).
+One whose worst case is more than the whole budget is refused before it gets here (proxy.py: 413, the caller's own
+error, never a spent budget's status).
 The reservations are made and settled on the gateway's event loop; `spent_usd` is read from any thread.
 """
 
