@@ -415,3 +415,110 @@ def test_a_gemini_call_is_given_its_roles_output_cap(server):
     assert answer.status_code == 200
     assert server.requests[-1]["body"]["generationConfig"] == {"maxOutputTokens": config.GATEWAY_OUTPUT_TOKENS["agent"],
                                                                "candidateCount": 1}
+
+
+# --- round 3 (issue 47): the classes the red team's breaks belong to -------------------------------------------
+@pytest.mark.parametrize("path, body, settings", [
+    ("/chat/completions", {"model": "", "messages": USER}, {"models": {"agent": ["gpt-4.1"]}}),
+    ("/chat/completions", {"messages": USER}, {"budget_usd": 5}),
+    ("/responses", {"model": None, "input": "hi"}, {"budget_usd": 5}),
+    ("/messages", {"max_tokens": 10, "messages": USER}, {"models": {"agent": ["gpt-4.1"]}}),
+])
+def test_a_call_naming_no_model_is_refused_under_a_model_list_or_a_budget_on_every_endpoint(server, path, body, settings):
+    with gateway_on(server, **settings) as gateway:
+        answer = post(gateway, path, gateway.issue_token("agent", role="agent"), body)
+    assert answer.status_code == 403 and "names no model" in answer.text and server.requests == []
+
+
+@pytest.mark.parametrize("model", [5, True, ["gpt-4.1"], {"id": "gpt-4.1"}])
+@pytest.mark.parametrize("settings", [{}, {"budget_usd": 5, "models": {"agent": ["gpt-4.1"]}}])
+def test_a_model_that_is_not_a_string_is_a_400_naming_the_field_with_or_without_a_budget(server, model, settings):
+    with gateway_on(server, **settings) as gateway:
+        answer = post(gateway, "/chat/completions", gateway.issue_token("agent"), {"model": model, "messages": USER})
+    assert answer.status_code == 400 and "'model' must be a string" in answer.text and server.requests == []
+
+
+@pytest.mark.parametrize("path, part", [
+    ("/chat/completions", {"type": "image_url", "image_url": "https://x.example/a.png"}),
+    ("/chat/completions", {"type": "image_url", "image_url": {"url": "https://x.example/a.png"}}),
+    ("/chat/completions", {"type": "image_url", "url": "https://x.example/a.png"}),
+    ("/chat/completions", {"type": "file", "file": {"file_url": "https://x.example/a.pdf"}}),
+    ("/chat/completions", {"type": "input_audio", "input_audio": {"url": "https://x.example/a.wav"}}),
+    ("/responses", {"type": "input_image", "image_url": {"url": "https://x.example/a.png"}}),
+    ("/responses", {"type": "input_file", "file_url": {"uri": "gs://bucket/a.pdf"}}),
+])
+def test_a_content_part_naming_a_url_in_any_shape_is_refused(server, path, part):
+    messages = [{"role": "user", "content": [part]}]
+    body = {"model": "gpt-4.1", **({"input": messages} if path == "/responses" else {"messages": messages})}
+    with gateway_on(server) as gateway:
+        answer = post(gateway, path, gateway.issue_token("agent"), body)
+    assert answer.status_code == 403 and "by URL" in answer.text and server.requests == []
+
+
+def test_an_image_as_an_inline_data_url_passes_in_either_shape(server):
+    data = "data:image/png;base64,iVBORw0KGgo="
+    parts = [{"type": "image_url", "image_url": data}, {"type": "image_url", "image_url": {"url": data}}]
+    with gateway_on(server) as gateway:
+        answer = post(gateway, "/chat/completions", gateway.issue_token("agent"),
+                      {"model": "gpt-4.1", "messages": [{"role": "user", "content": parts}]})
+    assert answer.status_code == 200 and server.requests[-1]["body"]["messages"][0]["content"] == parts
+
+
+def test_a_small_output_cap_beside_a_large_one_cannot_lower_the_reservation(server):
+    # gpt-4.1 at $8/M output: 16,384 tokens cost $0.131, more than a $0.05 budget; 1 token fits it
+    with gateway_on(server, budget_usd=0.05) as gateway:
+        token = gateway.issue_token("agent", role="agent")
+        small = post(gateway, "/chat/completions", token, {"model": "gpt-4.1", "messages": USER, "max_tokens": 1})
+        both = post(gateway, "/chat/completions", token, {"model": "gpt-4.1", "messages": USER, "max_tokens": 1,
+                                                          "max_completion_tokens": 10_000_000})
+    assert small.status_code == 200 and both.status_code == 413 and len(server.requests) == 1
+
+
+def test_every_output_cap_a_chat_call_names_is_clamped_to_its_roles_cap(server):
+    cap = config.GATEWAY_OUTPUT_TOKENS["judge"]
+    with gateway_on(server) as gateway:
+        post(gateway, "/chat/completions", gateway.issue_token("agent", role="judge"),
+             {"model": "gpt-4.1", "messages": USER, "max_tokens": 10**9, "max_completion_tokens": "many"})
+        record, = gateway.calls()
+    forwarded = server.requests[-1]["body"]
+    assert (forwarded["max_tokens"], forwarded["max_completion_tokens"]) == (cap, cap) and len(record["changed"]) == 2
+
+
+def test_query_parameters_outside_the_allow_list_are_dropped_and_noted(server):
+    with gateway_on(server) as gateway:
+        token = gateway.issue_token("agent")
+        httpx.post(gateway.url_for("agent") + "/chat/completions?api-version=x&stream=true&$fields=a", timeout=60,
+                   json={"model": "gpt-4.1", "messages": USER}, headers={"Authorization": f"Bearer {token}"})
+        record, = gateway.calls()
+    assert "?" not in server.requests[-1]["path"] and "?" not in record["path"]
+    assert [c for c in record["changed"] if "query" in c] == [
+        "query parameter 'api-version' dropped", "query parameter 'stream' dropped", "query parameter '$fields' dropped"]
+
+
+def test_the_query_parameters_the_clients_send_pass_where_they_belong(server):
+    contents = [{"role": "user", "parts": [{"text": "hi"}]}]
+    with gateway_on(server, kind="gemini") as gemini:
+        token = gemini.issue_token("agent")
+        for method in ("streamGenerateContent", "generateContent"):
+            httpx.post(f"{gemini.url_for('agent')}/v1beta/models/gemini-2.5-pro:{method}?alt=sse", timeout=60,
+                       json={"contents": contents}, headers={"x-goog-api-key": token})
+    with gateway_on(server, kind="anthropic") as claude:
+        httpx.post(claude.url_for("agent") + "/v1/messages?beta=true", timeout=60,
+                   json={"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": USER},
+                   headers={"x-api-key": claude.issue_token("agent"), "anthropic-version": "2023-06-01"})
+    assert [r["path"] for r in server.requests] == ["/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+                                                    "/v1beta/models/gemini-2.5-pro:generateContent",
+                                                    "/v1/messages?beta=true"]
+
+
+@pytest.mark.parametrize("message, passes", [
+    ({"role": "assistant", "content": "x", "refusal": None, "annotations": [], "audio": None, "tool_calls": None}, True),
+    ({"role": "assistant", "audio": {"id": "audio_abc"}}, False),
+    ({"role": "user", "content": "x", "prediction": {"type": "content", "content": "x"}}, False),
+    ({"role": "user", "content": "x", "file_ids": ["file_1"]}, False),
+])
+def test_a_chat_messages_own_fields_are_allow_listed(server, message, passes):
+    with gateway_on(server) as gateway:
+        answer = post(gateway, "/chat/completions", gateway.issue_token("agent"),
+                      {"model": "gpt-4.1", "messages": [*USER, message, *USER]})
+    assert (answer.status_code, len(server.requests)) == ((200, 1) if passes else (403, 0)), answer.text
