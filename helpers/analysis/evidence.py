@@ -279,11 +279,14 @@ def baselines_result(experiment: str) -> dict[str, Any] | None:
     store = RulesetStore(experiment)
     arms: dict[str, dict[str, Any]] = {}
     start_is_none = primary["start"] == "no rules"
-    arms["none"] = ({"status": "ran", "label": "no rules", "text": "", "rows": loop_rows(experiment, "test", first["loop"])}
+    ran_alone = primary.get("one_test") is not None  # the one test ran the start and the kept rules itself
+    start_rows = one_test_rows(experiment, "start") if ran_alone else loop_rows(experiment, "test", first["loop"])
+    kept_rows = one_test_rows(experiment, "kept") if ran_alone else loop_rows(experiment, "test", kept["loop"])
+    arms["none"] = ({"status": "ran", "label": "no rules", "text": "", "rows": start_rows}
                     if start_is_none else {**saved.get("none", {"status": "skipped", "why": "no run without rules"}),
                                            "rows": arm_rows(experiment, "none")})
     arms["learned"] = ({"status": "ran", "label": f"v{primary['kept_version']}",
-                        "text": store.load(primary["kept_version"]), "rows": loop_rows(experiment, "test", kept["loop"])}
+                        "text": store.load(primary["kept_version"]), "rows": kept_rows}
                        if primary["comparison"] is not None else
                        {"status": "skipped", "why": f"the kept version is the start ({primary['start']}): nothing learned"})
     for arm in ("init", "team"):

@@ -330,6 +330,8 @@ def plot_all(experiment: str, results_root: Path | str | None = None,
         "test_outcomes": (plot_test_outcomes(test_rows, loops, experiment),
                           captions.describe_test_outcomes(test_rows, loops)),
     }
+    if test_rows.empty:  # the loops left the test split to the one test (TEST_EACH_LOOP): its summary says it all
+        del figures["test_outcomes"]
     folder = experiment_dir(experiment, results_root) / "plots"
     paths = {name: save_figure(figure, folder / f"{name}.png") for name, (figure, _) in figures.items()}
     for name, (figure, caption) in figures.items():

@@ -31,7 +31,8 @@ SIGNALS: dict[str, str] = {
 SOURCE_WORDS = {"github-review-comments": "review comment", "github-reviews": "review", "junit": "CI report",
                 "note": "note", "phoenix": "Phoenix annotation"}
 EXAMPLE = re.compile(r"(?m)^### Example (\S+)\n")
-WHO = re.compile(r"- feedback: (.+?) \(([\w-]+)[,)]")
+# who wrote a record: on the feedback line, or on the first line of its fence (helpers.core.fences)
+WHO = re.compile(r"- feedback: (?:\n<<<DATA-\w+ [^\n]*>>>\n)?(.+?) \(([\w-]+)[,)]")
 
 
 def feedback_examples(text: str) -> list[dict[str, str]]:

@@ -57,11 +57,13 @@ class CodingLoopFamily:
         self.base_prompt = self.agent.base_prompt
 
     def answer(self, ruleset: str, loop: int) -> dict[str, pd.DataFrame]:
-        """Each split's rows; without test_each_loop the test split is left to the one test (no rows here)."""
+        """Each split's rows; when loops do not run the test split (settings.tests_each_loop), it is left to the
+        one test (no rows here)."""
         from helpers.engine.runs import COLUMNS
 
         return {split: (run_attempts(self.agent, frame, f"{split}_{loop}", ruleset, self.settings, self.session)
-                        if split != "test" or self.settings.test_each_loop else pd.DataFrame(columns=list(COLUMNS)))
+                        if split != "test" or self.settings.tests_each_loop(self.session.dry_run)
+                        else pd.DataFrame(columns=list(COLUMNS)))
                 for split, frame in self.splits.items()}
 
     def feedback(self, runs: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:

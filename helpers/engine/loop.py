@@ -73,7 +73,9 @@ class LoopSettings:
     # True: every loop also runs the test split (the exploratory per-loop test curve; the one test reads loop 0's
     # and the kept version's rows). False: loops run train and validation only, and after them the one test runs
     # the start and the kept rules on the test tasks itself, paying only for the pairs it needs (one_test.py).
-    test_each_loop: bool = True
+    # None: True in the scripted dry run (the curve costs nothing there), False with a real model (the notebooks'
+    # default, TEST_EACH_LOOP=None).
+    test_each_loop: bool | None = True
     sequential: bool = config.SEQUENTIAL  # with test_each_loop=False: stop the one test as soon as it knows
 
     def __post_init__(self) -> None:
@@ -91,12 +93,20 @@ class LoopSettings:
                 raise ValueError(f"{name} must be the instructions' text, or None for the default; got {value!r}.")
         if self.mode not in ("act", "plan"):
             raise ValueError(f"mode must be 'act' or 'plan', not {self.mode!r}.")
-        for name in ("test_each_loop", "sequential"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}.")
-        if not self.test_each_loop and (self.attempts != 1 or self.mode != "act"):
+        if not isinstance(self.sequential, bool):
+            raise ValueError(f"sequential must be True or False, not {self.sequential!r}.")
+        if not (self.test_each_loop is None or isinstance(self.test_each_loop, bool)):
+            raise ValueError(f"test_each_loop must be True, False or None, not {self.test_each_loop!r}.")
+        if self.test_each_loop is False and (self.attempts != 1 or self.mode != "act"):
             raise ValueError("test_each_loop=False (the one test run on its own, pair by pair) needs attempts=1 and "
                              "mode='act': with several attempts or plans, let each loop run the test split.")
+
+    def tests_each_loop(self, dry_run: bool) -> bool:
+        """Whether every loop runs the test split: test_each_loop, or when None, yes in the scripted dry run (free)
+        and with several attempts or plans (the one test runs alone only for one attempt of act mode), no otherwise."""
+        if self.test_each_loop is not None:
+            return self.test_each_loop
+        return dry_run or self.attempts != 1 or self.mode != "act"
         if self.start_from not in ("latest", "best"):
             raise ValueError(f"start_from must be 'latest' or 'best', not {self.start_from!r}.")
         if self.best_by != "val_accuracy":
@@ -291,7 +301,7 @@ def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettin
     family = CodingLoopFamily(train_df, test_df, settings, session, val_df=val_df)
     frames = tuple(f for f in (train_df, val_df, test_df) if f is not None)
     loops = loop_over(family, settings, session, initial_ruleset, frames, datasets, verbose)
-    if not settings.test_each_loop:
+    if not settings.tests_each_loop(session.dry_run):
         from helpers.engine.one_test import run_one_test
 
         run_one_test(test_df, settings, session, verbose=verbose)

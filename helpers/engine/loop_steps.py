@@ -101,8 +101,10 @@ class ShownLoopSteps(LoopSteps):
         patch, _, feedback = rest.partition("\n\nFeedback:")
         if marked and feedback:  # the patch cut, the feedback whole
             kept = patch.splitlines()
-            cut = "\n".join(kept[:output_lines]) + (f"\n[... {len(kept) - output_lines} more lines of the patch ...]"
-                                                     if len(kept) > output_lines else "")
+            fenced = len(kept) > 1 and kept[0].startswith("<<<DATA-") and kept[-1].startswith("<<<END-")
+            opening, body, closing = (kept[:1], kept[1:-1], kept[-1:]) if fenced else ([], kept, [])  # the fence kept
+            more = (f"[... {len(body) - output_lines} more lines of the patch ...]",) if len(body) > output_lines else ()
+            cut = "\n".join([*opening, *body[:output_lines], *more, *closing])
             example = f"{head}Output (output):\n{cut}\n\nFeedback:{feedback}"
         rules = whole.split("## Current rules\n", 1)[-1].split("\n\n", 1)[0]
         more = len(self.train) - 1

@@ -19,8 +19,9 @@ from helpers.store.rulesets import RulesetStore
 from helpers.testing.dry_run import DryRunScript
 
 # Names and times differ; so may what the judge cost: a loop-1 row whose request equals a loop-0 row's (the naive
-# agent writes the same patch) is answered from the cache for free, unless pytest's timing in its test log differs.
-TIMES = ("started_at", "finished_at", "experiment", "judge_cost_usd", "cost_usd")
+# agent writes the same patch) is answered from the cache for free, unless pytest's timing in its test log differs;
+# and the judge's tokens by one or two: its request's fence token is a hash of what it fences, the test log among it.
+TIMES = ("started_at", "finished_at", "experiment", "judge_cost_usd", "cost_usd", "judge_tokens")
 
 
 class NaiveAgent(AgentBase):
@@ -96,7 +97,8 @@ def test_each_step_shows_one_output_ending_in_what_to_see_from_the_data_and_a_fi
         assert "the judge explained 2 of 2 training results (2 incorrect)" in judged
         block = repr(steps.show_meta_prompt())
         assert block.startswith("## Current rules\n(none yet") and "### Example house__ledger-0001" in block
-        assert "more lines of the patch ...]" in block and "- explanation: The patch fixes" in block  # feedback whole
+        assert "more lines of the patch ...]" in block and "- explanation:" in block  # the patch cut, the feedback whole
+        assert re.search(r"- explanation: \n<<<DATA-\w+ [^\n]*>>>\nThe patch fixes", block)  # fenced as data
         assert "[... 1 more example ...]" in block and "all 2 training examples like this one" in block
         record = steps.optimize()
         edits = repr(steps.show_edits())
