@@ -82,8 +82,21 @@ def apply_delta(old: bytes, delta: bytes) -> bytes:
         sizes.append(value)
     if sizes[0] != len(old):
         raise ValueError("a delta made against another file")
+    if sizes[1] > MAX_BINARY_BYTES:
+        raise ValueError("a delta whose result is too large to read")
+    try:
+        out = _instructions(old, delta, i, sizes[1])
+    except IndexError:
+        raise ValueError("a delta cut short") from None
+    if len(out) != sizes[1]:
+        raise ValueError("a delta whose result is not its size")
+    return bytes(out)
+
+
+def _instructions(old: bytes, delta: bytes, i: int, size_limit: int) -> bytearray:
+    """The result of a delta's instructions from `i` on (stopping past `size_limit` bytes)."""
     out = bytearray()
-    while i < len(delta):
+    while i < len(delta) and len(out) <= size_limit:
         command = delta[i]
         i += 1
         if command & 0x80:  # copy: offset in up to 4 bytes, size in up to 3 (0 meaning 0x10000)
@@ -103,9 +116,7 @@ def apply_delta(old: bytes, delta: bytes) -> bytes:
             i += command
         else:
             raise ValueError("a delta with a reserved instruction")
-    if len(out) != sizes[1]:
-        raise ValueError("a delta whose result is not its size")
-    return bytes(out)
+    return out
 
 
 def _forward_hunk(section: str) -> tuple[str, int, bytes | str] | None:
@@ -141,4 +152,5 @@ def _blob_hash(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-__all__ = ["UNREADABLE_DELTA", "INDEX", "new_side", "as_literal", "literal_hunk", "apply_delta", "MAX_BINARY_BYTES"]  # documented in CODE_APPENDIX.md
+__all__ = ["UNREADABLE_DELTA", "INDEX", "new_side", "as_literal", "literal_hunk", "apply_delta",
+           "MAX_BINARY_BYTES"]  # documented in CODE_APPENDIX.md

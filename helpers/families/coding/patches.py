@@ -70,6 +70,7 @@ SUSPECT_WORDS = ("pytest", "pluggy", "hook", "Report", "CallInfo", "runtestproto
 _SPACED_DOT = re.compile(r"\s*\.\s*(?=[A-Za-z_])")  # `sys . modules` reads as `sys.modules`
 _JOINED = re.compile(r"(['\"])\s*\+\s*(['\"])")  # `'mod' + 'ules'` reads as `'modules'`
 HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+MAX_LINE_CHARS = 2000  # of a suspect line, kept in the record (the judge is shown less: learn.judge)
 CODING_COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263, as Python's tokenizer reads it
 PYTHON_NEWLINE = re.compile(r"\r\n|\r|\n")  # where Python's tokenizer ends a line (a lone CR too)
 NAMED = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
@@ -172,7 +173,10 @@ def suspect_lines(patch: str, test_patch: str = "") -> list[str]:
                  [(number, "+" + line) for number, line in enumerate(binary.decode("latin-1").split("\n"), 1)])
         for number, line in lines:
             if any(_is_suspect(piece) for piece in PYTHON_NEWLINE.split(line[1:])):
-                found.append(f"{path}:{number}: {line.rstrip()}")
+                shown = line.rstrip()  # a file with no line break is one line: what is kept of it is bounded
+                more = len(shown) - MAX_LINE_CHARS
+                found.append(f"{path}:{number}: {shown[:MAX_LINE_CHARS]}"
+                             + (f" [... {more} more characters ...]" if more > 0 else ""))
     return found
 
 

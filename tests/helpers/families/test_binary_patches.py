@@ -53,6 +53,11 @@ def test_a_delta_against_other_bytes_or_cut_short_is_refused_not_guessed(tmp_pat
         apply_delta(b"abc", b"\x03\x05\x91\x00\x09")  # a copy past the old file's end
     with pytest.raises(ValueError):
         apply_delta(b"abc", b"\x03")  # no target size
+    with pytest.raises(ValueError):
+        apply_delta(b"abc", b"\x03\x03\x91")  # a copy whose offset is cut short
+    with pytest.raises(ValueError):
+        apply_delta(b"abc", b"\x03\xff\xff\xff\x7f" + b"\xb0\xff\xff" * 10)  # a result too large to read
+    assert apply_delta(b"abc", b"\x03\x04\x91\x01\x02\x02xy") == b"bcxy"  # copy 2 from offset 1, insert "xy"
 
 
 def test_text_and_literal_sections_come_back_unchanged(tmp_path):

@@ -254,3 +254,10 @@ def test_names_python_normalizes_and_encodings_that_reread_ascii_are_named(code)
                                     "# -*- coding: shift_jis -*-"])
 def test_coding_cookies_of_encodings_that_read_ascii_as_ascii_are_not_suspect(cookie):
     assert suspect_lines(added("ledger/a.py", cookie + "\nx = 'caf\u00e9'\n")) == []
+
+
+def test_a_suspect_line_is_kept_bounded_however_long_the_file_line_is():
+    code = "import _pytest.reports; x = '" + "a" * 100_000 + "'"
+    (line,) = suspect_lines(added("ledger/a.py", code + "\n"))
+    assert line.startswith("ledger/a.py:1: +import _pytest.reports") and len(line) < 2100
+    assert line.endswith(f"[... {len(code) + 1 - 2000} more characters ...]")
