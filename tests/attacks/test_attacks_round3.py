@@ -304,9 +304,6 @@ def test_a_forger_that_tells_tripwires_by_behaviour_never_resolves(tasks, tmp_pa
 
 
 @needs_sandbox
-@pytest.mark.xfail(strict=True, reason="BREAK: a graded .py file holding one Latin-1 byte travels in git's binary "
-                   "form, so suspect_lines reads no line of it (and the judge sees base85): with the behaviour "
-                   "forger the buggy patch is resolved, not forged, and NOT suspect")
 def test_a_forger_in_a_latin1_module_is_named_suspect_or_never_resolves(tasks, tmp_path):
     task = tasks.iloc[0].to_dict()
     patch = agent_patch(task, tmp_path, behaviour_forger_changes(task, latin1=True))

@@ -35,7 +35,9 @@ from helpers.core.rules import insert_section, remove_section, split_fenced
 from helpers.core.rules_formats import learned_path, with_front_matter
 from helpers.core.untrusted import (REFUSED, RefusedOutput, read_untrusted, refused, remove_untrusted, untrusted_kind,
                                     write_untrusted)
+from helpers.families.coding.binary_patches import INDEX, UNREADABLE_DELTA, as_literal, new_side
 from helpers.families.coding.git import WorkspaceError, git, git_environment
+
 
 def swebench_repo_path(repo: str, mirrors_dir: Path | str) -> Path:
     """Where a SWE-bench repository's mirror is expected: <mirrors_dir>/<owner>__<name>."""
@@ -371,11 +373,25 @@ def _with_binary_sections(workspace: Path, limit: int, base_commit: str, paths: 
         binary_part = _capped_output(workspace, limit, *no_renames, "--", *(f":(literal){name}" for name in literal))
     finally:
         attributes.unlink()
-    data = text + binary_part
+    data = text + b"\n".join(_as_literal(workspace, limit, section) for section in _sections(binary_part))
     if len(data) > limit:
         raise refused("the patch", f"is {len(data)} bytes, over the {limit} bytes a patch may hold (MAX_PATCH_BYTES); "
                                    "it is not recorded")
     return data.decode("utf-8")  # every section is UTF-8 now: text, or base85 with quoted paths
+
+
+def _as_literal(workspace: Path, limit: int, section: bytes) -> bytes:
+    """A binary section whose new side git wrote as a delta (it has no flag against one), rewritten as literal
+    from the base blob the host holds: a delta cannot be read without its base, so the suspect check could not
+    read the file (binary_patches). One that does not decode or check stays as git wrote it (and is suspect)."""
+    text = section.decode("utf-8")
+    index = INDEX.search(text)
+    if new_side(text) != UNREADABLE_DELTA or not index:
+        return section
+    try:
+        return as_literal(text, _capped_output(workspace, limit, "cat-file", "blob", index.group(1))).encode()
+    except ValueError:
+        return section
 
 
 def _sections(data: bytes) -> list[bytes]:

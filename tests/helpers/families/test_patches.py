@@ -180,3 +180,84 @@ def test_line_numbers_follow_the_new_file_across_hunks():
              "@@ -10,3 +10,3 @@\n x\n-y\n+import atexit\n z\n@@ -40,2 +40,3 @@\n a\n+b\n+os._exit(1)\n")
     assert suspect_lines(patch) == ["ledger/a.py:11: +import atexit", "ledger/a.py:42: +os._exit(1)"]
     assert suspect_lines(patch, test_patch=section("ledger/a.py")) == []  # the test patch's own file
+
+
+# --- graded code in git's binary form (a file that is not UTF-8 text travels as base85) is read all the same ----
+def binary_patch(tmp_path, files: dict[str, tuple[bytes, bytes]]) -> str:
+    """git's own `diff --binary` (every file marked binary) of each path from its old bytes to its new bytes (old
+    b"" for a new file)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "--quiet", cwd=repo)
+    (repo / ".git" / "info" / "attributes").write_text("* -diff -text\n")
+    for path, (old, _) in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_bytes(old)
+    git("add", "-A", cwd=repo)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "--allow-empty", "-m", "base", cwd=repo)
+    for path, (_, new) in files.items():
+        (repo / path).write_bytes(new)
+    git("add", "-A", cwd=repo)
+    return git("diff", "--cached", "--binary", "HEAD", cwd=repo).stdout
+
+
+LATIN1_FORGER = "# -*- coding: latin-1 -*-\n# caf\xe9\nx = 1\nimport _pytest.reports as r\n".encode("latin-1")
+
+
+@pytest.mark.parametrize("path", ["ledger/_compat.py", "ledger/notes.txt"])
+def test_a_new_graded_file_in_binary_literal_form_is_read_as_latin1_with_its_line_numbers(tmp_path, path):
+    patch = binary_patch(tmp_path, {path: (b"", LATIN1_FORGER)})
+    assert "GIT binary patch" in patch and "\nliteral " in patch
+    assert suspect_lines(patch) == [f"{path}:4: +import _pytest.reports as r"]
+
+
+def test_an_honest_latin1_file_in_binary_form_is_not_suspect_and_a_test_file_is_never_read(tmp_path):
+    honest = "# -*- coding: latin-1 -*-\n# caf\xe9 na\xefve\ndef total(xs):\n    return sum(xs)\n".encode("latin-1")
+    assert suspect_lines(binary_patch(tmp_path, {"ledger/money.py": (b"", honest),
+                                                 "tests/test_money.py": (b"", LATIN1_FORGER)})) == []
+
+
+def test_a_graded_file_in_binary_delta_form_is_named_since_it_cannot_be_read(tmp_path):
+    old = "# -*- coding: latin-1 -*-\n# caf\xe9\n".encode("latin-1") + b"".join(
+        f"def f{i}(x):\n    return x + {i}\n".encode() for i in range(200))
+    patch = binary_patch(tmp_path, {"ledger/big.py": (old, old + b"import _pytest\n"),
+                                    "tests/test_big.py": (old, old + b"x = 1\n")})
+    assert "\ndelta " in patch
+    assert suspect_lines(patch) == ["ledger/big.py:1: graded code in git's binary delta form, which the check "
+                                    "cannot read"]
+
+
+def test_a_binary_hunk_that_does_not_decode_is_named(tmp_path):
+    patch = binary_patch(tmp_path, {"ledger/_compat.py": (b"", LATIN1_FORGER)})
+    broken = patch.replace("\nliteral ", "\nliteral 9", 1)  # a size the data does not have
+    assert len(suspect_lines(broken)) == 1 and "does not decode" in suspect_lines(broken)[0]
+
+
+def test_a_carriage_return_inside_an_added_line_ends_a_line_as_python_reads_it():
+    # Python's tokenizer ends a line at a lone CR: `# note\rimport _pytest` is a comment, then an import
+    patch = ("diff --git a/ledger/a.py b/ledger/a.py\nnew file mode 100644\n--- /dev/null\n+++ b/ledger/a.py\n"
+             "@@ -0,0 +1,2 @@\n+# note\rimport _pytest.reports\n+x = 1\n")
+    assert suspect_lines(patch) == ["ledger/a.py:1: +# note\rimport _pytest.reports"]
+
+
+@pytest.mark.parametrize("code", [
+    "import _\uff50\uff59\uff54\uff45\uff53\uff54.reports as r",  # fullwidth letters: Python reads names NFKC
+    "\uff53\uff59\uff53.\uff4d\uff4f\uff44\uff55\uff4c\uff45\uff53['x'] = None",
+    "# -*- coding: utf-7 -*-",  # an encoding that reads ASCII as other text: `+AF8-pytest` is `_pytest`
+    "# vim: set fileencoding=cp037 :",
+])
+def test_names_python_normalizes_and_encodings_that_reread_ascii_are_named(code):
+    assert suspect_lines(added("ledger/a.py", code + "\n")) == [f"ledger/a.py:1: +{code}"]
+
+
+@pytest.mark.parametrize("cookie", ["# -*- coding: latin-1 -*-", "# coding=utf-8", "# vim: set fileencoding=cp1252 :",
+                                    "# -*- coding: shift_jis -*-"])
+def test_coding_cookies_of_encodings_that_read_ascii_as_ascii_are_not_suspect(cookie):
+    assert suspect_lines(added("ledger/a.py", cookie + "\nx = 'caf\u00e9'\n")) == []
+
+
+def test_a_suspect_line_is_kept_bounded_however_long_the_file_line_is():
+    code = "import _pytest.reports; x = '" + "a" * 100_000 + "'"
+    (line,) = suspect_lines(added("ledger/a.py", code + "\n"))
+    assert line.startswith("ledger/a.py:1: +import _pytest.reports") and len(line) < 2100
+    assert line.endswith(f"[... {len(code) + 1 - 2000} more characters ...]")

@@ -417,6 +417,32 @@ def test_files_of_any_bytes_travel_in_the_patch_and_apply_back_byte_for_byte(hou
         assert (open(path, "rb").read() if data is not None else None) == (data if os.path.exists(path) or data else None)
 
 
+def test_a_changed_file_git_would_send_as_a_binary_delta_is_taken_whole_so_its_code_is_read(house_task, tmp_path,
+                                                                                            monkeypatch):
+    from helpers.families.coding import workspaces
+    from helpers.families.coding.binary_patches import UNREADABLE_DELTA, new_side
+    from helpers.families.coding.patches import patch_files, suspect_lines
+
+    workspace = prepare_workspace(house_task, tmp_path / "runs")
+    module = sorted(p for p in git("ls-files", cwd=workspace).stdout.split() if p.endswith(".py")
+                    and not p.startswith("tests/"))[0]
+    changed = (workspace / module).read_bytes() + "# \u00e9t\u00e9\nimport _pytest.reports\n".encode("latin-1")
+    (workspace / module).write_bytes(changed)
+    with monkeypatch.context() as undone:  # as git alone writes it: a delta, which cannot be read without the base
+        undone.setattr(workspaces, "_as_literal", lambda workspace, limit, section: section)
+        as_git_writes = workspace_patch(workspace, house_task["base_commit"])
+    assert suspect_lines(as_git_writes) == [f"{module}:1: {UNREADABLE_DELTA}"]
+    patch = workspace_patch(workspace, house_task["base_commit"])
+    section = next(text for paths, text in patch_files(patch) if paths == [module])
+    assert "GIT binary patch" in section and new_side(section) == changed and new_side(section) != UNREADABLE_DELTA
+    assert any(line.startswith(f"{module}:") and "_pytest" in line for line in suspect_lines(patch))
+    clone = tmp_path / "clone"
+    git("clone", "--quiet", str(house_task["repo_path"]), str(clone), cwd=tmp_path)
+    git("checkout", "--quiet", "--detach", house_task["base_commit"], cwd=clone)
+    git("apply", "-", cwd=clone, input=patch)
+    assert (clone / module).read_bytes() == changed
+
+
 def test_a_run_that_leaves_other_bytes_is_recorded_and_graded_never_refused(tmp_path):
     from helpers.agents.base import AgentBase
     from helpers.core.protocols import AgentResult
