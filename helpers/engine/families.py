@@ -57,12 +57,12 @@ class CodingLoopFamily:
         self.base_prompt = self.agent.base_prompt
 
     def answer(self, ruleset: str, loop: int) -> dict[str, pd.DataFrame]:
-        """Each split's rows; when loops do not run the test split (settings.tests_each_loop), it is left to the
+        """Each split's rows; when loops do not run the test split (tests_each_loop), it is left to the
         one test (no rows here)."""
         from helpers.engine.runs import COLUMNS
 
         return {split: (run_attempts(self.agent, frame, f"{split}_{loop}", ruleset, self.settings, self.session)
-                        if split != "test" or self.settings.tests_each_loop(self.session.dry_run)
+                        if split != "test" or tests_each_loop(self.settings, self.session.dry_run)
                         else pd.DataFrame(columns=list(COLUMNS)))
                 for split, frame in self.splits.items()}
 
@@ -148,6 +148,15 @@ def make_loop_agent(settings: Any, session: Any) -> Any:
     return make_agent(settings.agent, timeout_s=settings.agent_timeout_s, mode=settings.mode, **session.agent_kwargs())
 
 
+def tests_each_loop(settings: Any, dry_run: bool) -> bool:
+    """Whether every loop runs the test split: settings.test_each_loop, or when None, yes in the scripted dry run
+    (free) and with several attempts or plans (the one test runs alone only for one attempt of act mode), no
+    otherwise: a real model then pays only for the pairs the one test needs."""
+    if settings.test_each_loop is not None:
+        return settings.test_each_loop
+    return dry_run or settings.attempts != 1 or settings.mode != "act"
+
+
 def run_attempts(agent: Any, tasks: pd.DataFrame, run_id: str, ruleset: str, settings: Any,
                  session: Any = None) -> pd.DataFrame:
     """Every task `settings.attempts` times (run ids `<run_id>`, or `<run_id>_a<k>` with several attempts),
@@ -162,5 +171,5 @@ def run_attempts(agent: Any, tasks: pd.DataFrame, run_id: str, ruleset: str, set
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
-__all__ = ["LoopFamily", "CodingLoopFamily", "PromptLoopFamily", "make_loop_agent", "run_attempts", "splits_of",
+__all__ = ["tests_each_loop", "LoopFamily", "CodingLoopFamily", "PromptLoopFamily", "make_loop_agent", "run_attempts", "splits_of",
            "FEEDBACK_COLUMNS"]  # documented in CODE_APPENDIX.md

@@ -93,20 +93,12 @@ class LoopSettings:
                 raise ValueError(f"{name} must be the instructions' text, or None for the default; got {value!r}.")
         if self.mode not in ("act", "plan"):
             raise ValueError(f"mode must be 'act' or 'plan', not {self.mode!r}.")
-        if not isinstance(self.sequential, bool):
-            raise ValueError(f"sequential must be True or False, not {self.sequential!r}.")
-        if not (self.test_each_loop is None or isinstance(self.test_each_loop, bool)):
-            raise ValueError(f"test_each_loop must be True, False or None, not {self.test_each_loop!r}.")
+        if not isinstance(self.sequential, bool) or not (self.test_each_loop is None or isinstance(self.test_each_loop, bool)):
+            raise ValueError(f"sequential must be True or False and test_each_loop True, False or None, not "
+                             f"{self.sequential!r} and {self.test_each_loop!r}.")
         if self.test_each_loop is False and (self.attempts != 1 or self.mode != "act"):
             raise ValueError("test_each_loop=False (the one test run on its own, pair by pair) needs attempts=1 and "
                              "mode='act': with several attempts or plans, let each loop run the test split.")
-
-    def tests_each_loop(self, dry_run: bool) -> bool:
-        """Whether every loop runs the test split: test_each_loop, or when None, yes in the scripted dry run (free)
-        and with several attempts or plans (the one test runs alone only for one attempt of act mode), no otherwise."""
-        if self.test_each_loop is not None:
-            return self.test_each_loop
-        return dry_run or self.attempts != 1 or self.mode != "act"
         if self.start_from not in ("latest", "best"):
             raise ValueError(f"start_from must be 'latest' or 'best', not {self.start_from!r}.")
         if self.best_by != "val_accuracy":
@@ -301,8 +293,10 @@ def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettin
     family = CodingLoopFamily(train_df, test_df, settings, session, val_df=val_df)
     frames = tuple(f for f in (train_df, val_df, test_df) if f is not None)
     loops = loop_over(family, settings, session, initial_ruleset, frames, datasets, verbose)
-    if not settings.tests_each_loop(session.dry_run):
-        from helpers.engine.one_test import run_one_test
+    from helpers.engine.families import tests_each_loop
+    from helpers.engine.one_test import run_one_test
+
+    if not tests_each_loop(settings, session.dry_run):
 
         run_one_test(test_df, settings, session, verbose=verbose)
     return loops

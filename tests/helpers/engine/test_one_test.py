@@ -66,15 +66,17 @@ def test_a_rerun_with_other_rules_under_the_same_experiment_is_refused_before_an
 def test_settings_refuse_a_one_test_of_plans_or_of_several_attempts():
     with pytest.raises(ValueError, match="needs attempts=1 and mode='act'"):
         LoopSettings("x", test_each_loop=False, attempts=2)
-    with pytest.raises(ValueError, match="test_each_loop must be True, False or None"):
+    with pytest.raises(ValueError, match="test_each_loop True, False or None"):
         LoopSettings("x", test_each_loop="no")
 
 
 def test_left_to_choose_loops_run_the_test_split_only_where_it_is_free_or_the_one_test_cannot_run_alone():
+    from helpers.engine.families import tests_each_loop
+
     auto = dict(test_each_loop=None)  # the notebooks' default (TEST_EACH_LOOP=None)
-    assert LoopSettings("x", **auto).tests_each_loop(dry_run=True)  # the scripted dry run: the curve costs nothing
-    assert not LoopSettings("x", **auto).tests_each_loop(dry_run=False)  # a real model: the one test pays what it needs
-    assert LoopSettings("x", attempts=2, **auto).tests_each_loop(dry_run=False)
-    assert LoopSettings("x", mode="plan", **auto).tests_each_loop(dry_run=False)
-    assert LoopSettings("x", test_each_loop=True).tests_each_loop(dry_run=False)
-    assert not LoopSettings("x", test_each_loop=False).tests_each_loop(dry_run=True)
+    assert tests_each_loop(LoopSettings("x", **auto), dry_run=True)  # the scripted dry run: the curve costs nothing
+    assert not tests_each_loop(LoopSettings("x", **auto), dry_run=False)  # a real model: the one test pays what it needs
+    assert tests_each_loop(LoopSettings("x", attempts=2, **auto), dry_run=False)
+    assert tests_each_loop(LoopSettings("x", mode="plan", **auto), dry_run=False)
+    assert tests_each_loop(LoopSettings("x", test_each_loop=True), dry_run=False)
+    assert not tests_each_loop(LoopSettings("x", test_each_loop=False), dry_run=True)
