@@ -148,7 +148,8 @@ def test_the_quickstart_shows_loop_zero_in_five_steps_each_with_what_to_see_befo
     assert judge.count(": incorrect\nThe patch fixes the reported behaviour, but the hidden tests") == 2
     assert "What to see: the judge explained 4 of 4 training results (4 incorrect)" in judge
     assert block.startswith("## Current rules\n(none yet")
-    assert "- explanation: The patch fixes" in block and "What to see: the optimizer reads" in block
+    assert re.search(r"- explanation: \n<<<DATA-\w+ [^\n]*>>>\nThe patch fixes", block)  # fenced as data, whole
+    assert "What to see: the optimizer reads" in block
     assert edits.count("\n    why: The feedback on ") == 3 and edits.count("\n    from: house__") == 3
     assert f"they make version {first['next_ruleset_version']} (3 rules), which the next loop runs." in edits
     assert describe_loop(first, DRY_RUN_LABEL) + " (already finished)" in quickstart["shown"]  # run_loop read it back
