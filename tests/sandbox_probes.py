@@ -6,6 +6,7 @@ started with the key holds it) and the run going through the gateway (which alon
 """
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -17,7 +18,8 @@ from typing import Iterator
 from helpers.core.config import REPO_ROOT
 
 SECRET = "probe-secret-" + "4" * 24
-DAEMON = "sleep 4243"
+# the survivor a probe run leaves if it can: its own per test process (a parallel worker's probe run may be alive now)
+DAEMON = f"sleep 4243.{os.getpid()}"
 PROBE_SCRIPT = " ; ".join([
     # every environment and command line it can read (the notebook kernel and the gateway hold the key)
     "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\\0' '\\n' < $f; done > probe_proc.txt 2>/dev/null",
