@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helpers.core.procfs import alive, kill, owner_tag
+from helpers.core.procfs import alive, kill, mounts, owner_tag
 
 CGROUP_FOLDER = "pl-sandbox"  # the folder of run cgroups, in each hierarchy used
 KILL_WAIT_S = 5.0  # for a cgroup to empty after its processes were killed
@@ -28,21 +28,6 @@ class Cgroups:
 
     version: int
     parents: dict[str, Path]  # controller ("pids", "memory") -> the folder run cgroups are made in
-
-
-def _mounts() -> list[tuple[str, str, str]]:
-    """(mount point, file system type, super options) of each mount of this process."""
-    found = []
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return found
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        fields, tail = left.split(), right.split()
-        if len(fields) >= 5 and len(tail) >= 3:
-            found.append((fields[4].replace("\\040", " "), tail[0], tail[2]))
-    return found
 
 
 def _write(path: Path, text: str) -> bool:
@@ -63,7 +48,7 @@ def _v2_parent() -> Path | None:
                     if line.startswith("0::")), "")
     except OSError:
         pass
-    for point, kind, _ in _mounts():
+    for point, kind, _ in mounts():
         if kind != "cgroup2":
             continue
         top = Path(point)
@@ -105,7 +90,7 @@ def _v1_parents() -> dict[str, Path]:
     except (OSError, ValueError):
         return {}
     parents = {}
-    for point, kind, options in _mounts():
+    for point, kind, options in mounts():
         for controller in ("pids", "memory"):
             if kind == "cgroup" and controller in options.split(",") and controller in own:
                 parent = Path(point) / own[controller].lstrip("/") / CGROUP_FOLDER

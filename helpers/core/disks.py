@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import ctypes
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from helpers.core.procfs import owner_tag
+from helpers.core.procfs import mounts, owner_tag
 from helpers.core.scratch import scratch_dir, scratch_root
 
 
@@ -55,26 +54,10 @@ def _detach(target: str) -> bool:
     return _libc().umount2(target.encode(), _MNT_DETACH) == 0
 
 
-def _mount_points() -> list[tuple[str, str]]:
-    """(mount point, file system type) of every mount this process sees, from /proc/self/mountinfo."""
-    found = []
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return found
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        fields = left.split()
-        if len(fields) >= 5 and right:
-            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])  # " " is \040 there
-            found.append((point, right.split()[0]))
-    return found
-
-
 def is_capped(folder: Path | str) -> bool:
     """Whether `folder` is a mount point of an overlay (one cap_disk made, or a run's before it)."""
     target = os.path.realpath(folder)
-    return any(point == target and kind == "overlay" for point, kind in _mount_points())
+    return any(point == target and kind == "overlay" for point, kind, _ in mounts())
 
 
 @dataclass
@@ -147,7 +130,7 @@ def detach_mounts(folder: Path | str) -> list[str]:
     """Detach every mount at or below `folder` (deepest first; lazily: a process still inside keeps its view);
     returns those that could not be. helpers.core.trees.remove_tree calls it before removing a folder."""
     target = os.path.realpath(folder)
-    points = sorted({p for p, _ in _mount_points() if p == target or p.startswith(target.rstrip("/") + "/")},
+    points = sorted({p for p, _, _ in mounts() if p == target or p.startswith(target.rstrip("/") + "/")},
                     key=len, reverse=True)
     left = []
     for point in points:

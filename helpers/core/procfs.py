@@ -7,6 +7,7 @@ cgroup) both find processes this way.
 from __future__ import annotations
 
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -80,4 +81,21 @@ def kill(pid: int) -> None:
         pass
 
 
-__all__ = ["owner_tag", "alive", "processes_in", "kill_processes_in", "processes_of", "kill"]  # documented in CODE_APPENDIX.md
+def mounts() -> list[tuple[str, str, str]]:
+    """(mount point, file system type, super options) of each mount this process sees, from /proc/self/mountinfo
+    (octal escapes such as \\040 for a space decoded); [] when it cannot be read."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if len(fields) >= 5 and len(tail) >= 3:
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+            found.append((point, tail[0], tail[2]))
+    return found
+
+
+__all__ = ["mounts", "owner_tag", "alive", "processes_in", "kill_processes_in", "processes_of", "kill"]  # documented in CODE_APPENDIX.md
