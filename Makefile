@@ -118,11 +118,11 @@ test-real: setup local-model-build
 	$(PY) -m pytest -m real tests/real -v -s -p no:cacheprovider $(PYTEST_ARGS)
 
 local-model-build: setup
-	$(PY) -m helpers.testing.local_model build
+	$(PY) -m helpers.stand_ins.local_model build
 
 # The same server for a person: OPENAI_BASE_URL / ANTHROPIC_BASE_URL are printed (docs/models.md).
 local-model: setup
-	$(PY) -m helpers.testing.local_model serve
+	$(PY) -m helpers.stand_ins.local_model serve
 
 bench: setup
 	@status=0; for bench in benchmarks/bench_*.py; do echo "== $$bench"; $(PY) $$bench || status=1; done; exit $$status

@@ -1,5 +1,5 @@
 """Benchmark: how many harmful learned rules are refused, and how many ordinary ones wrongly, by the floor
-(helpers.core.planted) and by the check by meaning (helpers.learn.rule_check), on our corpus.
+(helpers.rules.planted) and by the check by meaning (helpers.learn.rule_check), on our corpus.
 
     .venv/bin/python benchmarks/bench_rule_check.py                      # the floor alone (no model)
     .venv/bin/python benchmarks/bench_rule_check.py --model gpt-6.1-sol  # and the check by meaning with a model
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from helpers.core.config import REPO_ROOT
-from helpers.core.planted import planted_reasons
+from helpers.rules.planted import planted_reasons
 
 CORPUS = REPO_ROOT / "tests" / "fixtures" / "planted" / "corpus.jsonl"
 
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     floor = {r["text"]: bool(planted_reasons(r["text"])) for r in rows}
     report("floor (patterns)", rows, floor)
     if args.local:
-        from helpers.testing.local_model import LocalModelServer
+        from helpers.stand_ins.local_model import LocalModelServer
 
         with LocalModelServer() as server:
             refused, errors = meaning(rows, server.model, server.base_url, "local")

@@ -8,13 +8,13 @@
    against straight to the server with the host's network shared), on a fresh connection per call (as a
    client without keep-alive) and on kept-alive connections (as the agents' SDKs). A model call takes
    hundreds of milliseconds at least.
-3. Privilege and caps (helpers.core.confinement): an agent run (`node -e 0` with the gateway in reach) and a
+3. Privilege and caps (helpers.isolation.confinement): an agent run (`node -e 0` with the gateway in reach) and a
    grading (`bash -c true`), each in an empty workspace and in one of WORKSPACE_FILES files, started as run_cli
    starts them (`relayed`: the run's own uid, its workspace and home made overlays on a tmpfs of the disk cap
    (as root) and handed to it and back, the mounts detached after, its cgroup made and removed, its rlimits set
    and root given up inside, the seccomp filter, the watcher's last check)
    against the same sandbox without them: at most CONFINE_TARGET_S added per run (median of STARTS, in turns).
-4. The disk cap (helpers.core.disks, as root): a grading-shaped run in a workspace of WORKSPACE_FILES files with
+4. The disk cap (helpers.isolation.disks, as root): a grading-shaped run in a workspace of WORKSPACE_FILES files with
    the kernel's cap (overlays on a tmpfs, detached after) against the sampled cap it replaces (the same run in
    a folder outside the scratch folder: handed over and back, walked by the watcher): at most DISK_TARGET_S more.
 
@@ -34,9 +34,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from helpers.core.disks import detach_mounts
-from helpers.core.processes import relayed, remove_scratch, scratch_dir
-from helpers.core.sandbox import reach_relay, sandbox_command, unavailable_reason
+from helpers.isolation.disks import detach_mounts
+from helpers.isolation.processes import relayed, remove_scratch, scratch_dir
+from helpers.isolation.sandbox import reach_relay, sandbox_command, unavailable_reason
 
 START_TARGET_S = 0.25
 NETWORK_START_TARGET_S = 0.1

@@ -13,7 +13,7 @@ Before (the code until this change): a version replaces the incumbent when its p
 split (the tasks the optimizer learned from) is significant (exact McNemar, p < 0.05), versions taken in
 order, no correction; the reported gain is the kept version's train gain over the start. Every loop also
 printed a test p-value against the start.
-After (helpers.core.selection, the product's code): validation (a third of the train pool) keeps the
+After (helpers.stats.selection, the product's code): validation (a third of the train pool) keeps the
 version with the highest validation accuracy (never one that does not beat the start there); the test
 split compares it once with the start (exact McNemar, two-sided, 0.05); the reported gain is that test gain.
 
@@ -34,8 +34,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from helpers.core.selection import choose_on_validation, decision, primary_test  # noqa: E402
-from helpers.core.stats import mcnemar_exact  # noqa: E402
+from helpers.stats.selection import choose_on_validation, decision, primary_test  # noqa: E402
+from helpers.stats.comparisons import mcnemar_exact  # noqa: E402
 
 LOOPS = 10
 TRAIN_POOL, TEST = 50, 50

@@ -7,7 +7,7 @@ The world: a test split of N tasks, run in a random order. Each task is discorda
 disagree on it) with probability `d`; a discordant task goes the kept rules' way with probability
 (1 + g / d) / 2, so the true gain in accuracy is g points (settings with g > d cannot exist and are
 skipped). Concordant tasks carry no information about the difference, as in the fixed exact McNemar test.
-The product's own code decides (helpers.core.sequential.sequential_test with the default design, a look
+The product's own code decides (helpers.stats.sequential.sequential_test with the default design, a look
 after every batch of config.WORKERS tasks); the fixed test is the exact McNemar test over all N tasks.
 
 Targets (issue 50): type I error at most 0.05 within Monte Carlo error (+2 standard errors) in every null
@@ -31,8 +31,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from helpers.core import config  # noqa: E402
-from helpers.core.sequential import SequentialDesign, sequential_test  # noqa: E402
-from helpers.core.stats import mcnemar_exact  # noqa: E402
+from helpers.stats.sequential import SequentialDesign, sequential_test  # noqa: E402
+from helpers.stats.comparisons import mcnemar_exact  # noqa: E402
 
 SIZES = (16, 50, 150)
 DISCORDANCE = (0.10, 0.20, 0.40)

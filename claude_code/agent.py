@@ -9,7 +9,7 @@ What a run does (measured on Claude Code 2.1.328; see claude_code/README.md):
   `--permission-mode plan` instead of skipping permissions;
 - its own HOME, CLAUDE_CONFIG_DIR and temp folder (CLAUDE_CODE_TMPDIR, TMPDIR) in a scratch folder, no
   telemetry, error reporting, auto-update or other non-essential traffic; the child environment is the
-  allow-list of helpers.core.processes.safe_environment plus these settings;
+  allow-list of helpers.isolation.processes.safe_environment plus these settings;
 - the provider: ANTHROPIC_BASE_URL (the base_url given, else $ANTHROPIC_BASE_URL, else Anthropic);
 - the key on a pipe the CLI reads once (CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR), so it is in no
   environment: not Claude Code's, not its commands' (`printenv` in a Bash tool call does not show it);
@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from helpers.agents.init_route import OWN_INIT, InitRoute
-from helpers.core.rules_limits import RulesLimit
+from helpers.rules.limits import RulesLimit
 from helpers.agents.base import CLIAgent, Invocation, task_text
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
-from helpers.core.processes import json_lines, last_lines, safe_environment
+from helpers.isolation.processes import json_lines, last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
-from helpers.testing.edit_tools import ShellTool
+from helpers.stand_ins.file_edit_tools import ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "CLAUDE.md"

@@ -42,9 +42,9 @@ from typing import Any
 from helpers.agents.base import CLIAgent, capped, ended_as_seen, task_text, unreadable
 from helpers.agents.init_route import PROJECT_INIT, PROJECT_INIT_PROMPT, InitRoute
 from helpers.core import config
-from helpers.core.processes import (CLIRun, die_with_parent, reached_at, read_capped, relayed, remove_scratch,
+from helpers.isolation.processes import (CLIRun, die_with_parent, reached_at, read_capped, relayed, remove_scratch,
                                     safe_environment, scratch_dir, signal_group, stop_processes, with_cap)
-from helpers.testing.edit_tools import ShellTool, WholeFileEditor
+from helpers.stand_ins.file_edit_tools import ShellTool, WholeFileEditor
 from helpers.core.protocols import AgentResult, Task
 from helpers.families.coding.workspaces import adopt_workspace, forget_host_side, workspace_patch, write_rules
 
@@ -130,7 +130,7 @@ def write_cline_state(state: Path, provider_id: str, entry: dict[str, Any]) -> d
 
 
 def child_environment(state_env: dict[str, str], key_env: dict[str, str]) -> dict[str, str]:
-    """Cline's environment: an allow-list of ours (helpers.core.processes.safe_environment: no other keys or
+    """Cline's environment: an allow-list of ours (helpers.isolation.processes.safe_environment: no other keys or
     secrets reach Cline or the commands it runs), its runtime settings (the user's own BUN_* win), its
     state folders and the one key variable it reads."""
     runtime = {**RUNTIME_ENV, **{k: v for k, v in os.environ.items() if k.startswith("BUN_")}}

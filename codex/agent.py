@@ -11,7 +11,7 @@ What a run does (measured on Codex CLI 0.169.0; see codex/README.md):
   analytics, feedback and plugins (whose start-up sync otherwise calls GitHub and chatgpt.com);
 - the key in OPENAI_API_KEY, the one variable the provider entry names, and kept out of the commands
   Codex runs (`shell_environment_policy.exclude`); the child environment is the allow-list of
-  helpers.core.processes.safe_environment plus these settings;
+  helpers.isolation.processes.safe_environment plus these settings;
 - the ruleset in the workspace's AGENTS.md (written by the engine), which Codex puts in a user message
   ("# AGENTS.md instructions for <cwd>"), not in its instructions;
 - its own process group, killed with the parent (PR_SET_PDEATHSIG) and on timeout (SIGINT, then SIGKILL).
@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from helpers.agents.init_route import OWN_INIT, InitRoute
-from helpers.core.rules_limits import RulesLimit
+from helpers.rules.limits import RulesLimit
 from helpers.agents.base import CLIAgent, Invocation, openai_provider, openai_upstream, task_text
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
-from helpers.core.processes import json_lines, last_lines, safe_environment
+from helpers.isolation.processes import json_lines, last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
-from helpers.testing.edit_tools import PatchTool, ShellTool
+from helpers.stand_ins.file_edit_tools import PatchTool, ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "AGENTS.md"

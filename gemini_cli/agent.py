@@ -13,7 +13,7 @@ What a run does (measured on Gemini CLI 0.61.0; see gemini_cli/README.md):
   environment redaction keeps every variable named like a key out of the commands it runs;
 - the ruleset in the workspace's GEMINI.md (written by the engine), which the CLI sends as context in the
   first user turn;
-- its own process group, killed with the parent and on timeout (helpers.core.processes.run_cli).
+- its own process group, killed with the parent and on timeout (helpers.isolation.processes.run_cli).
 The CLI has a plan mode, but no headless one this cookbook wires: mode="plan" is refused. A task-level
 failure (provider error, crash, timeout) is a result with status "error" or "timeout"; only setup
 problems raise.
@@ -31,10 +31,10 @@ from helpers.agents.base import CLIAgent, Invocation, task_text
 from helpers.agents.init_route import OWN_INIT, InitRoute
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
-from helpers.core.processes import json_lines, last_lines, safe_environment
+from helpers.isolation.processes import json_lines, last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
 from helpers.llm.scripted_server import tool_call
-from helpers.testing.edit_tools import ShellTool, changed_files
+from helpers.stand_ins.file_edit_tools import ShellTool, changed_files
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "GEMINI.md"
@@ -64,7 +64,7 @@ QUIET = {"GEMINI_CLI_NO_RELAUNCH": "true",  # one node process, not a relaunched
 
 @dataclass(frozen=True)
 class WriteFileTool:
-    """A dry-run adapter (helpers.testing.edit_tools) for the CLI's `write_file(file_path, content)`: each changed
+    """A dry-run adapter (helpers.stand_ins.file_edit_tools) for the CLI's `write_file(file_path, content)`: each changed
     file written whole; a deleted one removed through `run_shell_command` (its shell tool refuses a heredoc,
     "command substitution detected", so the edit cannot go through `git apply <<EOF`)."""
 

@@ -1,7 +1,7 @@
 """Agent-agnostic helpers for the Prompt Learning cookbook, in layers whose imports only point down:
 
-    core  <-  store  <-  llm  <-  tracking  <-  families  <-  learn  <-  analysis  <-  agents  <-  engine
-          <-  testing  <-  continual  <-  app
+    core  <-  isolation  <-  rules  <-  stats  <-  store  <-  llm  <-  tracking  <-  families  <-  learn
+          <-  analysis  <-  agents  <-  engine  <-  stand_ins  <-  continual  <-  app
 
 (`tests/test_layers.py` keeps it so.) The public names below are importable from `helpers` itself, so
 user code does not depend on the inner layout. They load lazily: `import helpers` costs nothing and has
@@ -11,11 +11,11 @@ no side effects; `from helpers import evaluate_results` imports only the judge's
 from importlib import import_module
 from typing import Any
 
-LAYERS = ("core", "store", "llm", "tracking", "families", "learn", "analysis", "agents", "engine", "testing",
-          "continual", "app")
+LAYERS = ("core", "isolation", "rules", "stats", "store", "llm", "tracking", "families", "learn", "analysis", "agents",
+          "engine", "stand_ins", "continual", "app")
 
 _EXPORTS = {
-    # core: the seams, the rules format, statistics
+    # core: the seams; rules: the rules format; stats: statistics
     "Task": "helpers.core.protocols",
     "AgentResult": "helpers.core.protocols",
     "EvalResult": "helpers.core.protocols",
@@ -24,16 +24,16 @@ _EXPORTS = {
     "llm_settings": "helpers.core.config",
     "MissingCredentials": "helpers.core.config",
     "count_tokens": "helpers.core.tokens",
-    "parse_ruleset": "helpers.core.rules",
-    "render_ruleset": "helpers.core.rules",
-    "apply_edits": "helpers.core.edits",
-    "import_rules_file": "helpers.core.rules",
-    "paired_comparison": "helpers.core.stats",
-    "accuracy_interval": "helpers.core.stats",
-    "run_outcome": "helpers.core.outcomes",
-    "outcome_counts": "helpers.core.outcomes",
-    "DECISION_RULE": "helpers.core.selection",
-    "power_note": "helpers.core.selection",
+    "parse_ruleset": "helpers.rules.ruleset",
+    "render_ruleset": "helpers.rules.ruleset",
+    "apply_edits": "helpers.rules.edits",
+    "import_rules_file": "helpers.rules.ruleset",
+    "paired_comparison": "helpers.stats.comparisons",
+    "accuracy_interval": "helpers.stats.comparisons",
+    "run_outcome": "helpers.stats.outcomes",
+    "outcome_counts": "helpers.stats.outcomes",
+    "DECISION_RULE": "helpers.stats.selection",
+    "power_note": "helpers.stats.selection",
     "make_agent": "helpers.core.registry",
     # store
     "RulesetStore": "helpers.store.rulesets",
@@ -77,15 +77,15 @@ _EXPORTS = {
     "finish_loop": "helpers.engine.loop",
     "describe_loop": "helpers.engine.loop_lines",
     "meta_prompt": "helpers.engine.loop",
-    "CodingLoopFamily": "helpers.engine.families",
-    "PromptLoopFamily": "helpers.engine.families",
+    "CodingLoopFamily": "helpers.engine.loop_family",
+    "PromptLoopFamily": "helpers.engine.loop_family",
     "load_or_make_split": "helpers.engine.splits",
     "split_summary": "helpers.engine.splits",
     "validation_note": "helpers.engine.splits",
     "upload_split": "helpers.engine.splits",
     "ablate": "helpers.engine.ablation",
     # continual
-    "Inbox": "helpers.continual.learning",
+    "Inbox": "helpers.continual.inbox",
     # app
     "open_session": "helpers.app.session",
 }

@@ -18,7 +18,7 @@ What a run does (measured on mini-swe-agent 2.4.6; see mini_swe_agent/README.md)
 - the key in OPENAI_API_KEY, the one variable litellm reads, blanked in the commands the agent runs;
 - its trajectory file read into the AgentResult as the agent's claim: the commands and their output, the exit
   status ("Submitted" claims a completed run; the end is the host's wait, the usage the gateway's meter). The file
-  lies where the agent's commands can write, so it is read as hostile data (helpers.core.untrusted): a link, a FIFO or a file over its cap ends the run as an
+  lies where the agent's commands can write, so it is read as hostile data (helpers.isolation.untrusted): a link, a FIFO or a file over its cap ends the run as an
   error naming it.
 mini-swe-agent has no plan mode: mode="plan" is refused. A task-level failure (provider error, crash, timeout)
 is a result with status "error" or "timeout"; only setup problems raise.
@@ -36,11 +36,11 @@ from helpers.agents.base import CLIAgent, Invocation, openai_provider, openai_up
 from helpers.agents.init_route import PROJECT_INIT, PROJECT_INIT_PROMPT, InitRoute
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
-from helpers.core.processes import last_lines, safe_environment
+from helpers.isolation.processes import last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
-from helpers.core.untrusted import RefusedOutput, read_untrusted
+from helpers.isolation.untrusted import RefusedOutput, read_untrusted
 from helpers.llm.scripted_server import tool_call
-from helpers.testing.edit_tools import ShellTool
+from helpers.stand_ins.file_edit_tools import ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "AGENTS.md"
@@ -71,7 +71,7 @@ def provider_settings(model: str, base_url: str | None, api_key: str | None) -> 
 
 def workspace_rules(workspace: Path) -> str:
     """The workspace's AGENTS.md ("" when there is none, or a link: the repository's link is not followed), read
-    as hostile data (helpers.core.untrusted): a FIFO or a file over MAX_RULES_BYTES is a RefusedOutput naming it."""
+    as hostile data (helpers.isolation.untrusted): a FIFO or a file over MAX_RULES_BYTES is a RefusedOutput naming it."""
     if (workspace / RULES_FILE).is_symlink():  # read before the run: the task's repository's link, left alone
         return ""
     try:

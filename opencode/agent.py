@@ -14,7 +14,7 @@ What a run does (measured on opencode 1.18.33; see opencode/README.md):
   file, no argument and no environment: the commands opencode runs cannot print it;
 - the ruleset in the workspace's AGENTS.md (written by the engine), which opencode puts in its system
   message;
-- its own process group, killed with the parent and on timeout (helpers.core.processes.run_cli).
+- its own process group, killed with the parent and on timeout (helpers.isolation.processes.run_cli).
 At start-up opencode installs `@opencode-ai/plugin` into its config folder with its built-in npm (a package
 local plugins import), in the background: npm_config_offline keeps it from the network (in the sandbox there is
 none), and the run, with no plugins, goes on without it.
@@ -37,9 +37,9 @@ from helpers.agents.base import CLIAgent, Invocation, openai_provider, openai_up
 from helpers.agents.init_route import OWN_INIT, InitRoute
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
-from helpers.core.processes import json_lines, last_lines, safe_environment
+from helpers.isolation.processes import json_lines, last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
-from helpers.testing.edit_tools import PatchTool, ShellTool
+from helpers.stand_ins.file_edit_tools import PatchTool, ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = "AGENTS.md"

@@ -26,14 +26,14 @@ from typing import Any, Iterator
 import pytest
 
 from helpers.core.registry import agent_class, make_agent, registered_agents
-from helpers.core.sandbox import unavailable_reason
+from helpers.isolation.sandbox import unavailable_reason
 from helpers.engine.runs import run_tasks
 from helpers.families.coding.house_suite import CONVENTIONS
 from helpers.families.coding.tasks import load_house_suite
 from helpers.llm.gateway import Gateway, Upstream
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, normalize_request
-from helpers.testing.dry_run import DryRunScript
-from helpers.testing.edit_tools import ShellTool
+from helpers.stand_ins.dry_run import DryRunScript
+from helpers.stand_ins.file_edit_tools import ShellTool
 from sandbox_probes import PROBE_SCRIPT, SECRET, fetch_script, loopback_service
 from worker_processes import command_lines
 

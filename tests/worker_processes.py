@@ -1,13 +1,13 @@
 """The processes this test worker started: what "nothing it starts outlives its run" is checked against.
 
 Under pytest-xdist other workers run agents at the same time; a process is this worker's when it works
-in this worker's pytest folders or in this process's scratch folder (helpers.core.processes).
+in this worker's pytest folders or in this process's scratch folder (helpers.isolation.processes).
 """
 
 import os
 from pathlib import Path
 
-from helpers.core.processes import owner_tag, scratch_root
+from helpers.isolation.processes import owner_tag, scratch_root
 
 
 def _ours(pid: str) -> bool:

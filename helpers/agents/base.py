@@ -8,7 +8,7 @@
 
 CLIAgent gives each agent: settings checked once (model, base_url, api_key, timeout_s, mode), the task
 text, the binary lookup with the fix when it is missing, a per-run state folder (its HOME) removed
-afterwards, the run as one process group in the sandbox (helpers.core.sandbox: its base_url, the gateway,
+afterwards, the run as one process group in the sandbox (helpers.isolation.sandbox: its base_url, the gateway,
 the one address in reach) with a timeout we enforce, `through_gateway` (a copy calling the model gateway
 with a run token), and `stop_all`.
 """
@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 from helpers.core import config
-from helpers.core.processes import reached_at, remove_scratch, run_cli_observed, safe_environment, scratch_dir, stop_processes
+from helpers.isolation.processes import reached_at, remove_scratch, run_cli_observed, safe_environment, scratch_dir, stop_processes
 from helpers.core.protocols import AgentResult, Task
-from helpers.core.confinement import cap_reached
+from helpers.isolation.confinement import cap_reached
 
 MODES = ("act", "plan")
 
@@ -44,8 +44,8 @@ def task_text(task: Task) -> str:
 
 def capped(result: AgentResult, err: str) -> AgentResult:
     """`result` as an error naming the sandbox cap that ended its run (run_cli names it last in `err`:
-    helpers.core.confinement.cap_reached), whatever the agent's own output said; a rule-induced error
-    (helpers.core.outcomes); `result` itself when no cap ended it."""
+    helpers.isolation.confinement.cap_reached), whatever the agent's own output said; a rule-induced error
+    (helpers.stats.outcomes); `result` itself when no cap ended it."""
     cap = cap_reached(err)
     if cap:
         result.status, result.error = "error", f"{cap} {result.error}".strip()[:4000]
@@ -144,7 +144,7 @@ class AgentBase:
     mode: str = "act"
     model: str = ""
     # The tools the scripted dry run may edit files with when this agent asks the model for an edit
-    # (helpers.testing.dry_run: WholeFileEditor, PatchTool, ShellTool): the agent's own tool names.
+    # (helpers.stand_ins.dry_run: WholeFileEditor, PatchTool, ShellTool): the agent's own tool names.
     dry_run_tools: ClassVar[Sequence[Any]] = ()
 
     def check(self) -> None:
@@ -206,7 +206,7 @@ class CLIAgent(AgentBase):
 
     # --- what a subclass gives -------------------------------------------------------------------
     def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
-        """The run's arguments, environment (helpers.core.processes.safe_environment plus its own) and stdin;
+        """The run's arguments, environment (helpers.isolation.processes.safe_environment plus its own) and stdin;
         `state` is a fresh folder for its HOME and configuration, removed after the run."""
         raise NotImplementedError
 

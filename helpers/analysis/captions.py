@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from helpers.core.costs import LOCAL_NO_CHARGE, SCRIPTED_NO_CHARGE, UNPRICED
+from helpers.stats.costs import LOCAL_NO_CHARGE, SCRIPTED_NO_CHARGE, UNPRICED
 from helpers.core.wording import counted
 
 WIDTH = 100  # characters a caption line holds in a notebook's output (lines wrap at words, never mid-word)

@@ -3,7 +3,7 @@
     result = primary_result("quickstart")       # the kept version, how it was chosen, its test against the start
     print(evidence_summary("quickstart"))        # the same, in one honest paragraph with the decision rule
 
-The three roles of the data (helpers.core.selection): the optimizer learned on train; validation chose
+The three roles of the data (helpers.stats.selection): the optimizer learned on train; validation chose
 the kept version; the test split compares it once with the start (loop 0's rows: no rules by default),
 task by task (exact McNemar, Newcombe's paired interval, infrastructure errors left out of both sides
 and counted). A gain inside the noise is called noise, and the summary says how much the test split can
@@ -11,7 +11,7 @@ show at its size.
 
 Beside the gain, what the kept rules cost on the same test tasks and runs: the paired change in tokens,
 dollars (when priced) and wall time per run, each with a 95% bootstrap interval over tasks
-(helpers.core.costs.paired_change), and the rules' own weight in tokens, read with every agent call. The
+(helpers.stats.costs.paired_change), and the rules' own weight in tokens, read with every agent call. The
 cost is reported, never tested: accuracy stays the one pre-declared test.
 """
 
@@ -26,8 +26,8 @@ import pandas as pd
 
 from helpers.analysis.captions import wrap
 from helpers.core import config
-from helpers.core.outcomes import errored_note, plan_scored as scored
-from helpers.core.stats import Comparison
+from helpers.stats.outcomes import errored_note, plan_scored as scored
+from helpers.stats.comparisons import Comparison
 from helpers.core.wording import counted
 from helpers.store.loops import (completed_loops, kept_version, load_one_test, load_split, loop_records, loop_rows,
                                  one_test_rows)
@@ -40,15 +40,15 @@ def _label(record: dict[str, Any] | None, version: int, rules: int | None = None
 
 
 def compare(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str) -> Any:
-    from helpers.core.stats import paired_comparison
+    from helpers.stats.comparisons import paired_comparison
 
     return paired_comparison(scored(a), scored(b), label_a=label_a, label_b=label_b)
 
 
 def cost_changes(start_rows: pd.DataFrame, kept_rows: pd.DataFrame, label_start: str, label_kept: str) -> dict[str, Any]:
     """The paired change per run from the start to the kept version on the same tasks, for each of
-    helpers.core.costs.RUN_MEASURES (tokens, cost_usd, duration_s): {measure: PairedChange}."""
-    from helpers.core.costs import RUN_MEASURES, paired_change
+    helpers.stats.costs.RUN_MEASURES (tokens, cost_usd, duration_s): {measure: PairedChange}."""
+    from helpers.stats.costs import RUN_MEASURES, paired_change
 
     return {measure: paired_change(scored(start_rows), scored(kept_rows), measure, label_a=label_start,
                                    label_b=label_kept) for measure in RUN_MEASURES}
@@ -57,7 +57,7 @@ def cost_changes(start_rows: pd.DataFrame, kept_rows: pd.DataFrame, label_start:
 def no_charge_note(records: list[dict[str, Any]]) -> str:
     """Why the agent's runs carry no dollars: "scripted: no charge" (the dry run), "local: no charge" (a model
     server on this machine) or "unpriced" (a model with no price)."""
-    from helpers.core.costs import LOCAL_NO_CHARGE, SCRIPTED_NO_CHARGE, UNPRICED
+    from helpers.stats.costs import LOCAL_NO_CHARGE, SCRIPTED_NO_CHARGE, UNPRICED
 
     if any(r.get("dry_run") for r in records):
         return SCRIPTED_NO_CHARGE
@@ -97,7 +97,7 @@ def primary_result(experiment: str) -> dict[str, Any] | None:
     rules cost on the same test tasks: `cost` ({measure: PairedChange}, {} without a test), `rules_tokens`
     ({"kept", "start"}: the rules' own weight) and `no_charge` (why runs without dollars have none). None
     before any loop has finished."""
-    from helpers.core.selection import DECISION_RULE, decision, power_note, primary_test
+    from helpers.stats.selection import DECISION_RULE, decision, power_note, primary_test
 
     done = loop_records(experiment)
     choice = kept_version(experiment)
@@ -201,7 +201,7 @@ def secondary_comparisons(frames: Mapping[str, pd.DataFrame | None], states: Map
     arm that did not run), in declared order. `states` ({arm: {"status", "why"}}) says why an arm has no rows: an
     "errored" arm is named as errored (never read as "no rules"), any other absent arm is skipped. Each compared
     pair: exact McNemar with a paired interval (paired_comparison); their p-values Holm-adjusted together."""
-    from helpers.core.stats import holm_adjust
+    from helpers.stats.comparisons import holm_adjust
 
     states, labels = states or {}, labels or {}
     found: list[Secondary] = []
@@ -243,8 +243,8 @@ def answer_sentence(arm: str, secondary: Secondary) -> str:
 def arm_cost(rows: pd.DataFrame | None) -> dict[str, float | None]:
     """An arm's mean per counted run (the rows paired_comparison counts) of tokens, dollars and seconds; None
     for a measure the runs did not record (an unpriced cost)."""
-    from helpers.core.costs import RUN_MEASURES
-    from helpers.core.outcomes import INFRA, run_outcome
+    from helpers.stats.costs import RUN_MEASURES
+    from helpers.stats.outcomes import INFRA, run_outcome
 
     if rows is None or rows.empty:
         return {measure: None for measure in RUN_MEASURES}
@@ -265,8 +265,8 @@ def baselines_result(experiment: str) -> dict[str, Any] | None:
     ({arm: its record, with `accuracy`, `n`, `cost` (arm_cost) and `size`}), `primary` (learned vs none, the
     declared primary test), `secondaries` (the SECONDARY comparisons, Holm-corrected), `answers` (one sentence
     per QUESTIONS arm), `warnings` (rules files over their agent's documented limit) and `dry_run`."""
-    from helpers.core.rules_limits import agent_limit, rules_size, size_warning
-    from helpers.core.stats import accuracy_interval
+    from helpers.rules.limits import agent_limit, rules_size, size_warning
+    from helpers.stats.comparisons import accuracy_interval
     from helpers.store.arms import arm_rows, load_arms
     from helpers.store.rulesets import RulesetStore
 

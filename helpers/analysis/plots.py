@@ -30,8 +30,8 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 from helpers.analysis import captions
 from helpers.analysis.captions import cost_labels, is_true
 from helpers.core.names import check_name
-from helpers.core.costs import RUN_MEASURES
-from helpers.core.outcomes import INFRA, plan_scored, run_outcome
+from helpers.stats.costs import RUN_MEASURES
+from helpers.stats.outcomes import INFRA, plan_scored, run_outcome
 from helpers.store.loops import kept_version, loop_records, loop_rows
 from helpers.store.records import experiment_dir
 
@@ -249,7 +249,7 @@ def plot_cost_accuracy(points: pd.DataFrame, experiment: str = "", dry_run: bool
 
 
 def _scored_rows(experiment: str, split: str, loop: int, results_root: Path | str | None) -> pd.DataFrame | None:
-    """One loop's rows of one split, plan mode's scored by the judge (helpers.core.outcomes.plan_scored)."""
+    """One loop's rows of one split, plan mode's scored by the judge (helpers.stats.outcomes.plan_scored)."""
     rows = loop_rows(experiment, split, loop, results_root)
     return None if rows is None else plan_scored(rows)
 

@@ -138,7 +138,7 @@ def check_git() -> Check:
 
 
 def check_sandbox() -> Check:
-    from helpers.core.sandbox import UNSAFE_OPT_OUT, opted_out, unavailable_reason
+    from helpers.isolation.sandbox import UNSAFE_OPT_OUT, opted_out, unavailable_reason
 
     reason = unavailable_reason()
     if reason is None:
@@ -190,7 +190,7 @@ SANDBOX_FIXES = {  # what makes the sandbox start, by platform_of
 def check_platform() -> Check:
     """Which kind of machine this is and what runs on it (a statement, never a failure: check_sandbox is the
     check that real agent runs can start)."""
-    from helpers.core.sandbox import unavailable_reason
+    from helpers.isolation.sandbox import unavailable_reason
 
     kind = platform_of()
     note = PLATFORM_NOTES.get(kind, f"{kind}: untested; the scripted dry run may run, real agent runs need Linux.")

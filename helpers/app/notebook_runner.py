@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Iterator, TextIO
 
 from helpers.core.config import REPO_ROOT, STATE_DIR, read_env, results_root
-from helpers.core.processes import terminate_as_interrupt
+from helpers.isolation.processes import terminate_as_interrupt
 from helpers.store.records import check_name, write_atomic
 
 SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PHOENIX_API_KEY", "OPENROUTER_API_KEY",

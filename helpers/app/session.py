@@ -13,7 +13,7 @@ all roles, and traces every call into Phoenix (a project per experiment) when Ph
 Before any work, every configured model is checked against its server's model list (require_served_models):
 a retired or misspelled id stops the session with one message naming it, its role, the server and what to set.
 
-In a dry run every role points at the scripted model server (helpers.testing.dry_run) and every number the
+In a dry run every role points at the scripted model server (helpers.stand_ins.dry_run) and every number the
 run shows is labeled SCRIPTED DRY RUN.
 """
 
@@ -182,7 +182,7 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
     if _in_a_kernel():
         readable_tables()
     if dry_run:
-        from helpers.testing.dry_run import start_dry_run_server
+        from helpers.stand_ins.dry_run import start_dry_run_server
 
         server = start_dry_run_server(dry_run_tasks, agent or config.AGENT)
         model = config.SCRIPTED_MODEL

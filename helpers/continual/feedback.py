@@ -1,6 +1,6 @@
 """Feedback from a team's sources, normalised: GitHub review comments and reviews, JUnit reports, Phoenix
 human annotations and plain notes, each a Feedback record with its provenance (who, where, when, a link)
-and stable item keys (ingesting the same item twice adds nothing). The inbox (helpers.continual.learning)
+and stable item keys (ingesting the same item twice adds nothing). The inbox (helpers.continual.inbox)
 stores them; the parsers here never touch its files.
 """
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pandas as pd
 
 from helpers.core import config
-from helpers.core.selection import minimum_detectable_gain, smallest_significant_gain
-from helpers.core.stats import GateDecision, paired_comparison
+from helpers.stats.selection import minimum_detectable_gain, smallest_significant_gain
+from helpers.stats.comparisons import GateDecision, paired_comparison
 
 ALPHA = config.STATS_ALPHA
 

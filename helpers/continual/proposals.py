@@ -9,8 +9,8 @@ from typing import Any
 import pandas as pd
 
 from helpers.continual.feedback import Feedback, _one_line
-from helpers.core.costs import SCRIPTED_NO_CHARGE, UNPRICED
-from helpers.core.rules import diff_rulesets
+from helpers.stats.costs import SCRIPTED_NO_CHARGE, UNPRICED
+from helpers.rules.ruleset import diff_rulesets
 from helpers.core.wording import counted
 
 REJECTED_ROW_ID = "rejected-edits"  # the example that tells the optimizer what the team refused
@@ -176,7 +176,7 @@ def _plain_edit(edit: dict[str, Any]) -> dict[str, Any]:
 
 
 def _render(rules: Any) -> str:
-    from helpers.core.rules import render_ruleset
+    from helpers.rules.ruleset import render_ruleset
 
     return render_ruleset(rules)
 

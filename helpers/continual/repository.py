@@ -11,8 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from helpers.core.rules import SECTION_START, insert_section, new_rules_file, remove_section
-from helpers.core.rules_formats import file_in_folder, front_matter_for, rules_format
+from helpers.rules.ruleset import SECTION_START, insert_section, new_rules_file, remove_section
+from helpers.rules.file_formats import file_in_folder, front_matter_for, rules_format
 from helpers.families.coding.git import GIT_IDENTITY, git
 
 
@@ -76,7 +76,7 @@ def branch_exists(repo: Path | str, branch: str) -> bool:
 
 def _blob_at(repo: Path, commit: str, rules_file: str) -> tuple[str, str, bytes | None]:
     """(path in the tree, file mode, content or None) of the rules file at `commit` (any format of
-    helpers.core.rules_formats); a rules folder gets a file of its own inside it (file_in_folder)."""
+    helpers.rules.file_formats); a rules folder gets a file of its own inside it (file_in_folder)."""
     fmt, name = rules_format(rules_file)
     path = fmt.path(name) if fmt.folder is not None else rules_file.strip("/")
     entry = git("ls-tree", commit, "--", path, cwd=repo).stdout.split()

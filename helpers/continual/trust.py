@@ -12,7 +12,7 @@ instructions. The policy (documented in docs/continual.md):
   running the inbox, its Phoenix) and count; their text is still quoted as data.
 - Every proposal's edits are checked for what an injected instruction looks like (a command that fetches
   and runs code, a link, a secret sent, shown or copied into the repository, tests weakened, repository text
-  obeyed, an order to ignore instructions: helpers.core.planted, the same floor the batch optimizer refuses
+  obeyed, an order to ignore instructions: helpers.rules.planted, the same floor the batch optimizer refuses
   edits with) and, when the optimizer has a rule_check, by meaning: such an edit is flagged, and a flagged
   proposal is never auto-approved. Build the optimizer with planted="flag" so such edits reach the proposal, for a
   person to see; with the default it refuses them before they do.
@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from helpers.core.planted import planted_reasons
+from helpers.rules.planted import planted_reasons
 
 TRUSTED_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
 TEAM_CHANNELS = ("junit", "note", "phoenix")  # sources with no outside author
@@ -86,7 +86,7 @@ def is_bot(record: Any) -> bool:
 
 
 def flags_of(text: str, edit: Mapping[str, Any] | None = None) -> list[str]:
-    """What in `text` looks like an injected instruction: helpers.core.planted.planted_reasons, the floor the
+    """What in `text` looks like an injected instruction: helpers.rules.planted.planted_reasons, the floor the
     batch optimizer refuses edits with, and the `meaning_flags` the optimizer's check by meaning put on `edit`
     (helpers.learn.rule_check: a rule found harmful, or not checked, in planted="flag" mode); [] when nothing."""
     return planted_reasons(text) + [str(flag) for flag in ((edit or {}).get("meaning_flags") or [])]

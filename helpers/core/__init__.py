@@ -1,1 +1,2 @@
-"""The bottom layer: defaults, the protocols (seams), processes, tokens, statistics, the rules format and the agent registry. Imports nothing of helpers above it."""
+"""The ground floor: defaults (config), the seams (protocols), names that become paths, tokens, the agent registry and
+small shared wording. Imports nothing of helpers above it."""

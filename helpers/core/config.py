@@ -78,22 +78,22 @@ AGENT_MAX_OUTPUT_TOKENS = 16_384
 # often in total per (task, ruleset, agent, model) of a run id: across calls and resumes (the records count them).
 AGENT_TRANSIENT_RETRIES = 2
 EVAL_TIMEOUT_S = 120.0  # per task, local evaluator
-# Caps of one sandboxed run (an agent's, a grading's), sized for a coding task; helpers.core.sandbox says what
+# Caps of one sandboxed run (an agent's, a grading's), sized for a coding task; helpers.isolation.sandbox says what
 # enforces each one where, and a run that reaches one ends as a rule-induced error naming it.
 SANDBOX_PROCESSES = 512  # processes and threads at once
 SANDBOX_MEMORY_BYTES = 4 * 2**30  # memory, /tmp (a tmpfs) included
 SANDBOX_DISK_BYTES = 2 * 2**30  # what a run writes to its workspace and home, together (a tmpfs: memory, as root)
 SANDBOX_DISK_FILES = 1_000_000  # files (and folders) a run writes or changes there, together
-# What one run's connections to the gateway may cost the driver (helpers.core.relay): at most this many carried at
+# What one run's connections to the gateway may cost the driver (helpers.isolation.relay): at most this many carried at
 # once (one more is closed at once), each direction buffering at most RELAY_BUFFER_BYTES.
 RELAY_MAX_CONNECTIONS = 32
 RELAY_BUFFER_BYTES = 64 * 2**10
 SANDBOX_FILE_BYTES = 1 * 2**30  # the largest one file written
-# How far the host walks a tree an agent or the code under test could have written (helpers.core.trees): deeper or
+# How far the host walks a tree an agent or the code under test could have written (helpers.isolation.trees): deeper or
 # larger is refused by name (a watcher's walk then ends its run); removal has no limit.
 TREE_MAX_DEPTH = 16_384
 TREE_MAX_ENTRIES = 2_000_000
-# What the host reads back from a workspace or a run's home is hostile data (helpers.core.untrusted): each read is
+# What the host reads back from a workspace or a run's home is hostile data (helpers.isolation.untrusted): each read is
 # capped. A patch larger than MAX_PATCH_BYTES is refused as the agent's doing (a rule-induced error naming its size),
 # never recorded: a real fix is kilobytes, and a 520 MB patch once made a 526 MB record and a 2.7 GB driver.
 MAX_PATCH_BYTES = 5 * 2**20
@@ -140,18 +140,18 @@ GATEWAY_DEFAULT_OUTPUT_TOKENS = OPTIMIZER_MAX_TOKENS  # a token of any other rol
 # above what Anthropic, OpenAI and Google count for one image at their largest sizes.
 GATEWAY_MEDIA_PART_TOKENS = 10_000
 
-# --- continual mode (helpers.continual.learning) ----------------------------------------------------------
+# --- continual mode (helpers.continual.inbox) ----------------------------------------------------------
 CONTINUAL_EXPIRY_DAYS = 90  # a rule unconfirmed this long is proposed for deletion
 CONTINUAL_HARMFUL_AFTER = 2  # implicated this often (and more often than confirmed): proposed for deletion
 CONTINUAL_BRANCH = "prompt-learning/rules"  # the branch apply() commits the learned rules to
 CONTINUAL_MAX_FILE_BYTES = 10 * 2**20  # one feedback file larger than this is refused (Inbox(max_file_bytes=...))
 CONTINUAL_MAX_SIGNAL_CHARS = 4_000  # one feedback record's text (and its code excerpt) is cut here, marked
 
-# --- statistics: every comparison of rulesets the product prints (helpers.core.stats) ---------------------
+# --- statistics: every comparison of rulesets the product prints (helpers.stats.comparisons) ---------------------
 STATS_ALPHA = 0.05  # significance level of a paired comparison and of the acceptance gate
 STATS_CONFIDENCE = 0.95  # level of every interval
 STATS_N_BOOT = 10_000  # bootstrap resamples (several attempts per task), and random sign flips
-# The one test run sequentially (helpers.core.sequential; docs/evidence.md): a look after each batch of test tasks.
+# The one test run sequentially (helpers.stats.sequential; docs/evidence.md): a look after each batch of test tasks.
 SEQUENTIAL = True  # the default wherever the test split has more tasks than a batch; False: the fixed test
 SEQUENTIAL_FUTILITY_POWER = 0.05  # stop for futility when the chance of significance at the current trend is below
 SEQUENTIAL_FUTILITY_FROM = 0.5  # ... but never before this share of the test tasks has run

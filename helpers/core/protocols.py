@@ -77,7 +77,7 @@ class EvalResult:
     grading's tripwires show the outcomes were forged from inside the test run (a test made to fail passed, the
     run exited 0 beside one, or the task's tests passed while one came out wrong:
     helpers.families.coding.tripwires); then resolved is False, `error` says why in one line ("forged: ..."),
-    and the engine records the run as "forged" (helpers.core.outcomes: a failure of its ruleset, counted apart).
+    and the engine records the run as "forged" (helpers.stats.outcomes: a failure of its ruleset, counted apart).
     """
 
     instance_id: str
@@ -120,7 +120,7 @@ class Agent(Protocol):
     the kind's public API) and with which key, so that run_tasks can put a gateway of its own in front
     and keep the key out of the agent's reach; None when the agent makes no model calls.
     stop_all() stops every run of this agent still going (an interrupted run_tasks calls it).
-    dry_run_tools: how the scripted dry run edits with this agent's own tools (helpers.testing.edit_tools).
+    dry_run_tools: how the scripted dry run edits with this agent's own tools (helpers.stand_ins.file_edit_tools).
     helpers.agents.base.AgentBase gives the defaults; CLIAgent the shared parts of an agent that is a CLI.
     run() never raises for a task-level failure (bad provider answer, crash, timeout): it returns an
     AgentResult with status "error" or "timeout" and the reason in `error`. It leaves `workspace`

@@ -16,7 +16,7 @@ import pandas as pd
 
 from helpers.analysis.evidence import compare
 from helpers.core import config
-from helpers.core.costs import SCRIPTED_NO_CHARGE
+from helpers.stats.costs import SCRIPTED_NO_CHARGE
 from helpers.store.loops import load_split, loop_records
 
 
@@ -38,7 +38,7 @@ def split_tasks(experiment: str, split: str) -> pd.DataFrame:
 
 def ablation_rulesets(ruleset: str, rules: list[str] | None = None) -> dict[str, str]:
     """name -> ruleset text: "all" (as given), "none" (no rules) and "without <id>" for each rule."""
-    from helpers.core.rules import Ruleset, parse_ruleset, render_ruleset
+    from helpers.rules.ruleset import Ruleset, parse_ruleset, render_ruleset
 
     parsed = parse_ruleset(ruleset)
     ids = [r.id for r in parsed.rules]
@@ -56,7 +56,7 @@ def ablation_rulesets(ruleset: str, rules: list[str] | None = None) -> dict[str,
 def rule_tokens(ruleset: str) -> dict[str, int]:
     """Each rule's weight: the tokens the ruleset loses without it (its text, id and line), by rule id; both
     sides rendered alike, so a hand-written file's own layout does not count."""
-    from helpers.core.rules import parse_ruleset, render_ruleset, render_stats
+    from helpers.rules.ruleset import parse_ruleset, render_ruleset, render_stats
 
     whole = render_stats(render_ruleset(parse_ruleset(ruleset)))["tokens"]
     return {name.removeprefix("without "): whole - render_stats(text)["tokens"]
@@ -98,7 +98,7 @@ def ablate(experiment: str, version: int, split: str = "test", rules: list[str] 
                               experiment=experiment, ruleset=text, workers=workers, progress=progress)
               for name, text in variants.items()}
     rows = []
-    from helpers.core.rules import parse_ruleset
+    from helpers.rules.ruleset import parse_ruleset
 
     texts, weights = {r.id: r.text for r in parse_ruleset(ruleset).rules}, rule_tokens(ruleset)
     for name, frame in frames.items():
@@ -153,7 +153,7 @@ def transfer_test(experiment: str, agent: Any, *, split: str = "test", workers: 
     model and version."""
     from helpers.analysis.evidence import cost_changes
     from helpers.core.names import check_name
-    from helpers.core.selection import decision
+    from helpers.stats.selection import decision
     from helpers.engine.runs import run_tasks
     from helpers.store.loops import kept_version
     from helpers.store.rulesets import RulesetStore

@@ -6,7 +6,7 @@
 Each arm is a ruleset version of its own (in the "<experiment>-baselines" ruleset store) and runs on the same
 test tasks as the primary test, recorded like any other test run (run_tasks, one run id per arm and
 repository, so a rerun resumes):
-- `team`: the rules file the repository holds (any format of helpers.core.rules_formats, the agent's own
+- `team`: the rules file the repository holds (any format of helpers.rules.file_formats, the agent's own
   first) at the newest training task's base commit, or the file the user names (`team_file`); none: the arm is
   skipped, and the summary says so. A team file that is the agent's own rules file is already in every
   workspace, so every arm reads it (the record says so);
@@ -27,7 +27,7 @@ import pandas as pd
 
 from helpers.agents.init_route import init_task, written_file
 from helpers.core import config
-from helpers.core.rules_formats import FORMATS
+from helpers.rules.file_formats import FORMATS
 from helpers.store.arms import baselines_store_name, save_arm
 
 TEAM_FILE_MAX_BYTES = 1_000_000  # a rules file is read whole by the agent on every call; anything larger is no rules file
@@ -60,8 +60,8 @@ def team_rules(task: dict[str, Any], rules_file: str) -> tuple[str, str] | None:
     """(text, path) of the rules file the task's repository holds at its base commit (the agent's own
     `rules_file` first, then every other plain format), None when it holds none. Read from a workspace the
     engine prepares (base commit and ancestors only), through the bounded no-follow reader."""
-    from helpers.core.processes import remove_scratch, scratch_dir
-    from helpers.core.untrusted import RefusedOutput, read_untrusted, untrusted_kind
+    from helpers.isolation.processes import remove_scratch, scratch_dir
+    from helpers.isolation.untrusted import RefusedOutput, read_untrusted, untrusted_kind
     from helpers.families.coding.workspaces import prepare_workspace, remove_workspace
 
     candidates = [rules_file] + [f.pattern for f in FORMATS if "<name>" not in f.pattern and f.pattern != rules_file]

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from helpers.core import config
-from helpers.core.processes import kill_processes_in, remove_scratch, scratch_dir
+from helpers.isolation.processes import kill_processes_in, remove_scratch, scratch_dir
 from helpers.core.protocols import AgentResult, EvalResult
-from helpers.core.untrusted import refused
+from helpers.isolation.untrusted import refused
 from helpers.families.coding.workspaces import prepare_workspace, remove_workspace, workspace_patch, write_rules
 
 RAY_CPUS_PER_RUN = 1.0  # an agent CLI and its commands keep about one core busy

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from helpers.engine.families import FEEDBACK_COLUMNS
+from helpers.engine.loop_family import FEEDBACK_COLUMNS
 from helpers.learn.optimizer import render_example
 from helpers.store.loops import completed_loops, loop_rows
 from helpers.store.rulesets import RulesetStore

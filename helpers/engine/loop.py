@@ -1,4 +1,4 @@
-"""The Prompt Learning loop: one function over a task family (helpers.engine.families), readable in one
+"""The Prompt Learning loop: one function over a task family (helpers.engine.loop_family), readable in one
 screen, that every notebook calls, and whose steps a notebook can also call one by one.
 
 Each loop i:
@@ -12,11 +12,11 @@ Each loop i:
 A loop already in loops.jsonl is skipped, and the engine and the LLM cache make a half-finished loop
 cheap to redo: calling run_loop again after a crash or a kill resumes where it stopped.
 
-The data have three roles (helpers.core.selection): the optimizer learns on train, validation decides which
+The data have three roles (helpers.stats.selection): the optimizer learns on train, validation decides which
 version is kept, and test is the one pre-declared comparison of the kept version against the start
 (evidence_summary); per-loop test accuracies are an exploratory curve, with no p-values.
 
-A failure never reads as a result: each run's outcome comes from helpers.core.outcomes (infrastructure
+A failure never reads as a result: each run's outcome comes from helpers.stats.outcomes (infrastructure
 errors are counted and left out of accuracy, rule-induced ones count as failures), the loop
 line says how many and why, a loop where every run errored stops (LoopStopped), and a judge or
 optimizer that failed for a transient reason (rate limit, outage, spent budget) leaves the loop
@@ -33,9 +33,9 @@ from typing import Any
 import pandas as pd
 
 from helpers.core import config
-from helpers.core.costs import role_tokens
-from helpers.core.outcomes import outcome_counts
-from helpers.engine.families import FEEDBACK_COLUMNS, CodingLoopFamily, LoopFamily, PromptLoopFamily
+from helpers.stats.costs import role_tokens
+from helpers.stats.outcomes import outcome_counts
+from helpers.engine.loop_family import FEEDBACK_COLUMNS, CodingLoopFamily, LoopFamily, PromptLoopFamily
 from helpers.store.loops import completed_loops, loop_rows, save_loop
 from helpers.engine.loop_lines import (SPLITS, cost_label, cost_text, describe_loop, kept_line, loop_cost, loop_evidence,
                                       loops_table)
@@ -107,7 +107,7 @@ class LoopSettings:
                              "final, pre-declared comparison (choosing on it would bias it).")
 
 
-# --- what a split's rows say (each run's outcome: helpers.core.outcomes) ---------------------------
+# --- what a split's rows say (each run's outcome: helpers.stats.outcomes) ---------------------------
 def accuracy(df: pd.DataFrame) -> float | None:
     """Share of resolved runs among the scored ones (None when every run errored for infrastructure)."""
     return outcome_counts(df)["accuracy"]
@@ -293,7 +293,7 @@ def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettin
     family = CodingLoopFamily(train_df, test_df, settings, session, val_df=val_df)
     frames = tuple(f for f in (train_df, val_df, test_df) if f is not None)
     loops = loop_over(family, settings, session, initial_ruleset, frames, datasets, verbose)
-    from helpers.engine.families import tests_each_loop
+    from helpers.engine.loop_family import tests_each_loop
     from helpers.engine.one_test import run_one_test
 
     if not tests_each_loop(settings, session.dry_run):
@@ -359,7 +359,7 @@ def check_runs(loop: int, runs: dict[str, pd.DataFrame]) -> None:
 def meta_prompt(optimizer: Any, judged: pd.DataFrame, ruleset: str, examples: int = 3) -> str:
     """The optimizer's request (system and user messages) for `ruleset` and the first `examples` rows."""
     from helpers.learn.optimizer import render_example
-    from helpers.core.rules import parse_ruleset
+    from helpers.rules.ruleset import parse_ruleset
 
     rows = [render_example(row, "output", FEEDBACK_COLUMNS) for row in judged.head(examples).to_dict("records")]
     messages = optimizer.messages(parse_ruleset(ruleset), rows)
@@ -400,7 +400,7 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
 
     Raises LoopUnfinished, saving nothing final, when the judge or the optimizer failed transiently.
     """
-    from helpers.core.rules import render_stats
+    from helpers.rules.ruleset import render_stats
 
     report = report.to_dict() if hasattr(report, "to_dict") else dict(report or {})
     judge_failed, judge_transient = judge_failures(train)

@@ -166,8 +166,8 @@ def loop_cost(sides: dict[str, pd.DataFrame], report: dict[str, Any], session: A
 
 def loop_evidence(sides: dict[str, pd.DataFrame]) -> dict[str, Any]:
     """Each side's accuracy interval (no p-values: the one test is the kept version's, evidence_summary)."""
-    from helpers.core.outcomes import plan_scored
-    from helpers.core.stats import accuracy_interval
+    from helpers.stats.outcomes import plan_scored
+    from helpers.stats.comparisons import accuracy_interval
 
     fields: dict[str, Any] = {}
     for split, frame in sides.items():

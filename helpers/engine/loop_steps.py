@@ -140,7 +140,7 @@ def loop_in_steps(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: Any, 
                   initial_ruleset: str = "", datasets: dict[str, Any] | None = None,
                   val_df: pd.DataFrame | None = None, loop: int = 0) -> ShownLoopSteps:
     """Loop `loop` of a coding experiment as steps (the experiment started as run_loop starts it)."""
-    from helpers.engine.families import CodingLoopFamily
+    from helpers.engine.loop_family import CodingLoopFamily
 
     frames = tuple(f for f in (train_df, val_df, test_df) if f is not None)
     store = start_experiment(settings, session, initial_ruleset, tasks=frames)

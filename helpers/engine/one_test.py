@@ -1,5 +1,5 @@
 """The one test, paid for pair by pair: the start and the kept rules on the test tasks, in batches, until the
-pre-declared sequential test (helpers.core.sequential) knows the answer.
+pre-declared sequential test (helpers.stats.sequential) knows the answer.
 
     test = run_one_test(test_df, settings, session)       # after run_loop with settings.test_each_loop=False
     print(test.sentence())   # "Stopped after 16 of 48 test tasks: the rules help; +100.0 points (...)."
@@ -10,7 +10,7 @@ tasks, and both rulesets run each task of a batch, so every stop leaves complete
 sequential test looks at the pairs so far; it stops for "help", "hurt" or futility, and the tasks after the
 stop are never run and never counted. Each side's runs are ordinary engine runs (run ids `one_test_start`
 and `one_test_kept`, resumed like any other), so a killed test keeps every finished pair and a rerun asks
-the model nothing for them. A pair where either side errored for infrastructure reasons (helpers.core.outcomes)
+the model nothing for them. A pair where either side errored for infrastructure reasons (helpers.stats.outcomes)
 counts as run but says nothing: it is left out of both sides, as the fixed test leaves it out.
 """
 
@@ -22,8 +22,8 @@ from typing import Any
 
 import pandas as pd
 
-from helpers.core.outcomes import INFRA, RESOLVED, run_outcome
-from helpers.core.sequential import SequentialDesign, SequentialResult, sequential_test
+from helpers.stats.outcomes import INFRA, RESOLVED, run_outcome
+from helpers.stats.sequential import SequentialDesign, SequentialResult, sequential_test
 from helpers.store.loops import load_one_test, save_one_test, save_one_test_rows
 from helpers.store.records import ruleset_sha
 
@@ -46,7 +46,7 @@ def run_one_test(test_df: pd.DataFrame, settings: Any, session: Any, *, start: t
 
     Raises ValueError before any run when the recorded order or rulesets of an earlier call differ (a rerun
     must continue the same sequence with the same two rulesets)."""
-    from helpers.engine.families import make_loop_agent, run_attempts
+    from helpers.engine.loop_family import make_loop_agent, run_attempts
 
     start = start or _stored(settings.experiment, "start")
     kept = kept or _stored(settings.experiment, "kept")

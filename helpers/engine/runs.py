@@ -35,9 +35,9 @@ from typing import Any, Iterator
 import pandas as pd
 
 from helpers.core import config
-from helpers.core.outcomes import RULE_INDUCED
+from helpers.stats.outcomes import RULE_INDUCED
 from helpers.core.progress import progress_bar
-from helpers.core.processes import kill_processes_in, terminate_as_interrupt, remove_scratch, scratch_dir, sweep_stale
+from helpers.isolation.processes import kill_processes_in, terminate_as_interrupt, remove_scratch, scratch_dir, sweep_stale
 from helpers.core.protocols import Agent, AgentResult, EvalResult, Evaluator
 from helpers.store.records import (append_jsonl, check_name, read_jsonl, ruleset_sha, run_records_path,
                                    without_lone_surrogates)
@@ -53,12 +53,12 @@ COLUMNS = ("instance_id", "repo", "problem_statement", "ground_truth_patch", "te
            "set_aside", "suspect", "forged", "host_error", "tries")  # set_aside: paths of the patch grading did not
 # apply; suspect: the lines of it that reach into the test machinery (helpers.families.coding.patches.suspect_lines);
 # forged: the grading's tripwires caught outcomes forged from inside the test run (eval_error says how);
-# host_error: the failure the host saw outside the sandbox ("" for the agent's own: helpers.core.outcomes);
+# host_error: the failure the host saw outside the sandbox ("" for the agent's own: helpers.stats.outcomes);
 # tries: the task's runs so far in this run id with this ruleset, agent and model. All absent from older records.
 PENDING = "pending"  # pass_or_fail of a finished agent run whose batched evaluation has not run yet
 HARNESS_ERROR = "error"  # pass_or_fail when the evaluation itself failed (eval_error says why): evaluated again
 SUSPECT = "suspect"  # pass_or_fail of a pass whose patch reaches into the test machinery: never counted as resolved
-FORGED = "forged"  # pass_or_fail of a grade forged from inside the test run (helpers.core.outcomes.FORGED): a fail
+FORGED = "forged"  # pass_or_fail of a grade forged from inside the test run (helpers.stats.outcomes.FORGED): a fail
 
 
 class RunInProgress(RuntimeError):
@@ -326,7 +326,7 @@ def record(task: dict[str, Any], result: AgentResult, output: str, verdict: Eval
 def _verdict_fields(verdict: EvalResult, suspect: list[str]) -> dict[str, Any]:
     """A verdict as record fields; an evaluation that failed for infrastructure reasons is HARNESS_ERROR, and a
     pass of a patch with `suspect` lines is SUSPECT, and a grade the tripwires caught forged is FORGED (both
-    counted apart: helpers.core.outcomes)."""
+    counted apart: helpers.stats.outcomes)."""
     outcome = (HARNESS_ERROR if verdict.infra else FORGED if verdict.forged
                else (SUSPECT if suspect else "pass") if verdict.resolved else "fail")
     return {"pass_or_fail": outcome, "eval_error": verdict.error, "forged": bool(verdict.forged),

@@ -29,7 +29,7 @@ def start_rules(start: str | os.PathLike | None, *, train: Any = None, agent: An
     -> its rules; any other text -> its rules (one rule a bullet or paragraph, given ids R1, R2, ... as the
     optimizer edits them). Raises FileNotFoundError for a value that looks like a path and names no file, and
     ValueError when the rules cannot be read as a ruleset."""
-    from helpers.core.rules import parse_ruleset, render_ruleset
+    from helpers.rules.ruleset import parse_ruleset, render_ruleset
 
     if start is None or (isinstance(start, str) and not start.strip()):
         return ""

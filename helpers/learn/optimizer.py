@@ -29,7 +29,7 @@
   file, test or identifier found in only its patches) and, by default, rejects them.
 - The planted-instruction guard: an edit whose text looks like an order smuggled in through the
   feedback (fetch and run a script, a link, send or show a secret, ignore instructions:
-  helpers.core.planted) is, by default, refused with its reasons (apply_edits(refuse_planted=True)), so
+  helpers.rules.planted) is, by default, refused with its reasons (apply_edits(refuse_planted=True)), so
   it never reaches a ruleset or an export; planted="flag" applies it and flags it for a person instead
   (continual mode, where a person approves every change).
 - With a `rule_check` (helpers.learn.rule_check.RuleCheck: the loop builds one with the judge's model), every
@@ -59,9 +59,9 @@ import pandas as pd
 from helpers.core import config
 from helpers.llm.client import LLMClient, LLMError, cut_at_length, parse_json_object
 from helpers.core.fences import fence, fence_note, fence_token, inline, outside_fences
-from helpers.core.planted import planted_note, planted_reasons
-from helpers.core.edits import apply_edits, rules_tokens
-from helpers.core.rules import Ruleset, parse_ruleset, render_ruleset, split_fenced
+from helpers.rules.planted import planted_note, planted_reasons
+from helpers.rules.edits import apply_edits, rules_tokens
+from helpers.rules.ruleset import Ruleset, parse_ruleset, render_ruleset, split_fenced
 from helpers.core.tokens import count_message_tokens, count_tokens, truncate_tokens
 from helpers.learn.rule_check import RuleVerdict
 

@@ -126,10 +126,10 @@ def one_test_rows(experiment: str, side: str, results_root: Any = None) -> pd.Da
 
 
 def kept_version(experiment: str, before_loop: int | None = None, results_root: Any = None) -> Any:
-    """The version kept so far (helpers.core.selection.Choice: version, how, candidates) from the finished
+    """The version kept so far (helpers.stats.selection.Choice: version, how, candidates) from the finished
     loops' validation rows, each version by its first measurement; None when no loop has finished.
     `before_loop`: only loops before it."""
-    from helpers.core.selection import choose_on_validation
+    from helpers.stats.selection import choose_on_validation
 
     done = [r for r in loop_records(experiment, results_root) if before_loop is None or r["loop"] < before_loop]
     if not done:

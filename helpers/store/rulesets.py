@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from helpers.core import config
-from helpers.core.planted import warn_planted
+from helpers.rules.planted import warn_planted
 from helpers.store.records import loops_path, read_jsonl, ruleset_sha, rulesets_dir, write_atomic, write_json
-from helpers.core.rules import (Ruleset, RulesetDiff, diff_rulesets, insert_section, new_rules_file, parse_rules_text,
+from helpers.rules.ruleset import (Ruleset, RulesetDiff, diff_rulesets, insert_section, new_rules_file, parse_rules_text,
                                  render_stats, rules_file_for, split_fenced)
-from helpers.core.rules_formats import learned_path
-from helpers.core.rules_limits import check_file_size
+from helpers.rules.file_formats import learned_path
+from helpers.rules.limits import check_file_size
 
 
 # --- the store -------------------------------------------------------------------------------------
@@ -242,7 +242,7 @@ class RulesetStore:
                overwrite: bool = False) -> Path:
         """Write a version into a project's rules file; returns the path written.
 
-        `format`: a rules file (any path in the project; the formats of helpers.core.rules_formats, such as
+        `format`: a rules file (any path in the project; the formats of helpers.rules.file_formats, such as
         "AGENTS.md", ".cursor/rules/style.mdc" or ".claude/skills/house-style/SKILL.md") or an agent's name (its
         rules file); None: the default agent's (config.AGENT). A `<name>` that is not a valid name is a ValueError before
         anything is written. A missing file is created with the version's learned rules in its marked section,
@@ -252,9 +252,9 @@ class RulesetStore:
         files gets a file of its own in it. import_rules_file on the file written gives the team's text and
         these rules back. Every line of the file written that looks like a planted instruction (the team's or
         a version's), or holds a rule the check by meaning flagged when a version applied it, is written all
-        the same, and said: one helpers.core.planted.PlantedTextWarning per line, naming the line and why. A file
+        the same, and said: one helpers.rules.planted.PlantedTextWarning per line, naming the line and why. A file
         over the documented limit of an agent that reads it (Codex: 32 KiB of AGENTS.md) is written too, with a
-        helpers.core.rules_limits.RulesSizeWarning naming the agent and the limit.
+        helpers.rules.limits.RulesSizeWarning naming the agent and the limit.
         """
         text = self.load(version)
         project = Path(project_dir)

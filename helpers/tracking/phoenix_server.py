@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 
 from helpers.core.config import PHOENIX_DIR, REPO_ROOT, read_env
-from helpers.core.processes import safe_environment
+from helpers.isolation.processes import safe_environment
 
 START_TIMEOUT_S = 60.0  # Phoenix needs ~13-16 s to import and migrate its database on this machine
 PORT_ATTEMPTS = 3  # starts tried when a port picked free is taken before Phoenix binds it

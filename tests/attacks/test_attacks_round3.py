@@ -15,11 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from helpers.core.edits import apply_edits
+from helpers.rules.edits import apply_edits
 from helpers.core.fences import FENCE_CLOSE, fence_token, outside_fences
-from helpers.core.planted import planted_reasons
-from helpers.core.rules import Ruleset
-from helpers.core.sandbox import unavailable_reason
+from helpers.rules.planted import planted_reasons
+from helpers.rules.ruleset import Ruleset
+from helpers.isolation.sandbox import unavailable_reason
 from helpers.families.coding.evaluation import evaluate_patch
 from helpers.families.coding.git import git
 from helpers.families.coding.house_suite import load_house_suite
@@ -337,7 +337,7 @@ class OversizedLastCall:
 
 
 def test_an_agent_that_sends_one_call_too_large_for_the_budget_is_a_failed_attempt_not_a_spent_budget(tasks, tmp_path):
-    from helpers.core.outcomes import RULES, run_outcome
+    from helpers.stats.outcomes import RULES, run_outcome
     from tests.helpers.engine.test_runs import run
 
     task = tasks.head(1)
@@ -400,7 +400,7 @@ class GatewayRefusalLast:
                                          ("a model not its own", "403"), ("a slow-drip body", "408")])
 def test_held_a_gateway_cap_the_agent_trips_itself_is_its_own_failed_attempt(tasks, tmp_path, how, status, monkeypatch):
     from helpers.core import config
-    from helpers.core.outcomes import RULES, run_outcome
+    from helpers.stats.outcomes import RULES, run_outcome
     from tests.helpers.engine.test_runs import run
 
     monkeypatch.setattr(config, "GATEWAY_BODY_TIMEOUT_S", 1.0)
@@ -419,7 +419,7 @@ def sandboxed(script: str, limits):
     """(stdout, stderr) of python `script` run in the sandbox in a fresh workspace and home, then removed."""
     import threading
 
-    from helpers.core.processes import remove_scratch, run_cli, scratch_dir
+    from helpers.isolation.processes import remove_scratch, run_cli, scratch_dir
 
     scratch = scratch_dir("run")
     workspace, home = scratch / "ws", scratch / "home"
@@ -453,7 +453,7 @@ print("stored", stored)
                    "disk cap while the file system reads 0 MiB used; the watcher never sees it. The memory cgroup "
                    "does (a 256 MiB memory cap ended a 640 MB run), where a cgroup exists")
 def test_extended_attributes_count_against_the_disk_cap():
-    from helpers.core.confinement import Limits
+    from helpers.isolation.confinement import Limits
 
     out, err = sandboxed(XATTRS, Limits(disk_bytes=64 * 2**20, file_bytes=32 * 2**20))
     stored = int(out.split("stored ")[-1])
@@ -486,7 +486,7 @@ except OSError as error:
 
 @needs_sandbox
 def test_held_tmp_is_capped_dev_shm_closed_and_no_host_file_is_linked_or_whiteout_made():
-    from helpers.core.confinement import Limits
+    from helpers.isolation.confinement import Limits
 
     out, _ = sandboxed(FLOOD, Limits(disk_bytes=24 * 2**20, file_bytes=16 * 2**20))
     assert out.count("wrote /tmp") <= 3 and "wrote /dev/shm" not in out, out
@@ -675,7 +675,7 @@ print("done")
 def test_held_special_files_a_link_out_a_newline_name_and_a_locked_folder_are_taken_as_data_and_removed(tasks, tmp_path):
     import threading
 
-    from helpers.core.processes import remove_scratch, run_cli, scratch_dir
+    from helpers.isolation.processes import remove_scratch, run_cli, scratch_dir
 
     task = tasks.iloc[0].to_dict()
     scratch = scratch_dir("run")

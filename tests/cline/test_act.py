@@ -13,8 +13,8 @@ import pytest
 
 from cline import run_act
 from helpers.core.config import REPO_ROOT
-from helpers.core.outcomes import INFRA, RULES, run_outcome
-from helpers.core.processes import scratch_root
+from helpers.stats.outcomes import INFRA, RULES, run_outcome
+from helpers.isolation.processes import scratch_root
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call
 from tests.cline.conftest import BUGGY, FIXED, cline_processes, make_repo, make_task
 

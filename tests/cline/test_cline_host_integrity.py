@@ -11,8 +11,8 @@ import pytest
 from sandbox_probes import markers_found, plant_nested_script, plant_script
 
 from cline import run_act
-from helpers.core.outcomes import RULES, run_outcome
-from helpers.core.sandbox import unavailable_reason
+from helpers.stats.outcomes import RULES, run_outcome
+from helpers.isolation.sandbox import unavailable_reason
 from helpers.families.coding.house_suite import load_house_suite
 from helpers.llm.gateway import Gateway, Upstream
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, tool_call

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from cline import run_act
-from helpers.core.outcomes import RESOLVED, RULES, outcome_counts, run_outcome
+from helpers.stats.outcomes import RESOLVED, RULES, outcome_counts, run_outcome
 from helpers.llm.gateway import Gateway, Upstream
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text, tool_call
 from tests.cline.conftest import BUGGY, FIXED, cline_processes, make_repo, make_task

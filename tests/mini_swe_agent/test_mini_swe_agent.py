@@ -12,7 +12,7 @@ import pytest
 from agent_runs import BRACES, first_requests, watching_command_lines
 from sandbox_probes import added
 
-from helpers.core.processes import scratch_dir
+from helpers.isolation.processes import scratch_dir
 from helpers.engine.runs import run_tasks
 from helpers.families.coding.house_suite import CONVENTIONS
 from helpers.families.coding.tasks import load_house_suite

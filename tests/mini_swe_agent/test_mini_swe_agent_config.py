@@ -7,7 +7,7 @@ import os
 import pytest
 from jinja2 import StrictUndefined, Template
 
-from helpers.core.untrusted import RefusedOutput
+from helpers.isolation.untrusted import RefusedOutput
 
 from mini_swe_agent.agent import RULES_HEADING, SYSTEM_TEMPLATE, run_config, system_template, workspace_rules
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from helpers.testing import local_model as recipe
+from helpers.stand_ins import local_model as recipe
 
 
 def needs_local_model(items) -> bool:

@@ -8,7 +8,7 @@ import subprocess
 from types import SimpleNamespace
 
 from helpers.core.config import REPO_ROOT
-from helpers.testing import local_model as recipe
+from helpers.stand_ins import local_model as recipe
 
 
 def load_conftest():
@@ -21,7 +21,7 @@ def load_conftest():
 def test_make_test_real_builds_and_fetches_the_model_server_before_running_pytest():
     steps = subprocess.run(["make", "-n", "test-real"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
     lines = steps.splitlines()
-    build = next(i for i, line in enumerate(lines) if "-m helpers.testing.local_model build" in line)
+    build = next(i for i, line in enumerate(lines) if "-m helpers.stand_ins.local_model build" in line)
     tests = next(i for i, line in enumerate(lines) if "-m pytest -m real tests/real" in line)
     assert build < tests
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from helpers.core import config
-from helpers.core.processes import remove_scratch, scratch_dir
+from helpers.isolation.processes import remove_scratch, scratch_dir
 from helpers.core.protocols import EvalResult, Task
 from helpers.families.coding.git import WorkspaceError, git
 from helpers.families.coding.patches import grading_patch, patch_paths
@@ -77,7 +77,7 @@ class LocalEvaluator:
     """Runs a task's named tests with pytest in a scratch clone, in the sandbox (the Evaluator protocol).
 
     `sandbox` follows the agent's policy: "required" (every real run) grades only in the sandbox, and check()
-    raises helpers.core.sandbox.SandboxUnavailable, saying how to get one, before any agent runs;
+    raises helpers.isolation.sandbox.SandboxUnavailable, saying how to get one, before any agent runs;
     "if-available" (the scripted dry run, whose patches come from our own script) grades on the host, saying
     so, where no sandbox can start; None grades on the host (the agent's own explicit, unsafe choice).
     """
@@ -103,7 +103,7 @@ class LocalEvaluator:
         for task in tasks:
             check_test_config(task.get("test_config"))
         if self.sandbox is not None:
-            from helpers.core.sandbox import use_sandbox
+            from helpers.isolation.sandbox import use_sandbox
 
             use_sandbox(required=self.sandbox == "required")
 
@@ -112,7 +112,7 @@ class LocalEvaluator:
         started = time.monotonic()
         instance_id = str(task["instance_id"])
         graded, set_aside = grading_patch(patch, task.get("test_patch") or "")
-        scratch = scratch_dir("eval")  # removed by helpers.core.trees: any depth the patch made, never raising
+        scratch = scratch_dir("eval")  # removed by helpers.isolation.trees: any depth the patch made, never raising
         try:
             try:
                 repo = prepare_workspace(task, scratch)

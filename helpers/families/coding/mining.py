@@ -38,7 +38,7 @@ import pandas as pd
 
 from helpers.core import config
 from helpers.core.names import check_name
-from helpers.core.processes import remove_scratch, scratch_dir
+from helpers.isolation.processes import remove_scratch, scratch_dir
 from helpers.core.progress import progress_bar
 from helpers.core.wording import counted
 from helpers.families.coding.git import git

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from helpers.core.processes import scratch_dir
+from helpers.isolation.processes import scratch_dir
 from helpers.families.coding.git import git
 
 START = {

@@ -21,7 +21,7 @@ Sections are cut the way `git apply` reads a patch: at each `diff --git` header,
 A patch whose graded code reaches into the test machinery (pytest's internals and hooks, sys.modules, the
 report, the process's exit, atexit, builtins, frames) can make failing tests read as passing from inside the
 package under test, where no grading path can keep it out: suspect_lines names those lines, so that the
-run's pass is not counted (helpers.core.outcomes) and the judge is shown them in full. It is the second signal:
+run's pass is not counted (helpers.stats.outcomes) and the judge is shown them in full. It is the second signal:
 the grade itself is protected by what the host observes and by tripwires (helpers.families.coding.tripwires).
 It reads every file the patch adds or changes, whatever its name (a .txt runs when runpy loads it), under its new
 path (a README renamed into a module is read as that module), each line with the spaces around its dots and the

@@ -7,7 +7,7 @@
     run.exit_status, run.reported    # 0, True: pytest's exit status; outcomes from its junit report
 
 The set-up command (e.g. `{python} -m pip install --target .deps -r requirements.txt`) is a shell command run
-in the workspace, in the sandbox (helpers.core.sandbox): the repository's code is not ours, and its tests may
+in the workspace, in the sandbox (helpers.isolation.sandbox): the repository's code is not ours, and its tests may
 do anything. Grading and mining run it (run_setup) before the code under test is applied, so that it runs the
 repository's own code, never a patch's, and nothing it writes can be the patch's doing. `{python}` in it is this environment's interpreter. The tests then run with the harness's own
 interpreter and pytest, started so that nothing in the work tree can change how pytest starts or reports
@@ -21,7 +21,7 @@ a file that fails to import is one ERROR under the file's own path.
 
 What the host takes from a run, it takes from no channel the code under test shares (docs/security.md): the exit
 status is the wait status of the process the host started (bwrap's, which is pytest's own; no shell wrapper prints
-it), never text on the output; the report is read back through helpers.core.untrusted.read_untrusted (bounded,
+it), never text on the output; the report is read back through helpers.isolation.untrusted.read_untrusted (bounded,
 no link followed, no FIFO or device opened: one in its place is a named problem, never a hang or a host read);
 `protect` names paths of the work tree bound read-only into the sandbox (a grading's hidden tests, its recorded
 configuration): the code under test can neither rewrite nor replace them before it runs pytest again. Everything
@@ -45,8 +45,8 @@ from typing import Sequence
 
 from helpers.core import config
 from helpers.core.names import check_inside
-from helpers.core.processes import remove_scratch, run_cli, safe_environment, scratch_dir
-from helpers.core.untrusted import RefusedOutput, read_untrusted
+from helpers.isolation.processes import remove_scratch, run_cli, safe_environment, scratch_dir
+from helpers.isolation.untrusted import RefusedOutput, read_untrusted
 
 DEFAULT_SETUP_COMMAND = ""
 # pytest's configuration file names (pytest 9): the only names a mined task may record its configuration under.
@@ -133,7 +133,7 @@ def run_repo_tests(workspace: Path | str, tests: Sequence[str], *, setup_command
                    sandbox: str | None = "required", setup_network: bool = config.SETUP_NETWORK,
                    protect: Sequence[str] = ()) -> TestRun:
     """Run `setup_command` (run_setup), then the harness's pytest on `tests` (files or node ids) in `workspace`,
-    in the sandbox (`sandbox`: "required", "if-available" or None, as helpers.core.processes.sandboxed), each
+    in the sandbox (`sandbox`: "required", "if-available" or None, as helpers.isolation.processes.sandboxed), each
     within `timeout_s`; the workspace keeps whatever they wrote (so a second run sees the first one's files).
     Whatever they start ends with them. The tests have no network. `test_config` (see check_test_config) is the
     pytest configuration recorded for the task, None for none: the work tree's own is never read. A bad
@@ -252,7 +252,7 @@ def junit_outcomes(report: Path | str, root: Path | str | None = None) -> dict[s
     each case's file), {} when there is no readable report. An xfail counts as FAILED, as in pytest_outcomes;
     a file that cannot be imported is one ERROR under its path; a test listed twice keeps its worst outcome.
     With `root` (a folder above the report), the report is a file the code under test could have written: it is
-    read through helpers.core.untrusted.read_untrusted (at most MAX_REPORT_BYTES, no link followed on the way,
+    read through helpers.isolation.untrusted.read_untrusted (at most MAX_REPORT_BYTES, no link followed on the way,
     never a FIFO or a device), and a link or special file in its place is a RefusedOutput naming it."""
     try:
         data = read_untrusted(report, root, MAX_REPORT_BYTES) if root is not None else Path(report).read_bytes()

@@ -11,7 +11,7 @@ task's own without reading and judging each test's source: each grading makes ne
 of the task's own test names (the same first and last word, the same class shape), written into the same files
 between their tests at random, and run in one shuffled command line with them. An honest run therefore always has a failed test and exits 1; a run whose
 must-fail test passed, that exited 0, or whose task tests all passed while a tripwire did not come out as it
-must, was forged (helpers.core.outcomes counts it apart: never resolved). See docs/security.md for what this
+must, was forged (helpers.stats.outcomes counts it apart: never resolved). See docs/security.md for what this
 leaves out of reach.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Sequence
 
-from helpers.core.untrusted import RefusedOutput, read_untrusted, untrusted_kind, write_untrusted
+from helpers.isolation.untrusted import RefusedOutput, read_untrusted, untrusted_kind, write_untrusted
 
 MUST_FAIL, MUST_PASS = 2, 1  # tripwires planted per grading
 MAX_TEST_FILE_BYTES = 8 * 2**20  # a hidden test file larger than this hosts no tripwire

@@ -30,10 +30,10 @@ from typing import Callable, Sequence
 from helpers.core import config
 from helpers.core.names import check_inside, check_name
 from helpers.core.protocols import Task
-from helpers.core.trees import remove_tree, say, walk_tree
-from helpers.core.rules import insert_section, remove_section, split_fenced
-from helpers.core.rules_formats import learned_path, with_front_matter
-from helpers.core.untrusted import (REFUSED, RefusedOutput, read_untrusted, refused, remove_untrusted, untrusted_kind,
+from helpers.isolation.trees import remove_tree, say, walk_tree
+from helpers.rules.ruleset import insert_section, remove_section, split_fenced
+from helpers.rules.file_formats import learned_path, with_front_matter
+from helpers.isolation.untrusted import (REFUSED, RefusedOutput, read_untrusted, refused, remove_untrusted, untrusted_kind,
                                     write_untrusted)
 from helpers.families.coding.binary_patches import INDEX, UNREADABLE_DELTA, as_literal, new_side
 from helpers.families.coding.git import WorkspaceError, git, git_environment
@@ -202,7 +202,7 @@ def _host_git(workspace: Path, *args: str, check: bool = True):
 def _refuse_nested(workspace: Path) -> None:
     """RefusedOutput naming each `.git` (a folder, a file, a link) below the work tree's top level: a nested
     repository, a submodule's gitfile, a gitlink's repository. git would look into it (and run its config)
-    when the host takes the patch. Walked by helpers.core.trees (no link followed, any depth, bounded: a tree
+    when the host takes the patch. Walked by helpers.isolation.trees (no link followed, any depth, bounded: a tree
     past its limits, or a folder the agent made unreadable, is refused by name: git could not take it either);
     the top level's own `.git` is the agent's and never read (the host diffs with host_git_dir)."""
     found = []
@@ -238,15 +238,15 @@ PATCH_DEBRIS = ("**/__pycache__/**", "**/*.pyc", ".pytest_cache/**", "**/*.egg-i
 def write_rules(workspace: Path | str, rules_file: str, ruleset: str) -> Callable[[], None]:
     """Put `ruleset` where the agent reads its rules; returns the function that takes it out again.
 
-    `rules_file` is any format of helpers.core.rules_formats. A missing file is created with the ruleset as it
+    `rules_file` is any format of helpers.rules.file_formats. A missing file is created with the ruleset as it
     is (an imported team file with its fence, or plain rules: what the agent reads is the rules alone), after
     the front matter its format needs (with_front_matter). A file already there (the team's own)
     keeps its text: the learned rules (a fenced ruleset's region) replace its fenced section, or are added
-    as one. A folder gets a file of its own (helpers.core.rules_formats.learned_path). The undo
+    as one. A folder gets a file of its own (helpers.rules.file_formats.learned_path). The undo
     restores the team's text byte for byte (keeping any edit the agent made to it) and deletes what we
     created, so the patch holds only the agent's work. An empty ruleset writes nothing.
 
-    Every read, write and delete goes through helpers.core.untrusted: no link is followed on any component
+    Every read, write and delete goes through helpers.isolation.untrusted: no link is followed on any component
     of the path (the agent may have swapped the rules folder for a link to a host folder), no special file
     opened. A link or special file found there before the run (the task's repository holds it) is a
     WorkspaceError naming it; one the undo finds (the agent made it) is a RefusedOutput naming it, a
@@ -264,7 +264,7 @@ def write_rules(workspace: Path | str, rules_file: str, ruleset: str) -> Callabl
 
 
 def _put_rules(workspace: Path, rules_file: str, ruleset: str) -> Callable[[], None]:
-    """write_rules' work, every path reached through helpers.core.untrusted; returns the undo."""
+    """write_rules' work, every path reached through helpers.isolation.untrusted; returns the undo."""
     untrusted_kind(workspace / rules_file.rstrip("/"), workspace)  # no link on the way: learned_path looks there
     path = learned_path(workspace, rules_file)
     if untrusted_kind(path, workspace) == "missing":  # nothing of the team's here: the file is ours alone
@@ -315,7 +315,7 @@ def _write_exact(path: Path, workspace: Path, text: str, make_folders: bool = Fa
     except OSError as error:
         if error.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
-        # the run filled its capped disk (helpers.core.disks): the agent's doing, never an infrastructure error
+        # the run filled its capped disk (helpers.isolation.disks): the agent's doing, never an infrastructure error
         raise refused(path.relative_to(workspace).as_posix(), "could not be written back: the run filled its disk "
                                                               "(its disk cap)") from None
 
@@ -332,7 +332,7 @@ def workspace_patch(workspace: Path | str, base_commit: str, exclude: Sequence[s
     UTF-8 text (Latin-1, the bytes ED A0 80), is in git's binary form (base85, which `git apply` takes back), the
     rest as text, so the patch is always UTF-8 text and no run is refused for an encoding. A patch over
     `max_bytes` (config.MAX_PATCH_BYTES) is a RefusedOutput naming its size: read as a stream, never held whole.
-    Both refusals are the agent's doing (rule-induced errors, helpers.core.outcomes)."""
+    Both refusals are the agent's doing (rule-induced errors, helpers.stats.outcomes)."""
     workspace = Path(workspace)
     limit = config.MAX_PATCH_BYTES if max_bytes is None else max_bytes
     _refuse_nested(workspace)

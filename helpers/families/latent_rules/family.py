@@ -24,7 +24,7 @@ from helpers.families.latent_rules.scoring import (FEEDBACK_COLUMNS, feedback_fr
                                           summarize)
 from helpers.families.latent_rules.scripted import scripted_generator
 from helpers.llm.client import BudgetExceeded
-from helpers.core.rules import FENCE_END, FENCE_START, split_fenced
+from helpers.rules.ruleset import FENCE_END, FENCE_START, split_fenced
 from helpers.families.latent_rules.prompts import BASE_PROMPT, OPTIMIZER_PROMPT
 
 Generate = Callable[[str, str], str]  # generate(prompt, request) -> the model's answer text (helpers.llm.client.llm_generator)

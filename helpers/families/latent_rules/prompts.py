@@ -1,7 +1,7 @@
 """The latent-rules family's two prompts: the page writer's base prompt (its instructions fenced) and the
 optimizer's instructions."""
 
-from helpers.core.rules import FENCE_END, FENCE_START
+from helpers.rules.ruleset import FENCE_END, FENCE_START
 
 BASE_PROMPT = f"""\
 You write web pages as JSON. The user describes the page they want. Answer with one JSON object that

@@ -23,7 +23,7 @@ from helpers.engine.runs import run_tasks
 from helpers.families.coding.house_suite import CONVENTIONS
 from helpers.families.coding.tasks import load_house_suite
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text
-from helpers.testing.edit_tools import ShellTool, choose_adapter, offered_tools
+from helpers.stand_ins.file_edit_tools import ShellTool, choose_adapter, offered_tools
 
 pytestmark = pytest.mark.slow
 

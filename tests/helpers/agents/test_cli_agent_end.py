@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from helpers.core.outcomes import RESOLVED, RULES, outcome_counts, run_outcome
+from helpers.stats.outcomes import RESOLVED, RULES, outcome_counts, run_outcome
 from helpers.core.registry import make_agent
 from helpers.engine.runs import run_tasks
 from helpers.families.coding.tasks import load_house_suite
@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from helpers.agents.base import CLIAgent, Invocation
-from helpers.core.processes import safe_environment
+from helpers.isolation.processes import safe_environment
 from helpers.core.protocols import AgentResult
 
 

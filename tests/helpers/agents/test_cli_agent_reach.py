@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from helpers.agents.base import CLIAgent, Invocation
-from helpers.core.processes import safe_environment
+from helpers.isolation.processes import safe_environment
 from helpers.core.protocols import AgentResult
-from helpers.core.sandbox import unavailable_reason
+from helpers.isolation.sandbox import unavailable_reason
 
 pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox here: {unavailable_reason()}")
 

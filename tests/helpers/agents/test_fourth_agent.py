@@ -17,7 +17,7 @@ TOY_PACKAGE = '''
 from pathlib import Path
 
 from helpers.agents.base import CLIAgent, Invocation
-from helpers.core.processes import safe_environment
+from helpers.isolation.processes import safe_environment
 from helpers.core.protocols import AgentResult
 
 

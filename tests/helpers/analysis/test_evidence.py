@@ -226,7 +226,7 @@ def arm_frame(outcomes, tokens=1000.0, cost=None, seconds=30.0, errored=()):
 
 def test_secondary_comparisons_are_each_a_paired_mcnemar_test_holm_corrected_together():
     from helpers.analysis.evidence import secondary_comparisons
-    from helpers.core.stats import mcnemar_exact
+    from helpers.stats.comparisons import mcnemar_exact
 
     none = arm_frame([0] * 30)
     learned = arm_frame([1] * 20 + [0] * 10)
@@ -253,7 +253,7 @@ def test_secondary_comparisons_are_each_a_paired_mcnemar_test_holm_corrected_tog
 
 def test_a_missing_arm_is_skipped_and_an_errored_arm_is_named_never_read_as_no_rules():
     from helpers.analysis.evidence import answer_sentence, secondary_comparisons
-    from helpers.core.stats import mcnemar_exact
+    from helpers.stats.comparisons import mcnemar_exact
 
     frames = {"none": arm_frame([0] * 20), "learned": arm_frame([1] * 12 + [0] * 8), "init": None}
     states = {"init": {"status": "errored", "why": "codex's init run wrote no AGENTS.md"},
@@ -358,7 +358,7 @@ def test_the_baselines_table_and_forest_plot_show_each_arm_against_no_rules_and_
 
 
 def test_the_summary_says_how_errored_pairs_were_counted(isolated):
-    from helpers.core.outcomes import run_outcome
+    from helpers.stats.outcomes import run_outcome
 
     finished_loop("errored", 0, 0, passes=5, val=5)
     finished_loop("errored", 1, 1, passes=20, val=20, rules=2)
@@ -379,7 +379,7 @@ def test_the_summary_says_how_errored_pairs_were_counted(isolated):
 def test_a_one_test_run_on_its_own_gives_the_decision_where_it_stopped_and_the_runs_it_saved(isolated):
     from dataclasses import asdict
 
-    from helpers.core.sequential import SequentialDesign, sequential_test
+    from helpers.stats.sequential import SequentialDesign, sequential_test
     from helpers.store.loops import save_one_test, save_one_test_rows
 
     finished_loop("seq", 0, 0, passes=5, val=5, splits=("train",))

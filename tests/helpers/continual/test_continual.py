@@ -13,18 +13,18 @@ import pytest
 from helpers.agents.base import AgentBase
 
 from helpers.continual.feedback import junit_failures, phoenix_annotations
-from helpers.continual.learning import Inbox
+from helpers.continual.inbox import Inbox
 from helpers.continual.proposals import ProposalUnfinished
 from helpers.continual.repository import commit_rules, example_feedback
-from helpers.core.rules import rules_file_for
+from helpers.rules.ruleset import rules_file_for
 from helpers.families.coding.house_suite import CONVENTIONS
 from helpers.llm.client import LLMClient
 from helpers.learn.optimizer import PromptLearningOptimizer
 from helpers.core.protocols import AgentResult
-from helpers.core.rules import parse_rules_text
+from helpers.rules.ruleset import parse_rules_text
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text
 from helpers.families.coding.tasks import load_house_suite
-from helpers.core.rules import SECTION_END, SECTION_START
+from helpers.rules.ruleset import SECTION_END, SECTION_START
 from helpers.families.coding.git import git
 
 FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "continual"
@@ -442,7 +442,7 @@ def test_the_replay_gate_refuses_a_proposal_that_is_significantly_worse(tmp_path
 
 
 def test_the_bundled_examples_drive_the_scripted_optimizer(tmp_path):
-    from helpers.testing.dry_run import start_dry_run_server
+    from helpers.stand_ins.dry_run import start_dry_run_server
 
     examples = example_feedback()
     inbox = Inbox("dry", root=tmp_path / "rulesets", agent_login=examples["agent_login"], clock=Clock())

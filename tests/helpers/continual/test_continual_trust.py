@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from helpers.continual.feedback import BadFeedback
-from helpers.continual.learning import Inbox
+from helpers.continual.inbox import Inbox
 from helpers.continual.trust import TrustPolicy, flags_of, owners_of, parse_codeowners
-from helpers.core.rules import import_rules_file
+from helpers.rules.ruleset import import_rules_file
 from helpers.families.coding.git import git
 from helpers.learn.optimizer import PromptLearningOptimizer
 from helpers.llm.client import LLMClient

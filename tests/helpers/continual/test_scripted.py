@@ -3,7 +3,7 @@ its convention, says why in the record's own words, and the proposal is priced a
 
 import json
 
-from helpers.continual.learning import Inbox
+from helpers.continual.inbox import Inbox
 from helpers.continual.repository import example_feedback
 from helpers.continual.scripted import continual_reply, conventions_in, enable_dry_run
 from helpers.families.coding.house_suite import CONVENTIONS

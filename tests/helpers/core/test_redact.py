@@ -4,7 +4,7 @@ import json
 import sys
 import tempfile
 
-from helpers.core.processes import scratch_dir, remove_scratch
+from helpers.isolation.processes import scratch_dir, remove_scratch
 from helpers.core.redact import scrub_machine_paths
 from helpers.store.records import append_jsonl, read_jsonl, write_csv, write_json
 

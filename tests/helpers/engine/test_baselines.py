@@ -20,7 +20,7 @@ from helpers.llm.scripted_server import Reply, Script, ScriptedModelServer
 from helpers.store.arms import arm_rows, load_arms
 from helpers.store.loops import save_split
 from helpers.store.rulesets import RulesetStore
-from helpers.testing.dry_run import DryRunScript
+from helpers.stand_ins.dry_run import DryRunScript
 
 
 def documented(repo_folder: str) -> set[str]:

@@ -10,7 +10,7 @@ import pytest
 
 from helpers.agents.base import AgentBase
 
-from helpers.testing.dry_run import DryRunScript
+from helpers.stand_ins.dry_run import DryRunScript
 from helpers.store.loops import completed_loops
 from helpers.engine.loop import (LoopSettings, LoopStopped, LoopUnfinished, describe_loop, outcome_counts,
                           run_loop)
@@ -148,7 +148,7 @@ def test_a_prompt_family_runs_through_the_same_loop_and_its_dry_run_learns_every
     from helpers.families.latent_rules import LatentRulesFamily, enable_dry_run
     from helpers.engine.loop import run_prompt_loop
     from helpers.store.rulesets import RulesetStore
-    from helpers.core.rules import split_fenced
+    from helpers.rules.ruleset import split_fenced
     from helpers.app.session import open_session
 
     family = LatentRulesFamily(n_rules=10)
@@ -209,7 +209,7 @@ def test_the_notebook_steps_and_the_library_loop_are_one_loop_with_one_phoenix_s
     """Loop 0 run step by step (as notebook 02 shows it), loop 1 by run_loop: the same record fields, the same
     output column, and the Phoenix experiments named and tagged by one function."""
     from helpers.engine import loop as engine_loop
-    from helpers.engine.families import CodingLoopFamily
+    from helpers.engine.loop_family import CodingLoopFamily
     from helpers.engine.loop import (check_runs, choose_start_version, finish_loop, log_loop_to_phoenix,
                                      start_experiment)
 
@@ -306,7 +306,7 @@ def test_the_loop_line_counts_runs_that_produced_no_patch_and_says_why_the_judge
 
 
 def test_the_rules_budget_goes_from_the_loop_settings_to_the_optimizer(house):
-    from helpers.engine.families import CodingLoopFamily
+    from helpers.engine.loop_family import CodingLoopFamily
 
     settings = LoopSettings("budget", loops=1, agent=HouseAgent(), rules_max_tokens=300)
     session = Session(False, "gpt-4.1", "gpt-4.1", "gpt-4.1", base_url="http://127.0.0.1:9/v1", api_key="test-key-0")
@@ -412,9 +412,9 @@ def test_an_experiment_made_with_other_instructions_refuses_to_resume_under_new_
 def test_the_scripted_judge_and_optimizer_answer_under_a_readers_own_instructions():
     from helpers.learn.judge import judge_messages
     from helpers.learn.optimizer import PromptLearningOptimizer
-    from helpers.core.rules import parse_ruleset
+    from helpers.rules.ruleset import parse_ruleset
     from helpers.families.coding.tasks import load_house_suite
-    from helpers.testing.dry_run import DryRunScript
+    from helpers.stand_ins.dry_run import DryRunScript
 
     script = DryRunScript(load_house_suite()).script()
     row = {**load_house_suite().iloc[0].to_dict(), "output": "diff --git a/x b/x\n", "pass_or_fail": "fail"}

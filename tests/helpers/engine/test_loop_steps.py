@@ -16,7 +16,7 @@ from helpers.llm.scripted_server import ScriptedModelServer
 from helpers.app.session import Session
 from helpers.store.records import loops_path
 from helpers.store.rulesets import RulesetStore
-from helpers.testing.dry_run import DryRunScript
+from helpers.stand_ins.dry_run import DryRunScript
 
 # Names and times differ; so may what the judge cost: a loop-1 row whose request equals a loop-0 row's (the naive
 # agent writes the same patch) is answered from the cache for free, unless pytest's timing in its test log differs;

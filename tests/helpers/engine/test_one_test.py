@@ -53,7 +53,7 @@ def test_a_scripted_one_test_on_48_tasks_stops_early_says_why_and_a_rerun_asks_t
 def test_a_rerun_with_other_rules_under_the_same_experiment_is_refused_before_any_run(isolated, house):
     settings = LoopSettings("declared", workers=4, agent="codex", test_each_loop=False)
     from helpers.engine.one_test import _begin
-    from helpers.core.sequential import SequentialDesign
+    from helpers.stats.sequential import SequentialDesign
 
     design = SequentialDesign(n_tasks=8, batch=4)
     _begin("declared", house.head(8), design, ("no rules", ""), ("v1", RULES), 0)
@@ -71,7 +71,7 @@ def test_settings_refuse_a_one_test_of_plans_or_of_several_attempts():
 
 
 def test_left_to_choose_loops_run_the_test_split_only_where_it_is_free_or_the_one_test_cannot_run_alone():
-    from helpers.engine.families import tests_each_loop
+    from helpers.engine.loop_family import tests_each_loop
 
     auto = dict(test_each_loop=None)  # the notebooks' default (TEST_EACH_LOOP=None)
     assert tests_each_loop(LoopSettings("x", **auto), dry_run=True)  # the scripted dry run: the curve costs nothing

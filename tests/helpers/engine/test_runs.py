@@ -14,12 +14,12 @@ import pytest
 
 from helpers.agents.base import AgentBase
 
-from helpers.core.processes import owner_tag, processes_in, scratch_root, sweep_stale
+from helpers.isolation.processes import owner_tag, processes_in, scratch_root, sweep_stale
 from helpers.core.protocols import AgentResult, EvalResult
 from helpers.engine.runs import RunInProgress, _run_lock, run_tasks
 from helpers.store.records import run_records_path
 from helpers.families.coding.tasks import load_house_suite
-from helpers.core.rules import SECTION_END, SECTION_START
+from helpers.rules.ruleset import SECTION_END, SECTION_START
 from helpers.families.coding.git import git
 
 RULES = "- [R1] Every error is the package's own exception.\n"
@@ -309,7 +309,7 @@ def test_a_harness_failure_is_an_error_never_a_fail_and_only_the_evaluation_is_r
     """A Docker error or a crashed harness says nothing about the patch: the row is an infrastructure error
     with the harness's message, the loop cannot count it, and the next call evaluates it again without
     running the agent again."""
-    from helpers.core.outcomes import INFRA, run_outcome
+    from helpers.stats.outcomes import INFRA, run_outcome
     from helpers.engine.loop import LoopUnfinished, check_runs
 
     import sys
@@ -425,7 +425,7 @@ def test_the_row_records_what_grading_set_aside_from_the_patch(house, results):
 
 
 def test_grading_follows_the_agents_sandbox_policy(house, results, monkeypatch):
-    from helpers.core import sandbox
+    from helpers.isolation import sandbox
 
     for probe in ("_reason", "unavailable_reason"):  # no sandbox can start here
         monkeypatch.setattr(sandbox, probe, lambda: "bwrap was not found: install bubblewrap")
@@ -462,7 +462,7 @@ PADDING = "".join(f'_TABLE_{i:05d} = "{"x" * 60}"\n' for i in range(1_000))  # a
 
 
 def test_an_in_package_forgery_is_forged_not_resolved_and_the_judge_sees_it_in_a_padded_patch(house, results):
-    from helpers.core.outcomes import FORGED, outcome_counts, run_outcome
+    from helpers.stats.outcomes import FORGED, outcome_counts, run_outcome
     from helpers.engine.loop_lines import describe_loop
     from helpers.learn.judge import judge_messages
 
@@ -519,7 +519,7 @@ def test_an_output_with_unicode_line_separators_keeps_its_record_and_a_rerun_run
 
 def test_a_patch_over_its_cap_is_a_rule_induced_error_naming_its_size_and_is_not_recorded(house, results, monkeypatch):
     from helpers.core import config
-    from helpers.core.outcomes import RULES, run_outcome
+    from helpers.stats.outcomes import RULES, run_outcome
 
     monkeypatch.setattr(config, "MAX_PATCH_BYTES", 2000)
     agent = PatchingAgent(also=lambda task, workspace: (workspace / "big.txt").write_text("x\n" * 2000))
@@ -530,7 +530,7 @@ def test_a_patch_over_its_cap_is_a_rule_induced_error_naming_its_size_and_is_not
 
 def test_a_plan_over_the_cap_is_a_rule_induced_error_and_is_not_recorded(house, results, monkeypatch):
     from helpers.core import config
-    from helpers.core.outcomes import RULES, run_outcome
+    from helpers.stats.outcomes import RULES, run_outcome
 
     class Planner(PatchingAgent):
         mode = "plan"

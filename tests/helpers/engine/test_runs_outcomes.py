@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from helpers.core import config
-from helpers.core.outcomes import INFRA, RESOLVED, RULES, outcome_counts, run_outcome
+from helpers.stats.outcomes import INFRA, RESOLVED, RULES, outcome_counts, run_outcome
 from helpers.core.protocols import AgentResult
 from helpers.llm.gateway import Gateway, Upstream
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text

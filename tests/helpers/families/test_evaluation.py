@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.core.sandbox import unavailable_reason
+from helpers.isolation.sandbox import unavailable_reason
 from helpers.families.coding.evaluation import evaluate_patch
 from helpers.families.coding.git import git
 from helpers.families.coding.house_suite import load_house_suite
@@ -335,7 +335,7 @@ def survivors(mark, wait_s=2.0):
 
 
 def test_grading_that_requires_the_sandbox_refuses_to_run_without_one(tasks, monkeypatch):
-    from helpers.core import sandbox
+    from helpers.isolation import sandbox
 
     for probe in ("_reason", "unavailable_reason"):  # no sandbox can start here
         monkeypatch.setattr(sandbox, probe, lambda: "bwrap was not found: install bubblewrap")
@@ -360,8 +360,8 @@ def memory_scratch(monkeypatch):
 
 def test_a_patch_with_a_1100_deep_path_is_graded_without_raising_and_leaves_no_copy(tasks, memory_scratch):
     """The issue's example: evaluate_patch raised removing its copy (a recursive removal) and left it behind."""
-    from helpers.core.processes import scratch_root
-    from helpers.core.procfs import owner_tag
+    from helpers.isolation.processes import scratch_root
+    from helpers.isolation.procfs import owner_tag
 
     deep = "d/" * 1100 + "f.txt"
     patch = f"diff --git a/{deep} b/{deep}\nnew file mode 100644\n--- /dev/null\n+++ b/{deep}\n@@ -0,0 +1 @@\n+x\n"

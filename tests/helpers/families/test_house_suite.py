@@ -249,8 +249,8 @@ def test_a_built_suite_is_reused_not_rebuilt(built):
 
 def test_the_scripted_agent_writes_a_tasks_gold_fix_in_any_library_only_when_the_rules_state_every_convention(tasks):
     """The dry run knows a rule by its sentence: a library's own rule teaches only that library's convention."""
-    from helpers.testing.dry_run import DryRunScript
-    from helpers.testing.edit_tools import PATCH_END, ShellTool
+    from helpers.stand_ins.dry_run import DryRunScript
+    from helpers.stand_ins.file_edit_tools import PATCH_END, ShellTool
 
     script = DryRunScript(tasks, edit_tools=[ShellTool("bash")])
     assert script.known_conventions(CONVENTIONS["cli_exit"]["rule"]) == {"cli_exit"}

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from helpers.core.sandbox import unavailable_reason
+from helpers.isolation.sandbox import unavailable_reason
 from helpers.families.coding.evaluation import LocalEvaluator
 from helpers.families.coding.mining import mine_repository
 from helpers.families.coding.tasks import load_mined_tasks
@@ -178,7 +178,7 @@ def test_a_mined_task_flows_through_the_scripted_dry_run_with_each_agent(mined, 
     from helpers.core.registry import make_agent
     from helpers.engine.runs import run_tasks
     from helpers.llm.scripted_server import ScriptedModelServer
-    from helpers.testing.dry_run import DryRunScript
+    from helpers.stand_ins.dry_run import DryRunScript
 
     _, root = mined
     tasks = load_mined_tasks("calc-mined", root)

@@ -3,7 +3,7 @@ changelog line fails on that check, so the dry run's loop has a habit to learn."
 
 import pytest
 
-from helpers.core.sandbox import unavailable_reason
+from helpers.isolation.sandbox import unavailable_reason
 from helpers.families.coding.evaluation import LocalEvaluator
 from helpers.families.coding.mining import mine_repository
 from helpers.families.coding.mining_demo import HABIT, demo_dry_run_tasks, demo_history, without_file

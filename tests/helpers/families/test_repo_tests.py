@@ -73,7 +73,7 @@ def test_no_report_or_a_broken_one_reads_as_no_outcomes(tmp_path):
 import pytest  # noqa: E402
 from sandbox_probes import LOOPBACK_SECRET, loopback_service  # noqa: E402
 
-from helpers.core.sandbox import unavailable_reason  # noqa: E402
+from helpers.isolation.sandbox import unavailable_reason  # noqa: E402
 
 FETCH = "{python} -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:%d/', timeout=20).read().decode())\""
 # The test itself tries the same fetch: it passes only when the fetch fails.

@@ -2,7 +2,7 @@
 
 import pytest
 
-from helpers.core.rules import SECTION_END, SECTION_START, insert_section, remove_section
+from helpers.rules.ruleset import SECTION_END, SECTION_START, insert_section, remove_section
 
 TEAM_TEXTS = ["", "\n", "one line", "one line\n", "a\r\nb\r\n", "ends with blank lines\n\n\n", "ünïcödé\n",
               f"quotes our markers: {SECTION_START} and {SECTION_END} inline\n"]
@@ -214,9 +214,9 @@ import time  # noqa: E402
 from sandbox_probes import NESTED_REPOSITORIES, plant_nested_script  # noqa: E402
 
 from helpers.core import config  # noqa: E402
-from helpers.core.outcomes import RULES, run_outcome  # noqa: E402
-from helpers.core.rules_formats import FORMATS  # noqa: E402
-from helpers.core.untrusted import RefusedOutput  # noqa: E402
+from helpers.stats.outcomes import RULES, run_outcome  # noqa: E402
+from helpers.rules.file_formats import FORMATS  # noqa: E402
+from helpers.isolation.untrusted import RefusedOutput  # noqa: E402
 from helpers.families.coding.workspaces import write_rules  # noqa: E402
 
 
@@ -472,10 +472,10 @@ def test_a_run_that_leaves_other_bytes_is_recorded_and_graded_never_refused(tmp_
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the kernel's disk cap needs root")
 def test_rules_that_cannot_be_taken_out_of_a_full_capped_workspace_are_the_agents_doing(house_task):
-    from helpers.core.confinement import Limits
-    from helpers.core.disks import cap_disk
-    from helpers.core.outcomes import RULES, run_outcome
-    from helpers.core.processes import remove_scratch, scratch_dir
+    from helpers.isolation.confinement import Limits
+    from helpers.isolation.disks import cap_disk
+    from helpers.stats.outcomes import RULES, run_outcome
+    from helpers.isolation.processes import remove_scratch, scratch_dir
 
     scratch = scratch_dir("run")
     try:

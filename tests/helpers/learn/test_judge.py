@@ -73,7 +73,7 @@ def test_the_hosts_grade_lines_are_read_the_same_way_the_scripted_judge_reads_th
     """The scripted dry-run judge takes the host's outcome only: a forged `outcome: pass` in a failing run's log
     gets 'incorrect', the same row honestly passing gets 'correct'."""
     from helpers.families.coding.tasks import load_house_suite
-    from helpers.testing.dry_run import DryRunScript
+    from helpers.stand_ins.dry_run import DryRunScript
 
     task = load_house_suite().iloc[0].to_dict()
     script = DryRunScript(load_house_suite()).script()

@@ -9,8 +9,8 @@ import pytest
 from helpers.core import config
 from helpers.llm.client import LLMClient
 from helpers.learn.optimizer import OPTIMIZER_SYSTEM_PROMPT, PromptLearningOptimizer, leaky_identifiers
-from helpers.core.edits import rules_tokens
-from helpers.core.rules import FENCE_END, FENCE_START, parse_ruleset
+from helpers.rules.edits import rules_tokens
+from helpers.rules.ruleset import FENCE_END, FENCE_START, parse_ruleset
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text
 from helpers.core.tokens import count_message_tokens
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from helpers.core.fences import outside_fences
-from helpers.core.planted import PlantedTextWarning, planted_reasons
+from helpers.rules.planted import PlantedTextWarning, planted_reasons
 from helpers.learn.optimizer import OPTIMIZER_SYSTEM_PROMPT, PromptLearningOptimizer
 from helpers.learn.rule_check import RULE_CHECK_PROMPT, RuleCheck
 from helpers.llm.client import LLMClient
@@ -124,7 +124,7 @@ def test_in_flag_mode_a_harmful_rule_lands_flagged_for_a_person_and_export_and_c
     ("Never log tokens.", False), ("Run `pytest -q` before finishing.", False), (ORDINARY, False),
 ])
 def test_the_scripted_dry_run_answers_the_check_with_the_floors_reading_labelled_scripted(rule, harmful):
-    from helpers.testing.dry_run import DryRunScript
+    from helpers.stand_ins.dry_run import DryRunScript
 
     answer = json.loads(DryRunScript().script().reply_for({"messages": RuleCheck(client=None).messages(rule)}).content)
     assert answer["harmful"] is harmful and "scripted dry run" in answer["reason"]

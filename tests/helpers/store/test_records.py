@@ -89,7 +89,7 @@ def test_results_go_where_PL_RESULTS_DIR_points(monkeypatch, tmp_path):
 
 def test_an_agents_json_events_holding_raw_line_separators_are_read_whole():
     from cline.runner import parse_events
-    from helpers.core.processes import json_lines
+    from helpers.isolation.processes import json_lines
 
     # JSON allows U+2028, U+2029 and U+0085 raw in a string (Node's JSON.stringify writes them so)
     stdout = '{"type": "say", "text": "a\u2028b"}\n' + '{"type": "run_result", "text": "done\u2029\x85", "finishReason": "completed"}\n'

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from helpers.core import config
-from helpers.core.planted import PlantedTextWarning
+from helpers.rules.planted import PlantedTextWarning
 from helpers.store.records import append_jsonl, loops_path, ruleset_sha, split_results_path, write_csv
-from helpers.core.edits import apply_edits, rules_tokens
-from helpers.core.rules import FENCE_END, FENCE_START, Rule, Ruleset, diff_rulesets, import_rules_file, parse_rules_text, parse_ruleset, render_ruleset, split_fenced, with_learned_section
+from helpers.rules.edits import apply_edits, rules_tokens
+from helpers.rules.ruleset import FENCE_END, FENCE_START, Rule, Ruleset, diff_rulesets, import_rules_file, parse_rules_text, parse_ruleset, render_ruleset, split_fenced, with_learned_section
 from helpers.store.rulesets import RulesetStore
 
 HEADER = "<!-- prompt-learning ruleset: keep the [Rn] ids when editing by hand; next id R99 -->"
@@ -297,7 +297,7 @@ def test_an_unknown_version_names_the_saved_ones(store):
 
 
 def test_exporting_a_file_past_an_agents_documented_limit_writes_it_whole_and_warns_naming_the_agent(store, tmp_path):
-    from helpers.core.rules_limits import RulesSizeWarning
+    from helpers.rules.limits import RulesSizeWarning
 
     project = tmp_path / "big"
     project.mkdir()

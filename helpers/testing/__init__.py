@@ -1,1 +1,0 @@
-"""The scripted dry run: every model role played by the scripted server."""

@@ -1,0 +1,151 @@
+"""A run's caps hold whatever tree it builds: its folders are measured by a walk that neither recurses nor follows
+a link, and a watcher that cannot measure ends the run (fail closed), named."""
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers.core import config
+from helpers.isolation.confinement import CAP_PREFIX, Limits, cap_reached
+from helpers.isolation.processes import remove_scratch, run_cli, scratch_dir
+from helpers.isolation.sandbox import unavailable_reason
+
+pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox here: {unavailable_reason()}")
+# a 1,100-deep chain of folders (made relative to each other, as an agent's program would)
+DEEP = "python3 -c \"import os\nfor _ in range(1100): os.mkdir('d'); os.chdir('d')\nopen('f', 'w').write('x')\""
+
+
+def run(script: str, scratch: Path, limits: Limits | None = None) -> tuple[str, str, float]:
+    """(stdout, stderr, seconds) of bash `script` run by run_cli in the sandbox, in `scratch`'s ws and home."""
+    workspace, home = scratch / "ws", scratch / "home"
+    workspace.mkdir(exist_ok=True), home.mkdir(exist_ok=True)
+    started = time.monotonic()
+    out, err, timed_out, _ = run_cli(["bash", "-c", script.format(workspace=workspace)], workspace,
+                                     {"PATH": "/usr/bin:/bin", "HOME": str(home)}, "", 90, set(), threading.Lock(),
+                                     home=home, sandbox="required", limits=limits)
+    assert not timed_out, err
+    return out, err, time.monotonic() - started
+
+
+def test_a_run_that_built_a_1100_deep_tree_is_still_ended_at_its_disk_cap_and_its_folders_go():
+    scratch = scratch_dir("run")
+    try:
+        limits = Limits(disk_bytes=24 * 2**20, file_bytes=16 * 2**20)
+        out, err, seconds = run(DEEP + "; for i in 1 2 3 4 5 6; do head -c 8000000 /dev/zero > f$i; done; sleep 30",
+                                scratch, limits)
+        assert cap_reached(err).startswith(f"{CAP_PREFIX} the disk cap (24 MiB"), err[-500:]
+        assert seconds < 30  # ended by the cap, not by its own end
+    finally:
+        assert remove_scratch(scratch) == []
+    assert not scratch.exists()
+
+
+def test_a_tree_past_the_walks_limits_ends_the_run_named_the_watcher_fails_closed(monkeypatch):
+    monkeypatch.setattr(config, "TREE_MAX_ENTRIES", 300)
+    scratch = scratch_dir("run")
+    try:
+        out, err, seconds = run("mkdir many; cd many; for i in $(seq 400); do : > f$i; done; sleep 30", scratch)
+        cap = cap_reached(err)
+        assert cap.startswith(f"{CAP_PREFIX} the sandbox could not check the run's disk use (") and "300 entries" in cap
+        assert seconds < 30
+    finally:
+        remove_scratch(scratch)
+
+
+# --- the disk cap, enforced by the kernel at write time (helpers.isolation.disks) --------------------------------
+import os  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+from helpers.isolation.disks import is_capped  # noqa: E402
+from helpers.isolation.trees import tree_usage  # noqa: E402
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the kernel's disk cap needs root (else it is sampled)")
+MiB = 2**20
+SMALL = Limits(disk_bytes=24 * MiB, file_bytes=16 * MiB, disk_files=400)
+MMAP = ("python3 -c \"import mmap, os\nf = os.open('m', os.O_RDWR | os.O_CREAT)\nos.ftruncate(f, 15 * 2**20)\n"
+        "m = mmap.mmap(f, 15 * 2**20)\nfor i in range(0, 15 * 2**20, 4096): m[i] = 1\"")
+WRITERS = {  # each writes past 24 MiB in well under a second, each its own way
+    "fallocate burst": "for i in 1 2 3 4 5; do fallocate -l 10M f$i; done",  # the issue's example, scaled down
+    "mmap": f"{MMAP}; cp m m2",
+    "home and workspace": "head -c 15000000 /dev/zero > a; head -c 15000000 /dev/zero > $HOME/b",
+    "many small files": "mkdir many; for i in $(seq 600); do echo $i > many/$i; done",
+    "dd in parallel": "for i in 1 2 3 4; do dd if=/dev/zero of=d$i bs=1M count=10 & done; wait",
+}
+
+
+@needs_root
+@pytest.mark.parametrize("writer", list(WRITERS))
+def test_writes_past_the_disk_cap_fail_at_once_whatever_the_writer_and_the_run_ends_named(writer):
+    scratch = scratch_dir("run")
+    try:
+        whole = writer == "fallocate burst"  # all or nothing: a refused one leaves room, and the run goes on
+        out, err, seconds = run(WRITERS[writer] + ("; echo went on" if whole else "; sleep 30"), scratch, SMALL)
+        workspace, home = scratch / "ws", scratch / "home"
+        assert is_capped(workspace) and is_capped(home)
+        assert "No space left" in err or "Bus error" in err, err[-500:]
+        written = os.statvfs(workspace)
+        used = (written.f_blocks - written.f_bfree) * written.f_frsize
+        assert used <= 24 * MiB, used  # never past the cap, not even for a moment: it is the file system's size
+        if whole:
+            assert used == 20 * MiB and out == "went on\n"
+        else:  # a write that filled it: the run is ended, named (not by its own end)
+            assert cap_reached(err).startswith(f"{CAP_PREFIX} the disk cap (24 MiB"), err[-500:]
+            assert seconds < 30
+        assert tree_usage(workspace).entries > 0  # the host still reads the run's work at its own path
+    finally:
+        assert remove_scratch(scratch) == []
+    assert not scratch.exists() and not is_capped(scratch / "ws")
+
+
+@needs_root
+def test_a_sparse_file_takes_no_room_and_a_run_under_the_cap_is_not_ended():
+    scratch = scratch_dir("run")
+    try:
+        out, err, _ = run("truncate -s 15M sparse; head -c 8000000 /dev/zero > real; du -k sparse", scratch, SMALL)
+        assert not cap_reached(err) and int(out.split()[0]) == 0, (out, err)
+        assert (scratch / "ws" / "real").stat().st_size == 8_000_000
+    finally:
+        remove_scratch(scratch)
+
+
+@needs_root
+def test_a_killed_drivers_capped_folders_are_detached_and_removed_at_the_next_start():
+    from helpers.isolation.processes import sweep_stale
+
+    driver = subprocess.Popen([sys.executable, "-c", (
+        "import os, sys, time\n"
+        "from helpers.isolation.confinement import Limits\n"
+        "from helpers.isolation.disks import cap_disk\n"
+        "from helpers.isolation.processes import scratch_dir\n"
+        "ws = scratch_dir('run')\n"
+        "assert cap_disk([ws], Limits(disk_bytes=2**20))\n"
+        "print(ws, flush=True)\n"
+        "time.sleep(60)\n")], stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[3])
+    workspace = Path(driver.stdout.readline().strip())
+    assert is_capped(workspace)
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait()
+    assert workspace.parent in sweep_stale()
+    assert not is_capped(workspace) and not workspace.parent.exists()
+
+
+@needs_root
+def test_the_run_changes_the_hosts_files_the_host_reads_its_work_and_nothing_it_left_is_set_uid_or_a_device():
+    scratch = scratch_dir("run")
+    try:
+        workspace = scratch / "ws"
+        workspace.mkdir()
+        (workspace / "app.py").write_text("x = 1\n")  # the host's, before the run
+        out, err, _ = run("echo 'x = 2' >> app.py && cp /usr/bin/true mine && chmod u+s mine && echo ok", scratch,
+                          SMALL)
+        assert out == "ok\n" and not cap_reached(err), err
+        assert (workspace / "app.py").read_text() == "x = 1\nx = 2\n" and is_capped(workspace)
+        flags = os.statvfs(workspace).f_flag
+        assert flags & os.ST_NOSUID and flags & os.ST_NODEV  # the set-uid file it left is inert on the host
+    finally:
+        remove_scratch(scratch)
+    assert not scratch.exists()
