@@ -18,12 +18,14 @@ import json
 import logging
 import secrets
 import time
+from time import perf_counter
 from typing import Any, Callable
 
 import aiohttp
 from aiohttp import web
 
 from helpers.llm.gateway.policy import ClientGone, api_of, gemini_error
+from helpers.llm.gateway.stages import StageTimes
 from helpers.llm.gateway.upstreams import scrub
 
 log = logging.getLogger("helpers.llm.gateway")
@@ -122,6 +124,7 @@ class Stream:
         self.first: list[tuple[bytes, Any]] = []
         self._pending = b""
         self._fault: UpstreamFault | None = None
+        self.checked_s = 0.0  # seconds spent splitting and checking events
 
     async def start(self) -> "Stream":
         self.first = await self.next()
@@ -145,7 +148,9 @@ class Stream:
             if not chunk:
                 raise UpstreamFault(f"the model server ended the stream early after {chunks_text(self.chunks)} "
                                     "(no end marker)")
+            begun = perf_counter()
             events = self._split(chunk)
+            self.checked_s += perf_counter() - begun
             if events:
                 return events
         return []
@@ -220,21 +225,39 @@ def note(record: dict, message: str, level: int = logging.WARNING) -> None:
 
 
 
+class _Relayed(web.StreamResponse):
+    """A streamed answer whose head goes out with its first events: one write to the client, not two."""
+
+    _send_headers_immediately = False  # aiohttp's own switch (its web.Response sets it so too)
+
+
 async def relay(request: web.Request, response: aiohttp.ClientResponse, stream: Stream, headers: dict[str, str],
                 record: dict, key: str | None, take: Callable[[bytes, Any], None],
-                finish: Callable[[], None]) -> web.StreamResponse:
-    """Write each whole event to the client as it arrives, then `take` it (metering, traces); a stream that
-    breaks ends with an error event in the client's wire format. `finish` writes the record before the client
-    can see the end of its answer."""
-    out = web.StreamResponse(status=response.status, headers=headers)
+                finish: Callable[[], None], stages: StageTimes | None = None) -> web.StreamResponse:
+    """Write the events to the client as they arrive, all that arrived together in one write (a write is a system
+    call that also wakes the client: one per event cost more than the rest of the relay), and `take` each (metering,
+    traces); a stream that breaks ends with an error event in the client's wire format. `finish` writes the record
+        before the client can see the end of its answer: the last events go out with the end of the answer. `stages`
+    times the forwarding (checks and writes) and the metering."""
+    stages = stages or StageTimes()
+    lap, checked = perf_counter(), stream.checked_s
+    out = _Relayed(status=response.status, headers=headers)
     await out.prepare(request)
-    events, fault = stream.first, None
+    events, fault, last = stream.first, None, b""
     try:
         while events:
+            lap = stages.lap("forward", lap)
             for raw, data in events:
-                await _write(out, raw)
                 take(raw, data)
+            lap = stages.lap("metering", lap)
+            written = b"".join([raw for raw, _ in events])
+            if stream.ended:  # goes out with the end of the answer, after the record is written
+                last = written
+                break
+            await _write(out, written)
+            lap = stages.lap("forward", lap)
             events = await stream.next()
+            lap = perf_counter()  # the wait for the upstream is not the gateway's
     except UpstreamFault as broken:
         fault = broken
         record.update(status=fault.status, error=scrub(fault.message, key))
@@ -245,13 +268,15 @@ async def relay(request: web.Request, response: aiohttp.ClientResponse, stream: 
         record.update(status=stream.upstream_error[0], error=scrub(stream.upstream_error[1], key))
         note(record, record["error"])
     finish()
+    if fault is not None:
+        last = error_event(api_of(record["path"], request.headers), record["error"], stream, fault.status)
+    lap = perf_counter()
     try:
-        if fault is not None:
-            await _write(out, error_event(api_of(record["path"], request.headers), record["error"], stream,
-                                             fault.status))
-        await out.write_eof()
+        await out.write_eof(last)
     except (ConnectionError, ClientGone):  # the client hung up once it had what it was sent: nothing is lost
         pass
+    stages.lap("forward", lap)
+    stages.add("forward", stream.checked_s - checked)  # the events' checks since the first ones (those: upstream)
     return out
 
 
