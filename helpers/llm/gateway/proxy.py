@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
+from tenacity import AsyncRetrying
 from yarl import URL
 
 from helpers.core import config
@@ -377,8 +378,6 @@ class Gateway(CallRecords):
         helpers.llm.retries) 429/5xx and UpstreamFaults while nothing has been sent to the client; an answer
         passed on after that carries GATEWAY_RETRIES_HEADER, so that clients do not retry it again: one failing
         call reaches the upstream at most 1 + max_retries times. Raises the last UpstreamFault."""
-        from tenacity import AsyncRetrying
-
         target = urlsplit(upstream.url)
         url = URL(f"{target.scheme}://{target.netloc}{record['path']}", encoded=True)
         headers.pop("Content-Type", None) if method == "GET" else headers.update({"Content-Type": "application/json"})
@@ -387,10 +386,16 @@ class Gateway(CallRecords):
             record["waited_s"] += seconds
             await asyncio.sleep(seconds)
 
-        try:
+        try:  # the first attempt outside tenacity, whose machinery costs more than the rest of a call's set-up
+            return await self._try(method, url, headers, body, record, self.max_retries == 0)
+        except TryAgain as failed:
+            first = [failed]
+        try:  # the policy from there: the first attempt's failure is its attempt 1 (waits and counts as they were)
             async for attempt in AsyncRetrying(**policy(self.max_retries, self.backoff_s, MAX_BACKOFF_S, sleep=sleep)):
                 with attempt:
                     record["retries"] = tried = attempt.retry_state.attempt_number - 1
+                    if first:
+                        raise first.pop()
                     return await self._try(method, url, headers, body, record, tried == self.max_retries)
         except TryAgain as exhausted:
             raise exhausted.cause

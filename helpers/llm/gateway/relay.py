@@ -22,6 +22,7 @@ from time import perf_counter
 from typing import Any, Callable
 
 import aiohttp
+import orjson
 from aiohttp import web
 
 from helpers.llm.gateway.policy import ClientGone, api_of, gemini_error
@@ -99,6 +100,16 @@ def connection_trouble(error: BaseException) -> str:
     return "the connection failed"
 
 
+def loads(data: bytes) -> Any:
+    """`data` parsed as JSON, as json.loads takes it (ValueError if not); orjson first, as it parses an event in a
+    fifth of the time (every event of every stream is parsed), json.loads for what orjson alone refuses (NaN, a
+    lone surrogate), so that what is JSON to the clients' own parsers stays JSON here."""
+    try:
+        return orjson.loads(data)
+    except ValueError:
+        return json.loads(data)
+
+
 def check_json(body: bytes, status: int) -> None:
     """A success that is not JSON is a fault (every endpoint the gateway forwards answers JSON)."""
     if 200 <= status < 300:
@@ -164,9 +175,12 @@ class Stream:
         for raw in raws:
             if self.ended or self._fault is not None:
                 break
-            data = b"\n".join(line[5:].lstrip() for line in raw.split(b"\n") if line.startswith(b"data:"))
+            if raw.startswith(b"data:") and b"\n" not in raw:  # one data line, as nearly every event is
+                data = raw[5:].lstrip()
+            else:
+                data = b"\n".join(line[5:].lstrip() for line in raw.split(b"\n") if line.startswith(b"data:"))
             try:
-                parsed = json.loads(data) if data and data != b"[DONE]" else None
+                parsed = loads(data) if data and data != b"[DONE]" else None
             except ValueError:
                 self._fault = UpstreamFault(f"the model server sent an event that is not JSON after "
                                             f"{chunks_text(self.chunks)} ({data[:40]!r})")
