@@ -186,8 +186,8 @@ class Gateway(CallRecords):
 
     # --- the server (runs on the gateway's own event loop) --------------------------------------
     async def _open(self) -> None:
-        self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0), auto_decompress=False,
+        self._session = aiohttp.ClientSession(  # no cookie jar: one call's cookies are never another's
+            connector=aiohttp.TCPConnector(limit=0), auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(),
             timeout=aiohttp.ClientTimeout(total=self.call_timeout_s, sock_connect=CONNECT_TIMEOUT_S,
                                           sock_read=self.idle_timeout_s))
         self._pools = {name: Pool(self.concurrency) for name in self.upstreams}
