@@ -62,8 +62,7 @@ gateway = Gateway({{"scripted": Upstream(sys.argv[1], "sk-bench-key", "openai-co
 tokens = [gateway.issue_token("scripted", role="agent", task=f"t{{i}}") for i in range(int(sys.argv[2]))]
 print(json.dumps({{"url": gateway.url_for("scripted"), "tokens": tokens}}), flush=True)
 for _ in sys.stdin:
-    times = gateway.stage_times(reset=True) if hasattr(gateway, "stage_times") else {{}}
-    print(json.dumps(times), flush=True)
+    print(json.dumps(gateway.stage_times(reset=True)), flush=True)
 """
 
 
