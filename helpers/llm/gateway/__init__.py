@@ -25,7 +25,8 @@
   credential header the client sent and the `key=` parameter, and adds the real key the way the upstream
   expects it (Bearer for "openai" and "openai-compatible", x-api-key for "anthropic", x-goog-api-key for "gemini"). Unknown tokens get 401. The
   key is in no repr, log, record or error, and is scrubbed from non-streaming answers.
-- Streaming: an SSE answer is written to the client event by event as it arrives (whole events only);
+- Streaming: an SSE answer is written to the client as it arrives, whole events only (those that arrived
+  together in one write);
   any other answer is passed on whole. Status codes and end-to-end headers are kept (the upstream is asked
   for `Accept-Encoding: identity` so the gateway can read usage).
 - A misbehaving model server (relay.py): a stream that ends without its end marker or breaks off, an event

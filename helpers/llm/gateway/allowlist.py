@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+from urllib.parse import parse_qsl, urlencode  # here, not per call: each `from urllib.parse import` raises and catches an AttributeError
 
 ANY = None  # a field whose every value passes
 # Per wire format: the top-level fields that pass, each with ANY or a tuple of the values that pass.
@@ -318,8 +319,6 @@ def _cap(api: str, screened: Screened, cap: int, model: str) -> None:
 def forwarded_query(api: str, path: str, query: str) -> tuple[str, list[str]]:
     """The query string that goes upstream (the pairs QUERY names for `api`; Gemini's `alt=sse` only on
     :streamGenerateContent) and the names of the parameters dropped (`key`, the token, is dropped unnamed)."""
-    from urllib.parse import parse_qsl, urlencode
-
     allowed = QUERY.get(api, set())
     if api == "gemini" and not path.endswith(":streamGenerateContent"):
         allowed = set()

@@ -40,6 +40,7 @@ class Ledger:
         self._spent_usd, self.reserved_usd = 0.0, 0.0
         self._lock = threading.Lock()  # for readers on other threads
         self._settled: asyncio.Condition | None = None  # made on the gateway's loop
+        self._waiting = 0  # reservations waiting for calls under way to settle
 
     @property
     def spent_usd(self) -> float:
@@ -65,14 +66,18 @@ class Ledger:
                     if self._spent_usd + self.reserved_usd + worst_usd <= self.budget_usd:
                         self.reserved_usd += worst_usd
                         return True
-                await self._settled.wait()
+                self._waiting += 1
+                try:
+                    await self._settled.wait()
+                finally:
+                    self._waiting -= 1
 
     def settle(self, reserved_usd: float, cost_usd: float) -> None:
         """One call's end: its reservation released, its metered cost spent (call from the gateway's loop)."""
         with self._lock:
             self.reserved_usd = max(0.0, self.reserved_usd - reserved_usd)
             self._spent_usd += cost_usd
-        if self._settled is not None:
+        if self._waiting:  # a wake-up task only when a reservation waits (not one per call)
             asyncio.get_running_loop().create_task(self._wake())
 
     async def _wake(self) -> None:

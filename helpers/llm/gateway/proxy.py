@@ -11,11 +11,14 @@ import random
 import secrets
 import threading
 import time
+from time import perf_counter
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
 import aiohttp
+import uvloop
 from aiohttp import web
+from tenacity import AsyncRetrying
 from yarl import URL
 
 from helpers.core import config
@@ -29,6 +32,7 @@ from helpers.llm.gateway.pool import POOL_PAUSE_STATUS, Pool
 from helpers.llm.gateway.records import COUNTS, CallRecords
 from helpers.llm.gateway.relay import (READ_ERRORS, Limits, Stream, UpstreamFault, check_json, client_left, note,
                                         read_fault, relay)
+from helpers.llm.gateway.stages import StageTimes
 from helpers.llm.gateway.upstreams import Upstream, client_headers, scrub, scrub_bytes, token_of, upstream_headers
 from helpers.llm.gateway.tracing import RECORD_FIELDS
 from helpers.llm.retries import TryAgain, is_retryable, policy, retry_after_s
@@ -70,6 +74,7 @@ class Gateway(CallRecords):
         self.max_request_bytes, self.max_connections = config.GATEWAY_MAX_REQUEST_BYTES, config.GATEWAY_MAX_CONNECTIONS
         self.token_concurrency = config.GATEWAY_TOKEN_CONCURRENCY
         self._held = BodyBytes(config.GATEWAY_MAX_HELD_BYTES)  # request bytes of all calls under way
+        self._stages = StageTimes()  # where each call's time goes (stage_times)
         super().__init__(trace, trace_chars)  # records, tokens, calls under way (records.py)
         self.max_retries, self.backoff_s = max_retries, backoff_s
         # a silent upstream (between any two bytes) and a call that runs too long are both cut
@@ -94,7 +99,7 @@ class Gateway(CallRecords):
         failure: list[BaseException] = []
 
         def serve() -> None:
-            loop = asyncio.new_event_loop()
+            loop = uvloop.new_event_loop()  # libuv's loop: its sockets, timers and callbacks cost less CPU a call
             asyncio.set_event_loop(loop)
             self._loop = loop
             try:
@@ -169,6 +174,12 @@ class Gateway(CallRecords):
         """The cost of every priced call so far."""
         return self._ledger.spent_usd
 
+    def stage_times(self, reset: bool = False) -> dict[str, float]:
+        """Where the calls' time went: {"calls": n, "<stage>_ms": mean ms per call} for each stage of the request path
+        (stages.STAGES: read, policy, budget, key_swap, upstream, forward, metering, tracing, record); `reset`
+        starts the sums again."""
+        return self._stages.per_call_ms(reset)
+
     def _upstream(self, name: str) -> Upstream:
         if name not in self.upstreams:
             raise KeyError(f"No upstream named {name!r}; the gateway has {', '.join(sorted(self.upstreams))}.")
@@ -176,8 +187,8 @@ class Gateway(CallRecords):
 
     # --- the server (runs on the gateway's own event loop) --------------------------------------
     async def _open(self) -> None:
-        self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0), auto_decompress=False,
+        self._session = aiohttp.ClientSession(  # no cookie jar: one call's cookies are never another's
+            connector=aiohttp.TCPConnector(limit=0), auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(),
             timeout=aiohttp.ClientTimeout(total=self.call_timeout_s, sock_connect=CONNECT_TIMEOUT_S,
                                           sock_read=self.idle_timeout_s))
         self._pools = {name: Pool(self.concurrency) for name in self.upstreams}
@@ -212,6 +223,7 @@ class Gateway(CallRecords):
         try:
             return await self._answer(request)
         finally:
+            self._stages.count()
             with self._lock:
                 self._inflight[key] -= 1
                 if not self._inflight[key]:
@@ -219,7 +231,7 @@ class Gateway(CallRecords):
                 self._settled.notify_all()
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
-        started, started_at = time.monotonic(), time.time()
+        started, started_at, lap = time.monotonic(), time.time(), perf_counter()
         name, api = request.match_info["name"], api_of(request.path, request.headers)  # api: the error shape
         upstream = self.upstreams.get(name)
         if upstream is None:
@@ -237,13 +249,14 @@ class Gateway(CallRecords):
                                     headers={"retry-after": "1"} if refused.status == 503 else None)
             answer.force_close()  # the rest of the body is never read
             return answer
+        lap = self._stages.lap("read", lap)
         try:
-            return await self._forward(request, name, upstream, token, client, body, started, started_at)
+            return await self._forward(request, name, upstream, token, client, body, started, started_at, lap)
         finally:
             self._held.give(len(body))
 
     async def _forward(self, request: web.Request, name: str, upstream: Upstream, token: str | None, client: dict,
-                       body: bytes, started: float, started_at: float) -> web.StreamResponse:
+                       body: bytes, started: float, started_at: float, lap: float) -> web.StreamResponse:
         api = api_of(request.path, request.headers)
         checked = self._checked(request, name, upstream, client, body)
         if isinstance(checked, web.Response):
@@ -257,6 +270,7 @@ class Gateway(CallRecords):
                   "cached_tokens": None, "output_tokens": None, "cost_usd": None, "latency_s": None, "retries": 0, "waited_s": 0.0,
                   "started_at": started_at, "error": None, "changed": screened.changes if screened is not None else []}
         counts = path.endswith(COUNTS) or screened is None
+        lap = self._stages.lap("policy", lap)
         worst = 0.0 if counts or self.budget_usd is None else \
             worst_case_usd(record["model"], len(body), screened.media_parts, screened.output_tokens)
         if self.budget_usd is not None and worst > self.budget_usd:  # never fits, spent or not: the caller's own
@@ -276,6 +290,7 @@ class Gateway(CallRecords):
             return error_response(429, f"gateway: the budget of ${self.budget_usd:.2f} for model calls {why} "
                                        f"(${spent:.2f} used); no new model calls are made.", "budget_exceeded",
                                   BUDGET_SPENT_HEADERS, api=api)
+        lap = self._stages.lap("budget", lap)
         meter, kept = Meter(output=self.trace is not None), [b""]
         response: aiohttp.ClientResponse | None = None
         finished = False
@@ -287,26 +302,36 @@ class Gateway(CallRecords):
                 if response is not None:  # closes the upstream connection unless its answer was read whole
                     response.release()
                     self._pools[name].slots.release()
+                lap = perf_counter()
                 self._meter_record(record, meter)
+                lap = self._stages.lap("metering", lap)
                 self._ledger.settle(worst, record["cost_usd"] or 0.0)
+                self._stages.lap("budget", lap)
                 self._finish(token, record, started, body, asked, kept[0], meter)
 
-        def take(raw: bytes, data: Any) -> None:  # a relayed event, after the client has it
+        tracing = self.trace is not None
+
+        def take(raw: bytes, data: Any) -> None:  # a relayed event
             if isinstance(data, dict):
                 meter.event(data)
-            if len(kept[0]) < self.trace_chars:
+            if tracing and len(kept[0]) < self.trace_chars:
                 kept[0] += raw[: self.trace_chars - len(kept[0])]
 
         try:
-            response, head = await self._send(request, upstream, body, record)
+            sent = upstream_headers(request.headers, upstream)  # the client's credentials out, the key in
+            lap = self._stages.lap("key_swap", lap)
+            response, head = await self._send(request.method, upstream, sent, body, record)
+            lap = self._stages.lap("upstream", lap)
             record["status"] = response.status
             headers = client_headers(response.headers)
             if is_retryable(response.status):  # we retried it as far as the policy allows: clients must not
                 headers.update(no_more_retries(record))
             if isinstance(head, Stream):
-                return await relay(request, response, head, headers, record, upstream.api_key, take, finish)
+                return await relay(request, response, head, headers, record, upstream.api_key, take, finish,
+                                   self._stages)
             kept[0] = answer = scrub_bytes(head, upstream.api_key)
             meter.feed_json(decoded_body(answer, response.headers.get("Content-Encoding")))
+            self._stages.lap("metering", lap)
             return web.Response(status=response.status, headers=headers, body=answer)
         except UpstreamFault as fault:  # nothing reached the client yet: a plain JSON error
             record.update(status=fault.status, error=fault.message)
@@ -347,29 +372,32 @@ class Gateway(CallRecords):
             screened.changes += [f"query parameter {name!r} dropped" for name in dropped]
         return where[0], query, asked, screened
 
-    async def _send(self, request: web.Request, upstream: Upstream, body: bytes,
+    async def _send(self, method: str, upstream: Upstream, headers: dict[str, str], body: bytes,
                     record: dict) -> tuple[aiohttp.ClientResponse, bytes | Stream]:
         """The upstream's answer to be relayed with what of it was read (a whole body, or a stream's first
         events), holding one of the pool's slots (released by the caller). Retries (the one policy,
         helpers.llm.retries) 429/5xx and UpstreamFaults while nothing has been sent to the client; an answer
         passed on after that carries GATEWAY_RETRIES_HEADER, so that clients do not retry it again: one failing
         call reaches the upstream at most 1 + max_retries times. Raises the last UpstreamFault."""
-        from tenacity import AsyncRetrying
-
         target = urlsplit(upstream.url)
         url = URL(f"{target.scheme}://{target.netloc}{record['path']}", encoded=True)
-        headers = upstream_headers(request.headers, upstream)
-        headers.pop("Content-Type", None) if request.method == "GET" else headers.update({"Content-Type": "application/json"})
+        headers.pop("Content-Type", None) if method == "GET" else headers.update({"Content-Type": "application/json"})
 
         async def sleep(seconds: float) -> None:
             record["waited_s"] += seconds
             await asyncio.sleep(seconds)
 
-        try:
+        try:  # the first attempt outside tenacity, whose machinery costs more than the rest of a call's set-up
+            return await self._try(method, url, headers, body, record, self.max_retries == 0)
+        except TryAgain as failed:
+            first = [failed]
+        try:  # the policy from there: the first attempt's failure is its attempt 1 (waits and counts as they were)
             async for attempt in AsyncRetrying(**policy(self.max_retries, self.backoff_s, MAX_BACKOFF_S, sleep=sleep)):
                 with attempt:
                     record["retries"] = tried = attempt.retry_state.attempt_number - 1
-                    return await self._try(request.method, url, headers, body, record, tried == self.max_retries)
+                    if first:
+                        raise first.pop()
+                    return await self._try(method, url, headers, body, record, tried == self.max_retries)
         except TryAgain as exhausted:
             raise exhausted.cause
         raise AssertionError("unreachable")  # pragma: no cover

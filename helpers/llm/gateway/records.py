@@ -8,10 +8,12 @@ from __future__ import annotations
 import threading
 import time
 import warnings
+from time import perf_counter
 from typing import Any, Callable
 
 from helpers.core import config
 from helpers.llm.gateway.metering import Meter, body_text, input_messages, json_or_none
+from helpers.llm.gateway.stages import StageTimes
 from helpers.llm.pricing import call_cost_usd
 
 TRACE_MESSAGE_CHARS = config.GATEWAY_TRACE_MESSAGE_CHARS
@@ -24,6 +26,7 @@ class CallRecords:
     called (in a worker thread) with each finished call, its request and answer cut to `trace_chars`."""
 
     _loop: Any  # the gateway's event loop, once it serves
+    _stages: StageTimes  # the gateway's stage times (stages.py)
 
     def __init__(self, trace: Callable[[dict], Any] | None, trace_chars: int):
         self.trace, self.trace_chars = trace, trace_chars
@@ -103,6 +106,7 @@ class CallRecords:
 
     def _finish(self, token: str | None, record: dict, started: float, request_body: bytes,
                 request_json: Any, response_body: bytes, meter: "Meter") -> None:
+        lap = perf_counter()
         record["latency_s"] = time.monotonic() - started
         with self._lock:
             self._records.append(record)
@@ -110,11 +114,13 @@ class CallRecords:
             if token and request_body:
                 # an agent's last request carries its whole conversation: its trajectory so far (kept as bytes)
                 self._last_exchange[token] = (request_body, meter.text(), meter.tool_calls())
+        lap = self._stages.lap("record", lap)
         if self.trace is not None and self._loop is not None:
             payload = {**record, "request_body": body_text(request_body, self.trace_chars),
                        "response_body": body_text(response_body, self.trace_chars),
                        "output_text": meter.text()[: self.trace_chars], "output_tool_calls": meter.tool_calls()}
             self._loop.run_in_executor(None, self._call_trace, payload, request_json)
+            self._stages.lap("tracing", lap)
 
     def _call_trace(self, payload: dict, request_json: Any) -> None:
         try:

@@ -85,6 +85,7 @@ class Stub:
         self.storm_retry_after = "0.4"
         self.first_chunk_read = None  # a threading.Event: when set up, the stream holds after its first chunk until it is set
         self.arrivals, self.refusals = [], []  # monotonic times: chat requests in, 429s out
+        self.connections = 0  # TCP connections accepted
         self.lock = threading.Lock()
         stub = self
 
@@ -93,6 +94,11 @@ class Stub:
 
             def log_message(self, *args):
                 pass
+
+            def setup(self):  # one handler per connection
+                super().setup()
+                with stub.lock:
+                    stub.connections += 1
 
             def do_GET(self):
                 self.handle_any()
@@ -316,6 +322,42 @@ def test_a_stream_passes_byte_for_byte_and_chunk_by_chunk(stub):
     # would have delivered it only with the end of the stream.
     assert first_chunk_read.seen_before_the_rest and chunks >= 2
     assert (record["stream"], record["input_tokens"], record["output_tokens"]) == (True, 11, 5)
+
+
+def test_calls_one_after_another_reuse_one_upstream_connection_and_one_client_connection(stub):
+    body = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
+    with Gateway(stub_upstreams(stub)) as gateway:
+        token = gateway.issue_token("stub", task="t1")
+        with httpx.Client(headers={"Authorization": f"Bearer {token}"}) as client:  # HTTP/1.1 keep-alive
+            answers = [client.post(gateway.url_for("stub") + "/chat/completions", json=body) for _ in range(5)]
+            client_ports = {answer.extensions["network_stream"].get_extra_info("client_addr") for answer in answers}
+
+    assert [answer.status_code for answer in answers] == [200] * 5
+    assert stub.connections == 1  # keep-alive upstream: no new TCP connection per call
+    assert len(client_ports) == 1  # and the client's own connection is kept between its calls
+
+
+def test_stage_times_count_every_call_and_time_each_stage_of_its_path(stub):
+    body = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
+    traced = []
+    with Gateway(stub_upstreams(stub), budget_usd=5.0, trace=traced.append) as gateway:
+        token = gateway.issue_token("stub", task="t1")
+        headers = {"Authorization": f"Bearer {token}"}
+        for _ in range(2):
+            assert httpx.post(gateway.url_for("stub") + "/chat/completions", json=body, headers=headers).status_code == 200
+        read_stream(gateway.url_for("stub") + "/chat/completions", headers, {**body, "stream": True})
+        gateway.calls(task="t1")
+        times = gateway.stage_times(reset=True)
+        after_reset = gateway.stage_times()
+
+    assert times["calls"] == 3
+    stages = ("read", "policy", "budget", "key_swap", "upstream", "forward", "metering", "tracing", "record")
+    assert set(times) == {"calls"} | {f"{stage}_ms" for stage in stages}
+    assert all(times[f"{stage}_ms"] > 0 for stage in stages), times
+    # the stub's own 50 ms before each answer is the upstream's time; its 0.15 s between stream events, no stage's
+    assert times["upstream_ms"] >= 50
+    assert times["forward_ms"] < 100
+    assert after_reset == {"calls": 0, **{f"{stage}_ms": 0.0 for stage in stages}}
 
 
 def test_the_openai_sdk_streams_from_the_scripted_server_with_usage_metered():

@@ -5,6 +5,7 @@ gateway, the real scripted server and its faults (helpers.llm.scripts.FAULTS).
 What every fault must give: the client a clean end with an error it understands, in its own wire format,
 saying what happened; the call's record a transient status; the log one line, and no traceback anywhere."""
 
+import json
 import logging
 
 import anthropic
@@ -13,6 +14,7 @@ import openai
 import pytest
 
 from helpers.llm.gateway import Gateway, Upstream, is_transient
+from helpers.llm.gateway.relay import loads
 from helpers.llm.retries import GATEWAY_RETRIES_HEADER
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer
 
@@ -142,6 +144,21 @@ def test_a_malformed_event_ends_the_stream_after_what_was_valid_with_an_error_ev
 
 
 # --- retried while nothing reached the client ---------------------------------------------------------------
+@pytest.mark.parametrize("data", [b'{"a": 1}', b'{"n": NaN}', b'{"x": Infinity}', b'{"s": "\\ud800"}', b'[1, 2]',
+                                  b' {"a": "\xc3\xa9"} ', b'{"a": 1, "a": 2}'])
+def test_an_event_is_json_to_the_relay_exactly_when_it_is_json_to_pythons_own_parser(data):
+    assert repr(loads(data)) == repr(json.loads(data))  # (repr: NaN is not NaN)
+    assert loads(b'{"big": 123456789012345678901234567890}')["big"] == pytest.approx(1.2345678901234568e29)
+
+
+@pytest.mark.parametrize("data", [b"{this is not JSON", b'{"a": 1', b"", b"\xff\xfe", b'{"a": 1} {"b": 2}', b"nan"])
+def test_an_event_that_is_not_json_to_pythons_own_parser_is_not_json_to_the_relay(data):
+    with pytest.raises(ValueError):
+        json.loads(data)
+    with pytest.raises(ValueError):
+        loads(data)
+
+
 def test_a_stream_that_ends_before_its_first_event_is_retried_and_the_client_sees_none_of_it(caplog):
     broken = Rule(reply=Reply(LONG, fault="end_early", fault_after=0), times=1)
     with serve(broken, default=Reply("The fix is in.")) as server, gateway_for(server, max_retries=2) as gateway:
