@@ -120,3 +120,11 @@ def test_the_build_stops_on_a_malformed_task_file_before_any_work(tmp_path, monk
     with pytest.raises(TaskFileError, match="05-fill-missing.toml"):
         build.build(tmp_path / "cache")
     assert not (tmp_path / "cache").exists()
+
+
+def test_a_changed_task_file_names_a_new_build(tmp_path, monkeypatch):
+    root, target = corrupt(tmp_path, "todo/03-empty-title.toml", lambda path: None)
+    monkeypatch.setattr(build, "TASKS", root)
+    before = build.source_hash()
+    replace("Empty titles are accepted", "Blank titles are accepted")(target)
+    assert build.source_hash() != before  # a build made from the old files is not reused

@@ -27,9 +27,11 @@ VERSION = "1.0"
 
 def source_hash() -> str:
     digest = hashlib.sha256()
-    for path in sorted([*SOURCE.rglob("*"), *TASKS.rglob("*"), *Path(__file__).parent.glob("*.py")]):
+    files = [(str(p.relative_to(SOURCE.parent)), p) for p in [*SOURCE.rglob("*"), *Path(__file__).parent.glob("*.py")]]
+    files += [(f"tasks/{p.relative_to(TASKS)}", p) for p in TASKS.rglob("*")]  # the task files, wherever they are
+    for name, path in sorted(files):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-            digest.update(str(path.relative_to(SOURCE.parent)).encode() + b"\0" + path.read_bytes())
+            digest.update(name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
