@@ -65,17 +65,7 @@ def test_installed_says_how_to_install_a_missing_binary(tmp_path):
         toy(tmp_path / "toy", binary_path="bin/toy").installed()
 
 
-@pytest.fixture
-def openai_keys(monkeypatch, tmp_path):
-    for name in ("OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", "openai-key")
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "anthropic-key")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("helpers.core.config.REPO_ROOT", tmp_path)  # no .env to find
-
-
-def test_a_cli_that_speaks_openai_takes_its_provider_and_upstream_from_its_declaration(openai_keys, monkeypatch):
+def test_a_cli_that_speaks_openai_takes_its_provider_and_upstream_from_its_declaration(keys, monkeypatch):
     speaking = toy(Path("."), speaks_openai=("Toy speaks only the OpenAI Responses API", "/responses"))
     assert speaking("gpt-5").openai_settings() == (config.OPENAI_URL, "openai-key")
     assert speaking("gpt-5").upstream() == (None, "openai-key", "openai")
