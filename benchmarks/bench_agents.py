@@ -27,25 +27,11 @@ import pandas as pd
 from helpers.core.registry import make_agent
 from helpers.engine.runs import run_tasks
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, tool_call, tool_names
-from helpers.families.coding.git import git
+from calc_tasks import BUGGY, FIXED, tasks
 
-BUGGY, FIXED = "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n"
 MODELS = {"cline": "scripted-dry-run", "claude-code": "claude-sonnet-4-5", "codex": "gpt-5",  # each agent's own kind of id
           "mini-swe-agent": "gpt-5", "opencode": "gpt-5", "gemini-cli": "gemini-2.5-pro"}
 SHELL_FIX = "sed -i 's/a - b/a + b/' calc.py"
-
-
-def tasks(root: Path, n: int) -> pd.DataFrame:
-    repo = root / "calc"
-    repo.mkdir()
-    (repo / "calc.py").write_text(BUGGY)
-    git("init", "-q", "-b", "main", cwd=repo)
-    git("add", "-A", cwd=repo)
-    git("commit", "-q", "-m", "calc", cwd=repo)
-    base = git("rev-parse", "HEAD", cwd=repo).stdout.strip()
-    return pd.DataFrame([{"instance_id": f"bench-{i}", "repo": "bench/calc", "base_commit": base, "repo_path": str(repo),
-                          "problem_statement": f"Task {i}: add() subtracts.", "patch": "", "test_patch": "",
-                          "FAIL_TO_PASS": [], "PASS_TO_PASS": []} for i in range(n)])
 
 
 def script(latency: float) -> Script:

@@ -25,23 +25,9 @@ import pandas as pd
 
 from cline import run_act, runner
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, tool_call
-from helpers.families.coding.git import git
+from calc_tasks import BUGGY, FIXED, tasks
 
 TARGET_RATIO = 1.25
-BUGGY, FIXED = "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n"
-
-
-def tasks(root: Path, n: int) -> pd.DataFrame:
-    repo = root / "calc"
-    repo.mkdir()
-    (repo / "calc.py").write_text(BUGGY)
-    git("init", "-q", "-b", "main", cwd=repo)
-    git("add", "-A", cwd=repo)
-    git("commit", "-q", "-m", "calc", cwd=repo)
-    base = git("rev-parse", "HEAD", cwd=repo).stdout.strip()
-    return pd.DataFrame([{"instance_id": f"bench-{i}", "repo": "bench/calc", "base_commit": base, "repo_path": str(repo),
-                          "problem_statement": f"Task {i}: add() subtracts.", "patch": "", "test_patch": "",
-                          "FAIL_TO_PASS": [], "PASS_TO_PASS": []} for i in range(n)])
 
 
 def timed_run(frame: pd.DataFrame, workers: int, url: str, results: Path, run_id: str) -> tuple[float, float]:

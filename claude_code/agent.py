@@ -25,14 +25,13 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from helpers.agents.init_route import OWN_INIT, InitRoute
 from helpers.rules.limits import RulesLimit
-from helpers.agents.base import CLIAgent, Invocation, task_text
+from helpers.agents.base import CLIAgent, Invocation, claimed_status, key_pipe, task_text
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.isolation.processes import json_lines, last_lines, safe_environment
@@ -115,16 +114,6 @@ def state_environment(state: Path, base_url: str | None, key_fd: int) -> dict[st
     return safe_environment(settings)
 
 
-def key_pipe(key: str) -> int:
-    """A pipe's read end holding `key` (the CLI reads it once); the caller closes it after the start."""
-    read_end, write_end = os.pipe()
-    try:
-        os.write(write_end, key.encode())
-    finally:
-        os.close(write_end)
-    return read_end
-
-
 # --- Claude Code's stream-json ------------------------------------------------------------------------
 def trajectory_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Messages, tool calls and tool results from Claude Code's stream-json events, in order."""
@@ -165,13 +154,10 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
     final = next((e for e in reversed(events) if e.get("type") == "result"), None) or {}
     text = str(final.get("result") or "")
     plan = plan_of(events) or text if mode == "plan" else ""
-    if timed_out:
-        status, error = "timeout", f"stopped after {timeout_s:.0f} s (the agent's time limit)"
-    elif final and final.get("subtype") == "success" and not final.get("is_error"):
-        status, error = "completed", ""
-    else:
-        errors = [str(e) for e in final.get("errors") or []]
-        status, error = "error", "; ".join(errors) or text or last_lines(stderr) or "Claude Code ended without a result"
+    succeeded = bool(final) and final.get("subtype") == "success" and not final.get("is_error")
+    status, error = claimed_status(timed_out, timeout_s, succeeded, lambda: (
+        "; ".join(str(e) for e in final.get("errors") or []) or text or last_lines(stderr)
+        or "Claude Code ended without a result"))
     turns = final.get("num_turns")
     return AgentResult(instance_id, status, plan=plan, error=error[:4000],
                        iterations=turns if isinstance(turns, int) else 0, duration_s=round(duration, 3),
@@ -193,16 +179,8 @@ class ClaudeCodeAgent(CLIAgent):
                              source="Claude Code's start-up warning at 40.0k characters; docs.anthropic.com/en/docs/claude-code/memory")
     base_prompt = BASE_PROMPT
     package_dir, binary_path = PACKAGE_DIR, _binary_path()
+    title, version_env = "Claude Code", QUIET_ENV  # what installed() says, how it asks
     dry_run_tools = (ShellTool("Bash", "command"),)  # it edits through Bash in the scripted dry run
-
-    @staticmethod
-    def installed() -> str:
-        """The pinned CLI's version and place (raises saying how to install it when it is missing)."""
-        binary = ClaudeCodeAgent.binary()
-        version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
-                                 env=safe_environment(QUIET_ENV), stdin=subprocess.DEVNULL)
-        lines = (version.stdout or version.stderr).strip().splitlines()
-        return f"Claude Code {lines[-1] if lines else '?'} at {binary.relative_to(PACKAGE_DIR.parent)}"
 
     def check_provider(self) -> None:
         provider_settings(self.model, self.base_url, self._api_key)

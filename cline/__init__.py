@@ -3,8 +3,7 @@
 `from cline import run_act` loads lazily; importing this package starts nothing.
 """
 
-from importlib import import_module
-from typing import Any
+from helpers.core.lazy import lazy_exports
 
 _EXPORTS = {
     "run_act": "cline.act",
@@ -18,9 +17,5 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "AGENT":  # helpers.core.registry finds an agent package's Agent class by this name
-        return import_module("cline.runner").ClineAgent
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'cline' has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)
+# `AGENT` is the package's Agent class, which helpers.core.registry finds by that name
+__getattr__ = lazy_exports("cline", _EXPORTS, agent="cline.runner:ClineAgent")

@@ -2,7 +2,7 @@
 
     agent = ClineAgent()                                     # the Agent protocol (helpers.core.protocols)
     result = agent.run(task, workspace, ruleset)             # -> AgentResult; the engine takes the patch
-    result = run_task(task, workspace, ruleset, model=DEFAULT_MODEL)   # one task alone, patch included
+    result = run_task(task, ruleset, model=DEFAULT_MODEL)   # one task alone, patch included
 
 What a run does (facts measured on Cline CLI 3.0.65; see cline/README.md):
 - its own HOME and CLINE_DIR in a temporary state folder, the local session backend (no hub daemon on
@@ -32,7 +32,6 @@ import platform
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from datetime import datetime, timezone
@@ -46,7 +45,7 @@ from helpers.isolation.processes import (CLIRun, die_with_parent, reached_at, re
                                     safe_environment, scratch_dir, signal_group, stop_processes, with_cap)
 from helpers.stand_ins.file_edit_tools import ShellTool, WholeFileEditor
 from helpers.core.protocols import AgentResult, Task
-from helpers.families.coding.workspaces import adopt_workspace, forget_host_side, workspace_patch, write_rules
+from helpers.engine.executors import run_attempt
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = ".clinerules"
@@ -268,7 +267,7 @@ def _run_in_slots(args: list[str], workspace: Path, env: dict[str, str], stdin_t
 
 def run_cline(task: Task, workspace: Path | str, *, model: str = DEFAULT_MODEL, base_url: str | None = None,
               api_key: str | None = None, provider: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S,
-              mode: str = "act", state_root: Path | str | None = None, sandbox: str | None = "required") -> AgentResult:
+              mode: str = "act", sandbox: str | None = "required") -> AgentResult:
     """Run Cline once on `task` in `workspace` (a clean git tree at the task's base commit, its rules
     already in .clinerules). The result carries no patch: the caller takes it from the workspace."""
     if mode not in ("act", "plan"):
@@ -279,7 +278,7 @@ def run_cline(task: Task, workspace: Path | str, *, model: str = DEFAULT_MODEL, 
     args = [str(cline_binary()), "--json", "-c", str(workspace), *(["-p"] if mode == "plan" else []),
             "Resolve the task given below."]
     instance_id = str(task["instance_id"])
-    state = Path(tempfile.mkdtemp(prefix="cline-state-", dir=state_root)) if state_root else scratch_dir("cline-state")
+    state = scratch_dir("cline-state")
     try:
         env = child_environment(write_cline_state(state, provider_id, entry), key_env)
         run = _run_cli(args, workspace, env, task_text(task), timeout_s, state, sandbox, reach=base_url)
@@ -308,22 +307,16 @@ def _claim_of(out: str, err: str, instance_id: str, mode: str, model: str, durat
                        final_text=text, model=model)
 
 
-def run_task(task: Task, workspace: Path | str, ruleset: str = "", **settings: Any) -> AgentResult:
-    """One task alone, as the engine would run it: the rules written to .clinerules, Cline, then the
-    patch taken from the workspace (rules and debris left out) by the host's own git directory, made
-    before Cline runs (adopt_workspace) and removed after. `settings` are run_cline's."""
-    workspace = Path(workspace)
-    adopt_workspace(workspace, str(task["base_commit"]))
-    try:
-        take_rules_out = write_rules(workspace, RULES_FILE, ruleset or "")
-        try:
-            result = run_cline(task, workspace, **settings)
-        finally:
-            take_rules_out()
-        if settings.get("mode", "act") == "act":
-            result.patch = workspace_patch(workspace, str(task["base_commit"]))
-    finally:
-        forget_host_side(workspace)
+def run_task(task: Task, ruleset: str = "", *, scratch: Path | str | None = None, **settings: Any) -> AgentResult:
+    """One task alone, run as the engine runs it (helpers.engine.executors.run_attempt): a fresh workspace of the
+    task's repository under `scratch` (this process's scratch folder when None), the rules in .clinerules, Cline,
+    then, in act mode, the patch the host takes from the workspace; the workspace is removed after. `settings`
+    are ClineAgent's."""
+    agent = ClineAgent(**settings)
+    result, output, _ = run_attempt(agent, task, ruleset or "", RULES_FILE, agent.mode, None,
+                                    Path(scratch) if scratch is not None else None)
+    if agent.mode == "act":
+        result.patch = output
     return result
 
 
@@ -346,6 +339,7 @@ class ClineAgent(CLIAgent):
     rules_limit = None  # Cline's .clinerules docs (docs.cline.bot) state no size limit that we found
     base_prompt = BASE_PROMPT
     package_dir, binary_path = PACKAGE_DIR, _binary_path()
+    title, version_env = "Cline CLI", {"CLINE_NO_AUTO_UPDATE": "1"}  # what installed() says, how it asks
     # its file editor, in the dry run; its shell (a list of commands), for scripted shell steps
     dry_run_tools = (WholeFileEditor("editor", delete_tool="run_commands"), ShellTool("run_commands", "commands", listed=True))
 
@@ -354,15 +348,6 @@ class ClineAgent(CLIAgent):
                  sandbox: str | None = "required"):
         super().__init__(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s, mode=mode, sandbox=sandbox)
         self.provider = provider
-
-    @staticmethod
-    def installed() -> str:
-        """The pinned CLI's version and place (raises saying how to install it when it is missing)."""
-        binary = ClineAgent.binary()
-        version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
-                                 env={**os.environ, "CLINE_NO_AUTO_UPDATE": "1"}, stdin=subprocess.DEVNULL)
-        lines = (version.stdout or version.stderr).strip().splitlines()
-        return f"Cline CLI {lines[-1] if lines else '?'} at {binary.relative_to(PACKAGE_DIR.parent)}"
 
     def check_provider(self) -> None:
         provider_settings(self.model, self.base_url, self._api_key, self.provider)

@@ -3,8 +3,7 @@
 `from codex import CodexAgent` loads lazily; importing this package starts nothing.
 """
 
-from importlib import import_module
-from typing import Any
+from helpers.core.lazy import lazy_exports
 
 _EXPORTS = {
     "CodexAgent": "codex.agent",
@@ -14,9 +13,5 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "AGENT":  # helpers.core.registry finds an agent package's Agent class by this name
-        return import_module("codex.agent").CodexAgent
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'codex' has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)
+# `AGENT` is the package's Agent class, which helpers.core.registry finds by that name
+__getattr__ = lazy_exports("codex", _EXPORTS, agent="codex.agent:CodexAgent")

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import json
 import platform
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from helpers.agents.init_route import OWN_INIT, InitRoute
 from helpers.rules.limits import RulesLimit
-from helpers.agents.base import CLIAgent, Invocation, openai_provider, openai_upstream, task_text
+from helpers.agents.base import CLIAgent, Invocation, claimed_status, task_text
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.isolation.processes import json_lines, last_lines, safe_environment
@@ -72,11 +71,6 @@ def _binary_path() -> str:
     package = {"x86_64": "x64", "aarch64": "arm64"}.get(arch, arch)
     system = {"linux": "linux", "darwin": "darwin"}.get(sys.platform, sys.platform)
     return f"node_modules/@openai/codex-{system}-{package}/vendor/{triple}/bin/codex"
-
-
-def provider_settings(model: str, base_url: str | None, api_key: str | None) -> tuple[str, str]:
-    """(the Responses API base URL, the key), resolved like every role (helpers.core.config.llm_settings)."""
-    return openai_provider(model, base_url, api_key, "Codex speaks only the OpenAI Responses API", "/responses")
 
 
 def config_toml(model: str, base_url: str) -> str:
@@ -153,14 +147,8 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
             text = str(item.get("text") or "")
         elif kind == "item.completed" and item.get("type") in ("command_execution", "file_change", "mcp_tool_call"):
             calls += 1
-    if timed_out:
-        status, error = "timeout", f"stopped after {timeout_s:.0f} s (the agent's time limit)"
-    elif completed and not failures:
-        status, error = "completed", ""
-    else:
-        status = "error"
-        error = ("; ".join(dict.fromkeys(failures or notices[-1:])) or last_lines(stderr)
-                 or "Codex ended without completing its turn")
+    status, error = claimed_status(timed_out, timeout_s, completed and not failures, lambda: (
+        "; ".join(dict.fromkeys(failures or notices[-1:])) or last_lines(stderr) or "Codex ended without completing its turn"))
     return AgentResult(instance_id, status, error=error[:4000], iterations=calls + 1 if events else 0,
                        duration_s=round(duration, 3), final_text=text, model=model, trajectory=trajectory_of(events))
 
@@ -178,27 +166,14 @@ class CodexAgent(CLIAgent):
                              source="developers.openai.com/codex/guides/agents-md: project_doc_max_bytes, 32 KiB by default")
     base_prompt = BASE_PROMPT
     package_dir, binary_path, plan_mode = PACKAGE_DIR, _binary_path(), False  # `codex exec` always acts
+    title, version_prefix = "Codex CLI", "codex-cli "  # what installed() says, how it reads the version
+    # the OpenAI API it speaks: its provider and gateway upstream follow (CLIAgent.openai_settings)
+    speaks_openai = ("Codex speaks only the OpenAI Responses API", "/responses")
     # it edits with apply_patch, else through its shell, in the scripted dry run
     dry_run_tools = (PatchTool("apply_patch", "input"), ShellTool("exec_command", "cmd"))
 
-    @staticmethod
-    def installed() -> str:
-        """The pinned CLI's version and place (raises saying how to install it when it is missing)."""
-        binary = CodexAgent.binary()
-        version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
-                                 env=safe_environment(), stdin=subprocess.DEVNULL)
-        lines = (version.stdout or version.stderr).strip().splitlines()
-        return f"Codex CLI {lines[-1].removeprefix('codex-cli ') if lines else '?'} at {binary.relative_to(PACKAGE_DIR.parent)}"
-
-    def check_provider(self) -> None:
-        provider_settings(self.model, self.base_url, self._api_key)
-
-    def upstream(self) -> tuple[str | None, str, str]:
-        """OpenAI's Responses API, or the OPENAI_BASE_URL server that serves it."""
-        return openai_upstream(*provider_settings(self.model, self.base_url, self._api_key))
-
     def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
-        url, key = provider_settings(self.model, self.base_url, self._api_key)
+        url, key = self.openai_settings()
         # an init run's prompt is the argument itself, as /init sends it; a task's text comes on stdin
         prompt, stdin = (task_text(task), "") if task.get("exact_prompt") else (PROMPT, task_text(task))
         args = [str(self.binary()), "exec", "--json", "--skip-git-repo-check",

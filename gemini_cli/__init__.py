@@ -3,8 +3,7 @@
 `from gemini_cli import GeminiCliAgent` loads lazily; importing this package starts nothing.
 """
 
-from importlib import import_module
-from typing import Any
+from helpers.core.lazy import lazy_exports
 
 _EXPORTS = {
     "GeminiCliAgent": "gemini_cli.agent",
@@ -15,9 +14,5 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "AGENT":  # helpers.core.registry finds an agent package's Agent class by this name
-        return import_module("gemini_cli.agent").GeminiCliAgent
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'gemini_cli' has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)
+# `AGENT` is the package's Agent class, which helpers.core.registry finds by that name
+__getattr__ = lazy_exports("gemini_cli", _EXPORTS, agent="gemini_cli.agent:GeminiCliAgent")

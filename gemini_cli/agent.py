@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helpers.agents.base import CLIAgent, Invocation, task_text
+from helpers.agents.base import CLIAgent, Invocation, claimed_status, task_text
 from helpers.agents.init_route import OWN_INIT, InitRoute
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
@@ -151,13 +151,8 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
             text = text + str(event.get("content") or "") if event.get("delta") else str(event.get("content") or "")
         elif kind == "tool_use":
             text = ""  # the final text is what it wrote after its last tool call
-    if timed_out:
-        status, error = "timeout", f"stopped after {timeout_s:.0f} s (the agent's time limit)"
-    elif status_seen == "success" and not errors:
-        status, error = "completed", ""
-    else:
-        status = "error"
-        error = "; ".join(dict.fromkeys(errors)) or last_lines(stderr) or "Gemini CLI ended without a result"
+    status, error = claimed_status(timed_out, timeout_s, status_seen == "success" and not errors, lambda: (
+        "; ".join(dict.fromkeys(errors)) or last_lines(stderr) or "Gemini CLI ended without a result"))
     return AgentResult(instance_id, status, error=" ".join(error.split())[:4000], iterations=batches + 1 if events else 0,
                        duration_s=round(duration, 3), final_text=text, model=model, trajectory=trajectory_of(events))
 
@@ -175,15 +170,9 @@ class GeminiCliAgent(CLIAgent):
     base_prompt = BASE_PROMPT
     default_model = DEFAULT_MODEL  # a Gemini model: the CLI speaks only Gemini's API
     package_dir, binary_path, plan_mode = PACKAGE_DIR, "node_modules/@google/gemini-cli/bundle/gemini.js", False
+    title, npm_package = "Gemini CLI", "@google/gemini-cli"  # what installed() says, where its version is
     # the scripted dry run writes files with write_file; `git apply` through its shell is refused (a heredoc)
     dry_run_tools = (WriteFileTool(), ShellTool("run_shell_command", "command"))
-
-    @staticmethod
-    def installed() -> str:
-        """The pinned CLI's version and place (raises saying how to install it when it is missing)."""
-        binary = GeminiCliAgent.binary()
-        version = json.loads((binary.parent.parent / "package.json").read_text())["version"]
-        return f"Gemini CLI {version} at {binary.relative_to(PACKAGE_DIR.parent)}"
 
     def check_provider(self) -> None:
         provider_settings(self.base_url, self._api_key)

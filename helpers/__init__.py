@@ -8,8 +8,7 @@ user code does not depend on the inner layout. They load lazily: `import helpers
 no side effects; `from helpers import evaluate_results` imports only the judge's module.
 """
 
-from importlib import import_module
-from typing import Any
+from helpers.core.lazy import lazy_exports
 
 LAYERS = ("core", "isolation", "rules", "stats", "store", "llm", "tracking", "families", "learn", "analysis", "agents",
           "engine", "stand_ins", "continual", "app")
@@ -92,11 +91,7 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'helpers' has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_exports("helpers", _EXPORTS)
 
 
 def __dir__() -> list[str]:

@@ -3,8 +3,7 @@
 `from mini_swe_agent import MiniSweAgent` loads lazily; importing this package starts nothing.
 """
 
-from importlib import import_module
-from typing import Any
+from helpers.core.lazy import lazy_exports
 
 _EXPORTS = {
     "MiniSweAgent": "mini_swe_agent.agent",
@@ -13,9 +12,5 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "AGENT":  # helpers.core.registry finds an agent package's Agent class by this name
-        return import_module("mini_swe_agent.agent").MiniSweAgent
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'mini_swe_agent' has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)
+# `AGENT` is the package's Agent class, which helpers.core.registry finds by that name
+__getattr__ = lazy_exports("mini_swe_agent", _EXPORTS, agent="mini_swe_agent.agent:MiniSweAgent")

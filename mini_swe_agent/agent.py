@@ -27,12 +27,11 @@ is a result with status "error" or "timeout"; only setup problems raise.
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 from pathlib import Path
 from typing import Any
 
-from helpers.agents.base import CLIAgent, Invocation, openai_provider, openai_upstream, task_text
+from helpers.agents.base import CLIAgent, Invocation, claimed_status, task_text
 from helpers.agents.init_route import PROJECT_INIT, PROJECT_INIT_PROMPT, InitRoute
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
@@ -61,12 +60,6 @@ BASE_PROMPT = (
     "correct. You read and edit files with shell commands (cat, sed, heredocs) and finish by running `echo "
     "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` on its own. The rules below are appended to your system message."
 )
-
-
-def provider_settings(model: str, base_url: str | None, api_key: str | None) -> tuple[str, str]:
-    """(the chat-completions base URL, the key), resolved like every role (helpers.core.config.llm_settings)."""
-    return openai_provider(model, base_url, api_key, "mini-swe-agent runs here on OpenAI's chat completions",
-                           "/chat/completions")
 
 
 def workspace_rules(workspace: Path) -> str:
@@ -158,16 +151,14 @@ def result_of(trajectory: dict[str, Any] | None, out: str, err: str, timed_out: 
     messages = (trajectory or {}).get("messages") or []
     exit_status = str(info.get("exit_status") or "")
     last = messages[-1] if messages else {}
-    if timed_out:
-        status, error = "timeout", f"stopped after {timeout_s:.0f} s (the agent's time limit)"
-    elif exit_status == "Submitted":
-        status, error = "completed", ""
-    else:
-        status = "error"
+
+    def failure() -> str:
         said = str((last.get("extra") or {}).get("exception_str") or last.get("content") or "") if last.get("role") == "exit" else ""
         said = " ".join(said.split())  # one line: litellm's messages span several
-        error = (f"mini-swe-agent ended with {exit_status}" + (f": {said}" if said and said != exit_status else "")
-                 if exit_status else last_lines(err) or last_lines(out) or "mini-swe-agent ended without a trajectory")
+        return (f"mini-swe-agent ended with {exit_status}" + (f": {said}" if said and said != exit_status else "")
+                if exit_status else last_lines(err) or last_lines(out) or "mini-swe-agent ended without a trajectory")
+
+    status, error = claimed_status(timed_out, timeout_s, exit_status == "Submitted", failure)
     answers = [m for m in messages if m.get("role") == "assistant"]
     final = info.get("submission") or (answers[-1].get("content") if answers else "") or ""
     calls = (info.get("model_stats") or {}).get("api_calls") if isinstance(info.get("model_stats"), dict) else None
@@ -197,6 +188,9 @@ class MiniSweAgent(CLIAgent):
     rules_limit = None  # mini-swe-agent reads no rules file of its own: the project puts AGENTS.md in its instance template, whole
     base_prompt = BASE_PROMPT
     package_dir, binary_path, plan_mode = PACKAGE_DIR, ".venv/bin/mini", False
+    title, python_package = "mini-swe-agent", "mini-swe-agent"  # what installed() says, where its version is
+    # the OpenAI API it speaks: its provider and gateway upstream follow (CLIAgent.openai_settings)
+    speaks_openai = ("mini-swe-agent runs here on OpenAI's chat completions", "/chat/completions")
     dry_run_tools = (SubmittingShellTool("bash", "command"),)
     # The trajectory file lies in the run's state folder, which the base removes before result() is called:
     # the Invocation's close (called before that, in the same thread) keeps it here for result().
@@ -212,25 +206,8 @@ class MiniSweAgent(CLIAgent):
                 "the version pinned in mini_swe_agent/requirements.txt into mini_swe_agent/.venv, an environment of its own.")
         return binary
 
-    @staticmethod
-    def installed() -> str:
-        """The pinned agent's version and place (raises saying how to install it when it is missing)."""
-        binary = MiniSweAgent.binary()
-        python = binary.parent / "python"
-        version = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('mini-swe-agent'))"],
-                                 capture_output=True, text=True, timeout=60, env=safe_environment(),
-                                 stdin=subprocess.DEVNULL)
-        return f"mini-swe-agent {version.stdout.strip() or '?'} at {binary.relative_to(PACKAGE_DIR.parent)}"
-
-    def check_provider(self) -> None:
-        provider_settings(self.model, self.base_url, self._api_key)
-
-    def upstream(self) -> tuple[str | None, str, str]:
-        """OpenAI's API, or the OPENAI_BASE_URL server that serves chat completions."""
-        return openai_upstream(*provider_settings(self.model, self.base_url, self._api_key))
-
     def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
-        url, key = provider_settings(self.model, self.base_url, self._api_key)
+        url, key = self.openai_settings()
         run_yaml, trajectory = state / "run.yaml", state / "traj.json"
         run_yaml.write_text(json.dumps(run_config(task, workspace_rules(workspace), url), indent=1))
         env = state_environment(state, key)

@@ -3,8 +3,7 @@
 `from opencode import OpencodeAgent` loads lazily; importing this package starts nothing.
 """
 
-from importlib import import_module
-from typing import Any
+from helpers.core.lazy import lazy_exports
 
 _EXPORTS = {
     "OpencodeAgent": "opencode.agent",
@@ -14,9 +13,5 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "AGENT":  # helpers.core.registry finds an agent package's Agent class by this name
-        return import_module("opencode.agent").OpencodeAgent
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'opencode' has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)
+# `AGENT` is the package's Agent class, which helpers.core.registry finds by that name
+__getattr__ = lazy_exports("opencode", _EXPORTS, agent="opencode.agent:OpencodeAgent")

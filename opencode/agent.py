@@ -28,12 +28,11 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from helpers.agents.base import CLIAgent, Invocation, openai_provider, openai_upstream, task_text
+from helpers.agents.base import CLIAgent, Invocation, claimed_status, key_pipe, task_text
 from helpers.agents.init_route import OWN_INIT, InitRoute
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
@@ -75,12 +74,6 @@ def _binary_path() -> str:
     return f"node_modules/opencode-{system}-{arch}/bin/opencode"
 
 
-def provider_settings(model: str, base_url: str | None, api_key: str | None) -> tuple[str, str]:
-    """(the chat-completions base URL, the key), resolved like every role (helpers.core.config.llm_settings)."""
-    return openai_provider(model, base_url, api_key, "This opencode set-up speaks the OpenAI chat-completions API",
-                           "/chat/completions")
-
-
 def opencode_config(model: str, base_url: str, key_fd: int) -> dict[str, Any]:
     """opencode's configuration: one OpenAI-compatible provider, its key read from the pipe `key_fd`."""
     return {
@@ -93,16 +86,6 @@ def opencode_config(model: str, base_url: str, key_fd: int) -> dict[str, Any]:
         "autoupdate": False,
         "share": "disabled",
     }
-
-
-def key_pipe(key: str) -> int:
-    """A pipe's read end holding `key` (opencode reads it once); the caller closes it after the start."""
-    read_end, write_end = os.pipe()
-    try:
-        os.write(write_end, key.encode())
-    finally:
-        os.close(write_end)
-    return read_end
 
 
 def state_environment(state: Path, model: str, base_url: str, key_fd: int) -> dict[str, str]:
@@ -163,13 +146,8 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
             text = str(part.get("text") or "")
         elif kind == "tool_use":
             calls += 1
-    if timed_out:
-        status, error = "timeout", f"stopped after {timeout_s:.0f} s (the agent's time limit)"
-    elif finished and not errors:
-        status, error = "completed", ""
-    else:
-        status = "error"
-        error = "; ".join(dict.fromkeys(errors)) or last_lines(stderr) or "opencode ended without finishing its turn"
+    status, error = claimed_status(timed_out, timeout_s, finished and not errors, lambda: (
+        "; ".join(dict.fromkeys(errors)) or last_lines(stderr) or "opencode ended without finishing its turn"))
     return AgentResult(instance_id, status, error=error[:4000], iterations=steps, duration_s=round(duration, 3),
                        final_text=text, model=model, trajectory=trajectory_of(events))
 
@@ -187,28 +165,15 @@ class OpencodeAgent(CLIAgent):
     base_prompt = BASE_PROMPT
     default_model = config.AGENT_MODEL  # an OpenAI model, which opencode reaches as an OpenAI-compatible provider
     package_dir, binary_path, plan_mode = PACKAGE_DIR, _binary_path(), False
+    title, version_env = "opencode", {"HOME": "/nonexistent", **QUIET}  # what installed() says, how it asks
+    # the OpenAI API it speaks: its provider and gateway upstream follow (CLIAgent.openai_settings)
+    speaks_openai = ("This opencode set-up speaks the OpenAI chat-completions API", "/chat/completions")
     # on GPT models it offers apply_patch (Codex's grammar) instead of edit/write; its edit tool takes (filePath,
     # oldString, newString), unlike WholeFileEditor: elsewhere the dry run edits through bash
     dry_run_tools = (PatchTool("apply_patch", "patchText"), ShellTool("bash", "command"))
 
-    @staticmethod
-    def installed() -> str:
-        """The pinned CLI's version and place (raises saying how to install it when it is missing)."""
-        binary = OpencodeAgent.binary()
-        version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
-                                 env=safe_environment({"HOME": "/nonexistent", **QUIET}), stdin=subprocess.DEVNULL)
-        lines = (version.stdout or version.stderr).strip().splitlines()
-        return f"opencode {lines[-1] if lines else '?'} at {binary.relative_to(PACKAGE_DIR.parent)}"
-
-    def check_provider(self) -> None:
-        provider_settings(self.model, self.base_url, self._api_key)
-
-    def upstream(self) -> tuple[str | None, str, str]:
-        """OpenAI's API, or the OPENAI_BASE_URL server that serves chat completions."""
-        return openai_upstream(*provider_settings(self.model, self.base_url, self._api_key))
-
     def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
-        url, key = provider_settings(self.model, self.base_url, self._api_key)
+        url, key = self.openai_settings()
         key_fd = key_pipe(key)
         text = task_text(task)
         # an init run's "/init" is opencode's own command, run as `--command init`

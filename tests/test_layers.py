@@ -8,7 +8,7 @@ import helpers
 from helpers.core.config import REPO_ROOT
 
 HELPERS = REPO_ROOT / "helpers"
-AGENT_PACKAGES = ("cline", "claude_code", "codex", "opencode", "gemini_cli")
+AGENT_PACKAGES = ("cline", "claude_code", "codex", "opencode", "gemini_cli", "mini_swe_agent")
 
 
 def module_name(path: Path) -> str:
@@ -91,16 +91,13 @@ def _all_imports(path: Path) -> set[str]:
     return found
 
 
-# Tables of data, not logic: the latent rules with their checkers, the house suite's tasks.
-DATA_MODULES = {"helpers.families.latent_rules.rules", "helpers.families.coding.house_suite.tasks",
-                "helpers.families.coding.house_suite.tasks_todo", "helpers.families.coding.house_suite.tasks_rows"}
 # Still to be split (issue "Layers"); the list only shrinks.
 NOT_YET_SPLIT: set[str] = set()  # every module is within the limit
 
 
 def test_no_module_is_over_the_size_limit():
     big = {m: n for m, p in helper_modules().items()
-           if (n := len(p.read_text().splitlines())) > 450 and m not in DATA_MODULES | NOT_YET_SPLIT}
+           if (n := len(p.read_text().splitlines())) > 450 and m not in NOT_YET_SPLIT}
     assert not big, f"Split these modules (over 450 lines): {big}"
 
 

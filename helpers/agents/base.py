@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import copy
 import fcntl
+import importlib.metadata
+import json
 import os
 import shutil
 import subprocess
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from helpers.core import config
 from helpers.isolation.processes import reached_at, remove_scratch, run_cli_observed, safe_environment, scratch_dir, stop_processes
@@ -98,6 +100,27 @@ def openai_provider(model: str, base_url: str | None, api_key: str | None, speak
 def openai_upstream(url: str, key: str) -> tuple[str | None, str, str]:
     """The gateway upstream (base_url, key, kind) of an `openai_provider` answer."""
     return (None, key, "openai") if url == config.OPENAI_URL else (url, key, "openai-compatible")
+
+
+def claimed_status(timed_out: bool, timeout_s: float, completed: bool, error: Callable[[], str]) -> tuple[str, str]:
+    """(status, error) of an agent's claim about its run: "timeout" when the host stopped it, "completed" when its
+    output says it finished cleanly, else "error" with `error()`, what its output says went wrong."""
+    if timed_out:
+        return "timeout", f"stopped after {timeout_s:.0f} s (the agent's time limit)"
+    if completed:
+        return "completed", ""
+    return "error", error()
+
+
+def key_pipe(key: str) -> int:
+    """A pipe's read end holding `key` (the CLI reads it once, so the key is in no file, argument or environment
+    variable); the caller closes it after the start."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, key.encode())
+    finally:
+        os.close(write_end)
+    return read_end
 
 
 NPM_INSTALL = ("install", "--no-audit", "--no-fund", "--loglevel=error")  # the Makefile's own command
@@ -181,6 +204,18 @@ class CLIAgent(AgentBase):
     package_dir: ClassVar[Path] = Path(".")
     binary_path: ClassVar[str] = ""  # relative to package_dir
     plan_mode: ClassVar[bool] = True  # False: the CLI has no headless plan mode
+    # What installed() says: "<title> <version> at <binary>". The version is the `npm_package`'s package.json
+    # version, else the `python_package`'s in the agent's own environment (the binary's), else the last line the
+    # binary prints for `version_args` (less `version_prefix`), run in the allow-listed environment plus `version_env`.
+    title: ClassVar[str] = ""
+    npm_package: ClassVar[str | None] = None
+    python_package: ClassVar[str | None] = None
+    version_args: ClassVar[tuple[str, ...]] = ("--version",)
+    version_env: ClassVar[dict[str, str]] = {}
+    version_prefix: ClassVar[str] = ""
+    # A CLI that speaks only an OpenAI API: (what it speaks, as its error says it; the path a server must serve),
+    # openai_provider's `speaks` and `endpoint`. Its provider and gateway upstream then follow from them.
+    speaks_openai: ClassVar[tuple[str, str] | None] = None
 
     _live: ClassVar[set[subprocess.Popen]]
     _live_lock: ClassVar[threading.Lock]
@@ -218,6 +253,18 @@ class CLIAgent(AgentBase):
 
     def check_provider(self) -> None:
         """Raise, saying what to set, when the model has no key or server (none by default)."""
+        if self.speaks_openai:
+            self.openai_settings()
+
+    def openai_settings(self) -> tuple[str, str]:
+        """(base URL, key) of the OpenAI API a `speaks_openai` CLI calls (openai_provider)."""
+        if not self.speaks_openai:
+            raise TypeError(f"{type(self).__name__} does not speak an OpenAI API (speaks_openai is not set)")
+        return openai_provider(self.model, self.base_url, self._api_key, *self.speaks_openai)
+
+    def upstream(self) -> tuple[str | None, str | None, str] | None:
+        """A `speaks_openai` CLI's OpenAI API, or the OPENAI_BASE_URL server that serves it (none by default)."""
+        return openai_upstream(*self.openai_settings()) if self.speaks_openai else None
 
     # --- the shared parts ------------------------------------------------------------------------
     @classmethod
@@ -232,6 +279,26 @@ class CLIAgent(AgentBase):
                 f"The {cls.name} CLI is not installed at {binary}. Run `make setup` (it installs the version pinned "
                 f"in {cls.package_dir.name}/package.json into {cls.package_dir.name}/node_modules; needs Node.js 20+).")
         return binary
+
+    @classmethod
+    def installed(cls) -> str:
+        """The pinned CLI's version and place (raises saying how to install it when it is missing)."""
+        binary = cls.binary()
+        return f"{cls.title or cls.name} {cls._version(binary)} at {binary.relative_to(cls.package_dir.parent)}"
+
+    @classmethod
+    def _version(cls, binary: Path) -> str:
+        if cls.npm_package:
+            manifest = cls.package_dir / "node_modules" / cls.npm_package / "package.json"
+            return json.loads(manifest.read_text())["version"]
+        if cls.python_package:
+            places = [str(p) for p in (binary.parent.parent / "lib").glob("python*/site-packages")]
+            found = importlib.metadata.distributions(name=cls.python_package, path=places)
+            return next((distribution.version for distribution in found), "?")
+        printed = subprocess.run([str(binary), *cls.version_args], capture_output=True, text=True, timeout=60,
+                                 env=safe_environment(cls.version_env), stdin=subprocess.DEVNULL)
+        lines = (printed.stdout or printed.stderr).strip().splitlines()
+        return lines[-1].removeprefix(cls.version_prefix) if lines else "?"
 
     def check(self) -> None:
         """The pinned binary is installed and the model has a key and a server (raises saying what to do)."""
@@ -276,5 +343,5 @@ class CLIAgent(AgentBase):
         stop_processes(self._live, self._live_lock)
 
 
-__all__ = ["AgentBase", "CLIAgent", "Invocation", "task_text", "capped", "ended_as_seen", "unreadable", "openai_provider", "openai_upstream",
+__all__ = ["AgentBase", "CLIAgent", "Invocation", "task_text", "key_pipe", "claimed_status", "capped", "ended_as_seen", "unreadable", "openai_provider", "openai_upstream",
            "install_on_first_use"]  # documented in CODE_APPENDIX.md

@@ -2,6 +2,7 @@
 
 import os
 import socket
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,22 +25,17 @@ def fix_script(extra_rules=()):
     ])])
 
 
-def run(server, task, workspace, ruleset="", **kw):
-    return run_task(task, workspace, ruleset, model="scripted-dry-run", base_url=server.base_url, api_key=KEY, **kw)
+def run(server, task, ruleset="", **kw):
+    return run_task(task, ruleset, model="scripted-dry-run", base_url=server.base_url, api_key=KEY, **kw)
 
 
 def test_four_parallel_runs_keep_their_own_state_patch_exactly_their_edits_start_no_hub_and_leave_nothing(calc, tmp_path):
-    repo, base, task, _ = calc
-    from helpers.families.coding.git import git
-
-    workspaces = []
-    for i in range(4):
-        git("clone", "-q", str(repo), str(tmp_path / f"ws{i}"), cwd=tmp_path)
-        workspaces.append(tmp_path / f"ws{i}")
+    _, _, task, _ = calc
+    runs = tmp_path / "runs"
     with ScriptedModelServer(fix_script()) as server:
         with ThreadPoolExecutor(4) as pool:
-            results = list(pool.map(lambda i: run(server, {**task, "instance_id": f"calc-{i}"}, workspaces[i],
-                                                  ruleset=f"RULESET-OF-RUN-{i}"), range(4)))
+            results = list(pool.map(lambda i: run(server, {**task, "instance_id": f"calc-{i}"},
+                                                  ruleset=f"RULESET-OF-RUN-{i}", scratch=runs), range(4)))
         systems = [message_text(r, "system") for r in server.chat_requests() if not any(m["role"] == "assistant" for m in r["messages"])]
     assert [r.status for r in results] == ["completed"] * 4
     for result in results:  # the patch is exactly the agent's edit, new files included, without the rules
@@ -52,11 +48,12 @@ def test_four_parallel_runs_keep_their_own_state_patch_exactly_their_edits_start
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", 25463)) != 0, "a Cline hub daemon is listening"
     assert cline_processes() == []
+    assert not [path for path in runs.rglob("*") if path.is_file()]  # every run's workspace is removed after it
 
 
-def test_the_key_never_reaches_the_state_folder_or_any_command_line(calc, tmp_path):
-    _, _, task, workspace = calc
-    state_root = tmp_path / "state"
+def test_the_key_never_reaches_the_state_folder_or_any_command_line(calc, tmp_path, monkeypatch):
+    _, _, task, _ = calc
+    state_root = tmp_path / "tmp"  # every scratch folder of the run's (helpers.isolation.scratch), its state among them
     state_root.mkdir()
     seen = {"argv": False, "files": False, "scans": 0}
     slow = Script(default=Reply("Thinking.", delay_s=1.5))
@@ -76,29 +73,27 @@ def test_the_key_never_reaches_the_state_folder_or_any_command_line(calc, tmp_pa
     stop = threading.Event()
     watcher = threading.Thread(target=watch, args=(stop,))
     with ScriptedModelServer(slow) as server:
+        monkeypatch.setattr(tempfile, "tempdir", str(state_root))  # the server's own files stay where they were
         watcher.start()
-        result = run(server, task, workspace, state_root=state_root)
+        result = run(server, task)
         stop.set()
         watcher.join()
         authorization = server.requests[0]["authorization"]
     assert result.status == "completed"
     assert authorization == f"Bearer {KEY}"  # the key did reach the provider, through the environment
     assert seen["scans"] > 0 and not seen["argv"] and not seen["files"]  # it looked while Cline ran
-    assert not any(state_root.iterdir())  # the state folder is removed after the run
+    assert not [p for p in state_root.rglob("*") if p.is_file()]  # the state folder is removed after the run
 
 
 def test_runs_beyond_the_startup_slots_wait_until_one_is_past_its_startup(calc, tmp_path, monkeypatch):
     from cline import runner
-    from helpers.families.coding.git import git
 
-    repo, _, task, _ = calc
+    _, _, task, _ = calc
     monkeypatch.setattr(runner, "STARTUP_SLOTS", 1)
-    workspaces = [tmp_path / f"ws{i}" for i in range(2)]
-    for workspace in workspaces:
-        git("clone", "-q", str(repo), str(workspace), cwd=tmp_path)
+
     def timed(i):
         started = time.monotonic()
-        result = run(server, {**task, "instance_id": f"calc-{i}"}, workspaces[i])
+        result = run(server, {**task, "instance_id": f"calc-{i}"})
         return result, time.monotonic() - started
 
     with ScriptedModelServer(Script(default=Reply("Nothing to change.", delay_s=3))) as server:

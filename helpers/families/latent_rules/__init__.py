@@ -12,7 +12,7 @@ and the page must follow latent rules nobody told the model. Importing this pack
 from helpers.families.latent_rules.family import BASE_PROMPT, LatentRulesFamily, prompt_with
 from helpers.llm.client import llm_generator
 from helpers.families.latent_rules.requests import generate_requests
-from helpers.families.latent_rules.rules import RULES, LatentRule, active_rules, check_page
+from helpers.families.latent_rules.catalog import RULES, LatentRule, active_rules, check_page
 from helpers.families.latent_rules.schema import SECTION_TYPES, parse_page
 from helpers.families.latent_rules.scoring import FEEDBACK_COLUMNS, feedback_frame, rule_pass_rates, score_frame, summarize
 from helpers.families.latent_rules.scripted import enable_dry_run, scripted_generator, stated_rules

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from helpers.families.latent_rules.requests import generate_requests
-from helpers.families.latent_rules.rules import LatentRule, active_rules
+from helpers.families.latent_rules.catalog import LatentRule, active_rules
 from helpers.families.latent_rules.scoring import (FEEDBACK_COLUMNS, feedback_frame, rule_pass_rates, score_frame,
                                           summarize)
 from helpers.families.latent_rules.scripted import scripted_generator

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from helpers.families.latent_rules.rules import LatentRule, check_page
+from helpers.families.latent_rules.catalog import LatentRule, check_page
 from helpers.families.latent_rules.schema import parse_page
 
 FEEDBACK_COLUMNS = ("correctness", "explanation")

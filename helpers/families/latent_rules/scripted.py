@@ -25,7 +25,7 @@ import re
 from typing import Any, Callable, Sequence
 
 from helpers.families.latent_rules.requests import CITIES, EXTRAS, KINDS
-from helpers.families.latent_rules.rules import RULES, LatentRule
+from helpers.families.latent_rules.catalog import RULES, LatentRule
 from helpers.families.latent_rules.schema import page_json
 
 _KIND = "_kind"  # which skeleton part a section is, while breaks look sections up (removed at the end)

@@ -9,17 +9,6 @@ from helpers.core import config
 SPEAKS, ENDPOINT = "Toy speaks only the OpenAI Responses API", "/responses"
 
 
-@pytest.fixture
-def keys(monkeypatch, tmp_path):
-    for name in ("OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", "openai-key")
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "anthropic-key")
-    monkeypatch.setenv("GEMINI_API_KEY", "google-key")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("helpers.core.config.REPO_ROOT", tmp_path)  # no .env to find
-
-
 def test_an_openai_model_goes_to_openai_with_openais_key(keys):
     url, key = openai_provider("gpt-5", None, None, SPEAKS, ENDPOINT)
     assert (url, key) == (config.OPENAI_URL, "openai-key")

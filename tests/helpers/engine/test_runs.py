@@ -18,7 +18,6 @@ from helpers.isolation.processes import owner_tag, processes_in, scratch_root, s
 from helpers.core.protocols import AgentResult, EvalResult
 from helpers.engine.runs import RunInProgress, _run_lock, run_tasks
 from helpers.store.records import run_records_path
-from helpers.families.coding.tasks import load_house_suite
 from helpers.rules.ruleset import SECTION_END, SECTION_START
 from helpers.families.coding.git import git
 
@@ -52,16 +51,6 @@ class PatchingAgent(AgentBase):
         if self.also:
             self.also(task, Path(workspace))
         return AgentResult(task["instance_id"], "completed", model=self.model, cost_usd=0.01)
-
-
-@pytest.fixture(scope="module")
-def house():
-    return load_house_suite()
-
-
-@pytest.fixture
-def results(tmp_path):
-    return tmp_path / "results"
 
 
 def run(tasks, agent, results, **kw):

@@ -18,18 +18,6 @@ from tests.helpers.engine.test_runs import GatewayAgent, PatchingAgent, run
 PROVIDER_WORDS = "503 Service Unavailable: the server is overloaded, rate limit reached (429), ECONNRESET, timed out"
 
 
-@pytest.fixture(scope="module")
-def house():
-    from helpers.families.coding.tasks import load_house_suite
-
-    return load_house_suite()
-
-
-@pytest.fixture
-def results(tmp_path):
-    return tmp_path / "results"
-
-
 class FailsOn(PatchingAgent):
     """Applies the gold patch, except on `fail_on`: there it ends its run itself, in the words a provider would use."""
 

@@ -346,18 +346,6 @@ def test_grading_that_requires_the_sandbox_refuses_to_run_without_one(tasks, mon
     assert evaluate_patch(task, task["patch"], sandbox="if-available").resolved  # the scripted dry run's
 
 
-@pytest.fixture
-def memory_scratch(monkeypatch):
-    """Scratch folders on a memory file system where there is one: 1,100 folders cost a disk write each here."""
-    if not os.access("/dev/shm", os.W_OK):
-        yield
-        return
-    folder = tempfile.mkdtemp(prefix="pl-scratch-", dir="/dev/shm")
-    monkeypatch.setattr(tempfile, "tempdir", folder)
-    yield
-    subprocess.run(["rm", "-rf", folder], check=False)
-
-
 def test_a_patch_with_a_1100_deep_path_is_graded_without_raising_and_leaves_no_copy(tasks, memory_scratch):
     """The issue's example: evaluate_patch raised removing its copy (a recursive removal) and left it behind."""
     from helpers.isolation.processes import scratch_root

@@ -24,7 +24,8 @@ import pytest
 
 from helpers.core.protocols import TASK_FIELDS
 from helpers.families.coding.house_suite import CONVENTIONS, build_house_repos, load_house_suite
-from helpers.families.coding.house_suite.build import LIBRARIES, undone_patches
+from helpers.families.coding.house_suite.build import undone_patches
+from helpers.families.coding.house_suite.task_files import libraries
 from helpers.families.coding.tasks import split_dataset
 
 # one xdist worker grades the suite (make test runs with --dist loadgroup): spread over two, each would build and
@@ -111,7 +112,7 @@ def graded(built, tmp_path_factory):
                                                             list(row["FAIL_TO_PASS"]) + list(row["PASS_TO_PASS"]))
 
     def run(repo):
-        package = LIBRARIES[repo][0]
+        package = libraries()[repo].folder
         names = {folder: job[2] for folder, job in jobs[repo].items()}
         done = subprocess.run([sys.executable, "-c", DRIVER, package], input=json.dumps(names), text=True,
                               capture_output=True, timeout=600, env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})

@@ -10,7 +10,7 @@ import pytest
 from helpers.families.latent_rules import (BASE_PROMPT, FEEDBACK_COLUMNS, RULES, LatentRulesFamily,
                                   active_rules, check_page, generate_requests, llm_generator, parse_page,
                                   prompt_with, scripted_generator, stated_rules)
-from helpers.families.latent_rules.rules import CATEGORIES, DIFFICULTIES
+from helpers.families.latent_rules.catalog import CATEGORIES, DIFFICULTIES
 from helpers.families.latent_rules.scripted import BREAKS, ideal_page, read_request, scripted_optimizer_edits, scripted_page
 from helpers.llm.client import BudgetExceeded, LLMClient
 from helpers.learn.optimizer import PromptLearningOptimizer

@@ -180,18 +180,6 @@ def test_a_file_a_link_or_nothing_at_the_path_is_removed_or_fine(fast):
     assert remove_tree(fast / "file") == [] and remove_tree(fast / "missing") == []
 
 
-@pytest.fixture
-def memory_scratch(monkeypatch):
-    """Scratch folders on a memory file system where there is one: 1,100 folders cost a disk write each here."""
-    if not os.access("/dev/shm", os.W_OK):
-        yield
-        return
-    folder = tempfile.mkdtemp(prefix="pl-scratch-", dir="/dev/shm")
-    monkeypatch.setattr(tempfile, "tempdir", folder)
-    yield
-    subprocess.run(["rm", "-rf", folder], check=False)
-
-
 def test_a_killed_runs_scratch_folder_with_a_deep_tree_never_stops_a_later_start(capsys, memory_scratch):
     """The issue's example: a 1,100-deep tree (and an entry that cannot be removed) in the scratch folder of a
     run killed mid-way made every later run fail at sweep_stale."""

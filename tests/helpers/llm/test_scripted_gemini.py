@@ -12,22 +12,9 @@ import json
 import httpx
 import pytest
 
-from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, normalize_request, tool_call, tool_names
+from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, normalize_request, tool_names
 
 MODEL = "gemini-2.5-flash"
-
-
-@pytest.fixture
-def server():
-    script = Script([
-        Rule(system_contains="ALWAYS-WRITE-CHANGELOG", reply=Reply("rules seen")),
-        Rule(user_contains="use a tool", reply=[
-            Reply("Editing now.", tool_calls=[tool_call("editor", path="a.py", old_text="x = 1", new_text="x = 2")]),
-            Reply("Done."),
-        ]),
-    ], default=Reply("default answer"))
-    with ScriptedModelServer(script) as s:
-        yield s
 
 
 def post(server, method: str, body: dict, model: str = MODEL, query: str = "") -> httpx.Response:

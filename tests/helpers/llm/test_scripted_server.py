@@ -7,20 +7,7 @@ import httpx
 import pytest
 from openai import OpenAI
 
-from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, tool_call
-
-
-@pytest.fixture
-def server():
-    script = Script([
-        Rule(system_contains="ALWAYS-WRITE-CHANGELOG", reply=Reply("rules seen")),
-        Rule(user_contains="use a tool", reply=[
-            Reply("Editing now.", tool_calls=[tool_call("editor", path="a.py", old_text="x = 1", new_text="x = 2")]),
-            Reply("Done."),
-        ]),
-    ], default=Reply("default answer"))
-    with ScriptedModelServer(script) as s:
-        yield s
+from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer
 
 
 def client(server):

@@ -17,19 +17,9 @@ from typing import Any
 
 from helpers.core import config
 from helpers.families.coding.git import git
-from helpers.families.coding.house_suite import tasks, tasks_rows, tasks_todo
+from helpers.families.coding.house_suite.task_files import TASKS, HouseTask, libraries
 
 SOURCE = Path(__file__).resolve().parent / "repos"
-# repo name -> (folder under repos/, the module with its CHECKS and TASKS, the tests that pass before any task)
-LIBRARIES = {
-    "house/ledger": ("ledger", tasks, ("tests/test_basic.py::test_deposit_and_withdraw",
-                                       "tests/test_basic.py::test_unknown_account", "tests/test_basic.py::test_json_export")),
-    "house/todo": ("todo", tasks_todo, ("tests/test_basic.py::test_add_and_list", "tests/test_basic.py::test_done",
-                                        "tests/test_basic.py::test_done_unknown_item")),
-    "house/rows": ("rows", tasks_rows, ("tests/test_basic.py::test_read_and_total", "tests/test_basic.py::test_select_and_sort",
-                                        "tests/test_basic.py::test_write_csv")),
-}
-REPOS = {repo: folder for repo, (folder, _, _) in LIBRARIES.items()}  # repo name -> folder under repos/
 COMMIT_DATE = "2026-01-01T00:00:00+00:00"
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "*.egg-info")
 VERSION = "1.0"
@@ -37,9 +27,11 @@ VERSION = "1.0"
 
 def source_hash() -> str:
     digest = hashlib.sha256()
-    for path in sorted([*SOURCE.rglob("*"), *Path(__file__).parent.glob("*.py")]):
+    files = [(str(p.relative_to(SOURCE.parent)), p) for p in [*SOURCE.rglob("*"), *Path(__file__).parent.glob("*.py")]]
+    files += [(f"tasks/{p.relative_to(TASKS)}", p) for p in TASKS.rglob("*")]  # the task files, wherever they are
+    for name, path in sorted(files):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-            digest.update(str(path.relative_to(SOURCE.parent)).encode() + b"\0" + path.read_bytes())
+            digest.update(name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -78,33 +70,36 @@ def _patch(source: Path, base: str, edits: list[dict[str, str]], scratch: Path) 
 
 def _rows(repos: dict[str, Path], commits: dict[str, str], scratch: Path) -> list[dict[str, Any]]:
     rows = []
-    for repo, (folder, module, base_tests) in LIBRARIES.items():
+    for repo, library in libraries().items():
         source, base = repos[repo], commits[repo]
-        for number, task in enumerate(module.TASKS, 1):
-            name, body = task["tests"]
-            test_edit = [{"path": f"tests/test_{name}.py", "create": _test_file(module.CHECKS, body)}]
-            instance_id = f"house__{folder}-{number:04d}"
+        for task in library.tasks:
+            test_path = f"tests/test_{task.test_name}.py"
+            test_edit = [{"path": test_path, "create": _test_file(library.checks, task.tests)}]
             rows.append({
-                "instance_id": instance_id, "repo": repo, "base_commit": base,
-                "problem_statement": task["problem_statement"],
-                "patch": _patch(source, base, task["gold"], scratch),
-                "naive_patch": _patch(source, base, task["naive"], scratch),
+                "instance_id": instance_id(library.folder, task), "repo": repo, "base_commit": base,
+                "problem_statement": task.problem_statement,
+                "patch": _patch(source, base, list(task.gold), scratch),
+                "naive_patch": _patch(source, base, list(task.naive), scratch),
                 "test_patch": _patch(source, base, test_edit, scratch),
-                "FAIL_TO_PASS": _test_ids(f"tests/test_{name}.py", body), "PASS_TO_PASS": list(base_tests),
-                "created_at": task["created_at"], "version": VERSION, "hints_text": "",
-                "environment_setup_commit": base, "conventions": list(task["conventions"]), "suite": "house",
-                "slug": task["slug"],
+                "FAIL_TO_PASS": _test_ids(test_path, task.tests), "PASS_TO_PASS": list(library.pass_to_pass),
+                "created_at": task.created_at, "version": VERSION, "hints_text": "",
+                "environment_setup_commit": base, "conventions": list(task.conventions), "suite": "house",
+                "slug": task.slug,
             })
     return rows
 
 
-def _undone(task: dict[str, Any], convention: str) -> list[dict[str, str]]:
+def instance_id(folder: str, task: HouseTask) -> str:
+    return f"house__{folder}-{task.number:04d}"
+
+
+def _undone(task: HouseTask, convention: str) -> list[dict[str, str]]:
     """The gold edits with `convention` undone (the task's `undo` for it: edits applied after the gold ones, or
     the string meaning "without the changelog entry")."""
-    undo = task["undo"][convention]
+    undo = task.undo[convention]
     if isinstance(undo, str):
-        return [edit for edit in task["gold"] if edit["path"] != "CHANGELOG.md"]
-    return [*task["gold"], *undo]
+        return [edit for edit in task.gold if edit["path"] != "CHANGELOG.md"]
+    return [*task.gold, *undo]
 
 
 def _test_file(checks: str, body: str) -> str:
@@ -124,22 +119,23 @@ def _test_ids(path: str, body: str) -> list[str]:
 
 def build(root: Path | str | None = None) -> tuple[Path, dict[str, Path]]:
     """(the build folder, repo name -> built repository). Builds once per source hash."""
+    folders = {repo: library.folder for repo, library in libraries().items()}  # a malformed task file stops here
     root = Path(root or config.cache_root() / "house_suite")
     target = root / source_hash()
-    repos = {repo: target / folder for repo, folder in REPOS.items()}
+    repos = {repo: target / folder for repo, folder in folders.items()}
     if (target / "tasks.json").exists():
         return target, repos
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=root, prefix=".build-"))
     try:
         commits = {}
-        for repo, folder in REPOS.items():
+        for repo, folder in folders.items():
             shutil.copytree(SOURCE / folder, tmp / folder, ignore=IGNORED)
             git("init", "-q", "-b", "main", cwd=tmp / folder)
             commits[repo] = _commit_all(tmp / folder, f"{repo} {VERSION}")
         scratch = Path(tempfile.mkdtemp(prefix="house-patches-"))
         try:
-            rows = _rows({repo: tmp / folder for repo, folder in REPOS.items()}, commits, scratch)
+            rows = _rows({repo: tmp / folder for repo, folder in folders.items()}, commits, scratch)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         (tmp / "tasks.json").write_text(json.dumps(rows, indent=1))
@@ -170,14 +166,14 @@ def undone_patches(root: Path | str | None = None) -> dict[str, dict[str, str]]:
     target, repos = build(root)
     path = target / "undone.json"
     if not path.exists():
-        rows = {row["slug"] + row["repo"]: row for row in json.loads((target / "tasks.json").read_text())}
+        rows = {row["instance_id"]: row for row in json.loads((target / "tasks.json").read_text())}
         undone = {}
         with tempfile.TemporaryDirectory(prefix="house-undone-") as scratch:
-            for repo, (_, module, _) in LIBRARIES.items():
-                for task in module.TASKS:
-                    row = rows[task["slug"] + repo]
+            for repo, library in libraries().items():
+                for task in library.tasks:
+                    row = rows[instance_id(library.folder, task)]
                     undone[row["instance_id"]] = {c: _patch(repos[repo], row["base_commit"], _undone(task, c), Path(scratch))
-                                                  for c in task["conventions"]}
+                                                  for c in task.conventions}
         partial = path.with_suffix(f".{os.getpid()}.tmp")
         partial.write_text(json.dumps(undone, indent=1))
         partial.replace(path)
