@@ -166,7 +166,8 @@ class Agent(Protocol):
     dry_run_tools: how the scripted dry run edits with this agent's own tools (helpers.stand_ins.file_edit_tools).
     helpers.agents.base.AgentBase gives the defaults; CLIAgent the shared parts of an agent that is a CLI.
     run() never raises for a task-level failure (bad provider answer, crash, timeout): it returns an
-    AgentResult with status "error" or "timeout" and the reason in `error`. It leaves `workspace`
+    AgentResult with status "error" or "timeout" and the reason in `error` (and in `limit`, when a limit the rules
+    can cause ended it: its turns, a context window; CLIAgent reads it from its CLI's end). It leaves `workspace`
     edited by the agent and leaves no process running. The engine, not the agent, takes the patch.
     """
 

@@ -3,9 +3,10 @@
     df = run_tasks(tasks, agent, run_id="train_0", experiment="house-demo", ruleset=rules, workers=4)
 
 For each task: a workspace at the base commit, the ruleset written to `agent.rules_file` in it,
-`agent.run(task, workspace, ruleset)`, the patch taken by the engine from the workspace (the learned
+`agent.run(task, workspace, ruleset)`, the patch taken by the host from the workspace (the learned
 rules, checkpoint refs and build debris left out), the evaluator's verdict, and one record appended to
-act_results/<experiment>/runs/<run_id>.jsonl. Calling again with the same run id, ruleset, agent and
+act_results/<experiment>/runs/<run_id>.jsonl. The workspace, the patch and the default evaluator are the task
+family's (helpers.core.protocols.WorkspaceFamily): the engine imports none. Calling again with the same run id, ruleset, agent and
 model runs only what is missing: a killed run resumes, and runs stopped by the budget or by a failure the host
 saw outside the sandbox (the provider's outage or rate limit, a lost worker) are run again, a task at most
 1 + config.AGENT_TRANSIENT_RETRIES times in all, across calls and resumes (each record counts its `tries`).
@@ -50,7 +51,7 @@ COLUMNS = ("instance_id", "repo", "problem_statement", "ground_truth_patch", "te
            "duration_s", "run_id", "attempt", "ruleset_sha", "agent", "model", "eval_error", "failed_tests",
            "test_log", "log_path", "FAIL_TO_PASS", "PASS_TO_PASS", "suite", "transient", "trajectory_summary",
            "set_aside", "suspect", "forged", "host_error", "tries")  # set_aside: paths of the patch grading did not
-# apply; suspect: the lines of it that reach into the test machinery (the family's Patch.suspect, read where it is taken);
+# apply; suspect: the lines of it that reach into the test machinery (Patch.suspect, read where the patch is taken);
 # forged: the grading's tripwires caught outcomes forged from inside the test run (eval_error says how);
 # host_error: the failure the host saw outside the sandbox ("" for the agent's own: helpers.stats.outcomes);
 # tries: the task's runs so far in this run id with this ruleset, agent and model. All absent from older records.
@@ -92,7 +93,8 @@ def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str
     if mode == "act" and evaluate:
         if evaluator is None:
             # grading follows the agent's sandbox policy: a real run's refuses to grade unsandboxed
-            evaluator = family.evaluator_for(frame, model_name=agent.name, sandbox=getattr(agent, "sandbox", "required"))
+            evaluator = family.evaluator_for(frame, model_name=agent.name,
+                                             sandbox=getattr(agent, "sandbox", "required"))
         evaluator.check(frame.to_dict("records"))
     else:
         evaluator = None

@@ -145,5 +145,6 @@ def errored_note(left_out: int, a: pd.DataFrame, b: pd.DataFrame) -> str:
             f"failed {runs} the agent ended itself (its own exit, its own calls, its limits) counted as failures.")
 
 
-__all__ = ["run_outcome", "limit_named", "infra_reason", "outcome_counts", "plan_scored", "errored_note", "RESOLVED", "FAILED",
+__all__ = ["run_outcome", "limit_named", "infra_reason", "outcome_counts", "plan_scored", "errored_note", "RESOLVED",
+           "FAILED",
            "FORGED", "INFRA", "RULES", "OUTCOMES", "RULE_INDUCED", "LIMIT_WORDS"]  # documented in CODE_APPENDIX.md

@@ -327,5 +327,6 @@ def _unquote(name: str) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-__all__ = ["patch_files", "patch_paths", "is_set_aside", "grading_patch", "graded_lines", "set_aside_note", "suspect_lines",
+__all__ = ["patch_files", "patch_paths", "is_set_aside", "grading_patch", "graded_lines", "set_aside_note",
+           "suspect_lines",
            "TEST_CONFIGURATION", "STARTUP_FILES", "SUSPECT_PATTERNS"]  # documented in CODE_APPENDIX.md
