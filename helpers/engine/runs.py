@@ -392,10 +392,10 @@ def _max_runs() -> int:
 
 def _check_tasks(tasks: Any) -> pd.DataFrame:
     if not isinstance(tasks, pd.DataFrame):
-        raise TypeError(f"tasks must be a DataFrame of task rows (helpers.families.coding.tasks.load_tasks), not {type(tasks).__name__}.")
+        raise TypeError(f"tasks must be a DataFrame of task rows (helpers.load_tasks), not {type(tasks).__name__}.")
     missing = [c for c in ("instance_id", "base_commit", "problem_statement") if c not in tasks.columns]
     if missing:
-        raise ValueError(f"The tasks lack the column(s) {missing}; load them with helpers.families.coding.tasks.load_tasks().")
+        raise ValueError(f"The tasks lack the column(s) {missing}; load them with helpers.load_tasks().")
     duplicated = sorted(set(tasks.loc[tasks["instance_id"].duplicated(), "instance_id"]))
     if duplicated:
         raise ValueError(f"Duplicate instance ids in the tasks: {duplicated[:5]}.")
