@@ -6,10 +6,11 @@ For each task: a workspace at the base commit, the ruleset written to `agent.rul
 `agent.run(task, workspace, ruleset)`, the patch taken by the host from the workspace (the learned
 rules, checkpoint refs and build debris left out), the evaluator's verdict, and one record appended to
 act_results/<experiment>/runs/<run_id>.jsonl. The workspace, the patch and the default evaluator are the task
-family's (helpers.core.protocols.WorkspaceFamily): the engine imports none. Calling again with the same run id, ruleset, agent and
-model runs only what is missing: a killed run resumes, and runs stopped by the budget or by a failure the host
-saw outside the sandbox (the provider's outage or rate limit, a lost worker) are run again, a task at most
-1 + config.AGENT_TRANSIENT_RETRIES times in all, across calls and resumes (each record counts its `tries`).
+family's (helpers.core.protocols.WorkspaceFamily): the engine imports none. Calling again with the same run id,
+ruleset, agent and model runs only what is missing: a killed run resumes, and runs stopped by the budget or by
+a failure the host saw outside the sandbox (the provider's outage or rate limit, a lost worker) are run again,
+a task at most 1 + config.AGENT_TRANSIENT_RETRIES times in all, across calls and resumes (each record counts its
+`tries`).
 Whatever the agent did inside its run (ended its own CLI, had its own calls refused, printed a provider's
 error) is a failed attempt, counted. Agents are any object with the Agent protocol (helpers.core.protocols).
 
