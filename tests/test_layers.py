@@ -75,6 +75,21 @@ def test_there_are_no_import_circles():
     assert not circles, "Import circles:\n" + "\n".join(circles)
 
 
+def test_the_engine_and_the_learner_never_import_the_coding_family():
+    """What is about code reaches engine/ and learn/ through helpers.core.protocols.WorkspaceFamily, never by import."""
+    modules = {m: p for m, p in helper_modules().items() if m.split(".")[1:2] in (["engine"], ["learn"])}
+    assert len(modules) > 10  # every module of both folders is read, at the top and inside functions
+    coding = [f"{m} -> {t}" for m, p in sorted(modules.items()) for t in sorted(_all_imports(p))
+              if t == "helpers.families.coding" or t.startswith("helpers.families.coding.")
+              or (t == "helpers.families" and "coding" in _imported_names(p, t))]
+    assert not coding, "The coding family imported outside its room:\n" + "\n".join(coding)
+
+
+def _imported_names(path: Path, module: str) -> set[str]:
+    return {a.name for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) and node.module == module for a in node.names}
+
+
 def test_helpers_names_no_agent():
     named = [f"{m}: {a}" for m, p in helper_modules().items() for a in AGENT_PACKAGES
              if any(t == a or t.startswith(a + ".") for t in _all_imports(p))]

@@ -29,8 +29,9 @@ from typing import Any, Callable, ClassVar, Sequence
 
 from helpers.core import config
 from helpers.isolation.processes import reached_at, remove_scratch, run_cli_observed, safe_environment, scratch_dir, stop_processes
-from helpers.core.protocols import AgentResult, Task
+from helpers.core.protocols import AgentResult, Limit, Task
 from helpers.isolation.confinement import cap_reached
+from helpers.stats.outcomes import limit_named
 
 MODES = ("act", "plan")
 
@@ -47,10 +48,11 @@ def task_text(task: Task) -> str:
 def capped(result: AgentResult, err: str) -> AgentResult:
     """`result` as an error naming the sandbox cap that ended its run (run_cli names it last in `err`:
     helpers.isolation.confinement.cap_reached), whatever the agent's own output said; a rule-induced error
-    (helpers.stats.outcomes); `result` itself when no cap ended it."""
+    (helpers.stats.outcomes), its `limit` Limit.SANDBOX_CAP; `result` itself when no cap ended it."""
     cap = cap_reached(err)
     if cap:
         result.status, result.error = "error", f"{cap} {result.error}".strip()[:4000]
+        result.limit = Limit.SANDBOX_CAP
     return result
 
 
@@ -61,7 +63,9 @@ def ended_as_seen(claim: AgentResult, exit_status: int | None, timed_out: bool, 
     end its own CLI), whatever its stream claimed; else the claim ("completed" only after the final event the
     stream must end with). A failed run is the agent's own, counted as a failure: only the engine marks a run
     the host saw fail outside the sandbox (AgentResult.host_error). Usage and cost are never the stream's: the
-    engine meters them at the gateway."""
+    engine meters them at the gateway. A run the host's timeout stopped, or whose CLI reports a limit the rules
+    can cause (its turns, its mistakes, a context window the rules filled: helpers.stats.outcomes.limit_named,
+    read here, once), says so in its `limit` (helpers.core.protocols.Limit)."""
     claim.usage, claim.cost_usd = {}, None
     if timed_out:
         claim.status, claim.error = "timeout", f"stopped after {timeout_s:.0f} s (the agent's time limit)"
@@ -70,6 +74,10 @@ def ended_as_seen(claim: AgentResult, exit_status: int | None, timed_out: bool, 
                else f"exited with status {exit_status}")
         said = f": {claim.error}" if claim.error else ""
         claim.status, claim.error = "error", f"the agent's CLI {how} (the host's wait); its stream claimed {claim.status}{said}"[:4000]
+    if claim.status == "timeout":
+        claim.limit = Limit.TIME
+    elif claim.status == "error" and claim.limit is None:
+        claim.limit = limit_named(claim.error)
     return claim
 
 

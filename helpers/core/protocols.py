@@ -7,8 +7,12 @@ data on, so a notebook cell can call one step, look at its output, and call the 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # The fields every task row carries (SWE-bench's own names). FAIL_TO_PASS / PASS_TO_PASS are lists
 # of test ids once loaded (the data set stores them as JSON strings).
@@ -26,6 +30,20 @@ TASK_FIELDS = (
 # A house-suite task also carries "suite": "house"; SWE-bench tasks carry "suite": "swebench".
 
 Task = Mapping[str, Any]
+
+
+class Limit(str, Enum):
+    """What ended a failed run that the rules can cause (helpers.stats.outcomes: "errored: rules"), named where it
+    happened: the sandbox's cap (helpers.agents.base.capped), the host refusing what the agent left
+    (helpers.isolation.untrusted.RefusedOutput, caught by the engine), the agent's time limit, or a limit its own
+    CLI reports (turns, mistakes, a context window the rules filled: read once, where the CLI's output is read).
+    The engine decides from it, never from an error's words, whether a failure can be the provider's."""
+
+    TIME = "time limit"
+    TURNS = "turn limit"
+    CONTEXT = "context window"
+    SANDBOX_CAP = "sandbox cap"
+    REFUSED_OUTPUT = "refused output"
 
 
 @dataclass
@@ -57,9 +75,34 @@ class AgentResult:
     # A failure the host saw outside the sandbox (the gateway's upstream, the gateway, the machine), in words; set
     # by the engine only. "" for every other failure: a run the agent ended, or whose own calls failed, is counted.
     host_error: str = ""
+    limit: Limit | None = None  # the limit the rules can cause that ended a failed run, set where it ended (Limit)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Patch:
+    """An agent's patch as the host took it from its workspace, read once there by its task family
+    (WorkspaceFamily.take_patch), and passed on as this value: `text`, a unified diff against the task's base
+    commit ("" for no change), and `suspect`, the lines of it the family flags as reaching into what grades it
+    (for code: the test machinery, helpers.families.coding.patches.suspect_lines); a pass of a patch with suspect
+    lines is never counted as resolved (helpers.stats.outcomes)."""
+
+    text: str = ""
+    suspect: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GradedLines:
+    """A long patch as a reviewer needs it (WorkspaceFamily.graded_lines): `lines`, every line it adds to graded
+    code with its file's and hunks' headers; `set_aside`, the files grading does not use (one entry per file,
+    its paths joined by ", "); `added`, how many added lines; `dropped`, the removed and context lines left out."""
+
+    lines: tuple[str, ...]
+    set_aside: tuple[str, ...]
+    added: int
+    dropped: int
 
 
 @dataclass
@@ -123,7 +166,8 @@ class Agent(Protocol):
     dry_run_tools: how the scripted dry run edits with this agent's own tools (helpers.stand_ins.file_edit_tools).
     helpers.agents.base.AgentBase gives the defaults; CLIAgent the shared parts of an agent that is a CLI.
     run() never raises for a task-level failure (bad provider answer, crash, timeout): it returns an
-    AgentResult with status "error" or "timeout" and the reason in `error`. It leaves `workspace`
+    AgentResult with status "error" or "timeout" and the reason in `error` (and in `limit`, when a limit the rules
+    can cause ended it: its turns, a context window; CLIAgent reads it from its CLI's end). It leaves `workspace`
     edited by the agent and leaves no process running. The engine, not the agent, takes the patch.
     """
 
@@ -195,6 +239,53 @@ class PromptFamily(Protocol):
     def leaks(self, frame: Any) -> dict[str, set[str]]: ...
 
 
+@runtime_checkable
+class WorkspaceFamily(Protocol):
+    """A task family whose tasks an Agent does in a workspace: what the engine, the loop and the judge need of it,
+    so that they never import the family itself (the coding family, helpers.families.coding.family.CODING, is
+    one; helpers.families.registry.default_family() names the default). PromptFamily is the other kind.
+
+    Tasks: load_tasks(source, **options) -> task rows (TASK_FIELDS); select_tasks(tasks, ids) -> the rows of
+      `ids` in that order (KeyError naming unknown ones); split_tasks(tasks, train_size, test_size, strategy,
+      seed) -> (train, test), disjoint and seeded (ValueError for sizes or a strategy it cannot do).
+    Grading: evaluator_for(tasks, model_name=, sandbox=) -> the Evaluator the rows need (ValueError when one
+      cannot grade them all).
+    The run of an attempt: prepare_workspace(task, root) -> a workspace folder under `root` (raises when the
+      host cannot make it: the engine counts that as the host's failure); write_rules(workspace, rules_file,
+      ruleset) -> the function that takes the rules out again; take_patch(workspace, task) -> the Patch, read
+      once here (raises helpers.isolation.untrusted.RefusedOutput for output the host refuses: the agent's
+      doing); remove_workspace(workspace).
+    The judge's evidence, for rows read back as text: suspect_lines(patch, test_patch) (rows recorded before
+      Patch carried them), graded_lines(patch, test_patch) -> GradedLines (a patch too long to show whole),
+      set_aside_note(paths) -> one sentence saying what grading set aside ("" for nothing).
+    """
+
+    name: str
+
+    def load_tasks(self, source: str, **options: Any) -> "pd.DataFrame": ...
+
+    def select_tasks(self, tasks: "pd.DataFrame", ids: Sequence[str]) -> "pd.DataFrame": ...
+
+    def split_tasks(self, tasks: "pd.DataFrame", train_size: int, test_size: int, strategy: str,
+                    seed: int) -> "tuple[pd.DataFrame, pd.DataFrame]": ...
+
+    def evaluator_for(self, tasks: "pd.DataFrame", *, model_name: str, sandbox: str | None) -> Evaluator: ...
+
+    def prepare_workspace(self, task: Task, root: Path) -> Path: ...
+
+    def write_rules(self, workspace: Path, rules_file: str, ruleset: str) -> Callable[[], None]: ...
+
+    def take_patch(self, workspace: Path, task: Task) -> Patch: ...
+
+    def remove_workspace(self, workspace: Path) -> None: ...
+
+    def suspect_lines(self, patch: str, test_patch: str) -> list[str]: ...
+
+    def graded_lines(self, patch: str, test_patch: str) -> GradedLines: ...
+
+    def set_aside_note(self, paths: Sequence[str]) -> str: ...
+
+
 @dataclass
 class Completion:
     """One LLM answer. `cached` is True when it came from the on-disk cache (no request was made)."""
@@ -222,5 +313,6 @@ class LLM(Protocol):
     def complete(self, messages: Sequence[Mapping[str, Any]], **params: Any) -> Completion: ...
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "Agent", "Evaluator", "LLM", "PromptFamily", "AgentResult", "EvalResult", "Completion",
+    "Agent", "Evaluator", "LLM", "PromptFamily", "WorkspaceFamily", "AgentResult", "EvalResult", "Completion", "Patch",
+    "GradedLines", "Limit",
 ]

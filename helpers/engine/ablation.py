@@ -16,15 +16,16 @@ import pandas as pd
 
 from helpers.analysis.evidence import compare
 from helpers.core import config
+from helpers.core.protocols import WorkspaceFamily
+from helpers.families.registry import default_family
 from helpers.stats.costs import SCRIPTED_NO_CHARGE
 from helpers.store.loops import load_split, loop_records
 
 
-def split_tasks(experiment: str, split: str) -> pd.DataFrame:
+def split_tasks(experiment: str, split: str, family: WorkspaceFamily | None = None) -> pd.DataFrame:
     """The experiment's saved `split` tasks: "train", "val" (the validation side) or "test" (split.json names
-    them and their source)."""
-    from helpers.families.coding.tasks import load_tasks, select_tasks
-
+    them and their source), loaded by `family` (None: the default, helpers.families.registry)."""
+    family = family or default_family()
     split_ids = load_split(experiment)
     if split_ids is None:
         raise FileNotFoundError(f"Experiment {experiment!r} has no saved split: pass tasks= instead.")
@@ -33,7 +34,7 @@ def split_tasks(experiment: str, split: str) -> pd.DataFrame:
     ids = split_ids.get("validation" if split == "val" else split) or []
     if not ids:
         raise ValueError(f"Experiment {experiment!r} has no {split} tasks (a split without a validation side?).")
-    return select_tasks(load_tasks(split_ids.get("source", "house")), ids)
+    return family.select_tasks(family.load_tasks(split_ids.get("source", "house")), ids)
 
 
 def ablation_rulesets(ruleset: str, rules: list[str] | None = None) -> dict[str, str]:

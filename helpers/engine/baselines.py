@@ -27,6 +27,8 @@ import pandas as pd
 
 from helpers.agents.init_route import init_task, written_file
 from helpers.core import config
+from helpers.core.protocols import WorkspaceFamily
+from helpers.families.registry import default_family
 from helpers.rules.file_formats import FORMATS
 from helpers.store.arms import baselines_store_name, save_arm
 
@@ -56,18 +58,19 @@ def agent_version(agent: Any) -> str:
     return found.group(0) if found else "unknown"
 
 
-def team_rules(task: dict[str, Any], rules_file: str) -> tuple[str, str] | None:
+def team_rules(task: dict[str, Any], rules_file: str, family: WorkspaceFamily | None = None) -> tuple[str, str] | None:
     """(text, path) of the rules file the task's repository holds at its base commit (the agent's own
-    `rules_file` first, then every other plain format), None when it holds none. Read from a workspace the
-    engine prepares (base commit and ancestors only), through the bounded no-follow reader."""
+    `rules_file` first, then every other plain format), None when it holds none. Read from a workspace
+    `family` prepares (None: the default; base commit and ancestors only), through the bounded no-follow reader."""
     from helpers.isolation.processes import remove_scratch, scratch_dir
     from helpers.isolation.untrusted import RefusedOutput, read_untrusted, untrusted_kind
-    from helpers.families.coding.workspaces import prepare_workspace, remove_workspace
+
+    family = family or default_family()
 
     candidates = [rules_file] + [f.pattern for f in FORMATS if "<name>" not in f.pattern and f.pattern != rules_file]
     scratch = scratch_dir("team-rules")
     try:
-        workspace = prepare_workspace({**task, "instance_id": "team-rules"}, scratch)
+        workspace = family.prepare_workspace({**task, "instance_id": "team-rules"}, scratch)
         try:
             for path in candidates:
                 try:  # a link or special file where a rules file would be is no team file: never followed
@@ -80,7 +83,7 @@ def team_rules(task: dict[str, Any], rules_file: str) -> tuple[str, str] | None:
                     return data.decode("utf-8", errors="replace"), path
             return None
         finally:
-            remove_workspace(workspace)
+            family.remove_workspace(workspace)
     finally:
         remove_scratch(scratch)
 

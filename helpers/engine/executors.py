@@ -2,13 +2,14 @@
 from a laptop to a cluster: run_tasks(..., executor="local" | "ray" | "ray://host:10001" | "ray:auto").
 
     executor = make_executor("ray", workers=8)
-    future = executor.submit(run_attempt, runner, task, ruleset, rules_file, mode, evaluator)
+    future = executor.submit(run_attempt, family, runner, task, ruleset, rules_file, mode, evaluator)
     ...; executor.shutdown(cancel=False)
 
 The seam is concurrent.futures' own: `submit(fn, *args) -> Future` and `shutdown(cancel)`. What runs remotely is
 one attempt of one task (run_attempt: a workspace, the sandboxed agent, its patch, the evaluation when it
-is not batched) with plain data in and out. The driver keeps everything else: it issues each attempt's
-gateway token, meters it, writes every record (the one writer of the store, so resume works as on one
+is not batched) with plain data in and out; the task family (helpers.core.protocols.WorkspaceFamily) makes the
+workspace and takes the patch, and travels with the attempt. The driver keeps everything else: it issues each
+attempt's gateway token, meters it, writes every record (the one writer of the store, so resume works as on one
 machine), and decides whether a transient failure is tried again.
 
 On Ray, each attempt is a task declaring `cpus_per_run` CPUs and `memory_per_run` bytes, retried by Ray
@@ -27,9 +28,8 @@ from typing import Any, Callable, Protocol
 
 from helpers.core import config
 from helpers.isolation.processes import kill_processes_in, remove_scratch, scratch_dir
-from helpers.core.protocols import AgentResult, EvalResult
-from helpers.isolation.untrusted import refused
-from helpers.families.coding.workspaces import prepare_workspace, remove_workspace, workspace_patch, write_rules
+from helpers.core.protocols import AgentResult, EvalResult, Limit, Patch, WorkspaceFamily
+from helpers.isolation.untrusted import RefusedOutput, refused
 
 RAY_CPUS_PER_RUN = 1.0  # an agent CLI and its commands keep about one core busy
 RAY_MEMORY_PER_RUN = 1 * 2**30  # a Cline run uses ~400 MB; room for the code under test
@@ -118,38 +118,40 @@ def make_executor(executor: str, workers: int) -> Executor:
     return RayExecutor(address)
 
 
-def run_attempt(runner: Any, task: dict[str, Any], ruleset: str, rules_file: str, mode: str, evaluator: Any,
-                scratch: Path | None = None) -> tuple[AgentResult, str, EvalResult | None]:
-    """One attempt at one task, wherever it runs: (the agent's result, its patch or plan, the verdict when
-    `evaluator` grades one task at a time, else None). Never raises for a task's failure: a broken workspace
-    or agent is an error result. Its workspace lives in `scratch` (a new scratch folder of this process when
-    None, removed after), and nothing the agent started outlives it."""
+def run_attempt(family: WorkspaceFamily, runner: Any, task: dict[str, Any], ruleset: str, rules_file: str, mode: str,
+                evaluator: Any, scratch: Path | None = None) -> tuple[AgentResult, Patch | str, EvalResult | None]:
+    """One attempt at one task, wherever it runs: (the agent's result, its Patch (act mode) or plan, the verdict
+    when `evaluator` grades one task at a time, else None). `family` makes the workspace and takes the patch.
+    Never raises for a task's failure: a broken workspace or agent is an error result, output the host refuses
+    one whose `limit` says so (Limit.REFUSED_OUTPUT). Its workspace lives in `scratch` (a new scratch folder of
+    this process when None, removed after), and nothing the agent started outlives it."""
     own = scratch is None
     scratch = scratch or scratch_dir("run")
     workspace, output, ready = None, "", False
     try:
-        workspace = prepare_workspace(task, scratch)
-        take_rules_out = write_rules(workspace, rules_file, ruleset)
+        workspace = family.prepare_workspace(task, scratch)
+        take_rules_out = family.write_rules(workspace, rules_file, ruleset)
         ready = True  # from here on, a failure is the agent's run's (counted), not the host's preparing
         result = runner.run(task, workspace, ruleset)
         kill_processes_in(workspace)  # whatever its commands left running, in any process group
         take_rules_out()
-        output = workspace_patch(workspace, str(task["base_commit"])) if mode == "act" else _capped_plan(result.plan)
+        output = family.take_patch(workspace, task) if mode == "act" else _capped_plan(result.plan)
     except Exception as error:  # a broken workspace or agent fails this task only
         said = f"{type(error).__name__}: {error}"[:4000]
         host = "" if ready else f"the host could not prepare the workspace: {said}"[:4000]  # run again (capped)
         result = AgentResult(str(task["instance_id"]), "error", error=said, model=getattr(runner, "model", ""),
-                             transient=bool(host), host_error=host)
+                             transient=bool(host), host_error=host,
+                             limit=Limit.REFUSED_OUTPUT if ready and isinstance(error, RefusedOutput) else None)
     finally:
         if workspace is not None:
             kill_processes_in(workspace)
-            remove_workspace(workspace)
+            family.remove_workspace(workspace)
         if own:
             remove_scratch(scratch)
     verdict = None
     if evaluator is not None and not evaluator.batched and result.status == "completed" and mode == "act":
         try:
-            verdict = evaluator.evaluate(task, output)
+            verdict = evaluator.evaluate(task, output.text if isinstance(output, Patch) else output)
         except Exception as error:  # the contract says it never raises for a bad patch: the evaluator broke
             verdict = EvalResult(str(task["instance_id"]), False, log=str(error),
                                  error=f"{type(error).__name__}: {error}", infra=True)

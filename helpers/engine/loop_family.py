@@ -4,7 +4,9 @@ A LoopFamily answers both splits with a ruleset, gives each answer feedback in E
 optimizer that edits the ruleset from that feedback:
 - CodingLoopFamily: a coding agent (Cline, Claude Code, Codex, or any registered Agent) runs every task
   with the rules, each patch is tested (helpers.engine.runs.run_tasks), and the LLM judge explains why
-  each training result passed or failed (and each plan, in plan mode, on both splits);
+  each training result passed or failed (and each plan, in plan mode, on both splits); what is about code
+  (the workspace, the patch, its grader, the judge's evidence) comes from its WorkspaceFamily
+  (helpers.core.protocols; the coding family by default), never imported here;
 - PromptLoopFamily: a prompt (helpers.core.protocols.PromptFamily, e.g. the latent-rules benchmark)
   answers every request through the session's model, and the family's grader scores and explains each
   answer as it comes (its grader is its test and its judge at once).
@@ -17,6 +19,9 @@ from __future__ import annotations
 from typing import Any, Protocol, Sequence
 
 import pandas as pd
+
+from helpers.core.protocols import WorkspaceFamily
+from helpers.families.registry import default_family
 
 FEEDBACK_COLUMNS = ("correctness", "explanation")
 
@@ -50,8 +55,9 @@ class CodingLoopFamily:
     feedback_columns = FEEDBACK_COLUMNS
 
     def __init__(self, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: Any, session: Any,
-                 val_df: pd.DataFrame | None = None):
+                 val_df: pd.DataFrame | None = None, family: WorkspaceFamily | None = None):
         self.splits = splits_of(train_df, test_df, val_df)
+        self.family = family or default_family()  # the workspaces, patches, grader and judge's evidence
         self.settings, self.session = settings, session
         self.agent = make_loop_agent(settings, session)
         self.base_prompt = self.agent.base_prompt
@@ -61,7 +67,8 @@ class CodingLoopFamily:
         one test (no rows here)."""
         from helpers.engine.runs import COLUMNS
 
-        return {split: (run_attempts(self.agent, frame, f"{split}_{loop}", ruleset, self.settings, self.session)
+        return {split: (run_attempts(self.agent, frame, f"{split}_{loop}", ruleset, self.settings, self.session,
+                                     self.family)
                         if split != "test" or tests_each_loop(self.settings, self.session.dry_run)
                         else pd.DataFrame(columns=list(COLUMNS)))
                 for split, frame in self.splits.items()}
@@ -70,7 +77,7 @@ class CodingLoopFamily:
         from helpers.learn.judge import evaluate_results
 
         judge = dict(workers=self.settings.workers, budget_usd=self.settings.judge_budget_usd,
-                     system_prompt=self.settings.judge_prompt, **self.session.judge_kwargs())
+                     system_prompt=self.settings.judge_prompt, family=self.family, **self.session.judge_kwargs())
         train = evaluate_results(runs["train"], **judge)
         if self.settings.mode != "plan":
             return train, runs["test"]
@@ -158,15 +165,15 @@ def tests_each_loop(settings: Any, dry_run: bool) -> bool:
 
 
 def run_attempts(agent: Any, tasks: pd.DataFrame, run_id: str, ruleset: str, settings: Any,
-                 session: Any = None) -> pd.DataFrame:
+                 session: Any = None, family: WorkspaceFamily | None = None) -> pd.DataFrame:
     """Every task `settings.attempts` times (run ids `<run_id>`, or `<run_id>_a<k>` with several attempts),
-    through the session's model gateway when it has one."""
+    through the session's model gateway when it has one, in `family`'s workspaces (None: the default)."""
     from helpers.engine.runs import run_tasks
 
     gateway = session.gateway if session is not None else None
     frames = [run_tasks(tasks, agent, run_id=run_id if settings.attempts == 1 else f"{run_id}_a{attempt}",
                         experiment=settings.experiment, ruleset=ruleset, workers=settings.workers, attempt=attempt,
-                        gateway=gateway, executor=settings.executor)
+                        gateway=gateway, executor=settings.executor, family=family)
               for attempt in range(settings.attempts)]
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 

@@ -3,12 +3,14 @@
     df = run_tasks(tasks, agent, run_id="train_0", experiment="house-demo", ruleset=rules, workers=4)
 
 For each task: a workspace at the base commit, the ruleset written to `agent.rules_file` in it,
-`agent.run(task, workspace, ruleset)`, the patch taken by the engine from the workspace (the learned
+`agent.run(task, workspace, ruleset)`, the patch taken by the host from the workspace (the learned
 rules, checkpoint refs and build debris left out), the evaluator's verdict, and one record appended to
-act_results/<experiment>/runs/<run_id>.jsonl. Calling again with the same run id, ruleset, agent and
-model runs only what is missing: a killed run resumes, and runs stopped by the budget or by a failure the host
-saw outside the sandbox (the provider's outage or rate limit, a lost worker) are run again, a task at most
-1 + config.AGENT_TRANSIENT_RETRIES times in all, across calls and resumes (each record counts its `tries`).
+act_results/<experiment>/runs/<run_id>.jsonl. The workspace, the patch and the default evaluator are the task
+family's (helpers.core.protocols.WorkspaceFamily): the engine imports none. Calling again with the same run id,
+ruleset, agent and model runs only what is missing: a killed run resumes, and runs stopped by the budget or by
+a failure the host saw outside the sandbox (the provider's outage or rate limit, a lost worker) are run again,
+a task at most 1 + config.AGENT_TRANSIENT_RETRIES times in all, across calls and resumes (each record counts its
+`tries`).
 Whatever the agent did inside its run (ended its own CLI, had its own calls refused, printed a provider's
 error) is a failed attempt, counted. Agents are any object with the Agent protocol (helpers.core.protocols).
 
@@ -35,14 +37,13 @@ from typing import Any, Iterator
 import pandas as pd
 
 from helpers.core import config
-from helpers.stats.outcomes import RULE_INDUCED
 from helpers.core.progress import progress_bar
 from helpers.isolation.processes import kill_processes_in, terminate_as_interrupt, remove_scratch, scratch_dir, sweep_stale
-from helpers.core.protocols import Agent, AgentResult, EvalResult, Evaluator
+from helpers.core.protocols import Agent, AgentResult, EvalResult, Evaluator, Patch, WorkspaceFamily
+from helpers.families.registry import default_family
 from helpers.store.records import (append_jsonl, check_name, read_jsonl, ruleset_sha, run_records_path,
                                    without_lone_surrogates)
 from helpers.core.tokens import truncate_chars
-from helpers.families.coding.patches import suspect_lines
 
 TEST_LOG_CHARS = 6_000
 MODES = ("act", "plan")
@@ -51,7 +52,7 @@ COLUMNS = ("instance_id", "repo", "problem_statement", "ground_truth_patch", "te
            "duration_s", "run_id", "attempt", "ruleset_sha", "agent", "model", "eval_error", "failed_tests",
            "test_log", "log_path", "FAIL_TO_PASS", "PASS_TO_PASS", "suite", "transient", "trajectory_summary",
            "set_aside", "suspect", "forged", "host_error", "tries")  # set_aside: paths of the patch grading did not
-# apply; suspect: the lines of it that reach into the test machinery (helpers.families.coding.patches.suspect_lines);
+# apply; suspect: the lines of it that reach into the test machinery (Patch.suspect, read where the patch is taken);
 # forged: the grading's tripwires caught outcomes forged from inside the test run (eval_error says how);
 # host_error: the failure the host saw outside the sandbox ("" for the agent's own: helpers.stats.outcomes);
 # tries: the task's runs so far in this run id with this ruleset, agent and model. All absent from older records.
@@ -68,10 +69,12 @@ class RunInProgress(RuntimeError):
 def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str | None = None, ruleset: str = "",
               workers: int = config.WORKERS, evaluator: Evaluator | None = None, evaluate: bool = True,
               attempt: int = 0, results_root: Path | str | None = None, progress: bool = True,
-              gateway: Any = None, executor: str = "local") -> pd.DataFrame:
+              gateway: Any = None, executor: str = "local", family: WorkspaceFamily | None = None) -> pd.DataFrame:
     """Run `agent` on every task (`workers` at a time), test each patch, return one row per task (COLUMNS).
 
-    `evaluator` defaults to the one the tasks need (helpers.families.coding.evaluation.evaluator_for); evaluate=False
+    `family` makes each workspace, takes each patch and names the grader (helpers.core.protocols.WorkspaceFamily;
+    None: helpers.families.registry.default_family(), the coding family).
+    `evaluator` defaults to the one the tasks need (the family's evaluator_for); evaluate=False
     skips testing, and plan mode never tests. `executor` says where the runs execute (helpers.engine.executors):
     "local" (`workers` threads here) or a Ray cluster ("ray", "ray:auto", "ray://<head>:10001"). Setup problems (no binary, no key, no Docker for
     SWE-bench tasks, bad arguments) raise before any task starts; a task that fails (its workspace,
@@ -87,12 +90,12 @@ def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str
     if mode not in MODES:
         raise ValueError(f"The agent's mode must be 'act' or 'plan', not {mode!r}.")
     agent.check()
+    family = family or default_family()
     if mode == "act" and evaluate:
         if evaluator is None:
-            from helpers.families.coding.evaluation import evaluator_for
-
             # grading follows the agent's sandbox policy: a real run's refuses to grade unsandboxed
-            evaluator = evaluator_for(frame, model_name=agent.name, sandbox=getattr(agent, "sandbox", "required"))
+            evaluator = family.evaluator_for(frame, model_name=agent.name,
+                                             sandbox=getattr(agent, "sandbox", "required"))
         evaluator.check(frame.to_dict("records"))
     else:
         evaluator = None
@@ -104,7 +107,7 @@ def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str
         done = {iid: r for iid, r in latest.items() if _is_done(r)}
         todo = [row for row in frame.to_dict("records") if row["instance_id"] not in done]
         run = _Run(agent, evaluator, ruleset, dict(run_id=run_id, ruleset_sha=sha, attempt=attempt), path, done)
-        run.tries = tries
+        run.tries, run.family = tries, family
         run.gateway, run.experiment = gateway, experiment
         if todo:
             run.all(todo, workers, progress, executor)
@@ -135,6 +138,7 @@ class _Run:
                  done: dict[str, dict[str, Any]]):
         self.agent, self.evaluator, self.ruleset, self.ids, self.path, self.done = agent, evaluator, ruleset, ids, path, done
         self.scratch: Path | None = None
+        self.family: WorkspaceFamily = default_family()
         self.gateway: Any = None
         self.experiment = ""
         self.local = True
@@ -181,12 +185,12 @@ class _Run:
 
         runner, token = self.through_gateway(task)
         scratch = self.scratch if self.local else None  # a remote worker makes its own
-        future = pool.submit(run_attempt, runner, task, self.ruleset, self.agent.rules_file, self.agent.mode,
-                             self.evaluator, scratch)
+        future = pool.submit(run_attempt, self.family, runner, task, self.ruleset, self.agent.rules_file,
+                             self.agent.mode, self.evaluator, scratch)
         self.tokens[future] = token
         return future
 
-    def finished(self, task: dict[str, Any], future: Future) -> tuple[AgentResult, str, EvalResult | None]:
+    def finished(self, task: dict[str, Any], future: Future) -> tuple[AgentResult, Patch | str, EvalResult | None]:
         """An attempt's (result, output, verdict), metered by the gateway, its trajectory saved by the driver;
         an attempt whose worker was lost for good (after the executor's own retries) is an error result."""
         token = self.tokens.pop(future)
@@ -228,7 +232,8 @@ class _Run:
         with self._lock:
             self.done[record["instance_id"]] = record
 
-    def graded(self, task: dict[str, Any], result: AgentResult, output: str, verdict: EvalResult | None) -> dict[str, Any]:
+    def graded(self, task: dict[str, Any], result: AgentResult, output: Patch | str,
+               verdict: EvalResult | None) -> dict[str, Any]:
         """The task's record, with the evaluator's verdict on a completed run (pending for a batched one)."""
         tries = {"tries": self.tries.get(str(task["instance_id"]), 1)}
         if self.evaluator is not None and result.status == "completed" and self.evaluator.batched:
@@ -264,9 +269,10 @@ class _Run:
         if result.status != "completed" and status == "budget":
             result.status, result.error = "budget", f"the experiment's budget is spent ({result.error})"
             result.host_error = "the experiment's budget is spent (the gateway's record)"
-        elif result.status == "error" and is_transient(status) and not RULE_INDUCED.search(result.error or ""):
-            # the provider failed on the run's last call (a refusal of what the agent left is its own, whatever
-            # the provider did); the error's words are the agent's, the status the gateway's
+        elif result.status == "error" and is_transient(status) and result.limit is None:
+            # the provider failed on the run's last call (a run a limit the rules can cause ended, a refusal of
+            # what the agent left included, is its own, whatever the provider did: AgentResult.limit, named where
+            # it ended); the error's words are the agent's, the status the gateway's
             result.transient = True
             result.host_error = f"the model provider failed: status {status} on the run's last call (the gateway's record)"
             result.error = f"{result.host_error}; the agent said: {result.error}"[:4000]
@@ -296,11 +302,13 @@ class _Run:
             self.keep({**previous, **_verdict_fields(verdict, previous.get("suspect") or [])})
 
 
-def record(task: dict[str, Any], result: AgentResult, output: str, verdict: EvalResult | None, agent: Agent,
+def record(task: dict[str, Any], result: AgentResult, output: Patch | str, verdict: EvalResult | None, agent: Agent,
            ids: dict[str, Any], pending: bool = False) -> dict[str, Any]:
-    """The row of one task (COLUMNS): the task, what the agent did, and the tests' verdict. A patch's lines that
-    reach into the test machinery are its `suspect` list, and a pass of such a patch is SUSPECT, not "pass"."""
-    suspect = suspect_lines(output, task.get("test_patch") or "") if agent.mode == "act" else []
+    """The row of one task (COLUMNS): the task, what the agent did (its Patch in act mode, as the family took it;
+    its plan), and the tests' verdict. The patch's suspect lines (Patch.suspect: lines that reach into what
+    grades it) are the row's `suspect` list, and a pass of such a patch is SUSPECT, not "pass"."""
+    suspect = list(output.suspect) if isinstance(output, Patch) else []
+    output = output.text if isinstance(output, Patch) else output
     if pending:
         outcome = {"pass_or_fail": PENDING}
     elif verdict is not None:
@@ -385,10 +393,10 @@ def _max_runs() -> int:
 
 def _check_tasks(tasks: Any) -> pd.DataFrame:
     if not isinstance(tasks, pd.DataFrame):
-        raise TypeError(f"tasks must be a DataFrame of task rows (helpers.families.coding.tasks.load_tasks), not {type(tasks).__name__}.")
+        raise TypeError(f"tasks must be a DataFrame of task rows (helpers.load_tasks), not {type(tasks).__name__}.")
     missing = [c for c in ("instance_id", "base_commit", "problem_statement") if c not in tasks.columns]
     if missing:
-        raise ValueError(f"The tasks lack the column(s) {missing}; load them with helpers.families.coding.tasks.load_tasks().")
+        raise ValueError(f"The tasks lack the column(s) {missing}; load them with helpers.load_tasks().")
     duplicated = sorted(set(tasks.loc[tasks["instance_id"].duplicated(), "instance_id"]))
     if duplicated:
         raise ValueError(f"Duplicate instance ids in the tasks: {duplicated[:5]}.")

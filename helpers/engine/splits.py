@@ -8,20 +8,23 @@ from typing import Any
 import pandas as pd
 
 from helpers.core import config
+from helpers.core.protocols import WorkspaceFamily
+from helpers.families.registry import default_family
 from helpers.store.loops import load_split, save_split
 
 
 def load_or_make_split(experiment: str, source: str, train_size: int, test_size: int,
                        strategy: str = "random", seed: int = config.SEED, mirrors_dir: str | None = None,
-                       val_size: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+                       val_size: int | None = None, *,
+                       family: WorkspaceFamily | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(train, validation, test): the experiment's saved split if it has one (sizes must match), else a new
     one, saved. `train_size` tasks form the train pool, of which `val_size` (None: the saved size, or a
     third of the pool, rounded down, for a new split) are the validation side: they decide which ruleset version is kept
     and the optimizer never sees them. `mirrors_dir` locates SWE-bench repositories for the agent's
-    workspaces (None: mirrors cloned on first use)."""
-    from helpers.families.coding.tasks import load_tasks, split_dataset
-
-    tasks = load_tasks(source, mirrors_dir=mirrors_dir)
+    workspaces (None: mirrors cloned on first use). `family` loads and splits the tasks (None: the default
+    family, helpers.families.registry)."""
+    family = family or default_family()
+    tasks = family.load_tasks(source, mirrors_dir=mirrors_dir)
     split = load_split(experiment)
     if split is not None:
         saved = (len(split["train"]) + len(split.get("validation", [])), len(split.get("validation", [])),
@@ -39,7 +42,7 @@ def load_or_make_split(experiment: str, source: str, train_size: int, test_size:
             raise ValueError(f"The saved split of {experiment!r} names tasks {source!r} does not have: {missing[:5]}")
         return tuple(by_id.loc[side].reset_index(drop=True) for side in sides)  # type: ignore[return-value]
     val_size = _val_size(train_size, val_size)
-    pool, test_df = split_dataset(tasks, train_size, test_size, strategy=strategy, seed=seed)
+    pool, test_df = family.split_tasks(tasks, train_size, test_size, strategy, seed)
     train_df, val_df = carve_validation(pool, val_size, strategy, seed)
     save_split(experiment, list(train_df["instance_id"]), list(test_df["instance_id"]), source=source,
                strategy=strategy, seed=seed, validation=list(val_df["instance_id"]))

@@ -33,7 +33,8 @@ from typing import Any
 import pandas as pd
 
 from helpers.core import config
-from helpers.families.coding.patches import is_set_aside, patch_files, patch_paths, set_aside_note, suspect_lines
+from helpers.core.protocols import WorkspaceFamily
+from helpers.families.registry import default_family
 from helpers.llm.client import BudgetExceeded, LLMClient, LLMError, cut_at_length, parse_json_object
 from helpers.core.fences import fence, fence_note, fence_token, inline
 from helpers.core.tokens import count_tokens, truncate_tokens
@@ -63,14 +64,15 @@ JUDGE_COLUMNS = ("correctness", "explanation", "judge_raw", "judge_error", "judg
 
 
 def judge_messages(row: dict[str, Any], output_column: str = "output", include_gold: bool = True,
-                   system_prompt: str | None = None) -> list[dict[str, str]]:
+                   system_prompt: str | None = None, family: WorkspaceFamily | None = None) -> list[dict[str, str]]:
     """The judge's request for one row: system instructions (`system_prompt`, None: JUDGE_SYSTEM_PROMPT), then
-    the task and its evidence, every text the host did not write fenced as data (helpers.core.fences)."""
-    return _judge_request(row, output_column, include_gold, system_prompt)[0]
+    the task and its evidence, every text the host did not write fenced as data (helpers.core.fences). `family`
+    reads the patch's evidence (helpers.core.protocols.WorkspaceFamily; None: the default, the coding family)."""
+    return _judge_request(row, output_column, include_gold, system_prompt, family or default_family())[0]
 
 
-def _judge_request(row: dict[str, Any], output_column: str, include_gold: bool,
-                   system_prompt: str | None) -> tuple[list[dict[str, str]], bool]:
+def _judge_request(row: dict[str, Any], output_column: str, include_gold: bool, system_prompt: str | None,
+                   family: WorkspaceFamily) -> tuple[list[dict[str, str]], bool]:
     """(the request, whether it shows every line of the output the grade depends on: judge_saw_whole_patch)."""
     output = str(row.get(output_column) or "")
     kind = "plan" if output_column == "plan" or row.get("mode") == "plan" else "patch"
@@ -78,14 +80,14 @@ def _judge_request(row: dict[str, Any], output_column: str, include_gold: bool,
     if not output.strip():
         shown, whole, long = "", True, False
     elif kind == "patch":
-        shown, whole, long = _patch_view(output, test_patch)
+        shown, whole, long = _patch_view(output, test_patch, family)
     else:
         shown = truncate_tokens(output, MAX_CODE_TOKENS)
         whole, long = shown == output, count_tokens(shown) > MAX_PATCH_TOKENS
     log_budget = TRIMMED_LOG_TOKENS if long else MAX_LOG_TOKENS  # the code comes first
     suspect = row.get("suspect")
     if not isinstance(suspect, list):  # a row recorded before the engine kept it
-        suspect = suspect_lines(output, test_patch) if kind == "patch" else []
+        suspect = family.suspect_lines(output, test_patch) if kind == "patch" else []
     suspect = [str(line) for line in suspect]
     statement = truncate_tokens(str(row.get("problem_statement") or ""), MAX_STATEMENT_TOKENS)
     trajectory = truncate_tokens(str(row.get("trajectory_summary") or ""), log_budget)
@@ -109,14 +111,14 @@ def _judge_request(row: dict[str, Any], output_column: str, include_gold: bool,
                      + (f"\n[... {more} more suspect lines not shown ...]" if more > 0 else ""))
     if trajectory.strip():
         parts.append("## How the agent worked\n" + fence(token, "the agent's trajectory, summarised", trajectory))
-    parts.append("## Hidden tests (the host's grade)\n" + _grade_lines(row, token, log))
+    parts.append("## Hidden tests (the host's grade)\n" + _grade_lines(row, token, log, family))
     if gold:
         parts.append("## Reference fix by the maintainers\n" + fence(token, "the maintainers' fix", gold))
     return [{"role": "system", "content": system_prompt or JUDGE_SYSTEM_PROMPT},
             {"role": "user", "content": "\n\n".join(parts)}], whole
 
 
-def _grade_lines(row: dict[str, Any], token: str, log: str) -> str:
+def _grade_lines(row: dict[str, Any], token: str, log: str, family: WorkspaceFamily) -> str:
     """The hidden tests' section: the host's own lines (outcome, flags), the values that came from the run
     inline, the test log fenced."""
     verdict = row.get("pass_or_fail")
@@ -143,7 +145,7 @@ def _grade_lines(row: dict[str, Any], token: str, log: str) -> str:
         lines.append(f"evaluation error: {inline(row.get('eval_error'))}")
     aside = row.get("set_aside")
     if isinstance(aside, list) and aside:
-        lines.append(f"set aside: {set_aside_note([inline(p) for p in aside])}")
+        lines.append(f"set aside: {family.set_aside_note([inline(p) for p in aside])}")
     if log.strip():
         lines.append("test log excerpt:\n" + fence(token, "the test log, as the code under test printed it", log))
     return "\n".join(lines)
@@ -164,28 +166,16 @@ def _forged_reason(row: dict[str, Any]) -> str:
     return " ".join(reason.split())[:300]
 
 
-def _patch_view(patch: str, test_patch: str = "") -> tuple[str, bool, bool]:
+def _patch_view(patch: str, test_patch: str, family: WorkspaceFamily) -> tuple[str, bool, bool]:
     """(the patch as the judge sees it, whether that shows every line it adds to graded code, whether it takes
     more than MAX_PATCH_TOKENS). Whole when it fits MAX_PATCH_TOKENS; else a note saying so, then every line it
     adds to graded code under its file's and hunks' headers (tests and set-aside files named, removed and
     context lines left out), up to MAX_CODE_TOKENS; cut in the middle with a marker only past that."""
     if count_tokens(patch) <= MAX_PATCH_TOKENS:
         return patch, True, False
-    test_paths = patch_paths(test_patch)
-    kept, aside, added, dropped = [], [], 0, 0
-    for paths, text in patch_files(patch):
-        if paths and any(is_set_aside(p, test_paths) for p in paths):
-            aside.append(", ".join(paths))
-            continue
-        for line in text.splitlines():
-            if line.startswith(("diff --git", "--- ", "+++ ", "@@", "rename ", "new file", "deleted file")):
-                kept.append(line)
-            elif line.startswith("+"):
-                kept.append(line)
-                added += 1
-            else:
-                dropped += 1
-    view = "\n".join(kept)
+    graded = family.graded_lines(patch, test_patch)  # the family reads the patch; the judge only lays it out
+    aside, added, dropped = graded.set_aside, graded.added, graded.dropped
+    view = "\n".join(graded.lines)
     note = (f"[This patch is {len(patch):,} characters, over the judge's budget: shown are the {added:,} lines it adds "
             f"to graded code, with their file and hunk headers; {dropped:,} removed and context lines are left out"
             + (f"; set aside in grading and not shown: {'; '.join(aside)[:2000]}" if aside else "") + ".")
@@ -199,8 +189,8 @@ def _patch_view(patch: str, test_patch: str = "") -> tuple[str, bool, bool]:
 
 
 def _judge_row(client: LLMClient, row: dict[str, Any], output_column: str, include_gold: bool,
-               system_prompt: str | None = None) -> dict[str, Any]:
-    messages, whole = _judge_request(row, output_column, include_gold, system_prompt)
+               system_prompt: str | None, family: WorkspaceFamily) -> dict[str, Any]:
+    messages, whole = _judge_request(row, output_column, include_gold, system_prompt, family)
     try:
         answer = client.complete(messages, max_tokens=config.JUDGE_MAX_TOKENS)
     except BudgetExceeded as error:
@@ -226,10 +216,11 @@ def _judge_row(client: LLMClient, row: dict[str, Any], output_column: str, inclu
 def evaluate_results(df: pd.DataFrame, model: str | None = None, *, base_url: str | None = None,
                      api_key: str | None = None, workers: int = config.LLM_MAX_CONCURRENCY,
                      budget_usd: float | None = None, include_gold: bool = True, output_column: str | None = None,
-                     client: LLMClient | None = None, system_prompt: str | None = None) -> pd.DataFrame:
+                     client: LLMClient | None = None, system_prompt: str | None = None,
+                     family: WorkspaceFamily | None = None) -> pd.DataFrame:
     """A copy of `df` (run_act's rows) with the judge's verdict on every row (see the module docstring).
     `system_prompt`: the judge's instructions (None: JUDGE_SYSTEM_PROMPT); they must still ask for the JSON
-    answer {"correctness": ..., "explanation": ...}."""
+    answer {"correctness": ..., "explanation": ...}. `family`: who reads the patches' evidence (judge_messages)."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a whole number of at least 1, not {workers!r}.")
     if df.empty:
@@ -239,9 +230,10 @@ def evaluate_results(df: pd.DataFrame, model: str | None = None, *, base_url: st
         raise ValueError(f"The rows lack the output column {output_column!r}: pass run_tasks' (or run_act's) rows.")
     client = client or LLMClient(model or config.JUDGE_MODEL, api_key=api_key, base_url=base_url,
                                  budget_usd=budget_usd, max_concurrency=workers)
-    rows = df.to_dict("records")
+    rows, family = df.to_dict("records"), family or default_family()
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        verdicts = list(pool.map(lambda r: _judge_row(client, r, output_column, include_gold, system_prompt), rows))
+        verdicts = list(pool.map(lambda r: _judge_row(client, r, output_column, include_gold, system_prompt, family),
+                                 rows))
     judged = df.copy()
     defaults = {"correctness": "", "explanation": "", "judge_raw": "", "judge_error": "", "judge_transient": False,
                 "judge_cost_usd": 0.0, "judge_tokens": 0, "judge_saw_whole_patch": True}

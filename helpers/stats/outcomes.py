@@ -37,17 +37,22 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from helpers.core.protocols import Limit
+
 RESOLVED, FAILED, INFRA, RULES = "resolved", "failed", "errored: infrastructure", "errored: rules"
 FORGED = "forged"  # also the `pass_or_fail` of such a run (helpers.engine.runs)
 OUTCOMES = (RESOLVED, FAILED, FORGED, RULES, INFRA)
 SCORED = (RESOLVED, FAILED, FORGED, RULES)  # the outcomes accuracy is computed over
 # An agent that stops because of what it was told: out of turns, out of mistakes, out of context; or that left
 # what the host refuses to take (a nested repository, a link where its rules were, a patch over its cap:
-# helpers.isolation.untrusted.REFUSED).
-RULE_INDUCED = re.compile(r"max(?:imum)?[ _-]?turns|turn limit|mistake limit|too many (?:turns|mistakes)|"
-                          r"context (?:window|length)|prompt is too long|maximum context|"
-                          r"refused the agent's output|sandbox cap reached",  # helpers.isolation.confinement.CAP_PREFIX
-                          re.IGNORECASE)
+# helpers.isolation.untrusted.REFUSED), or that a sandbox cap ended, as words name them. Read in two places
+# only: where a CLI's own report of its end is read (helpers.agents.base.ended_as_seen: its text is all a CLI
+# gives), giving the run's typed AgentResult.limit, and for rows recorded before `host_error` (run_outcome).
+LIMIT_WORDS = ((Limit.TURNS, r"max(?:imum)?[ _-]?turns|turn limit|mistake limit|too many (?:turns|mistakes)"),
+               (Limit.CONTEXT, r"context (?:window|length)|prompt is too long|maximum context"),
+               (Limit.REFUSED_OUTPUT, r"refused the agent's output"),  # helpers.isolation.untrusted.REFUSED
+               (Limit.SANDBOX_CAP, r"sandbox cap reached"))  # helpers.isolation.confinement.CAP_PREFIX
+RULE_INDUCED = re.compile("|".join(words for _, words in LIMIT_WORDS), re.IGNORECASE)
 # What an infrastructure error is called where a reason is listed (stats' exclusions, loop lines).
 INFRA_REASONS = {"error": "errored", "budget": "stopped by the budget", "not_evaluated": "not evaluated",
                  "pending": "not evaluated yet", "harness": "the test harness failed", "": "no outcome",
@@ -56,6 +61,11 @@ INFRA_REASONS = {"error": "errored", "budget": "stopped by the budget", "not_eva
 
 def _text(value: Any) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def limit_named(text: str) -> Limit | None:
+    """The limit the rules can cause that `text` (a CLI's own account of its end) names, or None."""
+    return next((limit for limit, words in LIMIT_WORDS if re.search(words, text or "", re.IGNORECASE)), None)
 
 
 def run_outcome(row: Mapping[str, Any], outcome: str = "pass_or_fail") -> str:
@@ -135,5 +145,6 @@ def errored_note(left_out: int, a: pd.DataFrame, b: pd.DataFrame) -> str:
             f"failed {runs} the agent ended itself (its own exit, its own calls, its limits) counted as failures.")
 
 
-__all__ = ["run_outcome", "infra_reason", "outcome_counts", "plan_scored", "errored_note", "RESOLVED", "FAILED",
-           "FORGED", "INFRA", "RULES", "OUTCOMES", "RULE_INDUCED"]  # documented in CODE_APPENDIX.md
+__all__ = ["run_outcome", "limit_named", "infra_reason", "outcome_counts", "plan_scored", "errored_note", "RESOLVED",
+           "FAILED",
+           "FORGED", "INFRA", "RULES", "OUTCOMES", "RULE_INDUCED", "LIMIT_WORDS"]  # documented in CODE_APPENDIX.md

@@ -35,7 +35,9 @@ import codecs
 import re
 import unicodedata
 from pathlib import PurePosixPath
+from typing import Sequence
 
+from helpers.core.protocols import GradedLines
 from helpers.families.coding.binary_patches import new_side
 from helpers.families.coding.repo_tests import TEST_DIRS, is_test_file
 
@@ -234,7 +236,28 @@ def _added_lines(section: str) -> list[tuple[int, str]]:
     return added
 
 
-def set_aside_note(paths: list[str]) -> str:
+def graded_lines(patch: str, test_patch: str = "") -> GradedLines:
+    """Every line `patch` adds to graded code, under its file's and hunks' headers; the files grading sets aside
+    (is_set_aside: named, not shown), and how many removed and context lines are left out: how a reviewer (the
+    judge) sees a patch too long to show whole."""
+    test_paths = patch_paths(test_patch or "")
+    kept, aside, added, dropped = [], [], 0, 0
+    for paths, text in patch_files(patch or ""):
+        if paths and any(is_set_aside(p, test_paths) for p in paths):
+            aside.append(", ".join(paths))
+            continue
+        for line in text.splitlines():
+            if line.startswith(("diff --git", "--- ", "+++ ", "@@", "rename ", "new file", "deleted file")):
+                kept.append(line)
+            elif line.startswith("+"):
+                kept.append(line)
+                added += 1
+            else:
+                dropped += 1
+    return GradedLines(tuple(kept), tuple(aside), added, dropped)
+
+
+def set_aside_note(paths: Sequence[str]) -> str:
     """One sentence saying what grading set aside ("" when nothing was): the patch's conftest.py ..."""
     if not paths:
         return ""
@@ -304,5 +327,6 @@ def _unquote(name: str) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-__all__ = ["patch_files", "patch_paths", "is_set_aside", "grading_patch", "set_aside_note", "suspect_lines",
+__all__ = ["patch_files", "patch_paths", "is_set_aside", "grading_patch", "graded_lines", "set_aside_note",
+           "suspect_lines",
            "TEST_CONFIGURATION", "STARTUP_FILES", "SUSPECT_PATTERNS"]  # documented in CODE_APPENDIX.md
