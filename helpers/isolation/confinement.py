@@ -169,10 +169,43 @@ def _seccomp_program() -> bytes | None:
     return b"".join(struct.pack("<HBBI", *instruction) for instruction in program)
 
 
-def _run_user() -> int | None:
-    """A uid of this run's own when the caller is root (no file on the machine is its, no other process),
-    else None (the run is the caller's uid: it can read no more than the caller)."""
-    return USERS[0] + secrets.randbelow(USERS[1] - USERS[0]) if os.geteuid() == 0 else None
+def _run_user() -> tuple[int | None, int]:
+    """(a uid of this run's own, a user namespace mapping the host's files to it: a descriptor, -1 for none) when
+    the caller is root (no file on the machine is its, no other process), else (None, -1): the run is the
+    caller's uid, and can read no more than the caller."""
+    return _users.take() if os.geteuid() == 0 else (None, -1)
+
+
+def _new_user() -> tuple[int, int]:
+    user = USERS[0] + secrets.randbelow(USERS[1] - USERS[0])
+    return user, disks.user_namespace(user)
+
+
+class _NextUsers:
+    """A fresh uid and its user namespace, made ahead while runs run: making the namespace takes a helper process
+    (a few ms, 20 on a loaded machine), which then is off a run's start. Each is handed out once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.ready: list[tuple[int, int]] = []
+        self.making = False
+
+    def take(self) -> tuple[int, int]:
+        with self.lock:
+            taken = self.ready.pop() if self.ready else None
+            make, self.making = not self.making, True
+        if make:  # the next one, in the background (a daemon thread: nothing of it needs an end)
+            threading.Thread(target=self._make, daemon=True, name="sandbox-next-user").start()
+        return taken or _new_user()
+
+    def _make(self) -> None:
+        made = _new_user()
+        with self.lock:
+            self.ready.append(made)
+            self.making = False
+
+
+_users = _NextUsers()
 
 
 # what the watcher measures
@@ -314,18 +347,26 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
     """
     limits = limits or Limits()
     folders = list(dict.fromkeys([Path(workspace), Path(home)]))
-    user = _run_user()
+    user, users = _run_user()
     groups = cgroups.available()
     owners = _owners(folders) if user is not None else []
-    for folder, _, _ in owners:  # handed over on the host's own file system, before any overlay covers it
-        _tree(folder, (user, user))
-    capped = disks.cap_disk(folders, limits)
+    # As root, each folder's own files become the run's without a walk where the kernel can (an idmapped lower
+    # layer: helpers.isolation.disks); else handed over on the host's own file system, before an overlay covers it
+    try:
+        capped = disks.cap_disk(folders, limits, users, hand_over=lambda folder: _tree(Path(folder), (user, user)))
+    finally:
+        if users >= 0:
+            os.close(users)
     disk = KERNEL_DISK if capped else SAMPLED_DISK
     _note_unenforced(groups, user, disk)
-    if disk == KERNEL_DISK:
+    if capped and user is not None:
+        for folder in capped.handed:  # capped by a run before: handed over through its overlay
+            _tree(Path(folder), (user, user))
         for folder, _, _ in owners:  # an overlay's top folder is its upper layer's, made by the host: the run's too
             os.chown(folder, user, user)
         owners = []  # nothing to hand back after the run (below)
+    for folder, _, _ in owners:  # no kernel cap: handed over on the host's file system, and back after the run
+        _tree(folder, (user, user))
     cgroup = cgroups.make(groups, limits) if groups else {}
     confinement = Confinement(user, limits, cgroups.procs_files(cgroup), disk=disk)
     watch = None

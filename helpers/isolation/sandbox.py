@@ -201,20 +201,54 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     privileged_port = bool(forwarder) and user is not None and int(forwarder[-2]) < 1024
     if privileged_port:
         command += ["--cap-add", "CAP_NET_BIND_SERVICE"]
+    tools = _drop_tools() if user is not None or limits else None
     if user is not None or limits:  # first inside: the run's rlimits, then root given up
-        command += ["--ro-bind", str(DROP), f"{INSIDE}/drop.py"]
-        # RLIMIT_NPROC counts per real uid: only a uid of the run's own makes it this run's cap
-        processes = str(limits.processes) if limits and user is not None else "-"
-        drop = [python, "-I", "-S", f"{INSIDE}/drop.py", "-" if user is None else str(user), processes,
-                str(limits.file_bytes) if limits else "-", str(workspace), "--"]
+        if not tools:
+            command += ["--ro-bind", str(DROP), f"{INSIDE}/drop.py"]
+        elif user is not None:  # bwrap enters the workspace (as root, but with none of root's other powers)
+            command += ["--cap-add", "CAP_DAC_READ_SEARCH"]
+        drop = _drop(tools, python, user, limits, workspace)
         args = [*forwarder, *drop, *args] if privileged_port else [*drop, *forwarder, *args]
     else:
         args = [*forwarder, *args]
-    command += ["--chdir", "/" if user is not None else str(workspace), "--"]
+    command += ["--chdir", "/" if user is not None and not tools else str(workspace), "--"]
     command = command + [str(a) for a in args]
     if cgroup or seccomp:  # a shell joins the cgroup before bwrap starts: nothing of the run is ever outside it
         command = ["sh", "-c", START, "sh", str(seccomp or "-"), *map(str, cgroup), "--", *command]
     return command
+
+
+def _drop(tools: tuple[str, str] | None, python: str, user: int | None, limits: "Limits | None",
+          workspace: Path | str) -> list[str]:
+    """The command that, first inside, sets the run's rlimits, gives up root (when `user`) and enters `workspace`,
+    then becomes what follows it: util-linux's prlimit and setpriv (`tools`: programs, a millisecond each; bwrap
+    has entered the workspace), else sandbox_drop.py (a Python start: 20 ms on a quiet machine, over 100 on a
+    loaded one). Both leave the command no capability in any set, no supplementary group, and the default SIGPIPE
+    and SIGXFSZ (signals as the host's subprocess set them: nothing on the way ignores one)."""
+    # RLIMIT_NPROC counts per real uid: only a uid of the run's own makes it this run's cap
+    processes = str(limits.processes) if limits and user is not None else "-"
+    file_bytes = str(limits.file_bytes) if limits else "-"
+    if not tools:
+        return [python, "-I", "-S", f"{INSIDE}/drop.py", "-" if user is None else str(user), processes, file_bytes,
+                str(workspace), "--"]
+    prlimit, setpriv = tools
+    caps = [f"--{name}={value}" for name, value in (("nproc", processes), ("fsize", file_bytes)) if value != "-"]
+    drop = [prlimit, *caps, "--"] if caps else []
+    if user is None:
+        return drop
+    # setpriv fails (and the command never runs) unless every uid and gid is `user`; with them all non-zero the
+    # kernel clears the effective and permitted sets (CAP_DAC_READ_SEARCH too, which let bwrap enter a workspace
+    # that is `user`'s alone), --inh-caps the inheritable one.
+    return [*drop, setpriv, f"--reuid={user}", f"--regid={user}", "--clear-groups", "--inh-caps=-all", "--"]
+
+
+@functools.lru_cache(maxsize=1)
+def _drop_tools() -> tuple[str, str] | None:
+    """(prlimit, setpriv) from util-linux, when both are in the system folders the sandbox shows; else None."""
+    found = [shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin") for name in ("prlimit", "setpriv")]
+    if not all(found) or not all(_under_system(os.path.realpath(p)) for p in found if p):
+        return None
+    return found[0], found[1]  # type: ignore[return-value]
 
 
 # The whole run (bwrap included) joins its cgroup (helpers.isolation.confinement) before bwrap starts, and bwrap gets
