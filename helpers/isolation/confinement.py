@@ -45,9 +45,10 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from helpers.isolation import cgroups, disks
+from helpers.isolation.ahead import MadeAhead
 from helpers.core import config
 from helpers.isolation.procfs import kill, kill_processes_in, processes_of
 from helpers.isolation.trees import chown_tree, remove_tree, tree_usage
@@ -96,7 +97,8 @@ class Confinement:
     the run is the caller's uid); `limits`; `cgroup`, the cgroup.procs files it joins (empty: no cgroup);
     `seccomp`, the filter file bwrap installs (no new user namespace inside; None: none for this machine);
     `disk`, what enforces the disk cap (KERNEL_DISK or SAMPLED_DISK); `cap`, once its run is over, the cap that
-    ended it (a sentence starting CAP_PREFIX) or ""."""
+    ended it (a sentence starting CAP_PREFIX) or ""; `stages`, the seconds each step of setting the run up and
+    ending it took (benchmarks/bench_sandbox.py prints them when the sandbox's start misses its target)."""
 
     user: int | None
     limits: Limits
@@ -104,6 +106,7 @@ class Confinement:
     seccomp: Path | None = None
     disk: str = ""
     cap: str = ""
+    stages: dict[str, float] = field(default_factory=dict)  # seconds each step of its set-up and end took
 
 
 def _size(n: int) -> str:
@@ -181,31 +184,7 @@ def _new_user() -> tuple[int, int]:
     return user, disks.user_namespace(user)
 
 
-class _NextUsers:
-    """A fresh uid and its user namespace, made ahead while runs run: making the namespace takes a helper process
-    (a few ms, 20 on a loaded machine), which then is off a run's start. Each is handed out once."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.ready: list[tuple[int, int]] = []
-        self.making = False
-
-    def take(self) -> tuple[int, int]:
-        with self.lock:
-            taken = self.ready.pop() if self.ready else None
-            make, self.making = not self.making, True
-        if make:  # the next one, in the background (a daemon thread: nothing of it needs an end)
-            threading.Thread(target=self._make, daemon=True, name="sandbox-next-user").start()
-        return taken or _new_user()
-
-    def _make(self) -> None:
-        made = _new_user()
-        with self.lock:
-            self.ready.append(made)
-            self.making = False
-
-
-_users = _NextUsers()
+_users = MadeAhead(_new_user, "sandbox-next-user")  # a helper process each: made off a run's start
 
 
 # what the watcher measures
@@ -347,7 +326,10 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
     """
     limits = limits or Limits()
     folders = list(dict.fromkeys([Path(workspace), Path(home)]))
+    stages: dict[str, float] = {}
+    lap = _laps(stages)
     user, users = _run_user()
+    lap("uid and user namespace")
     groups = cgroups.available()
     owners = _owners(folders) if user is not None else []
     # As root, each folder's own files become the run's without a walk where the kernel can (an idmapped lower
@@ -358,6 +340,7 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
         if users >= 0:
             os.close(users)
     disk = KERNEL_DISK if capped else SAMPLED_DISK
+    lap("disk cap (tmpfs and overlays)")
     _note_unenforced(groups, user, disk)
     if capped and user is not None:
         for folder in capped.handed:  # capped by a run before: handed over through its overlay
@@ -367,8 +350,10 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
         owners = []  # nothing to hand back after the run (below)
     for folder, _, _ in owners:  # no kernel cap: handed over on the host's file system, and back after the run
         _tree(folder, (user, user))
+    lap("hand-over walks")
     cgroup = cgroups.make(groups, limits) if groups else {}
-    confinement = Confinement(user, limits, cgroups.procs_files(cgroup), disk=disk)
+    confinement = Confinement(user, limits, cgroups.procs_files(cgroup), disk=disk, stages=stages)
+    lap("cgroup")
     watch = None
     program = _seccomp_program()
     try:
@@ -377,13 +362,16 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
             confinement.seccomp.unlink(missing_ok=True)
             confinement.seccomp.write_bytes(program)
         watch = _Watch(confinement, cgroup, folders, capped.walked if capped else ())
+        lap("seccomp filter and watcher")
         yield confinement
     finally:
+        lap("the run")
         if watch:
             watch.stop()
             watch.check_events()  # a cap reached in the last moments still names why the run ended
             watch.end()  # whatever is left of the run
         cgroups.remove(cgroup)
+        lap("end: watcher, kill, cgroup removed")
         # nothing of the run runs now: its folders are handed back (and measured) with no race. Capped by the
         # kernel, they are not: what the run wrote goes with the overlay when the folder is removed, the host
         # reads it as root meanwhile, and the overlay is mounted nosuid and nodev (a set-uid file is inert).
@@ -400,6 +388,18 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
         finally:
             if capped:
                 capped.close()
+            lap("end: disk-use walks")
+
+
+def _laps(stages: dict[str, float]) -> Callable[[str], None]:
+    """lap(name): the seconds since the last lap, kept in `stages` under `name` (added to what is there)."""
+    last = [time.perf_counter()]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        stages[name] = stages.get(name, 0.0) + now - last[0]
+        last[0] = now
+    return lap
 
 
 __all__ = ["confined", "Limits", "Confinement", "cap_reached", "CAP_PREFIX"]  # documented in CODE_APPENDIX.md

@@ -29,7 +29,6 @@ import ctypes
 import os
 import shutil
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -44,7 +43,6 @@ _FULL_BYTES = 2**20  # a capped file system with less free than this is full: th
 # the new mount API (Linux 5.12+, the same numbers on every architecture): an idmapped clone of a folder
 _OPEN_TREE, _MOUNT_SETATTR = 428, 442
 _OPEN_TREE_CLONE, _AT_EMPTY_PATH, _MOUNT_ATTR_IDMAP = 1, 0x1000, 0x00100000
-_USERNS_WAIT_S = 5.0  # for the helper to have made its user namespace
 
 
 class _MountAttr(ctypes.Structure):
@@ -145,30 +143,31 @@ def cap_disk(folders: Sequence[Path | str], limits: Any, users: int = -1,
 def user_namespace(user: int) -> int:
     """A descriptor of a new user namespace mapping uid and gid 0 (the host's files) to `user`, or -1 where one
     cannot be made. Made by util-linux's `unshare` (a process must be single-threaded to make one: this one
-    is not); the helper is gone before this returns."""
+    is not), whose `cat` echoing a byte back says the namespace is there; the helper is gone before this returns."""
     program = shutil.which("unshare", path="/usr/bin:/bin")
-    if not program:
+    cat = shutil.which("cat", path="/usr/bin:/bin")
+    if not program or not cat:
         return -1
     try:
-        helper = subprocess.Popen([program, "--user", "--", "sleep", "60"], stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        helper = subprocess.Popen([program, "--user", "--", cat], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL)
     except OSError:
         return -1
     try:
-        ours, deadline = os.readlink("/proc/self/ns/user"), time.monotonic() + _USERNS_WAIT_S
-        while helper.poll() is None and time.monotonic() < deadline:
-            try:
-                if os.readlink(f"/proc/{helper.pid}/ns/user") != ours:
-                    for kind in ("uid_map", "gid_map"):
-                        Path(f"/proc/{helper.pid}/{kind}").write_text(f"0 {user} 1\n")
-                    return os.open(f"/proc/{helper.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                return -1
-            time.sleep(0.0005)
+        stdin, stdout = helper.stdin, helper.stdout  # pipes, as asked
+        if stdin is None or stdout is None:
+            return -1
+        stdin.write(b"."), stdin.flush()
+        if stdout.read(1) != b".":  # it could not make one (no user namespaces here)
+            return -1
+        for kind in ("uid_map", "gid_map"):
+            Path(f"/proc/{helper.pid}/{kind}").write_text(f"0 {user} 1\n")
+        return os.open(f"/proc/{helper.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
         return -1
     finally:
         helper.kill()
-        helper.wait()
+        helper.communicate()
 
 
 def _idmapped(folder: str, users: int) -> int:

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 from urllib.parse import urlsplit
 
+from helpers.isolation.netns import nsenter, own_network
 from helpers.isolation.relay import Relay
 
 # The explicit, unsafe opt-out: agents run on the host, seeing what the user's shell sees.
@@ -138,7 +139,8 @@ def _under_system(folder: str) -> bool:
 def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str,
                     read_only: Sequence[Path | str] = (), *, reach: str | None = None,
                     network: bool = False, user: int | None = None, limits: "Limits | None" = None,
-                    cgroup: Sequence[Path | str] = (), seccomp: Path | str | None = None) -> list[str]:
+                    cgroup: Sequence[Path | str] = (), seccomp: Path | str | None = None,
+                    network_namespace: str | None = None) -> list[str]:
     """`args` wrapped to run in the sandbox: `workspace` and `home` read-write, `read_only` folders (the
     agent's CLI, a virtualenv) visible read-only at their own paths (one inside `workspace`, such as a grading's
     hidden tests, stays read-only there), the working directory `workspace`.
@@ -152,13 +154,16 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     the unprivileged uid `args` run as (the caller must be root; `workspace` and `home` must be that uid's);
     `limits`, whose process and file-size caps become rlimits inside and whose disk cap sizes /tmp;
     `cgroup`, the cgroup.procs files the whole sandbox joins before bwrap starts; `seccomp`, a filter file
-    (cBPF) bwrap installs for the command.
+    (cBPF) bwrap installs for the command; `network_namespace`, the run's own network made by the host
+    (run_network's path: joined before bwrap starts; `reach` is then the relay's, listening in it, and no forwarder
+    runs inside), else bwrap makes one.
     """
+    own = network_namespace is not None and not network
     # No --new-session: the caller runs bwrap without a terminal, in a process group of its own (TIOCSTI
     # has nothing to inject into), and signals to that group reach the CLI too. bwrap does not forward
     # signals: an interrupt ends bwrap, and --die-with-parent then kills what runs inside.
     command = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-               "--unshare-cgroup-try", *([] if network else ["--unshare-net"])]
+               "--unshare-cgroup-try", *([] if network or own else ["--unshare-net"])]
     if seccomp:  # the start-up shell (below) opens it as descriptor 9
         command += ["--seccomp", "9"]
     if user is not None:  # root hands the drop (sandbox_drop.py) only what it needs to give up root
@@ -190,7 +195,7 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     command += ["--perms", "0755", "--dir", INSIDE]  # the forwarder and the drop, open to the run's own user
     python = os.path.realpath(sys.executable)  # its install folder is visible (above), a virtualenv's may not be
     forwarder: list[str] = []
-    if reach and not network:
+    if reach and not network and not own:
         command += ["--ro-bind", str(_relay_socket(home)), f"{INSIDE}/gateway.sock",
                     "--ro-bind", str(FORWARDER), f"{INSIDE}/forwarder.py"]
         host, port = _address(reach)
@@ -213,6 +218,8 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
         args = [*forwarder, *args]
     command += ["--chdir", "/" if user is not None and not tools else str(workspace), "--"]
     command = command + [str(a) for a in args]
+    if own:  # joined by the host's root, before bwrap: nothing of the run is ever outside it
+        command = [str(nsenter()), f"--net={network_namespace}", "--", *command]
     if cgroup or seccomp:  # a shell joins the cgroup before bwrap starts: nothing of the run is ever outside it
         command = ["sh", "-c", START, "sh", str(seccomp or "-"), *map(str, cgroup), "--", *command]
     return command
@@ -291,6 +298,23 @@ def inside_url(url: str) -> str:
 
 
 @contextmanager
+def run_network(reach: str | None, network: bool = False) -> Iterator[str | None]:
+    """While open, the run's own network made by the host (helpers.isolation.netns.own_network), with the relay to
+    `reach` listening in it at inside_url(reach): the path sandbox_command(network_namespace=) takes; None when the
+    run shares the host's network (`network`) or the host cannot make one (not root: sandbox_command then has bwrap
+    make it, with a forwarder inside and reach_relay)."""
+    if network:
+        yield None
+        return
+    target = None
+    if reach:
+        host, port = _address(reach)
+        target = (_listen_host(host), port, (host, port))
+    with own_network(target) as path:
+        yield path
+
+
+@contextmanager
 def reach_relay(reach: str | None, home: Path | str) -> Iterator[None]:
     """While open, a sandbox started with `reach` (sandbox_command) reaches it: each connection its
     forwarder makes to the socket in `home` is connected to reach's host and port, and bytes pass both
@@ -308,5 +332,5 @@ def reach_relay(reach: str | None, home: Path | str) -> Iterator[None]:
         relay.close()
 
 
-__all__ = ["sandbox_command", "reach_relay", "inside_url", "use_sandbox", "require_sandbox", "unavailable_reason", "opted_out", "SandboxUnavailable",
+__all__ = ["sandbox_command", "reach_relay", "run_network", "inside_url", "use_sandbox", "require_sandbox", "unavailable_reason", "opted_out", "SandboxUnavailable",
            "UNSAFE_OPT_OUT"]  # documented in CODE_APPENDIX.md
