@@ -34,7 +34,7 @@ from pathlib import Path
 
 from helpers.isolation.disks import detach_mounts
 from helpers.isolation.processes import relayed, remove_scratch, scratch_dir
-from helpers.isolation.sandbox import reach_relay, sandbox_command, unavailable_reason
+from helpers.isolation.sandbox import reach_relay, run_network, sandbox_command, unavailable_reason
 
 AGENT_TARGET_S, GRADING_TARGET_S = 0.050, 0.030  # the whole added start (issue #51)
 CALL_TARGET_P50_S, CALL_TARGET_P99_S = 0.002, 0.010  # added per call
@@ -77,19 +77,20 @@ class _Answer(BaseHTTPRequestHandler):
 
 
 def call_times(url: str, fresh: bool, workspace: Path, home: Path) -> tuple[list[float], list[float]]:
-    """Latencies of N_CALLS calls to `url` from inside the sandbox: (straight, through forwarder and relay),
-    in batches taken in turns."""
+    """Latencies of N_CALLS calls to `url` from inside the sandbox: (straight, through the relay, as a run reaches
+    the gateway: in its own network), in batches taken in turns."""
     straight: list[float] = []
-    relayed: list[float] = []
+    relayed_: list[float] = []
     for _ in range(BATCHES):
-        for reach, into in ((None, straight), (url, relayed)):
+        for reach, into in ((None, straight), (url, relayed_)):
             args = [sys.executable, "-I", "-S", "-c", CLIENT, url, str(N_CALLS // BATCHES),
                     "fresh" if fresh else "kept"]
-            command = sandbox_command(args, workspace, home, read_only=[sys.prefix], reach=reach,
-                                      network=reach is None)
-            with reach_relay(reach, home):
-                into += json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
-    return straight, relayed
+            with run_network(reach, network=reach is None) as namespace:
+                command = sandbox_command(args, workspace, home, read_only=[sys.prefix], reach=reach,
+                                          network=reach is None, network_namespace=namespace)
+                with reach_relay(None if namespace else reach, home):
+                    into += json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+    return straight, relayed_
 
 
 def timed(command: list[str], reach: str | None, home: Path) -> float:
@@ -111,7 +112,7 @@ def confined_run(args: list[str], reach: str | None, workspace: Path, home: Path
     ended = time.perf_counter()
     detach_mounts(workspace), detach_mounts(home)  # a run's capped disk goes with its folders: a fresh one each
     done = time.perf_counter()
-    stages = {f"host: {name}": seconds for name, seconds in command.stages.items() if name != "the run"}
+    stages = {f"host: {name}": seconds for name, seconds in getattr(command, "stages", {}).items() if name != "the run"}
     other = (ended - started) - (ran - entered) - sum(stages.values())  # its network and relay, the command built
     return {**stages, "host: own network and relay, the command built": other, "inside": ran - entered,
             "host: mounts detached after": done - ended, "total": done - started}
