@@ -29,10 +29,10 @@ Phoenix and other runs are outside its cgroup and uid: untouched.
 No user namespace can be made inside (a seccomp filter bwrap installs: unshare and clone with CLONE_NEWUSER
 fail), so no "root" of the agent's own can mount anything either. Out of reach: without a cgroup, memory is
 uncapped (RLIMIT_AS breaks Node); the kernel itself (a kernel bug reachable from an unprivileged process).
-Measured (benchmarks/bench_sandbox.py, 2 cores under a load average of 10): a run starts about 0.1 s later
-(most of it the drop's Python starting on a busy machine), 0.16 s with 2,000 files in the workspace (handing
-them over and back: about 20 microseconds a file each way); the watcher then takes at most WATCH_CPU_SHARE of
-a core.
+Measured (benchmarks/bench_sandbox.py, which prints `Confinement.stages` when the start misses its target; figures
+in docs/speed.md): where the kernel idmaps (helpers.isolation.disks) no walk hands the tree over, the run's uid and
+its user namespace are made one run ahead (helpers.isolation.ahead), and util-linux's prlimit and setpriv give up
+root inside; the watcher then takes at most WATCH_CPU_SHARE of a core.
 """
 
 from __future__ import annotations
@@ -363,6 +363,8 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
             confinement.seccomp.write_bytes(program)
         watch = _Watch(confinement, cgroup, folders, capped.walked if capped else ())
         lap("seccomp filter and watcher")
+        if user is not None:
+            _users.refill()  # the next run's uid and user namespace, made while this one runs
         yield confinement
     finally:
         lap("the run")

@@ -9,8 +9,9 @@ the host made it (read-only from then on), its upper layer lies on one tmpfs of 
 cap and `nr_inodes=` its file cap. Everything the run writes or changes (a changed file is copied up whole) lands
 in that tmpfs, so a write past the cap fails with ENOSPC
 inside the run, whatever the writer does (fallocate, truncate, mmap, many files), and the host's disk never holds
-more than the lower layer it wrote itself (handed to the run's uid before the overlay covers it: a file the run
-changes is copied up with its owner). The tmpfs's mount point is detached at once: the overlays alone hold
+more than the lower layer it wrote itself. That layer is the run's through an idmapped mount (the host's uid 0 is
+the run's uid there: a file the run changes is copied up with that owner, nothing on disk changes owner, and no
+walk runs); where the kernel cannot, the caller hands it to the run's uid before the overlay covers it. The tmpfs's mount point is detached at once: the overlays alone hold
 it, so it lives exactly as long as they do, and no other path reaches it. Its pages are memory: the run's own
 writes are charged to the run's memory cgroup (the memory cap bounds disk and memory together), the host's
 (a hand-back) to the driver. The overlays stay mounted after the run, so the host reads the run's work at the

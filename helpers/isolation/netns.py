@@ -112,6 +112,7 @@ def own_network(reach: tuple[str, int, tuple[str, int]] | None) -> Iterator[str 
     try:
         if reach:
             relay = Relay(_listen(namespace, reach[0], reach[1]), reach[2])
+        _ahead.refill()  # the next run's, made while this one runs
         yield f"/proc/{os.getpid()}/fd/{namespace}"
     finally:
         if relay:

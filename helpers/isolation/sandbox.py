@@ -10,12 +10,15 @@ An agent runs commands a model chose, over code strangers wrote. Inside the sand
   home;
 - its own network namespace, holding only `lo`: no other loopback service (Phoenix with its gold patches,
   a Ray cluster, any server), no other host, no DNS (no resolver is reachable: a lookup fails at once).
-  The one way out is `reach`, the gateway's URL: a forwarder inside (sandbox_forwarder.py, run with the
-  interpreter in isolated mode, listening before the agent starts) listens on the gateway's loopback
-  address and port, so the agent keeps its base URL, and pipes each connection to a Unix socket bound in
-  from the run's home; there a relay on the host (reach_relay: one thread of the process that started the
-  run, at most RELAY_MAX_CONNECTIONS connections at once: helpers.isolation.relay) connects it to the gateway, as Anthropic's sandbox-runtime and Codex's proxy routing do. Bytes pass
-  as they come (streams stay streams). A gateway on another machine (PL_GATEWAY_HOST, remote Ray nodes)
+  The one way out is `reach`, the gateway's URL, on its own loopback address and port inside (the agent
+  keeps its base URL), where a relay on the host (one thread of the process that started the run, at most
+  RELAY_MAX_CONNECTIONS connections at once: helpers.isolation.relay) accepts each connection and connects
+  it to the gateway. As root, the host makes the namespace itself, ahead of the run, and the relay listens
+  in it (run_network: helpers.isolation.netns; the sandbox joins it before bwrap starts). Otherwise bwrap
+  makes it, and a forwarder inside (sandbox_forwarder.py, run with the interpreter in isolated mode,
+  listening before the agent starts) pipes each connection to a Unix socket bound in from the run's home,
+  where the relay listens (reach_relay), as Anthropic's sandbox-runtime and Codex's proxy routing do. Bytes
+  pass as they come (streams stay streams). A gateway on another machine (PL_GATEWAY_HOST, remote Ray nodes)
   cannot be given its own address inside: the agent is handed 127.0.0.1 on the same port (inside_url).
   `network=True` shares the host's network instead: only for a set-up command the user allowed to
   download.
@@ -26,10 +29,10 @@ size capped, a run over a cap ended and named.
 On macOS nothing here applies (`srt`, Anthropic's sandbox-runtime, or `sandbox-exec` would be the
 mechanism there): the opt-out below is required.
 
-Measured choice (benchmarks/bench_sandbox.py, 2 loaded cores): bwrap adds well under 0.1 s to a run's start,
-its network namespace with the forwarder and the relay 0.03 to 0.06 s more (mostly the forwarder's Python
-starting), and a model call gains about 0.2 ms on a kept-alive connection (p99 under 2 ms), about 1 ms on
-a fresh one (p99 under 6 ms). It needs either root or unprivileged user namespaces (both hold on these
+Measured (benchmarks/bench_sandbox.py, 2 cores; the figures are in docs/speed.md): bwrap adds a few ms to a run's
+start; its own network, the relay, the run's own uid and its caps the rest of the whole added start (targets: 50 ms
+for an agent run in 2,000 files, 30 ms for a grading); a model call gains about 0.2 ms on a kept-alive connection,
+about 1 ms on a fresh one. It needs either root or unprivileged user namespaces (both hold on these
 machines and most Linux distributions).
 """
 

@@ -7,12 +7,14 @@ import time
 from helpers.isolation.ahead import MadeAhead
 
 
-def test_the_first_take_makes_one_now_and_the_next_is_the_one_made_in_the_background():
+def test_the_first_take_makes_one_now_and_after_a_refill_the_next_is_the_one_made_in_the_background():
     def make() -> str:  # what it makes: the name of the thread that made it
         return threading.current_thread().name
 
     ahead = MadeAhead(make, "made-ahead")
     assert ahead.take() == threading.current_thread().name  # nothing was ready: made by the taker
+    assert not ahead.ready and not ahead.making  # nothing is made beside the taker's set-up
+    ahead.refill()
     stop = time.monotonic() + 60
     while not ahead.ready:
         assert time.monotonic() < stop, "the next one was never made"
@@ -34,6 +36,7 @@ def test_takers_at_once_never_get_the_same_one():
     def take() -> None:
         for _ in range(50):
             value = ahead.take()
+            ahead.refill()
             with lock:
                 taken.append(value)
 
