@@ -11,10 +11,10 @@ in that tmpfs, so a write past the cap fails with ENOSPC
 inside the run, whatever the writer does (fallocate, truncate, mmap, many files), and the host's disk never holds
 more than the lower layer it wrote itself. That layer is the run's through an idmapped mount (the host's uid 0 is
 the run's uid there: a file the run changes is copied up with that owner, nothing on disk changes owner, and no
-walk runs); where the kernel cannot, the caller hands it to the run's uid before the overlay covers it. The tmpfs's mount point is detached at once: the overlays alone hold
-it, so it lives exactly as long as they do, and no other path reaches it. Its pages are memory: the run's own
-writes are charged to the run's memory cgroup (the memory cap bounds disk and memory together), the host's
-(a hand-back) to the driver. The overlays stay mounted after the run, so the host reads the run's work at the
+walk runs); where the kernel cannot, the caller hands it to the run's uid before the overlay covers it. The
+tmpfs's mount point is detached at once: the overlays alone hold it, so it lives exactly as long as they do, and
+no other path reaches it. Its pages are memory: the run's own writes are charged to the run's memory cgroup (the
+memory cap bounds disk and memory together), the host's (a hand-back) to the driver. The overlays stay mounted after the run, so the host reads the run's work at the
 folder's own path (the patch, a trajectory); removing the folder detaches them first (`detach_mounts`, called by
 helpers.isolation.trees.remove_tree), and a killed driver's are detached by the next start's sweep (its scratch folder
 removed). A folder already an overlay (a second run in the same workspace) keeps the one it has: the cap holds
@@ -95,8 +95,8 @@ def cap_disk(folders: Sequence[Path | str], limits: Any, users: int = -1,
     mount), with nothing left mounted. A folder already capped (a run before) keeps its cap.
 
     With `users` (a descriptor of user_namespace(the run's own uid)), a newly capped folder's lower layer is an
-    idmapped view of it: the host's files (uid and gid 0 on disk) are the run's there, so the run can change them (copied up with that owner) and
-    nothing on disk changes owner: no walk over the tree. Where the kernel cannot (no idmapped mounts here),
+    idmapped view of it: the host's files (uid and gid 0 on disk) are the run's there, so the run can change them
+    (copied up with that owner) and nothing on disk changes owner: no walk over the tree. Where the kernel cannot (no idmapped mounts here),
     `hand_over(folder)` runs first, on the host's own file system, before the overlay covers it. A folder already
     capped is in `handed`: the caller hands it over through its overlay."""
     own = os.path.realpath(scratch_root() / owner_tag())
@@ -130,12 +130,14 @@ def cap_disk(folders: Sequence[Path | str], limits: Any, users: int = -1,
                 made.append(folder)
         finally:
             _detach(disk)  # the overlays hold the tmpfs now; nothing else can reach it
-    except OSError:
+    except BaseException as error:  # nothing left mounted; a refused hand-over (a tree past the walk's limits) raises
         for folder in reversed(made):
             _detach(folder)
         if root >= 0:
             os.close(root)
-        return None
+        if isinstance(error, OSError):
+            return None
+        raise
     finally:
         os.rmdir(disk)
     return CappedDisk(root, [f"/proc/self/fd/{root}/{i}/upper" for i in range(len(todo))] + before, before)
