@@ -186,3 +186,28 @@ def test_each_run_owns_the_hosts_files_and_what_the_host_wrote_between_runs_whil
 
 
 from helpers.isolation.disks import detach_mounts  # noqa: E402
+
+
+@needs_root
+def test_a_hand_over_past_the_walks_limits_is_refused_with_nothing_left_mounted(monkeypatch):
+    from helpers.isolation import confinement, disks
+    from helpers.isolation.ahead import MadeAhead
+    from helpers.isolation.confinement import confined
+    from helpers.isolation.trees import TreeRefused
+
+    monkeypatch.setattr(disks, "user_namespace", lambda user: -1)  # no idmapped mounts: the walk hands it over
+    monkeypatch.setattr(confinement, "_users", MadeAhead(confinement._new_user, "test-next-user"))
+    monkeypatch.setattr(config, "TREE_MAX_ENTRIES", 50)
+    scratch = scratch_dir("run")
+    try:
+        workspace, home = scratch / "ws", scratch / "home"
+        home.mkdir(), workspace.mkdir()
+        for i in range(80):  # in the second folder capped: the first one's overlay, made by then, is taken off
+            (home / f"f{i}").write_text("x")
+        with pytest.raises(TreeRefused, match="50 entries"):
+            with confined(workspace, home, SMALL):
+                pass
+        assert not is_capped(workspace) and not is_capped(home)
+    finally:
+        remove_scratch(scratch)
+    assert not scratch.exists()
