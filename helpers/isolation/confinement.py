@@ -29,10 +29,10 @@ Phoenix and other runs are outside its cgroup and uid: untouched.
 No user namespace can be made inside (a seccomp filter bwrap installs: unshare and clone with CLONE_NEWUSER
 fail), so no "root" of the agent's own can mount anything either. Out of reach: without a cgroup, memory is
 uncapped (RLIMIT_AS breaks Node); the kernel itself (a kernel bug reachable from an unprivileged process).
-Measured (benchmarks/bench_sandbox.py, 2 cores under a load average of 10): a run starts about 0.1 s later
-(most of it the drop's Python starting on a busy machine), 0.16 s with 2,000 files in the workspace (handing
-them over and back: about 20 microseconds a file each way); the watcher then takes at most WATCH_CPU_SHARE of
-a core.
+Measured (benchmarks/bench_sandbox.py, which prints `Confinement.stages` when the start misses its target; figures
+in docs/speed.md): where the kernel idmaps (helpers.isolation.disks) no walk hands the tree over, the run's uid and
+its user namespace are made one run ahead (helpers.isolation.ahead), and util-linux's prlimit and setpriv give up
+root inside; the watcher then takes at most WATCH_CPU_SHARE of a core.
 """
 
 from __future__ import annotations
@@ -45,9 +45,10 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from helpers.isolation import cgroups, disks
+from helpers.isolation.ahead import MadeAhead
 from helpers.core import config
 from helpers.isolation.procfs import kill, kill_processes_in, processes_of
 from helpers.isolation.trees import chown_tree, remove_tree, tree_usage
@@ -96,7 +97,8 @@ class Confinement:
     the run is the caller's uid); `limits`; `cgroup`, the cgroup.procs files it joins (empty: no cgroup);
     `seccomp`, the filter file bwrap installs (no new user namespace inside; None: none for this machine);
     `disk`, what enforces the disk cap (KERNEL_DISK or SAMPLED_DISK); `cap`, once its run is over, the cap that
-    ended it (a sentence starting CAP_PREFIX) or ""."""
+    ended it (a sentence starting CAP_PREFIX) or ""; `stages`, the seconds each step of setting the run up and
+    ending it took (benchmarks/bench_sandbox.py prints them when the sandbox's start misses its target)."""
 
     user: int | None
     limits: Limits
@@ -104,6 +106,7 @@ class Confinement:
     seccomp: Path | None = None
     disk: str = ""
     cap: str = ""
+    stages: dict[str, float] = field(default_factory=dict)  # seconds each step of its set-up and end took
 
 
 def _size(n: int) -> str:
@@ -169,10 +172,19 @@ def _seccomp_program() -> bytes | None:
     return b"".join(struct.pack("<HBBI", *instruction) for instruction in program)
 
 
-def _run_user() -> int | None:
-    """A uid of this run's own when the caller is root (no file on the machine is its, no other process),
-    else None (the run is the caller's uid: it can read no more than the caller)."""
-    return USERS[0] + secrets.randbelow(USERS[1] - USERS[0]) if os.geteuid() == 0 else None
+def _run_user() -> tuple[int | None, int]:
+    """(a uid of this run's own, a user namespace mapping the host's files to it: a descriptor, -1 for none) when
+    the caller is root (no file on the machine is its, no other process), else (None, -1): the run is the
+    caller's uid, and can read no more than the caller."""
+    return _users.take() if os.geteuid() == 0 else (None, -1)
+
+
+def _new_user() -> tuple[int, int]:
+    user = USERS[0] + secrets.randbelow(USERS[1] - USERS[0])
+    return user, disks.user_namespace(user)
+
+
+_users = MadeAhead(_new_user, "sandbox-next-user")  # a helper process each: made off a run's start
 
 
 # what the watcher measures
@@ -314,20 +326,34 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
     """
     limits = limits or Limits()
     folders = list(dict.fromkeys([Path(workspace), Path(home)]))
-    user = _run_user()
+    stages: dict[str, float] = {}
+    lap = _laps(stages)
+    user, users = _run_user()
+    lap("uid and user namespace")
     groups = cgroups.available()
     owners = _owners(folders) if user is not None else []
-    for folder, _, _ in owners:  # handed over on the host's own file system, before any overlay covers it
-        _tree(folder, (user, user))
-    capped = disks.cap_disk(folders, limits)
+    # As root, each folder's own files become the run's without a walk where the kernel can (an idmapped lower
+    # layer: helpers.isolation.disks); else handed over on the host's own file system, before an overlay covers it
+    try:
+        capped = disks.cap_disk(folders, limits, users, hand_over=lambda folder: _tree(Path(folder), (user, user)))
+    finally:
+        if users >= 0:
+            os.close(users)
     disk = KERNEL_DISK if capped else SAMPLED_DISK
+    lap("disk cap (tmpfs and overlays)")
     _note_unenforced(groups, user, disk)
-    if disk == KERNEL_DISK:
+    if capped and user is not None:
+        for folder in capped.handed:  # capped by a run before: handed over through its overlay
+            _tree(Path(folder), (user, user))
         for folder, _, _ in owners:  # an overlay's top folder is its upper layer's, made by the host: the run's too
             os.chown(folder, user, user)
         owners = []  # nothing to hand back after the run (below)
+    for folder, _, _ in owners:  # no kernel cap: handed over on the host's file system, and back after the run
+        _tree(folder, (user, user))
+    lap("hand-over walks")
     cgroup = cgroups.make(groups, limits) if groups else {}
-    confinement = Confinement(user, limits, cgroups.procs_files(cgroup), disk=disk)
+    confinement = Confinement(user, limits, cgroups.procs_files(cgroup), disk=disk, stages=stages)
+    lap("cgroup")
     watch = None
     program = _seccomp_program()
     try:
@@ -336,13 +362,18 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
             confinement.seccomp.unlink(missing_ok=True)
             confinement.seccomp.write_bytes(program)
         watch = _Watch(confinement, cgroup, folders, capped.walked if capped else ())
+        lap("seccomp filter and watcher")
+        if user is not None:
+            _users.refill()  # the next run's uid and user namespace, made while this one runs
         yield confinement
     finally:
+        lap("the run")
         if watch:
             watch.stop()
             watch.check_events()  # a cap reached in the last moments still names why the run ended
             watch.end()  # whatever is left of the run
         cgroups.remove(cgroup)
+        lap("end: watcher, kill, cgroup removed")
         # nothing of the run runs now: its folders are handed back (and measured) with no race. Capped by the
         # kernel, they are not: what the run wrote goes with the overlay when the folder is removed, the host
         # reads it as root meanwhile, and the overlay is mounted nosuid and nodev (a set-uid file is inert).
@@ -359,6 +390,18 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
         finally:
             if capped:
                 capped.close()
+            lap("end: disk-use walks")
+
+
+def _laps(stages: dict[str, float]) -> Callable[[str], None]:
+    """lap(name): the seconds since the last lap, kept in `stages` under `name` (added to what is there)."""
+    last = [time.perf_counter()]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        stages[name] = stages.get(name, 0.0) + now - last[0]
+        last[0] = now
+    return lap
 
 
 __all__ = ["confined", "Limits", "Confinement", "cap_reached", "CAP_PREFIX"]  # documented in CODE_APPENDIX.md

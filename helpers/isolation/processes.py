@@ -187,6 +187,7 @@ class SandboxedCommand(list):
 
     cap = ""
     user: int | None = None  # the run's own uid (helpers.isolation.confinement), None: the caller's
+    stages: dict[str, float] = {}  # a confined run's: Confinement.stages (class default: none, never written)
 
 
 @contextmanager
@@ -199,7 +200,7 @@ def relayed(args: list[str], workspace: Path, home: Path | None, read_only: Sequ
     open while the block runs (start the command inside it). On leaving, nothing of the run or the relay is
     left, and the command's `cap` names the cap that ended it, if one did."""
     from helpers.isolation.confinement import confined
-    from helpers.isolation.sandbox import reach_relay, sandbox_command
+    from helpers.isolation.sandbox import reach_relay, run_network, sandbox_command
 
     if not _runs_sandboxed(sandbox):
         yield SandboxedCommand(args)
@@ -207,12 +208,13 @@ def relayed(args: list[str], workspace: Path, home: Path | None, read_only: Sequ
     if reach and not network and home is None:
         raise ValueError("a sandbox with `reach` needs the run's `home`: the relay's socket lives there")
     home = home or workspace
-    with confined(workspace, home, limits) as confinement:
+    with confined(workspace, home, limits) as confinement, run_network(reach, network) as namespace:
         command = SandboxedCommand(sandbox_command(
             args, workspace, home, read_only=[*read_only, sys.prefix], reach=reach, network=network,
-            user=confinement.user, limits=confinement.limits, cgroup=confinement.cgroup, seccomp=confinement.seccomp))
-        command.user = confinement.user
-        with reach_relay(None if network else reach, home):
+            user=confinement.user, limits=confinement.limits, cgroup=confinement.cgroup, seccomp=confinement.seccomp,
+            network_namespace=namespace))
+        command.user, command.stages = confinement.user, confinement.stages
+        with reach_relay(None if network or namespace else reach, home):  # its own network's relay: run_network's
             yield command
     command.cap = confinement.cap
 

@@ -45,11 +45,13 @@ class _Pair:
 
 
 class Relay:
-    """Accepts connections on the Unix socket `path` and carries each to `target` (host, port), both ways, from
-    one thread, at most `max_connections` at once (default config.RELAY_MAX_CONNECTIONS)."""
+    """Accepts connections on `listen`, the Unix socket at that path (a forwarder inside connects to it) or a
+    listening TCP socket (one in the run's own network namespace: helpers.isolation.netns, taken over and closed
+    with the relay), and carries each to `target` (host, port), both ways, from one thread, at most
+    `max_connections` at once (default config.RELAY_MAX_CONNECTIONS)."""
 
-    def __init__(self, path: Path, target: tuple[str, int], max_connections: int | None = None):
-        self.path = path
+    def __init__(self, listen: Path | socket.socket, target: tuple[str, int], max_connections: int | None = None):
+        self.path = listen if isinstance(listen, Path) else None
         self.max_connections = max_connections or config.RELAY_MAX_CONNECTIONS
         try:  # resolved once, not per call (the loop never waits on a name server)
             self.address: tuple | None = socket.getaddrinfo(*target, type=socket.SOCK_STREAM)[0]
@@ -59,18 +61,7 @@ class Relay:
         self.selector = selectors.DefaultSelector()
         self.wake_read, self.wake_write = socket.socketpair()
         self.wake_read.setblocking(False)
-        path.unlink(missing_ok=True)
-        self.listener = socket.socket(socket.AF_UNIX)
-        # A socket's path may not exceed 107 bytes and a run's home can lie deeper: bind it through a
-        # descriptor of its folder (/proc/self/fd/N is that folder).
-        folder = os.open(path.parent, os.O_PATH)
-        try:
-            self.listener.bind(f"/proc/self/fd/{folder}/{path.name}")
-            # whoever the run is inside connects to it (its own uid; or root without its capabilities, for a
-            # forwarder on a port below 1024); the home it lies in is the run's alone
-            os.chmod(path.name, 0o666, dir_fd=folder)
-        finally:
-            os.close(folder)
+        self.listener = listen if isinstance(listen, socket.socket) else self._bind(listen)
         self.listener.listen(self.max_connections)
         self.listener.setblocking(False)
         self.selector.register(self.listener, selectors.EVENT_READ, "accept")
@@ -80,6 +71,22 @@ class Relay:
         self.thread.start()
 
     # --- the loop -------------------------------------------------------------------------------------
+    @staticmethod
+    def _bind(path: Path) -> socket.socket:
+        path.unlink(missing_ok=True)
+        listener = socket.socket(socket.AF_UNIX)
+        # A socket's path may not exceed 107 bytes and a run's home can lie deeper: bind it through a
+        # descriptor of its folder (/proc/self/fd/N is that folder).
+        folder = os.open(path.parent, os.O_PATH)
+        try:
+            listener.bind(f"/proc/self/fd/{folder}/{path.name}")
+            # whoever the run is inside connects to it (its own uid; or root without its capabilities, for a
+            # forwarder on a port below 1024); the home it lies in is the run's alone
+            os.chmod(path.name, 0o666, dir_fd=folder)
+        finally:
+            os.close(folder)
+        return listener
+
     def _loop(self) -> None:
         try:
             while not self.closing:
@@ -112,6 +119,8 @@ class Relay:
                 inside.close()  # over the cap: the agent sees its connection close
                 continue
             inside.setblocking(False)
+            if inside.family != socket.AF_UNIX:  # the agent's own TCP connection: small SSE events leave at once
+                inside.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             outside = socket.socket(self.address[0], socket.SOCK_STREAM)
             outside.setblocking(False)
             pair = _Pair(_Side(inside), _Side(outside), deadline=time.monotonic() + CONNECT_S)
@@ -200,7 +209,8 @@ class Relay:
         except OSError:
             pass
         self.thread.join()
-        self.path.unlink(missing_ok=True)
+        if self.path:
+            self.path.unlink(missing_ok=True)
 
 
 __all__ = ["Relay", "CONNECT_S"]  # documented in CODE_APPENDIX.md

@@ -10,12 +10,15 @@ An agent runs commands a model chose, over code strangers wrote. Inside the sand
   home;
 - its own network namespace, holding only `lo`: no other loopback service (Phoenix with its gold patches,
   a Ray cluster, any server), no other host, no DNS (no resolver is reachable: a lookup fails at once).
-  The one way out is `reach`, the gateway's URL: a forwarder inside (sandbox_forwarder.py, run with the
-  interpreter in isolated mode, listening before the agent starts) listens on the gateway's loopback
-  address and port, so the agent keeps its base URL, and pipes each connection to a Unix socket bound in
-  from the run's home; there a relay on the host (reach_relay: one thread of the process that started the
-  run, at most RELAY_MAX_CONNECTIONS connections at once: helpers.isolation.relay) connects it to the gateway, as Anthropic's sandbox-runtime and Codex's proxy routing do. Bytes pass
-  as they come (streams stay streams). A gateway on another machine (PL_GATEWAY_HOST, remote Ray nodes)
+  The one way out is `reach`, the gateway's URL, on its own loopback address and port inside (the agent
+  keeps its base URL), where a relay on the host (one thread of the process that started the run, at most
+  RELAY_MAX_CONNECTIONS connections at once: helpers.isolation.relay) accepts each connection and connects
+  it to the gateway. As root, the host makes the namespace itself, ahead of the run, and the relay listens
+  in it (run_network: helpers.isolation.netns; the sandbox joins it before bwrap starts). Otherwise bwrap
+  makes it, and a forwarder inside (sandbox_forwarder.py, run with the interpreter in isolated mode,
+  listening before the agent starts) pipes each connection to a Unix socket bound in from the run's home,
+  where the relay listens (reach_relay), as Anthropic's sandbox-runtime and Codex's proxy routing do. Bytes
+  pass as they come (streams stay streams). A gateway on another machine (PL_GATEWAY_HOST, remote Ray nodes)
   cannot be given its own address inside: the agent is handed 127.0.0.1 on the same port (inside_url).
   `network=True` shares the host's network instead: only for a set-up command the user allowed to
   download.
@@ -26,10 +29,10 @@ size capped, a run over a cap ended and named.
 On macOS nothing here applies (`srt`, Anthropic's sandbox-runtime, or `sandbox-exec` would be the
 mechanism there): the opt-out below is required.
 
-Measured choice (benchmarks/bench_sandbox.py, 2 loaded cores): bwrap adds well under 0.1 s to a run's start,
-its network namespace with the forwarder and the relay 0.03 to 0.06 s more (mostly the forwarder's Python
-starting), and a model call gains about 0.2 ms on a kept-alive connection (p99 under 2 ms), about 1 ms on
-a fresh one (p99 under 6 ms). It needs either root or unprivileged user namespaces (both hold on these
+Measured (benchmarks/bench_sandbox.py, 2 cores; the figures are in docs/speed.md): bwrap adds a few ms to a run's
+start; its own network, the relay, the run's own uid and its caps the rest of the whole added start (targets: 50 ms
+for an agent run in 2,000 files, 30 ms for a grading); a model call gains about 0.2 ms on a kept-alive connection,
+about 1 ms on a fresh one. It needs either root or unprivileged user namespaces (both hold on these
 machines and most Linux distributions).
 """
 
@@ -46,6 +49,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 from urllib.parse import urlsplit
 
+from helpers.isolation.netns import nsenter, own_network
 from helpers.isolation.relay import Relay
 
 # The explicit, unsafe opt-out: agents run on the host, seeing what the user's shell sees.
@@ -138,7 +142,8 @@ def _under_system(folder: str) -> bool:
 def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str,
                     read_only: Sequence[Path | str] = (), *, reach: str | None = None,
                     network: bool = False, user: int | None = None, limits: "Limits | None" = None,
-                    cgroup: Sequence[Path | str] = (), seccomp: Path | str | None = None) -> list[str]:
+                    cgroup: Sequence[Path | str] = (), seccomp: Path | str | None = None,
+                    network_namespace: str | None = None) -> list[str]:
     """`args` wrapped to run in the sandbox: `workspace` and `home` read-write, `read_only` folders (the
     agent's CLI, a virtualenv) visible read-only at their own paths (one inside `workspace`, such as a grading's
     hidden tests, stays read-only there), the working directory `workspace`.
@@ -152,13 +157,16 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     the unprivileged uid `args` run as (the caller must be root; `workspace` and `home` must be that uid's);
     `limits`, whose process and file-size caps become rlimits inside and whose disk cap sizes /tmp;
     `cgroup`, the cgroup.procs files the whole sandbox joins before bwrap starts; `seccomp`, a filter file
-    (cBPF) bwrap installs for the command.
+    (cBPF) bwrap installs for the command; `network_namespace`, the run's own network made by the host
+    (run_network's path: joined before bwrap starts; `reach` is then the relay's, listening in it, and no forwarder
+    runs inside), else bwrap makes one.
     """
+    own = network_namespace is not None and not network
     # No --new-session: the caller runs bwrap without a terminal, in a process group of its own (TIOCSTI
     # has nothing to inject into), and signals to that group reach the CLI too. bwrap does not forward
     # signals: an interrupt ends bwrap, and --die-with-parent then kills what runs inside.
     command = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-               "--unshare-cgroup-try", *([] if network else ["--unshare-net"])]
+               "--unshare-cgroup-try", *([] if network or own else ["--unshare-net"])]
     if seccomp:  # the start-up shell (below) opens it as descriptor 9
         command += ["--seccomp", "9"]
     if user is not None:  # root hands the drop (sandbox_drop.py) only what it needs to give up root
@@ -190,7 +198,7 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     command += ["--perms", "0755", "--dir", INSIDE]  # the forwarder and the drop, open to the run's own user
     python = os.path.realpath(sys.executable)  # its install folder is visible (above), a virtualenv's may not be
     forwarder: list[str] = []
-    if reach and not network:
+    if reach and not network and not own:
         command += ["--ro-bind", str(_relay_socket(home)), f"{INSIDE}/gateway.sock",
                     "--ro-bind", str(FORWARDER), f"{INSIDE}/forwarder.py"]
         host, port = _address(reach)
@@ -201,20 +209,56 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     privileged_port = bool(forwarder) and user is not None and int(forwarder[-2]) < 1024
     if privileged_port:
         command += ["--cap-add", "CAP_NET_BIND_SERVICE"]
+    tools = _drop_tools() if user is not None or limits else None
     if user is not None or limits:  # first inside: the run's rlimits, then root given up
-        command += ["--ro-bind", str(DROP), f"{INSIDE}/drop.py"]
-        # RLIMIT_NPROC counts per real uid: only a uid of the run's own makes it this run's cap
-        processes = str(limits.processes) if limits and user is not None else "-"
-        drop = [python, "-I", "-S", f"{INSIDE}/drop.py", "-" if user is None else str(user), processes,
-                str(limits.file_bytes) if limits else "-", str(workspace), "--"]
+        if not tools:
+            command += ["--ro-bind", str(DROP), f"{INSIDE}/drop.py"]
+        elif user is not None:  # bwrap enters the workspace (as root, but with none of root's other powers)
+            command += ["--cap-add", "CAP_DAC_READ_SEARCH"]
+        drop = _drop(tools, python, user, limits, workspace)
         args = [*forwarder, *drop, *args] if privileged_port else [*drop, *forwarder, *args]
     else:
         args = [*forwarder, *args]
-    command += ["--chdir", "/" if user is not None else str(workspace), "--"]
+    command += ["--chdir", "/" if user is not None and not tools else str(workspace), "--"]
     command = command + [str(a) for a in args]
+    if own:  # joined by the host's root, before bwrap: nothing of the run is ever outside it
+        command = [str(nsenter()), f"--net={network_namespace}", "--", *command]
     if cgroup or seccomp:  # a shell joins the cgroup before bwrap starts: nothing of the run is ever outside it
         command = ["sh", "-c", START, "sh", str(seccomp or "-"), *map(str, cgroup), "--", *command]
     return command
+
+
+def _drop(tools: tuple[str, str] | None, python: str, user: int | None, limits: "Limits | None",
+          workspace: Path | str) -> list[str]:
+    """The command that, first inside, sets the run's rlimits, gives up root (when `user`) and enters `workspace`,
+    then becomes what follows it: util-linux's prlimit and setpriv (`tools`: programs, a millisecond each; bwrap
+    has entered the workspace), else sandbox_drop.py (a Python start: 20 ms on a quiet machine, over 100 on a
+    loaded one). Both leave the command no capability in any set, no supplementary group, and the default SIGPIPE
+    and SIGXFSZ (signals as the host's subprocess set them: nothing on the way ignores one)."""
+    # RLIMIT_NPROC counts per real uid: only a uid of the run's own makes it this run's cap
+    processes = str(limits.processes) if limits and user is not None else "-"
+    file_bytes = str(limits.file_bytes) if limits else "-"
+    if not tools:
+        return [python, "-I", "-S", f"{INSIDE}/drop.py", "-" if user is None else str(user), processes, file_bytes,
+                str(workspace), "--"]
+    prlimit, setpriv = tools
+    caps = [f"--{name}={value}" for name, value in (("nproc", processes), ("fsize", file_bytes)) if value != "-"]
+    drop = [prlimit, *caps, "--"] if caps else []
+    if user is None:
+        return drop
+    # setpriv fails (and the command never runs) unless every uid and gid is `user`; with them all non-zero the
+    # kernel clears the effective and permitted sets (CAP_DAC_READ_SEARCH too, which let bwrap enter a workspace
+    # that is `user`'s alone), --inh-caps the inheritable one.
+    return [*drop, setpriv, f"--reuid={user}", f"--regid={user}", "--clear-groups", "--inh-caps=-all", "--"]
+
+
+@functools.lru_cache(maxsize=1)
+def _drop_tools() -> tuple[str, str] | None:
+    """(prlimit, setpriv) from util-linux, when both are in the system folders the sandbox shows; else None."""
+    found = [shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin") for name in ("prlimit", "setpriv")]
+    if not all(found) or not all(_under_system(os.path.realpath(p)) for p in found if p):
+        return None
+    return found[0], found[1]  # type: ignore[return-value]
 
 
 # The whole run (bwrap included) joins its cgroup (helpers.isolation.confinement) before bwrap starts, and bwrap gets
@@ -257,6 +301,23 @@ def inside_url(url: str) -> str:
 
 
 @contextmanager
+def run_network(reach: str | None, network: bool = False) -> Iterator[str | None]:
+    """While open, the run's own network made by the host (helpers.isolation.netns.own_network), with the relay to
+    `reach` listening in it at inside_url(reach): the path sandbox_command(network_namespace=) takes; None when the
+    run shares the host's network (`network`) or the host cannot make one (not root: sandbox_command then has bwrap
+    make it, with a forwarder inside and reach_relay)."""
+    if network:
+        yield None
+        return
+    target = None
+    if reach:
+        host, port = _address(reach)
+        target = (_listen_host(host), port, (host, port))
+    with own_network(target) as path:
+        yield path
+
+
+@contextmanager
 def reach_relay(reach: str | None, home: Path | str) -> Iterator[None]:
     """While open, a sandbox started with `reach` (sandbox_command) reaches it: each connection its
     forwarder makes to the socket in `home` is connected to reach's host and port, and bytes pass both
@@ -274,5 +335,5 @@ def reach_relay(reach: str | None, home: Path | str) -> Iterator[None]:
         relay.close()
 
 
-__all__ = ["sandbox_command", "reach_relay", "inside_url", "use_sandbox", "require_sandbox", "unavailable_reason", "opted_out", "SandboxUnavailable",
+__all__ = ["sandbox_command", "reach_relay", "run_network", "inside_url", "use_sandbox", "require_sandbox", "unavailable_reason", "opted_out", "SandboxUnavailable",
            "UNSAFE_OPT_OUT"]  # documented in CODE_APPENDIX.md

@@ -149,3 +149,65 @@ def test_the_run_changes_the_hosts_files_the_host_reads_its_work_and_nothing_it_
     finally:
         remove_scratch(scratch)
     assert not scratch.exists()
+
+
+@needs_root
+@pytest.mark.parametrize("mapped", [True, False], ids=["idmapped", "handed-over-by-a-walk"])
+def test_each_run_owns_the_hosts_files_and_what_the_host_wrote_between_runs_while_on_disk_they_stay_the_hosts(
+        mapped, monkeypatch):
+    from helpers.isolation import confinement, disks
+    from helpers.isolation.ahead import MadeAhead
+
+    if not mapped:  # a kernel or file system without idmapped mounts: the host hands the tree over by a walk
+        monkeypatch.setattr(disks, "user_namespace", lambda user: -1)
+    monkeypatch.setattr(confinement, "_users", MadeAhead(confinement._new_user, "test-next-user"))
+    scratch = scratch_dir("run")
+    try:
+        workspace = scratch / "ws"
+        (workspace / "pkg").mkdir(parents=True)
+        (workspace / "pkg" / "app.py").write_text("x = 1\n")  # the host's, before the run
+        out, err, _ = run("stat -c %u pkg/app.py; id -u; echo 'x = 2' >> pkg/app.py && touch pkg/new.py && echo ok",
+                          scratch, SMALL)
+        owner, first, done = out.split()
+        assert owner == first != "0" and done == "ok", err
+        (workspace / "pkg" / "host.py").write_text("h = 1\n")  # the host writes between two runs (a patch applied)
+        out, err, _ = run("id -u; echo 'x = 3' >> pkg/app.py && echo 'h = 2' >> pkg/host.py && echo ok", scratch,
+                          SMALL)
+        second, done = out.split()
+        assert second not in ("0", first) and done == "ok", err  # a uid of its own again, owning all of it
+        assert (workspace / "pkg" / "app.py").read_text() == "x = 1\nx = 2\nx = 3\n"
+        detach_mounts(workspace)  # the host's own file system under the run's overlay
+        assert (workspace / "pkg" / "app.py").read_text() == "x = 1\n" and not (workspace / "pkg" / "new.py").exists()
+        if mapped:  # no file of the host's changed owner on disk
+            assert {p.stat().st_uid for p in [workspace, *workspace.rglob("*")]} == {0}
+    finally:
+        remove_scratch(scratch)
+    assert not scratch.exists()
+
+
+from helpers.isolation.disks import detach_mounts  # noqa: E402
+
+
+@needs_root
+def test_a_hand_over_past_the_walks_limits_is_refused_with_nothing_left_mounted(monkeypatch):
+    from helpers.isolation import confinement, disks
+    from helpers.isolation.ahead import MadeAhead
+    from helpers.isolation.confinement import confined
+    from helpers.isolation.trees import TreeRefused
+
+    monkeypatch.setattr(disks, "user_namespace", lambda user: -1)  # no idmapped mounts: the walk hands it over
+    monkeypatch.setattr(confinement, "_users", MadeAhead(confinement._new_user, "test-next-user"))
+    monkeypatch.setattr(config, "TREE_MAX_ENTRIES", 50)
+    scratch = scratch_dir("run")
+    try:
+        workspace, home = scratch / "ws", scratch / "home"
+        home.mkdir(), workspace.mkdir()
+        for i in range(80):  # in the second folder capped: the first one's overlay, made by then, is taken off
+            (home / f"f{i}").write_text("x")
+        with pytest.raises(TreeRefused, match="50 entries"):
+            with confined(workspace, home, SMALL):
+                pass
+        assert not is_capped(workspace) and not is_capped(home)
+    finally:
+        remove_scratch(scratch)
+    assert not scratch.exists()

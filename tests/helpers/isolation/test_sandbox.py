@@ -172,7 +172,18 @@ def run_boxed(script: str, tmp_path: Path, reach: str | None = None, **settings)
     return out
 
 
-def test_a_command_inside_reaches_the_reach_url_and_no_other_loopback_port(tmp_path):
+@pytest.fixture(params=["host-made", "bwrap's own"])
+def own_network(request, monkeypatch) -> str:
+    """Each way a run gets its own network: made by the host with the relay listening in it (as root), or made by
+    bwrap with a forwarder inside (where the host cannot: util-linux's nsenter missing, or not root)."""
+    from helpers.isolation import netns
+
+    if request.param == "bwrap's own":
+        monkeypatch.setattr(netns, "nsenter", lambda: None)
+    return request.param
+
+
+def test_a_command_inside_reaches_the_reach_url_and_no_other_loopback_port(tmp_path, own_network):
     with http_server() as gateway, http_server() as other:
         reach = f"http://127.0.0.1:{gateway.server_port}/u/agent/v1"
         out = run_boxed(fetch(reach) + fetch(f"http://127.0.0.1:{other.server_port}/"), tmp_path, reach)
@@ -180,24 +191,26 @@ def test_a_command_inside_reaches_the_reach_url_and_no_other_loopback_port(tmp_p
     assert out.splitlines()[1].startswith(f"failed {errno.ECONNREFUSED}") and other.hits == []
 
 
-def test_without_reach_nothing_is_reachable_and_with_network_the_hosts_network_is_shared(tmp_path):
+def test_without_reach_nothing_is_reachable_and_with_network_the_hosts_network_is_shared(tmp_path, own_network):
     with http_server() as other:
         url = f"http://127.0.0.1:{other.server_port}/"
         assert run_boxed(fetch(url), tmp_path).startswith(f"failed {errno.ECONNREFUSED}")
         assert run_boxed(fetch(url), tmp_path, network=True).strip() == PAGE  # a set-up command the user allowed
 
 
-def test_names_do_not_resolve_and_outside_addresses_are_unreachable_at_once(tmp_path):
-    # No resolver and no route: both fail on the spot (errors, not timeouts), well within the run's limit.
-    script = ("import socket\n"
+def test_names_do_not_resolve_and_outside_addresses_are_unreachable_at_once(tmp_path, own_network):
+    # No resolver and no route: both fail on the spot (errors, not timeouts), well within the run's limit; the
+    # network holds `lo` alone.
+    script = ("import socket\nprint(sorted(name for _, name in socket.if_nameindex()))\n"
               "try: socket.getaddrinfo('pypi.org', 443)\nexcept OSError as e: print('dns failed', e)\n"
               "try: socket.create_connection(('1.1.1.1', 443), timeout=30)\n"
               "except OSError as e: print('connect', e.errno)\n")
     out = run_boxed(script, tmp_path)
+    assert out.splitlines()[0] == "['lo']"
     assert "dns failed" in out and f"connect {errno.ENETUNREACH}" in out
 
 
-def test_a_stream_through_the_relay_and_forwarder_arrives_in_pieces_as_it_is_sent(tmp_path):
+def test_a_stream_through_the_relay_and_forwarder_arrives_in_pieces_as_it_is_sent(tmp_path, own_network):
     # The server holds its answer's end until the client, having read the first event, says so: a stream
     # buffered anywhere on the way would only arrive at its end.
     with http_server() as gateway:
@@ -210,7 +223,7 @@ def test_a_stream_through_the_relay_and_forwarder_arrives_in_pieces_as_it_is_sen
     assert out.split()[:2] == ["data:", "first"] and "'second'" in out
 
 
-def test_a_remote_gateway_is_reached_at_loopback_inside_on_the_same_port(tmp_path):
+def test_a_remote_gateway_is_reached_at_loopback_inside_on_the_same_port(tmp_path, own_network):
     # A host that is not a loopback address (here a name; on a cluster the driver's) cannot exist in the
     # sandbox's namespace: the agent is given 127.0.0.1 on the same port, the relay connects to the host.
     with http_server() as gateway:
@@ -235,14 +248,14 @@ def _leftovers(tmp_path: Path) -> list[str]:
     return relay_threads + forwarders + [p.name for p in (tmp_path / "home").iterdir()]
 
 
-def test_after_the_run_no_relay_thread_socket_or_forwarder_is_left(tmp_path):
+def test_after_the_run_no_relay_thread_socket_or_forwarder_is_left(tmp_path, own_network):
     with http_server() as gateway:
         url = f"http://127.0.0.1:{gateway.server_port}/"
         assert run_boxed(fetch(url), tmp_path, url).strip() == PAGE
     assert _leftovers(tmp_path) == []
 
 
-def test_a_run_killed_with_a_call_in_flight_leaves_nothing_either(tmp_path):
+def test_a_run_killed_with_a_call_in_flight_leaves_nothing_either(tmp_path, own_network):
     import signal
     import time
 
@@ -285,7 +298,11 @@ def run_confined(script: str, tmp_path: Path, limits: Limits | None = None, name
     return out, err
 
 
-def test_inside_the_agent_is_an_unprivileged_user_reading_no_root_only_file_and_making_no_mount_or_device(tmp_path):
+@pytest.mark.parametrize("drop", ["util-linux", "sandbox_drop.py"])
+def test_inside_the_agent_is_an_unprivileged_user_reading_no_root_only_file_and_making_no_mount_or_device(
+        tmp_path, monkeypatch, drop):
+    if drop == "sandbox_drop.py":  # where util-linux's prlimit and setpriv are missing
+        monkeypatch.setattr(sandbox, "_drop_tools", lambda: None)
     secret = tmp_path / "bound" / "secret.txt"  # root-only, in a folder bound in read-only: the binds give nothing
     secret.parent.mkdir()
     secret.write_text("root only")
@@ -317,6 +334,18 @@ def test_inside_the_agent_is_an_unprivileged_user_reading_no_root_only_file_and_
     owner = workspace.stat().st_uid
     assert {p.stat().st_uid for p in workspace.iterdir()} == {owner}
     assert not (workspace / "mine").stat().st_mode & 0o4000
+
+
+@pytest.mark.parametrize("drop", ["util-linux", "sandbox_drop.py"])
+def test_the_runs_rlimits_are_set_and_it_starts_in_its_workspace_whichever_gives_up_root(tmp_path, monkeypatch, drop):
+    if drop == "sandbox_drop.py":
+        monkeypatch.setattr(sandbox, "_drop_tools", lambda: None)
+    limits = Limits(processes=77, file_bytes=1000 * 1024)
+    out, err = run_confined("awk '/^Max (file size|processes)/ {print $(NF-2), $(NF-1)}' /proc/self/limits;"
+                            " pwd -P; echo \"$PWD\"; head -c 2000000 /dev/zero > big; stat -c %s big", tmp_path, limits)
+    lines = out.split("\n")
+    assert lines[0] == "1024000 1024000" and (lines[1] == "77 77" or not ROOT), out  # NPROC: the run's own uid only
+    assert lines[2] == lines[3] == str(tmp_path / "run-ws") and lines[4] == "1024000", (out, err)
 
 
 def test_runs_over_each_cap_end_named_by_the_cap_while_a_run_beside_them_completes(tmp_path):
@@ -411,9 +440,9 @@ def test_a_killed_drivers_cgroup_and_what_runs_in_it_are_swept_at_the_next_start
             stale.rmdir()
 
 
-def test_a_gateway_on_a_port_below_1024_is_still_reached_inside_by_the_unprivileged_run(tmp_path):
-    # the forwarder listens there before root is given up, holding only the capability to, and the relay's
-    # socket lets it connect; the run itself holds nothing
+def test_a_gateway_on_a_port_below_1024_is_still_reached_inside_by_the_unprivileged_run(tmp_path, own_network):
+    # the host binds it in the run's own network; or the forwarder listens there before root is given up, holding
+    # only the capability to, and the relay's socket lets it connect; the run itself holds nothing
     script = ("import socket; socket.create_connection(('127.0.0.1', 443), 5); print('reached', open("
               "'/proc/self/status').read().split('CapEff:')[1].split()[0])")
     assert run_boxed(script, tmp_path, "https://gateway.example:443/u/agent/v1").split() == ["reached", "0" * 16]
