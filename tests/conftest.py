@@ -4,8 +4,9 @@ import pytest
 
 from helpers.tracking.phoenix_server import PhoenixServer
 
-pytest_plugins = ["time_budget", "agent_runs"]  # a test over its time budget fails, named (tests/time_budget.py);
-# the real agent runs the agent contract and the agents' own tests share (tests/agent_runs.py)
+pytest_plugins = ["time_budget", "agent_runs", "longest_first"]  # a test over its time budget fails, named
+# (tests/time_budget.py); the real agent runs the agent contract and the agents' own tests share (tests/agent_runs.py);
+# the workers take the longest work first (tests/longest_first.py)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """helpers/ is in layers whose imports only point down, with no import circles; agents live outside it."""
 
 import ast
+import functools
 import importlib
 from pathlib import Path
 
@@ -16,6 +17,7 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.cache  # read once per test process: the tests below walk every module's imports
 def helper_modules() -> dict[str, Path]:
     return {module_name(p): p for p in HELPERS.rglob("*.py") if "repos" not in p.parts}
 
@@ -23,13 +25,19 @@ def helper_modules() -> dict[str, Path]:
 def imports_of(path: Path) -> set[str]:
     """Every helpers module a file imports, at the top or inside a function."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in parsed(path):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
         elif isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
     modules = helper_modules()
     return {name for name in found if name in modules}
+
+
+@functools.cache
+def parsed(path: Path) -> list[ast.AST]:
+    """Every node of a file's syntax tree, parsed once however many tests ask."""
+    return list(ast.walk(ast.parse(path.read_text())))
 
 
 def layer_of(module: str) -> int | None:
@@ -91,14 +99,15 @@ def _imported_names(path: Path, module: str) -> set[str]:
 
 
 def test_helpers_names_no_agent():
-    named = [f"{m}: {a}" for m, p in helper_modules().items() for a in AGENT_PACKAGES
-             if any(t == a or t.startswith(a + ".") for t in _all_imports(p))]
+    imports = {m: _all_imports(p) for m, p in helper_modules().items()}
+    named = [f"{m}: {a}" for m, found in imports.items() for a in AGENT_PACKAGES
+             if any(t == a or t.startswith(a + ".") for t in found)]
     assert not named, f"helpers/ imports an agent package: {named}"
 
 
 def _all_imports(path: Path) -> set[str]:
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in parsed(path):
         if isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module)
         elif isinstance(node, ast.Import):

@@ -64,8 +64,16 @@ OWN_JUDGE = "You review a coding agent's patch for a small team.\nBe terse. Answ
 OWN_OPTIMIZER = "You keep a coding agent's rules file short: prefer few, broad rules.\nAnswer with one JSON " \
                 'object: {"edits": [...]} as ops add, update, merge or delete.'
 QUICKSTART = {"DRY_RUN": True, "JUDGE_PROMPT": OWN_JUDGE, "OPTIMIZER_PROMPT": OWN_OPTIMIZER}
-# The tests that read the one quickstart run share a worker (and so the module's fixtures) under xdist.
-READS_THE_QUICKSTART = pytest.mark.xdist_group("quickstart")
+# The time limit of each test that reads the one quickstart run: whichever of them runs first pays for that run (190 s
+# on a quiet machine) in its own limit, and 03's baselines run the agent on the 16 test tasks twice (216 s more).
+# pytest-timeout's limit does not stretch with load as the time budget does: the default 600 s stopped the quickstart's
+# run mid-loop on a machine twelve times busier than its cores.
+QUICKSTART_TIMEOUT_S = 1200
+
+
+def reads_the_quickstart(test):
+    """The tests that read the one quickstart run share a worker (and so the module's fixtures) under xdist."""
+    return pytest.mark.timeout(QUICKSTART_TIMEOUT_S)(pytest.mark.xdist_group("quickstart")(test))
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +90,7 @@ def quickstart(isolated):
 CLASS_NAME = re.compile(r"\b(?:[A-Z][a-z0-9]+){2,}(?:Error|Exception)\b")  # ClientPayloadError, APIConnectionError, ...
 
 
-@READS_THE_QUICKSTART
+@reads_the_quickstart
 def test_the_quickstart_dry_run_with_its_defaults_tells_one_story_labeled_as_scripted(isolated, quickstart):
     """The rules grow from none and accuracy rises with them; validation climbs, so the version kept is the
     learned one; on the 16-task test its gain is significant, with its p-value, interval and what the split can
@@ -108,7 +116,7 @@ def test_the_quickstart_dry_run_with_its_defaults_tells_one_story_labeled_as_scr
     assert str(REPO_ROOT) not in quickstart["executed"].read_text()  # no machine paths in the executed copy
 
 
-@READS_THE_QUICKSTART
+@reads_the_quickstart
 def test_the_quickstart_follows_one_training_task_from_its_failing_diff_to_its_later_pass(quickstart):
     """Its first diff, the hidden test that failed, the judge's English on it, the edit it taught (with its
     reason and sources) and the same task passing later."""
@@ -121,7 +129,7 @@ def test_the_quickstart_follows_one_training_task_from_its_failing_diff_to_its_l
     assert re.search(r"== Loop [12]: the hidden tests\noutcome: pass", journey)
 
 
-@READS_THE_QUICKSTART
+@reads_the_quickstart
 def test_the_quickstart_shows_loop_zero_in_five_steps_each_with_what_to_see_before_run_loop_does_the_rest(quickstart):
     """Each step's cell has one output, ending in a sentence drawn from the data; run_loop then reads loop 0 back."""
     book = nbformat.read(quickstart["executed"], as_version=4)
@@ -155,7 +163,7 @@ def test_the_quickstart_shows_loop_zero_in_five_steps_each_with_what_to_see_befo
     assert describe_loop(first, DRY_RUN_LABEL) + " (already finished)" in quickstart["shown"]  # run_loop read it back
 
 
-@READS_THE_QUICKSTART
+@reads_the_quickstart
 def test_the_readers_own_judge_and_optimizer_instructions_are_shown_and_recorded_with_every_version(isolated, quickstart):
     assert "===== the judge's instructions (yours) =====\n" + OWN_JUDGE in quickstart["shown"]  # shown as given ...
     metadata = [json.loads(p.read_text()) for p in (isolated["root"] / "act_rulesets/quickstart-dry-run").glob("*.json")]
@@ -163,7 +171,7 @@ def test_the_readers_own_judge_and_optimizer_instructions_are_shown_and_recorded
                                       for m in metadata)  # ... and recorded with every version made under them
 
 
-@READS_THE_QUICKSTART
+@reads_the_quickstart
 def test_a_rerun_of_the_finished_quickstart_asks_the_model_nothing_and_shows_the_same_loop_lines(isolated, quickstart):
     again = outputs(run_notebook(NOTEBOOKS / "quickstart.ipynb", {**QUICKSTART, "PHOENIX_URL": isolated["phoenix"]}))
     requests = re.search(r"Model requests answered by the scripted server in this session: (\d+)", again)
@@ -172,8 +180,7 @@ def test_a_rerun_of_the_finished_quickstart_asks_the_model_nothing_and_shows_the
         assert describe_loop(record, DRY_RUN_LABEL) + " (already finished)" in again
 
 
-@READS_THE_QUICKSTART
-@pytest.mark.timeout(1200)  # its baselines run the agent on the 16 test tasks twice: 216 s with the quickstart's 190 s on a quiet machine
+@reads_the_quickstart
 def test_the_results_notebook_with_its_defaults_reads_the_quickstarts_experiment_ablates_and_transfers(isolated, quickstart):
     """Run right after the no-key quickstart, 03 finds its experiment; ABLATE measures each kept rule (its forest
     plot inline and saved); TRANSFER_AGENTS tries the kept rules on another agent, a second, labeled question;

@@ -187,6 +187,21 @@ def test_the_dry_run_passes_the_check_on_the_scripted_servers_own_list(no_keys):
         assert session.dry_run and session.model_check == []
 
 
+def test_the_model_check_of_an_openai_compatible_server_loads_no_other_providers_sdk():
+    """Every session (each notebook's kernel, each dry run) checks its models: Anthropic's SDK, ~1.5 s of CPU to
+    import, is loaded only to ask an Anthropic server (a fresh interpreter: this worker may hold it already)."""
+    import subprocess
+    import sys
+
+    check = ("import sys\nfrom helpers.app.session import open_session\n"
+             "with open_session(dry_run=True, phoenix=False) as session:\n"
+             "    assert session.model_check == [] and session.usage()['calls'] >= 1\n"  # the list was asked for
+             "print(sorted(m for m in ('anthropic', 'openai') if m in sys.modules))")
+    ran = subprocess.run([sys.executable, "-c", check], cwd=config.REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout.splitlines()[-1] == "['openai']", ran.stdout
+
+
 def test_readable_tables_show_two_decimals_small_numbers_by_their_digits_and_cut_long_text():
     import pandas as pd
 
