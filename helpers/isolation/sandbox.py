@@ -43,10 +43,13 @@ import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 from urllib.parse import urlsplit
 
 from helpers.isolation.relay import Relay
+
+if TYPE_CHECKING:  # confinement imports this module; the type alone is needed here
+    from helpers.isolation.confinement import Limits
 
 # The explicit, unsafe opt-out: agents run on the host, seeing what the user's shell sees.
 UNSAFE_OPT_OUT = "PL_UNSAFE_NO_SANDBOX"
@@ -137,7 +140,7 @@ def _under_system(folder: str) -> bool:
 
 def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str,
                     read_only: Sequence[Path | str] = (), *, reach: str | None = None,
-                    network: bool = False, user: int | None = None, limits: "Limits | None" = None,
+                    network: bool = False, user: int | None = None, limits: Limits | None = None,
                     cgroup: Sequence[Path | str] = (), seccomp: Path | str | None = None) -> list[str]:
     """`args` wrapped to run in the sandbox: `workspace` and `home` read-write, `read_only` folders (the
     agent's CLI, a virtualenv) visible read-only at their own paths (one inside `workspace`, such as a grading's

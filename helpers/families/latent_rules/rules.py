@@ -385,8 +385,8 @@ RULES: tuple[LatentRule, ...] = (
           ("every image", "alt"), _each(images, _alt_problem)),
     _rule("L003", "links", "easy", "Every external link uses https, never plain http.",
           ("external link", "https"),
-          _each(links, lambda l: f"uses plain http ({_str(l.get('href'))})"
-                if _str(l.get("href")).startswith("http://") else None)),
+          _each(links, lambda a: f"uses plain http ({_str(a.get('href'))})"
+                if _str(a.get("href")).startswith("http://") else None)),
     _rule("L004", "metadata", "easy", "The page title is present and at most 60 characters long.",
           ("title", "60 characters"), _page_value(_title_length)),
     _rule("L005", "structure", "easy", "The first section is the hero section.",
@@ -452,35 +452,35 @@ RULES: tuple[LatentRule, ...] = (
           ("same heading",), _distinct_headings),
     _rule("L028", "links", "medium", "External links open in a new tab with target \"_blank\".",
           ("new tab", "_blank"),
-          _each(links, lambda l: "opens in the same tab" if _external(l) and l.get("target") != "_blank" else None)),
+          _each(links, lambda a: "opens in the same tab" if _external(a) and a.get("target") != "_blank" else None)),
     _rule("L029", "links", "hard", "Links with target \"_blank\" carry rel \"noopener noreferrer\".",
           ("noopener",),
-          _each(links, lambda l: f"has rel {l.get('rel')!r}" if l.get("target") == "_blank"
-                and not {"noopener", "noreferrer"} <= set(_str(l.get("rel")).split()) else None)),
+          _each(links, lambda a: f"has rel {a.get('rel')!r}" if a.get("target") == "_blank"
+                and not {"noopener", "noreferrer"} <= set(_str(a.get("rel")).split()) else None)),
     _rule("L030", "links", "medium",
           "Link text describes its target; never \"click here\", \"here\", \"read more\" or \"more\".",
           ("link text", "click here"),
-          _each(links, lambda l: f"says {_str(l.get('text'))!r}"
-                if _str(l.get("text")).strip().lower() in _GENERIC_LINK_TEXT else None)),
+          _each(links, lambda a: f"says {_str(a.get('text'))!r}"
+                if _str(a.get("text")).strip().lower() in _GENERIC_LINK_TEXT else None)),
     _rule("L031", "links", "easy", "Every link has non-empty text.",
           ("every link", "non-empty text"),
-          _each(links, lambda l: None if _str(l.get("text")).strip() else "has no text")),
+          _each(links, lambda a: None if _str(a.get("text")).strip() else "has no text")),
     _rule("L032", "links", "medium", "Anchor links (#id) point to the id of a section on the page.",
           ("anchor links", "id"), _anchors_exist),
     _rule("L033", "links", "easy", "No link has an empty href or a bare \"#\".",
           ("href", "bare"),
-          _each(links, lambda l: f"has the href {l.get('href')!r}" if _str(l.get("href")).strip() in ("", "#") else None)),
+          _each(links, lambda a: f"has the href {a.get('href')!r}" if _str(a.get("href")).strip() in ("", "#") else None)),
     _rule("L034", "links", "hard", "Phone links are written tel:+ followed by digits only, in international form.",
           ("phone links", "tel:"),
-          _each(links, lambda l: f"has the phone href {_str(l.get('href'))!r}" if _str(l.get("href")).startswith("tel:")
-                and not re.match(r"^tel:\+\d{6,15}$", _str(l.get("href"))) else None)),
+          _each(links, lambda a: f"has the phone href {_str(a.get('href'))!r}" if _str(a.get("href")).startswith("tel:")
+                and not re.match(r"^tel:\+\d{6,15}$", _str(a.get("href"))) else None)),
     _rule("L035", "links", "medium", "Link hrefs contain no spaces; encode them.",
           ("hrefs", "spaces"),
-          _each(links, lambda l: f"has a space in its href {_str(l.get('href'))!r}" if " " in _str(l.get("href")) else None)),
+          _each(links, lambda a: f"has a space in its href {_str(a.get('href'))!r}" if " " in _str(a.get("href")) else None)),
     _rule("L036", "links", "medium", "Navigation link texts are one to three words long.",
           ("navigation link", "three words"),
-          lambda page: [f"{where} says {_str(l.get('text'))!r}" for where, l in links(page)
-                        if where.startswith("navigation") and not 1 <= len(_str(l.get("text")).split()) <= 3]),
+          lambda page: [f"{where} says {_str(a.get('text'))!r}" for where, a in links(page)
+                        if where.startswith("navigation") and not 1 <= len(_str(a.get("text")).split()) <= 3]),
     _rule("L037", "footer", "medium", "The footer links to the privacy policy.",
           ("footer", "privacy policy"), _privacy_link_in_footer),
     _rule("L038", "images", "medium", "Alt texts are at most 125 characters long.",
