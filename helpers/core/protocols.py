@@ -1,4 +1,4 @@
-"""The seams of the cookbook: plain data and the three protocols the loop is written against.
+"""The seams of the cookbook: plain data and the protocols the loop is written against.
 
 A task is one row of a DataFrame with SWE-bench's fields (see TASK_FIELDS); every step passes plain
 data on, so a notebook cell can call one step, look at its output, and call the next.
@@ -221,6 +221,57 @@ class LLM(Protocol):
 
     def complete(self, messages: Sequence[Mapping[str, Any]], **params: Any) -> Completion: ...
 
+
+@runtime_checkable
+class RunContext(Protocol):
+    """What one notebook run talks to, as the engine reads it: the three roles' models and where they are, the
+    model gateway, Phoenix, and whether it is the scripted dry run. helpers.app.session.Session implements it
+    (open_session() makes one); the engine, two floors below, is written against this and never imports it.
+
+    agent_kwargs() -> the settings an agent is made with (model, base_url, api_key, sandbox);
+    judge_kwargs() -> the judge's (model, base_url, api_key); optimizer_kwargs() -> the optimizer's.
+    `label` is "" for real runs, else the dry run's label, shown in every title and summary.
+    `gateway`: the model gateway every role goes through (helpers.llm.gateway), handed on to run_tasks as it is;
+    None without one.
+    """
+
+    @property
+    def dry_run(self) -> bool: ...
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def agent_model(self) -> str: ...
+
+    @property
+    def judge_model(self) -> str: ...
+
+    @property
+    def optimizer_model(self) -> str: ...
+
+    @property
+    def base_url(self) -> str | None: ...
+
+    @property
+    def api_key(self) -> str | None: ...
+
+    @property
+    def phoenix_url(self) -> str | None: ...
+
+    @property
+    def phoenix_api_key(self) -> str | None: ...
+
+    @property
+    def gateway(self) -> object: ...
+
+    def agent_kwargs(self) -> dict[str, Any]: ...
+
+    def judge_kwargs(self) -> dict[str, Any]: ...
+
+    def optimizer_kwargs(self) -> dict[str, Any]: ...
+
+
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "Agent", "Evaluator", "LLM", "PromptFamily", "AgentResult", "EvalResult", "Completion",
+    "Agent", "Evaluator", "LLM", "PromptFamily", "RunContext", "AgentResult", "EvalResult", "Completion",
 ]

@@ -21,7 +21,9 @@ from typing import Any
 import pandas as pd
 
 from helpers.engine.journey import MAX_DIFF_LINES, _cut, _outcome, _step
+from helpers.core.protocols import RunContext
 from helpers.engine.loop import LoopSteps, meta_prompt, start_experiment
+from helpers.engine.settings import LoopSettings
 
 SPLIT_NAMES = {"train": "training", "val": "validation", "test": "test"}
 
@@ -136,7 +138,7 @@ class ShownLoopSteps(LoopSteps):
         return "no rules" if count == 0 else f"{count} rule{'s' if count != 1 else ''}"
 
 
-def loop_in_steps(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: Any, session: Any,
+def loop_in_steps(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: RunContext,
                   initial_ruleset: str = "", datasets: dict[str, Any] | None = None,
                   val_df: pd.DataFrame | None = None, loop: int = 0) -> ShownLoopSteps:
     """Loop `loop` of a coding experiment as steps (the experiment started as run_loop starts it)."""

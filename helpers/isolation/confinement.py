@@ -225,7 +225,8 @@ class _Watch:
         if (pids and cgroups.counter(pids / "pids.events", "max")) or (
                 not pids and user is not None and len(processes_of(user)) >= limits.processes):
             return self._reached(f"the process cap ({limits.processes} processes at once)")
-        events = "memory.events" if cgroups.available().version == 2 else "memory.oom_control"
+        groups = cgroups.available()  # there is a memory cgroup only where there are cgroups
+        events = "memory.events" if groups is not None and groups.version == 2 else "memory.oom_control"
         if memory and cgroups.counter(memory / events, "oom_kill"):
             return self._reached(f"the memory cap ({_size(limits.memory_bytes)})")
         return self.confinement.cap
@@ -317,12 +318,13 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
     user = _run_user()
     groups = cgroups.available()
     owners = _owners(folders) if user is not None else []
-    for folder, _, _ in owners:  # handed over on the host's own file system, before any overlay covers it
-        _tree(folder, (user, user))
+    if user is not None:
+        for folder, _, _ in owners:  # handed over on the host's own file system, before any overlay covers it
+            _tree(folder, (user, user))
     capped = disks.cap_disk(folders, limits)
     disk = KERNEL_DISK if capped else SAMPLED_DISK
     _note_unenforced(groups, user, disk)
-    if disk == KERNEL_DISK:
+    if disk == KERNEL_DISK and user is not None:
         for folder, _, _ in owners:  # an overlay's top folder is its upper layer's, made by the host: the run's too
             os.chown(folder, user, user)
         owners = []  # nothing to hand back after the run (below)

@@ -29,10 +29,20 @@ import ctypes
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 
 from helpers.isolation.procfs import mounts, owner_tag
 from helpers.isolation.scratch import scratch_dir, scratch_root
+
+
+class DiskLimits(Protocol):
+    """What cap_disk reads of a run's caps (helpers.isolation.confinement.Limits, which imports this module)."""
+
+    @property
+    def disk_bytes(self) -> int: ...
+
+    @property
+    def disk_files(self) -> int: ...
 
 
 _MNT_DETACH = 2
@@ -51,7 +61,7 @@ def _mount(source: str, target: str, kind: str, options: str) -> None:
 
 
 def _detach(target: str) -> bool:
-    return _libc().umount2(target.encode(), _MNT_DETACH) == 0
+    return bool(_libc().umount2(target.encode(), _MNT_DETACH) == 0)
 
 
 def is_capped(folder: Path | str) -> bool:
@@ -75,17 +85,17 @@ class CappedDisk:
             self.fd = -1
 
 
-def cap_disk(folders: Sequence[Path | str], limits: Any) -> CappedDisk | None:
+def cap_disk(folders: Sequence[Path | str], limits: DiskLimits) -> CappedDisk | None:
     """Make each of `folders` an overlay whose writes land on one tmpfs of `limits.disk_bytes` (and
     `limits.disk_files` inodes): a CappedDisk when every folder is capped so, None when this cannot be done here
     (not root, the kernel refuses, a folder outside this process's scratch folder: nothing would ever detach its
     mount), with nothing left mounted. A folder already capped (a run before) keeps its cap."""
     own = os.path.realpath(scratch_root() / owner_tag())
-    folders = [os.path.realpath(f) for f in folders]
-    if os.geteuid() != 0 or not all(f.startswith(own + "/") for f in folders):
+    real = [os.path.realpath(f) for f in folders]
+    if os.geteuid() != 0 or not all(f.startswith(own + "/") for f in real):
         return None  # only inside this process's scratch folder: removed with it, or swept after a kill
-    todo = [f for f in folders if not is_capped(f)]
-    before = [f for f in folders if f not in todo]
+    todo = [f for f in real if not is_capped(f)]
+    before = [f for f in real if f not in todo]
     if not todo:
         return CappedDisk(-1, before)
     # the tmpfs's mount point: a folder of this process's scratch (never inside a folder the sandbox binds)
@@ -98,7 +108,8 @@ def cap_disk(folders: Sequence[Path | str], limits: Any) -> CappedDisk | None:
             root = os.open(disk, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
             for i, folder in enumerate(todo):
                 upper, work = f"{disk}/{i}/upper", f"{disk}/{i}/work"
-                os.makedirs(upper), os.makedirs(work)
+                os.makedirs(upper)
+                os.makedirs(work)
                 lower = os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
                 try:  # by descriptor: no character of the folder's path can break the option string
                     _mount("overlay", folder, "overlay", f"lowerdir=/proc/self/fd/{lower},upperdir={upper},"
