@@ -127,13 +127,24 @@ class Agent(Protocol):
     edited by the agent and leaves no process running. The engine, not the agent, takes the patch.
     """
 
-    name: str
-    rules_file: str
-    mode: str
-    model: str
-    base_prompt: str
+    # Read-only: an agent class may set them as class attributes (name, rules_file) or per instance (model).
+    @property
+    def name(self) -> str: ...
 
-    dry_run_tools: Sequence[Any]
+    @property
+    def rules_file(self) -> str: ...
+
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def base_prompt(self) -> str: ...
+
+    @property
+    def dry_run_tools(self) -> Sequence[Any]: ...
 
     def check(self) -> None: ...
 

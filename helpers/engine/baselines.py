@@ -213,7 +213,7 @@ def baseline_start_rules(which: str, train: pd.DataFrame, agent: Any, *, experim
         team_file = HOUSE_TEAM_FILE
     if which == "team" and team_file is not None:
         return named_team_file(team_file)[0]
-    texts = {}
+    texts: dict[str, str] = {}
     for repo, task in newest_training_tasks(train).items():
         if which == "init":
             found = init_rules(agent, task, experiment=experiment, gateway=gateway, results_root=results_root)

@@ -190,7 +190,7 @@ def show_journey(experiment: str, instance_id: str | None = None, results_root: 
     for heading, kind, text in journey_sections(story):
         if kind == "diff":
             text = _cut(text, MAX_DIFF_LINES)
-            display(ShownDiff(heading, text))
+            display(ShownDiff(heading, text))  # type: ignore[no-untyped-call]  # IPython leaves display() unannotated
         else:
             print(f"\n== {heading}\n{text}")
     return story

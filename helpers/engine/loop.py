@@ -56,7 +56,8 @@ class LoopUnfinished(RuntimeError):
 # --- what a split's rows say (each run's outcome: helpers.stats.outcomes) ---------------------------
 def accuracy(df: pd.DataFrame) -> float | None:
     """Share of resolved runs among the scored ones (None when every run errored for infrastructure)."""
-    return outcome_counts(df)["accuracy"]
+    share: float | None = outcome_counts(df)["accuracy"]
+    return share
 
 
 def judge_top_error(df: pd.DataFrame) -> str:
@@ -168,7 +169,9 @@ class LoopSteps:
         self.ruleset = store.load(self.version)
         self.optimizer = family.optimizer()
         self.runs: dict[str, pd.DataFrame] = {}
-        self.train = self.test = self.record = None
+        self.train: pd.DataFrame | None = None  # judged training rows, after judge()
+        self.test: pd.DataFrame | None = None
+        self.record: dict[str, Any] | None = None  # the loop's record, after optimize()
         self.report: dict[str, Any] = {}  # the optimizer's report (OptimizerReport.to_dict())
 
     def run_agent(self) -> dict[str, pd.DataFrame]:
@@ -196,16 +199,23 @@ class LoopSteps:
         if self.recorded is not None:  # what it did then, from the version it made
             made = self.recorded["next_ruleset_version"]
             self.report = (self.store.metadata(made).get("optimizer_report") or {}) if made != self.version else {}
-            self.record = self.recorded
-            return self.record
+            self.record = record = self.recorded
+            return record
         new_ruleset = self.optimizer.optimize(dataset=self.train, output_column="output",
                                               feedback_columns=list(self.family.feedback_columns),
                                               ruleset=self.ruleset, context_size_k=self.settings.context_size_k)
         report = self.optimizer.last_report
         self.report = report.to_dict() if report is not None else {}
-        self.record = finish_loop(self.loop, self.version, self.ruleset, self.train, self.test, new_ruleset, report,
-                                  self.settings, self.session, self.store, started=self.started, val=self.runs.get("val"))
-        return self.record
+        self.record = record = finish_loop(self.loop, self.version, self.ruleset, self.train, self.test, new_ruleset,
+                                           report, self.settings, self.session, self.store, started=self.started,
+                                           val=self.runs.get("val"))
+        return record
+
+    def judged(self) -> pd.DataFrame:
+        """The training rows with the judge's feedback; RuntimeError before judge() made them."""
+        if self.train is None:
+            raise RuntimeError("judge() comes first: no training rows are judged yet.")
+        return self.train
 
 
 def run_one_loop(loop: int, family: LoopFamily, settings: LoopSettings, session: RunContext, store: RulesetStore,

@@ -38,7 +38,9 @@ class LoopFamily(Protocol):
     """
 
     base_prompt: str
-    feedback_columns: Sequence[str]
+
+    @property
+    def feedback_columns(self) -> Sequence[str]: ...
 
     def answer(self, ruleset: str, loop: int) -> dict[str, pd.DataFrame]: ...
 
@@ -86,7 +88,7 @@ class CodingLoopFamily:
         from helpers.learn.optimizer import PromptLearningOptimizer
         from helpers.learn.rule_check import RuleCheck
 
-        chosen = {"system_prompt": self.settings.optimizer_prompt} if self.settings.optimizer_prompt else {}
+        chosen: dict[str, Any] = {"system_prompt": self.settings.optimizer_prompt} if self.settings.optimizer_prompt else {}
         # learned rules are also checked by meaning, with the judge's model
         check = RuleCheck.of(**self.session.judge_kwargs(), budget_usd=self.settings.judge_budget_usd)
         return PromptLearningOptimizer(prompt=self.base_prompt, budget_usd=self.settings.optimizer_budget_usd,

@@ -39,8 +39,8 @@ def start_rules(start: str | os.PathLike[str] | None, *, train: Any = None, agen
                              "start_rules(START_RULES, train=..., agent=..., experiment=...).")
         from helpers.engine.baselines import baseline_start_rules
 
-        return baseline_start_rules(start.strip(), train, agent, experiment=experiment, team_file=team_file,
-                                    gateway=gateway)
+        return baseline_start_rules(start.strip(), train, agent, experiment=experiment,
+                                    team_file=None if team_file is None else Path(team_file), gateway=gateway)
     text = read_named_file(start, "START_RULES") if looks_like_path(start) else str(start)
     rules = parse_ruleset(text)  # one clear error now, not in the middle of a loop
     return render_ruleset(rules) if rules.rules else ""
@@ -61,7 +61,7 @@ def instructions_from(text: str | None, file: str | os.PathLike[str] | None, nam
 
 def looks_like_path(value: str | os.PathLike[str]) -> bool:
     """A Path, or one line without spaces that names an existing file, holds a '/', or ends like a text file."""
-    if isinstance(value, os.PathLike[str]):
+    if isinstance(value, os.PathLike):
         return True
     text = str(value).strip()
     if "\n" in text:

@@ -226,7 +226,8 @@ class PromptLearningOptimizer:
         if room < 64:
             raise ValueError(f"context_size_k={budget} tokens leaves no room for examples: the instructions, "
                              f"base prompt and rules already take {overhead}. Raise context_size_k.")
-        batch, used = [], 0
+        batch: list[tuple[str, str]] = []
+        used = 0
         while queue:
             instance_id, example, cut_to = queue[0]
             size = count_tokens(example) + 2  # the blank line joining examples

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from helpers.families.latent_rules.schema import BUTTON_STYLES, FIELD_TYPES, SECTION_TYPES
 
@@ -113,7 +113,7 @@ def fields(page: dict) -> Iterator[tuple[str, dict]]:
             yield f"{where}: field {j} ({_str(_dict(field).get('name')) or 'unnamed'})", _dict(field)
 
 
-def _each(things: Callable[[dict], Iterator[tuple[str, dict]]],
+def _each(things: Callable[[dict], Iterable[tuple[str, dict]]],
           problem: Callable[[dict], str | None]) -> Callable[[dict], list[str]]:
     """A finder: "<where> <problem>" for every thing whose problem() is not None."""
     def find(page: dict) -> list[str]:
