@@ -44,9 +44,9 @@ def served_models(base_url: str, api_key: str | None, kind: str = "openai") -> d
         return _gemini_models(base_url, api_key)
     try:
         if kind == "anthropic":
-            client = anthropic.Anthropic(base_url=base_url, api_key=api_key or NO_KEY, max_retries=0,
-                                         timeout=LIST_TIMEOUT_S)
-            return {model.id: None for model in client.models.list(limit=1000)}
+            listing = anthropic.Anthropic(base_url=base_url, api_key=api_key or NO_KEY, max_retries=0,
+                                          timeout=LIST_TIMEOUT_S)
+            return {model.id: None for model in listing.models.list(limit=1000)}
         client = openai.OpenAI(base_url=base_url, api_key=api_key or NO_KEY, max_retries=0, timeout=LIST_TIMEOUT_S)
         # Google's OpenAI-compatible list names its models "models/<id>", as its own API does
         return {model.id.removeprefix("models/"): getattr(model, "shutdown_date", None) for model in client.models.list()}
