@@ -36,7 +36,7 @@ PARAMS ?=
 export PARAMS
 PYTEST_ARGS ?=
 
-.PHONY: setup agent sandbox phoenix-server mini-swe-agent quickstart notebook test test-real local-model local-model-build bench phoenix clean
+.PHONY: setup agent sandbox phoenix-server mini-swe-agent quickstart notebook check test test-real local-model local-model-build bench phoenix clean
 
 AGENT_CLIS := cline/node_modules/.installed claude_code/node_modules/.installed codex/node_modules/.installed opencode/node_modules/.installed gemini_cli/node_modules/.installed
 
@@ -104,8 +104,14 @@ quickstart: $(QUICKSTART) agent
 notebook: $(QUICKSTART) agent
 	$(PY) -m helpers.app.notebook_runner $(NB) --params "$$PARAMS"
 
+# The lint and the type check first, so a finding fails fast (configuration in pyproject.toml; mypy's cache,
+# .mypy_cache, makes a rerun after a small change take seconds).
+check: setup
+	$(VENV)/bin/ruff check
+	$(PY) -m mypy
+
 # The 25 slowest tests are printed at the end, and a test over its time budget fails the run (tests/test_budget.py).
-test: setup
+test: setup check
 	$(PY) -m pytest -n auto --dist loadgroup --durations=25 $(PYTEST_ARGS)
 
 # The real-model tier, kept out of `make test` and CI: llama.cpp's llama-server (built once from the sources in

@@ -43,6 +43,7 @@ from helpers.agents.init_route import PROJECT_INIT, PROJECT_INIT_PROMPT, InitRou
 from helpers.core import config
 from helpers.isolation.processes import (CLIRun, die_with_parent, reached_at, read_capped, relayed, remove_scratch,
                                     safe_environment, scratch_dir, signal_group, stop_processes, with_cap)
+from helpers.isolation.sandbox import SandboxPolicy
 from helpers.stand_ins.file_edit_tools import ShellTool, WholeFileEditor
 from helpers.core.protocols import AgentResult, Patch, Task
 from helpers.engine.executors import run_attempt
@@ -210,7 +211,7 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 def _run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
-             home: Path | None = None, sandbox: str | None = None,
+             home: Path | None = None, sandbox: SandboxPolicy = None,
              reach: str | None = None) -> CLIRun:
     """One CLI run (stdout, stderr, timed_out, seconds it ran, the exit status of the host's wait), stopped as a
     process group on timeout; in the sandbox, `reach` (the gateway) is the one address in reach, for as long as
@@ -268,7 +269,7 @@ def _run_in_slots(args: list[str], workspace: Path, env: dict[str, str], stdin_t
 
 def run_cline(task: Task, workspace: Path | str, *, model: str = DEFAULT_MODEL, base_url: str | None = None,
               api_key: str | None = None, provider: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S,
-              mode: str = "act", sandbox: str | None = "required") -> AgentResult:
+               mode: str = "act", sandbox: SandboxPolicy = "required") -> AgentResult:
     """Run Cline once on `task` in `workspace` (a clean git tree at the task's base commit, its rules
     already in .clinerules). The result carries no patch: the caller takes it from the workspace."""
     if mode not in ("act", "plan"):
@@ -346,7 +347,7 @@ class ClineAgent(CLIAgent):
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
                  provider: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act",
-                 sandbox: str | None = "required"):
+                 sandbox: SandboxPolicy = "required"):
         super().__init__(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s, mode=mode, sandbox=sandbox)
         self.provider = provider
 

@@ -31,7 +31,6 @@ from helpers.agents.init_route import OWN_INIT, InitRoute
 from helpers.rules.limits import RulesLimit
 from helpers.agents.base import CLIAgent, Invocation, claimed_status, task_text
 from helpers.agents.trajectories import cut_trajectory
-from helpers.core import config
 from helpers.isolation.processes import json_lines, last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
 from helpers.stand_ins.file_edit_tools import PatchTool, ShellTool

@@ -32,6 +32,7 @@ from helpers.isolation.processes import reached_at, remove_scratch, run_cli_obse
 from helpers.core.protocols import AgentResult, Limit, Task
 from helpers.isolation.confinement import cap_reached
 from helpers.stats.outcomes import limit_named
+from helpers.isolation.sandbox import SandboxPolicy, sandbox_policy
 
 MODES = ("act", "plan")
 
@@ -233,16 +234,14 @@ class CLIAgent(AgentBase):
         cls._live, cls._live_lock = set(), threading.Lock()  # each agent's running processes, for stop_all
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
-                 timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act", sandbox: str | None = "required"):
+                 timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act", sandbox: SandboxPolicy = "required"):
         if mode not in MODES or (mode == "plan" and not self.plan_mode):
             allowed = "'act' (patches) or 'plan' (plans)" if self.plan_mode else f"'act' ({self.name} has no headless plan mode)"
             raise ValueError(f"mode must be {allowed}, not {mode!r}.")
         if not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or timeout_s <= 0:
             raise ValueError(f"timeout_s must be a positive number of seconds, not {timeout_s!r}.")
         self.model, self.base_url, self._api_key = model or self.default_model, base_url, api_key
-        if sandbox not in ("required", "if-available", None):
-            raise ValueError(f"sandbox must be 'required', 'if-available' or None (unsafe), not {sandbox!r}.")
-        self.timeout_s, self.mode, self.sandbox = float(timeout_s), mode, sandbox
+        self.timeout_s, self.mode, self.sandbox = float(timeout_s), mode, sandbox_policy(sandbox)
 
     def __repr__(self) -> str:  # never the key
         return f"{type(self).__name__}(model={self.model!r}, mode={self.mode!r})"

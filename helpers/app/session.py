@@ -358,7 +358,8 @@ class ExperimentTracer:
     ("<experiment> model calls"), so a run in Phoenix links to its agent's whole conversation."""
 
     def __init__(self, endpoint: str, api_key: str | None = None):
-        self.endpoint, self._api_key, self._tracers = endpoint, api_key, {}
+        self.endpoint, self._api_key = endpoint, api_key
+        self._tracers: dict[str, Any] = {}
 
     def __call__(self, payload: dict) -> None:
         from helpers.llm.gateway import phoenix_tracer

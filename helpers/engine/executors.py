@@ -44,7 +44,7 @@ class Executor(Protocol):
     shutdown(cancel): stop taking work; cancel=True also drops what has not started.
     """
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future: ...
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]: ...
 
     def shutdown(self, cancel: bool = False) -> None: ...
 
@@ -55,7 +55,7 @@ class LocalExecutor:
     def __init__(self, workers: int):
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="run-tasks")
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         return self._pool.submit(fn, *args)
 
     def shutdown(self, cancel: bool = False) -> None:
@@ -74,14 +74,15 @@ class RayExecutor:
             ray.init(address=address, include_dashboard=False, log_to_driver=False,
                      runtime_env={"env_vars": {"RAY_USAGE_STATS_ENABLED": "0"}})
         self._ray = ray
-        self._options = {"num_cpus": cpus_per_run, "memory": memory_per_run, "max_retries": max_retries,
+        self._options: dict[str, Any] = {"num_cpus": cpus_per_run, "memory": memory_per_run, "max_retries": max_retries,
                          "retry_exceptions": False}
         self._refs: list[Any] = []
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         ref = self._ray.remote(**self._options)(fn).remote(*args)
         self._refs.append(ref)
-        return ref.future()
+        future: Future[Any] = ref.future()
+        return future
 
     def shutdown(self, cancel: bool = False) -> None:
         if cancel:

@@ -13,7 +13,7 @@ diffs in Jupyter (a fenced ```diff block) and as plain text in a headless run's 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -34,12 +34,14 @@ def pick_journey_task(experiment: str, results_root: Any = None) -> tuple[str | 
     if outcomes.empty:
         return None, f"{experiment} has no finished loop with training rows."
     first, later = outcomes.columns[0], list(outcomes.columns[1:])
-    for want, why in ((lambda row: row[first] == "fail" and any(row[c] == "pass" for c in later),
+    checks: tuple[tuple[Callable[[Any], bool], str], ...] = (
+                      (lambda row: row[first] == "fail" and any(row[c] == "pass" for c in later),
                        "it failed in the first loop and passed in a later one"),
                       (lambda row: any(row[c] not in ("", row[first]) for c in later),
                        "its outcome changed between loops"),
                       (lambda row: row[first] == "fail",
-                       "no training task changed its outcome between loops: this one failed first and kept failing")):
+                       "no training task changed its outcome between loops: this one failed first and kept failing"))
+    for want, why in checks:
         chosen = [iid for iid, row in outcomes.iterrows() if want(row)]
         if chosen:
             return chosen[0], why
@@ -67,8 +69,8 @@ def journey(experiment: str, instance_id: str, results_root: Any = None,
     `from_this_task`). `later` is the last finished loop that ran the task again (None when none did).
     KeyError naming the task when the first loop did not train on it."""
     loops = completed_loops(experiment, results_root)
-    seen = [(loop, _row(experiment, loop, instance_id, results_root)) for loop in sorted(loops)]
-    seen = [(loop, row) for loop, row in seen if row is not None]
+    rows = [(loop, _row(experiment, loop, instance_id, results_root)) for loop in sorted(loops)]
+    seen = [(loop, row) for loop, row in rows if row is not None]
     if not seen:
         raise KeyError(f"{instance_id!r} is not a training task of {experiment!r}'s finished loops.")
     (first_loop, first), later = seen[0], (seen[-1] if len(seen) > 1 else None)
@@ -107,7 +109,7 @@ def _listed(cell: Any) -> str:
         try:
             cell = json.loads(cell)
         except ValueError:
-            return cell
+            return str(cell)
     return ", ".join(map(str, cell)) if isinstance(cell, list) else str(cell or "")
 
 
@@ -188,7 +190,7 @@ def show_journey(experiment: str, instance_id: str | None = None, results_root: 
     for heading, kind, text in journey_sections(story):
         if kind == "diff":
             text = _cut(text, MAX_DIFF_LINES)
-            display(ShownDiff(heading, text))
+            display(ShownDiff(heading, text))  # type: ignore[no-untyped-call]  # IPython leaves display() unannotated
         else:
             print(f"\n== {heading}\n{text}")
     return story

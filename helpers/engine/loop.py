@@ -27,12 +27,10 @@ version, the loops table) is in helpers.engine.loop_lines.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from helpers.core import config
 from helpers.stats.costs import role_tokens
 from helpers.stats.outcomes import outcome_counts
 from helpers.engine.loop_family import FEEDBACK_COLUMNS, CodingLoopFamily, LoopFamily, PromptLoopFamily
@@ -40,6 +38,11 @@ from helpers.store.loops import completed_loops, loop_rows, save_loop
 from helpers.engine.loop_lines import (SPLITS, cost_label, cost_text, describe_loop, kept_line, loop_cost, loop_evidence,
                                       loops_table)
 from helpers.store.records import LOOP_RECORD_FIELDS
+from helpers.engine.settings import LoopSettings
+from helpers.core.protocols import RunContext
+
+if TYPE_CHECKING:  # the functions below import it where they use it
+    from helpers.store.rulesets import RulesetStore
 
 
 class LoopStopped(RuntimeError):
@@ -50,67 +53,11 @@ class LoopUnfinished(RuntimeError):
     """The judge or the optimizer failed for a transient reason; a rerun completes the loop."""
 
 
-@dataclass
-class LoopSettings:
-    """The parameters of one experiment (the notebooks' `parameters` cell feeds these)."""
-
-    experiment: str
-    loops: int = config.LOOPS
-    workers: int = config.WORKERS
-    context_size_k: int = config.CONTEXT_SIZE_K
-    start_from: str = "latest"  # "latest" (the cookbook's choice) or "best" (the version kept on validation)
-    best_by: str = "val_accuracy"  # the only honest choice: train is what the optimizer saw, test is the judge
-    agent_timeout_s: float = config.AGENT_TIMEOUT_S
-    optimizer_budget_usd: float | None = None
-    judge_budget_usd: float | None = None
-    mode: str = "act"  # "act" (patches) or "plan" (the agent's plan, judged on its merits)
-    agent: Any = config.AGENT  # an agent's registered name (helpers.core.registry), or an Agent object
-    attempts: int = 1  # runs of each task per ruleset: accuracy is the mean over attempts, with its interval
-    executor: str = "local"  # where agent runs execute: "local", or a Ray cluster (helpers.engine.executors)
-    rules_max_tokens: int | None = config.RULES_MAX_TOKENS  # the rules' budget, told to the optimizer and enforced
-    judge_prompt: str | None = None  # the judge's instructions (None: helpers.learn.judge.JUDGE_SYSTEM_PROMPT)
-    optimizer_prompt: str | None = None  # the meta-prompt's instructions (None: the family's default)
-    # True: every loop also runs the test split (the exploratory per-loop test curve; the one test reads loop 0's
-    # and the kept version's rows). False: loops run train and validation only, and after them the one test runs
-    # the start and the kept rules on the test tasks itself, paying only for the pairs it needs (one_test.py).
-    # None: True in the scripted dry run (the curve costs nothing there), False with a real model (the notebooks'
-    # default, TEST_EACH_LOOP=None).
-    test_each_loop: bool | None = True
-    sequential: bool = config.SEQUENTIAL  # with test_each_loop=False: stop the one test as soon as it knows
-
-    def __post_init__(self) -> None:
-        budget = () if self.rules_max_tokens is None else ("rules_max_tokens",)  # None: no budget
-        for name in ("loops", "workers", "context_size_k", "attempts", *budget):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a whole number of at least 1, not {value!r}.")
-        from helpers.engine.executors import parse_executor
-
-        parse_executor(self.executor)
-        for name in ("judge_prompt", "optimizer_prompt"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, str) or not value.strip()):
-                raise ValueError(f"{name} must be the instructions' text, or None for the default; got {value!r}.")
-        if self.mode not in ("act", "plan"):
-            raise ValueError(f"mode must be 'act' or 'plan', not {self.mode!r}.")
-        if not isinstance(self.sequential, bool) or not (self.test_each_loop is None or isinstance(self.test_each_loop, bool)):
-            raise ValueError(f"sequential must be True or False and test_each_loop True, False or None, not "
-                             f"{self.sequential!r} and {self.test_each_loop!r}.")
-        if self.test_each_loop is False and (self.attempts != 1 or self.mode != "act"):
-            raise ValueError("test_each_loop=False (the one test run on its own, pair by pair) needs attempts=1 and "
-                             "mode='act': with several attempts or plans, let each loop run the test split.")
-        if self.start_from not in ("latest", "best"):
-            raise ValueError(f"start_from must be 'latest' or 'best', not {self.start_from!r}.")
-        if self.best_by != "val_accuracy":
-            raise ValueError(f"best_by must be 'val_accuracy', not {self.best_by!r}: versions are chosen on the "
-                             "validation split, because train is what the optimizer learned from and test is the "
-                             "final, pre-declared comparison (choosing on it would bias it).")
-
-
 # --- what a split's rows say (each run's outcome: helpers.stats.outcomes) ---------------------------
 def accuracy(df: pd.DataFrame) -> float | None:
     """Share of resolved runs among the scored ones (None when every run errored for infrastructure)."""
-    return outcome_counts(df)["accuracy"]
+    share: float | None = outcome_counts(df)["accuracy"]
+    return share
 
 
 def judge_top_error(df: pd.DataFrame) -> str:
@@ -148,7 +95,7 @@ def check_same_kind(experiment: str, done: dict[int, dict[str, Any]], dry_run: b
         )
 
 
-def start_experiment(settings: LoopSettings, session: Any, initial_ruleset: str = "",
+def start_experiment(settings: LoopSettings, session: RunContext, initial_ruleset: str = "",
                      tasks: tuple[pd.DataFrame, ...] = ()) -> Any:
     """The experiment's RulesetStore, with the starting ruleset saved as version 0 on a first run.
 
@@ -187,7 +134,7 @@ def instructions(settings: LoopSettings) -> dict[str, str | None]:
     return {"judge_prompt": settings.judge_prompt, "optimizer_prompt": settings.optimizer_prompt}
 
 
-def check_same_instructions(settings: LoopSettings, store: Any) -> None:
+def check_same_instructions(settings: LoopSettings, store: RulesetStore) -> None:
     """Resuming must never mix rules learned with one judge's or optimizer's instructions with another's:
     one clear error naming which changed (a version saved before instructions were recorded used the
     defaults)."""
@@ -213,7 +160,7 @@ class LoopSteps:
     notebook can call them one by one (helpers.engine.loop_steps shows each). A loop already finished is read
     back from its saved rows and the version it made: nothing runs, no model is asked, nothing is saved again."""
 
-    def __init__(self, loop: int, family: LoopFamily, settings: LoopSettings, session: Any, store: Any,
+    def __init__(self, loop: int, family: LoopFamily, settings: LoopSettings, session: RunContext, store: RulesetStore,
                  datasets: dict[str, Any] | None = None):
         self.loop, self.family, self.settings, self.session, self.store = loop, family, settings, session, store
         self.datasets, self.started = datasets, time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -222,7 +169,9 @@ class LoopSteps:
         self.ruleset = store.load(self.version)
         self.optimizer = family.optimizer()
         self.runs: dict[str, pd.DataFrame] = {}
-        self.train = self.test = self.record = None
+        self.train: pd.DataFrame | None = None  # judged training rows, after judge()
+        self.test: pd.DataFrame | None = None
+        self.record: dict[str, Any] | None = None  # the loop's record, after optimize()
         self.report: dict[str, Any] = {}  # the optimizer's report (OptimizerReport.to_dict())
 
     def run_agent(self) -> dict[str, pd.DataFrame]:
@@ -250,19 +199,26 @@ class LoopSteps:
         if self.recorded is not None:  # what it did then, from the version it made
             made = self.recorded["next_ruleset_version"]
             self.report = (self.store.metadata(made).get("optimizer_report") or {}) if made != self.version else {}
-            self.record = self.recorded
-            return self.record
+            self.record = record = self.recorded
+            return record
         new_ruleset = self.optimizer.optimize(dataset=self.train, output_column="output",
                                               feedback_columns=list(self.family.feedback_columns),
                                               ruleset=self.ruleset, context_size_k=self.settings.context_size_k)
         report = self.optimizer.last_report
         self.report = report.to_dict() if report is not None else {}
-        self.record = finish_loop(self.loop, self.version, self.ruleset, self.train, self.test, new_ruleset, report,
-                                  self.settings, self.session, self.store, started=self.started, val=self.runs.get("val"))
-        return self.record
+        self.record = record = finish_loop(self.loop, self.version, self.ruleset, self.train, self.test, new_ruleset,
+                                           report, self.settings, self.session, self.store, started=self.started,
+                                           val=self.runs.get("val"))
+        return record
+
+    def judged(self) -> pd.DataFrame:
+        """The training rows with the judge's feedback; RuntimeError before judge() made them."""
+        if self.train is None:
+            raise RuntimeError("judge() comes first: no training rows are judged yet.")
+        return self.train
 
 
-def run_one_loop(loop: int, family: LoopFamily, settings: LoopSettings, session: Any, store: Any,
+def run_one_loop(loop: int, family: LoopFamily, settings: LoopSettings, session: RunContext, store: RulesetStore,
                  datasets: dict[str, Any] | None = None) -> dict[str, Any]:
     """One full loop, by its steps (LoopSteps); returns its loops.jsonl record (also saved there)."""
     steps = LoopSteps(loop, family, settings, session, store, datasets)  # the version: choose_start_version
@@ -271,7 +227,7 @@ def run_one_loop(loop: int, family: LoopFamily, settings: LoopSettings, session:
     return steps.optimize()   # 4. the next rules; 5. everything saved
 
 
-def loop_over(family: LoopFamily, settings: LoopSettings, session: Any, initial_ruleset: str = "",
+def loop_over(family: LoopFamily, settings: LoopSettings, session: RunContext, initial_ruleset: str = "",
               tasks: tuple[pd.DataFrame, ...] = (), datasets: dict[str, Any] | None = None,
               verbose: bool = True) -> pd.DataFrame:
     """All loops of an experiment over `family`, resuming after the last finished one; the loop records."""
@@ -286,7 +242,7 @@ def loop_over(family: LoopFamily, settings: LoopSettings, session: Any, initial_
     return loops_table(completed_loops(settings.experiment).values())
 
 
-def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,
+def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: RunContext,
              initial_ruleset: str = "", datasets: dict[str, Any] | None = None, verbose: bool = True,
              val_df: pd.DataFrame | None = None) -> pd.DataFrame:
     """All loops of a coding experiment (settings.agent on train_df, val_df and test_df); the loop records."""
@@ -302,7 +258,7 @@ def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettin
     return loops
 
 
-def run_prompt_loop(family: Any, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: Any,
+def run_prompt_loop(family: Any, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: RunContext,
                     datasets: dict[str, Any] | None = None, feedback_kind: str = "explanations",
                     verbose: bool = True, val_df: pd.DataFrame | None = None) -> pd.DataFrame:
     """All loops of a prompt family's experiment (helpers.core.protocols.PromptFamily): the same loop, the
@@ -313,7 +269,7 @@ def run_prompt_loop(family: Any, train_df: pd.DataFrame, test_df: pd.DataFrame, 
 
 
 # --- the steps -------------------------------------------------------------------------------------
-def choose_start_version(store: Any, settings: LoopSettings, loop: int) -> tuple[int, str]:
+def choose_start_version(store: RulesetStore, settings: LoopSettings, loop: int) -> tuple[int, str]:
     """(the version loop `loop` runs with, why): "latest", or "best": the version kept on validation so far
     (helpers.store.loops.kept_version; a version written from it and not measured yet is tried first).
     Versions written by loop `loop` or later are ignored: a loop re-run after a crash starts where it did."""
@@ -366,14 +322,14 @@ def meta_prompt(optimizer: Any, judged: pd.DataFrame, ruleset: str, examples: in
     return "\n\n".join(f"===== {m['role']} =====\n{m['content']}" for m in messages)
 
 
-def phoenix_metadata(loop: int, version: int, settings: LoopSettings, session: Any, split: str) -> dict[str, Any]:
+def phoenix_metadata(loop: int, version: int, settings: LoopSettings, session: RunContext, split: str) -> dict[str, Any]:
     """What a loop's Phoenix experiment for `split` ("Train", "Val", "Test") is tagged with."""
     return {"loop": loop, "ruleset_version": version, "agent": agent_name(settings), "agent_model": session.agent_model,
             "judge_model": session.judge_model, "dry_run": session.dry_run, "split": split.lower()}
 
 
 def log_loop_to_phoenix(loop: int, version: int, ruleset: str, train: pd.DataFrame, test: pd.DataFrame,
-                        settings: LoopSettings, session: Any, datasets: dict[str, Any] | None,
+                        settings: LoopSettings, session: RunContext, datasets: dict[str, Any] | None,
                         val: pd.DataFrame | None = None) -> None:
     """Every split as a Phoenix experiment ("Train <loop>", "Val <loop>" when the split has a validation
     side and its dataset was uploaded, "Test <loop>") and the ruleset as a prompt version."""
@@ -392,7 +348,7 @@ def log_loop_to_phoenix(loop: int, version: int, ruleset: str, train: pd.DataFra
 
 
 def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test: pd.DataFrame, new_ruleset: str,
-                report: Any, settings: LoopSettings, session: Any, store: Any, started: str = "",
+                report: Any, settings: LoopSettings, session: RunContext, store: RulesetStore, started: str = "",
                 val: pd.DataFrame | None = None) -> dict[str, Any]:
     """Save a loop: its rows as CSVs (train, val when there is a validation side, test), the new ruleset
     version (none when the optimizer changed nothing: the next loop runs the same version), and its record

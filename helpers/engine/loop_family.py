@@ -20,7 +20,8 @@ from typing import Any, Protocol, Sequence
 
 import pandas as pd
 
-from helpers.core.protocols import WorkspaceFamily
+from helpers.core.protocols import RunContext, WorkspaceFamily
+from helpers.engine.settings import LoopSettings
 from helpers.families.registry import default_family
 
 FEEDBACK_COLUMNS = ("correctness", "explanation")
@@ -40,7 +41,9 @@ class LoopFamily(Protocol):
     """
 
     base_prompt: str
-    feedback_columns: Sequence[str]
+
+    @property
+    def feedback_columns(self) -> Sequence[str]: ...
 
     def answer(self, ruleset: str, loop: int) -> dict[str, pd.DataFrame]: ...
 
@@ -54,7 +57,7 @@ class CodingLoopFamily:
 
     feedback_columns = FEEDBACK_COLUMNS
 
-    def __init__(self, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: Any, session: Any,
+    def __init__(self, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: RunContext,
                  val_df: pd.DataFrame | None = None, family: WorkspaceFamily | None = None):
         self.splits = splits_of(train_df, test_df, val_df)
         self.family = family or default_family()  # the workspaces, patches, grader and judge's evidence
@@ -90,7 +93,7 @@ class CodingLoopFamily:
         from helpers.learn.optimizer import PromptLearningOptimizer
         from helpers.learn.rule_check import RuleCheck
 
-        chosen = {"system_prompt": self.settings.optimizer_prompt} if self.settings.optimizer_prompt else {}
+        chosen: dict[str, Any] = {"system_prompt": self.settings.optimizer_prompt} if self.settings.optimizer_prompt else {}
         # learned rules are also checked by meaning, with the judge's model
         check = RuleCheck.of(**self.session.judge_kwargs(), budget_usd=self.settings.judge_budget_usd)
         return PromptLearningOptimizer(prompt=self.base_prompt, budget_usd=self.settings.optimizer_budget_usd,
@@ -102,7 +105,7 @@ class PromptLoopFamily:
     """A prompt family: the prompt (version i) answers every request through the session's agent model; the
     family's grader scores and explains (`feedback_kind` "explanations" or "scores")."""
 
-    def __init__(self, family: Any, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: Any, session: Any,
+    def __init__(self, family: Any, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: RunContext,
                  feedback_kind: str = "explanations", val_df: pd.DataFrame | None = None):
         from helpers.llm.client import LLMClient, llm_generator
 
@@ -145,7 +148,7 @@ def splits_of(train_df: pd.DataFrame, test_df: pd.DataFrame, val_df: pd.DataFram
     return {side: frame for side, frame in sides.items() if side != "val" or (frame is not None and len(frame))}
 
 
-def make_loop_agent(settings: Any, session: Any) -> Any:
+def make_loop_agent(settings: LoopSettings, session: RunContext) -> Any:
     """The experiment's agent: settings.agent itself when it is an Agent, else the one registered under
     that name, on the session's agent model."""
     from helpers.core.registry import make_agent
@@ -155,7 +158,7 @@ def make_loop_agent(settings: Any, session: Any) -> Any:
     return make_agent(settings.agent, timeout_s=settings.agent_timeout_s, mode=settings.mode, **session.agent_kwargs())
 
 
-def tests_each_loop(settings: Any, dry_run: bool) -> bool:
+def tests_each_loop(settings: LoopSettings, dry_run: bool) -> bool:
     """Whether every loop runs the test split: settings.test_each_loop, or when None, yes in the scripted dry run
     (free) and with several attempts or plans (the one test runs alone only for one attempt of act mode), no
     otherwise: a real model then pays only for the pairs the one test needs."""
@@ -164,8 +167,8 @@ def tests_each_loop(settings: Any, dry_run: bool) -> bool:
     return dry_run or settings.attempts != 1 or settings.mode != "act"
 
 
-def run_attempts(agent: Any, tasks: pd.DataFrame, run_id: str, ruleset: str, settings: Any,
-                 session: Any = None, family: WorkspaceFamily | None = None) -> pd.DataFrame:
+def run_attempts(agent: Any, tasks: pd.DataFrame, run_id: str, ruleset: str, settings: LoopSettings,
+                 session: RunContext | None = None, family: WorkspaceFamily | None = None) -> pd.DataFrame:
     """Every task `settings.attempts` times (run ids `<run_id>`, or `<run_id>_a<k>` with several attempts),
     through the session's model gateway when it has one, in `family`'s workspaces (None: the default)."""
     from helpers.engine.runs import run_tasks

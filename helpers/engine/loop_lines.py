@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from helpers.core.wording import counted
+from helpers.core.protocols import RunContext
 
 SPLITS = ("train", "val", "test")  # the sides of every loop record, in this order
 
@@ -107,8 +108,9 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
         top = next((record.get(f"{name}_top_error") for name, _ in names if record.get(f"{name}_top_error")), "")
         too_long = context_limit(str(top))  # "Prompt is too long" says nothing of the limit: name it when known
         parts.append(f"most common error: {top!r}" + (f" ({too_long})" if too_long else ""))
-    patched = [record.get(f"{name}_patched") for name, _ in names]
-    if all(isinstance(n, int) for n in patched):
+    counts = [record.get(f"{name}_patched") for name, _ in names]
+    patched = [n for n in counts if isinstance(n, int)]
+    if len(patched) == len(counts):
         runs = sum(record.get(f"{name}_runs") or 0 for name, _ in names)
         if sum(patched) < runs:
             parts.append(f"{sum(patched)} of {counted(runs, 'run')} produced a patch")
@@ -132,7 +134,7 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
     return f"Loop {record['loop']}: " + "; ".join(parts) + (f" [{label}]" if label else "")
 
 
-def loop_cost(sides: dict[str, pd.DataFrame], report: dict[str, Any], session: Any) -> dict[str, Any]:
+def loop_cost(sides: dict[str, pd.DataFrame], report: dict[str, Any], session: RunContext) -> dict[str, Any]:
     """What a loop cost, by role, never guessed: `<role>_cost_usd` of its priced calls (None when it had none),
     `unpriced` the roles with a call whose served model has no price, `local` the roles whose model server
     runs on this machine (no charge: their tokens are reported instead, `agent_tokens`), and `cost_usd` the

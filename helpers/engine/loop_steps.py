@@ -21,7 +21,9 @@ from typing import Any
 import pandas as pd
 
 from helpers.engine.journey import MAX_DIFF_LINES, _cut, _outcome, _step
+from helpers.core.protocols import RunContext
 from helpers.engine.loop import LoopSteps, meta_prompt, start_experiment
+from helpers.engine.settings import LoopSettings
 
 SPLIT_NAMES = {"train": "training", "val": "validation", "test": "test"}
 
@@ -78,7 +80,7 @@ class ShownLoopSteps(LoopSteps):
 
     def show_judged(self, explanations: int = 2) -> StepView:
         """The judge's explanations of the first `explanations` failing training results (else the first rows)."""
-        rows = self.train.to_dict("records")
+        rows = self.judged().to_dict("records")
         chosen = [r for r in rows if r.get("correctness") == "incorrect"][:explanations] or rows[:explanations]
         text = "\n\n".join(f"{r['instance_id']}: {r.get('correctness') or 'not judged'}\n{r.get('explanation') or r.get('judge_error')}"
                            for r in chosen)
@@ -95,8 +97,9 @@ class ShownLoopSteps(LoopSteps):
         from helpers.core.tokens import count_tokens
         from helpers.learn.optimizer import render_example
 
-        whole = meta_prompt(self.optimizer, self.train, self.ruleset, examples=len(self.train))
-        example = render_example(self.train.iloc[0].to_dict(), "output", self.family.feedback_columns)
+        train = self.judged()
+        whole = meta_prompt(self.optimizer, train, self.ruleset, examples=len(train))
+        example = render_example(train.iloc[0].to_dict(), "output", self.family.feedback_columns)
         head, marked, rest = example.partition("Output (output):\n")
         patch, _, feedback = rest.partition("\n\nFeedback:")
         if marked and feedback:  # the patch cut, the feedback whole
@@ -107,10 +110,10 @@ class ShownLoopSteps(LoopSteps):
             cut = "\n".join([*opening, *body[:output_lines], *more, *closing])
             example = f"{head}Output (output):\n{cut}\n\nFeedback:{feedback}"
         rules = whole.split("## Current rules\n", 1)[-1].split("\n\n", 1)[0]
-        more = len(self.train) - 1
+        others = len(train) - 1
         block = (f"## Current rules\n{rules}\n\n## Examples\n{example}"
-                 + (f"\n\n[... {more} more example{'s' if more != 1 else ''} ...]" if more else ""))
-        see = (f"the optimizer reads the current rules ({self._rules_said()}) and all {len(self.train)} training "
+                 + (f"\n\n[... {others} more example{'s' if others != 1 else ''} ...]" if others else ""))
+        see = (f"the optimizer reads the current rules ({self._rules_said()}) and all {len(train)} training "
                f"examples like this one, each with its patch, its outcome and the judge's explanation: "
                f"{count_tokens(whole):,} tokens with its instructions, sent in batches under CONTEXT_SIZE_K.")
         return StepView([("text", block)], see)
@@ -136,7 +139,7 @@ class ShownLoopSteps(LoopSteps):
         return "no rules" if count == 0 else f"{count} rule{'s' if count != 1 else ''}"
 
 
-def loop_in_steps(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: Any, session: Any,
+def loop_in_steps(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: RunContext,
                   initial_ruleset: str = "", datasets: dict[str, Any] | None = None,
                   val_df: pd.DataFrame | None = None, loop: int = 0) -> ShownLoopSteps:
     """Loop `loop` of a coding experiment as steps (the experiment started as run_loop starts it)."""

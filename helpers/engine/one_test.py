@@ -26,6 +26,8 @@ from helpers.stats.outcomes import INFRA, RESOLVED, run_outcome
 from helpers.stats.sequential import SequentialDesign, SequentialResult, sequential_test
 from helpers.store.loops import load_one_test, save_one_test, save_one_test_rows
 from helpers.store.records import ruleset_sha
+from helpers.core.protocols import RunContext
+from helpers.engine.settings import LoopSettings
 
 RUN_IDS = {"start": "one_test_start", "kept": "one_test_kept"}
 
@@ -37,7 +39,7 @@ def task_order(ids: list[str], experiment: str, seed: int) -> list[str]:
     return order
 
 
-def run_one_test(test_df: pd.DataFrame, settings: Any, session: Any, *, start: tuple[str, str] | None = None,
+def run_one_test(test_df: pd.DataFrame, settings: LoopSettings, session: RunContext, *, start: tuple[str, str] | None = None,
                  kept: tuple[str, str] | None = None, seed: int = 0, verbose: bool = True) -> SequentialResult | None:
     """The one test of `kept` against `start` ((label, ruleset text) each; default: the experiment's version 0
     and the version kept on validation) on `test_df`, run batch by batch until it decides: sequential when

@@ -142,7 +142,7 @@ class _Run:
         self.gateway: Any = None
         self.experiment = ""
         self.local = True
-        self.tokens: dict[Future, str | None] = {}  # each attempt in flight: its gateway token
+        self.tokens: dict[Future[Any], str | None] = {}  # each attempt in flight: its gateway token
         self.tries: dict[str, int] = {}  # each task's runs in this run id so far, across calls (the records')
         self._lock = threading.Lock()
 
@@ -178,19 +178,19 @@ class _Run:
             bar.close()
             remove_scratch(self.scratch)
 
-    def submit(self, pool: Any, task: dict[str, Any]) -> Future:
+    def submit(self, pool: Any, task: dict[str, Any]) -> Future[Any]:
         """One attempt at `task` on `pool`, with an agent of its own (its gateway token; the driver keeps the
         token, to meter the attempt when it comes back)."""
         from helpers.engine.executors import run_attempt
 
         runner, token = self.through_gateway(task)
         scratch = self.scratch if self.local else None  # a remote worker makes its own
-        future = pool.submit(run_attempt, self.family, runner, task, self.ruleset, self.agent.rules_file,
-                             self.agent.mode, self.evaluator, scratch)
+        future: Future[Any] = pool.submit(run_attempt, self.family, runner, task, self.ruleset,
+                                          self.agent.rules_file, self.agent.mode, self.evaluator, scratch)
         self.tokens[future] = token
         return future
 
-    def finished(self, task: dict[str, Any], future: Future) -> tuple[AgentResult, Patch | str, EvalResult | None]:
+    def finished(self, task: dict[str, Any], future: Future[Any]) -> tuple[AgentResult, Patch | str, EvalResult | None]:
         """An attempt's (result, output, verdict), metered by the gateway, its trajectory saved by the driver;
         an attempt whose worker was lost for good (after the executor's own retries) is an error result."""
         token = self.tokens.pop(future)
@@ -414,7 +414,7 @@ def _is_safe_name(value: Any) -> bool:
     return True
 
 
-def _positive_int(value: Any, name: str) -> int:
+def _positive_int(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a whole number of at least 1, not {value!r}.")
     return value

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from helpers.core import config
-from helpers.core.protocols import WorkspaceFamily
+from helpers.core.protocols import RunContext, WorkspaceFamily
 from helpers.families.registry import default_family
 from helpers.store.loops import load_split, save_split
 
@@ -40,7 +40,7 @@ def load_or_make_split(experiment: str, source: str, train_size: int, test_size:
         missing = [i for side in sides for i in side if i not in by_id.index]
         if missing:
             raise ValueError(f"The saved split of {experiment!r} names tasks {source!r} does not have: {missing[:5]}")
-        return tuple(by_id.loc[side].reset_index(drop=True) for side in sides)  # type: ignore[return-value]
+        return tuple(by_id.loc[side].reset_index(drop=True) for side in sides)
     val_size = _val_size(train_size, val_size)
     pool, test_df = family.split_tasks(tasks, train_size, test_size, strategy, seed)
     train_df, val_df = carve_validation(pool, val_size, strategy, seed)
@@ -102,7 +102,7 @@ def validation_note(train_df: pd.DataFrame, val_df: pd.DataFrame | None) -> str:
             "least 1, with a pool of 2 or more) to choose on held-out tasks.")
 
 
-def upload_split(session: Any, experiment: str, train_df: pd.DataFrame, test_df: pd.DataFrame,
+def upload_split(session: RunContext, experiment: str, train_df: pd.DataFrame, test_df: pd.DataFrame,
                  agent: str = config.AGENT, val_df: pd.DataFrame | None = None) -> dict[str, Any] | None:
     """Every side as a Phoenix dataset ("<agent>: <experiment> train|val|test"); None without Phoenix."""
     if not session.phoenix_url:

@@ -21,8 +21,8 @@ from helpers.core.config import REPO_ROOT
 TEXT_SUFFIXES = (".md", ".txt", ".clinerules", ".mdc", ".rules")  # a one-word value ending so is a file's name
 
 
-def start_rules(start: str | os.PathLike | None, *, train: Any = None, agent: Any = None, experiment: str | None = None,
-                gateway: Any = None, team_file: str | os.PathLike | None = None) -> str:
+def start_rules(start: str | os.PathLike[str] | None, *, train: Any = None, agent: Any = None, experiment: str | None = None,
+                gateway: Any = None, team_file: str | os.PathLike[str] | None = None) -> str:
     """The ruleset version 0 holds: None (or blank) -> "" (no rules); "init" -> the agent's own init file, "team"
     -> the team's (helpers.engine.baselines.baseline_start_rules: both need the training tasks `train`, the
     `agent` and the `experiment`; an init that fails or no team file is one ValueError); a path to a rules file
@@ -39,14 +39,14 @@ def start_rules(start: str | os.PathLike | None, *, train: Any = None, agent: An
                              "start_rules(START_RULES, train=..., agent=..., experiment=...).")
         from helpers.engine.baselines import baseline_start_rules
 
-        return baseline_start_rules(start.strip(), train, agent, experiment=experiment, team_file=team_file,
-                                    gateway=gateway)
+        return baseline_start_rules(start.strip(), train, agent, experiment=experiment,
+                                    team_file=None if team_file is None else Path(team_file), gateway=gateway)
     text = read_named_file(start, "START_RULES") if looks_like_path(start) else str(start)
     rules = parse_ruleset(text)  # one clear error now, not in the middle of a loop
     return render_ruleset(rules) if rules.rules else ""
 
 
-def instructions_from(text: str | None, file: str | os.PathLike | None, name: str) -> str | None:
+def instructions_from(text: str | None, file: str | os.PathLike[str] | None, name: str) -> str | None:
     """A role's instructions: `text` (the NAME parameter), or the contents of `file` (NAME_FILE), or None (the
     default). Giving both is one error, as is an empty file."""
     if text is not None and file is not None:
@@ -59,7 +59,7 @@ def instructions_from(text: str | None, file: str | os.PathLike | None, name: st
     return read
 
 
-def looks_like_path(value: str | os.PathLike) -> bool:
+def looks_like_path(value: str | os.PathLike[str]) -> bool:
     """A Path, or one line without spaces that names an existing file, holds a '/', or ends like a text file."""
     if isinstance(value, os.PathLike):
         return True
@@ -69,7 +69,7 @@ def looks_like_path(value: str | os.PathLike) -> bool:
     return find_file(text) is not None or (" " not in text and ("/" in text or text.endswith(TEXT_SUFFIXES)))
 
 
-def find_file(value: str | os.PathLike) -> Path | None:
+def find_file(value: str | os.PathLike[str]) -> Path | None:
     """`value` as a file: as given (absolute, or from the working directory), else from the repository's root."""
     path = Path(str(value).strip()).expanduser()
     for candidate in (path, REPO_ROOT / path):
@@ -78,7 +78,7 @@ def find_file(value: str | os.PathLike) -> Path | None:
     return None
 
 
-def read_named_file(value: str | os.PathLike, name: str) -> str:
+def read_named_file(value: str | os.PathLike[str], name: str) -> str:
     found = find_file(value)
     if found is None:
         raise FileNotFoundError(f"{name}={str(value)!r}: no such file (looked in {Path.cwd()} and {REPO_ROOT}). "

@@ -14,9 +14,19 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from helpers.isolation.procfs import alive, kill, mounts, owner_tag
+
+
+class CgroupLimits(Protocol):
+    """What make() reads of a run's caps (helpers.isolation.confinement.Limits, which imports this module)."""
+
+    @property
+    def processes(self) -> int: ...
+
+    @property
+    def memory_bytes(self) -> int: ...
 
 CGROUP_FOLDER = "pl-sandbox"  # the folder of run cgroups, in each hierarchy used
 KILL_WAIT_S = 5.0  # for a cgroup to empty after its processes were killed
@@ -115,7 +125,7 @@ def available() -> Cgroups | None:
 _counter = iter(range(1, 2**62))
 
 
-def make(groups: Cgroups, limits: Any) -> dict[str, Path]:
+def make(groups: Cgroups, limits: CgroupLimits) -> dict[str, Path]:
     """controller -> a new run cgroup, named for this process (owner_tag), with `limits`' process and memory
     caps set (a helpers.isolation.confinement.Limits); {} when one cannot be made."""
     name = f"{owner_tag()}-{next(_counter)}"  # whose it is: the sweep removes those of processes gone

@@ -237,7 +237,8 @@ class _Watch:
         if (pids and cgroups.counter(pids / "pids.events", "max")) or (
                 not pids and user is not None and len(processes_of(user)) >= limits.processes):
             return self._reached(f"the process cap ({limits.processes} processes at once)")
-        events = "memory.events" if cgroups.available().version == 2 else "memory.oom_control"
+        groups = cgroups.available()  # there is a memory cgroup only where there are cgroups
+        events = "memory.events" if groups is not None and groups.version == 2 else "memory.oom_control"
         if memory and cgroups.counter(memory / events, "oom_kill"):
             return self._reached(f"the memory cap ({_size(limits.memory_bytes)})")
         return self.confinement.cap

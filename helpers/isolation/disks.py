@@ -32,10 +32,20 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from helpers.isolation.procfs import mounts, owner_tag
 from helpers.isolation.scratch import scratch_dir, scratch_root
+
+
+class DiskLimits(Protocol):
+    """What cap_disk reads of a run's caps (helpers.isolation.confinement.Limits, which imports this module)."""
+
+    @property
+    def disk_bytes(self) -> int: ...
+
+    @property
+    def disk_files(self) -> int: ...
 
 
 _MNT_DETACH = 2
@@ -62,7 +72,7 @@ def _mount(source: str, target: str, kind: str, options: str) -> None:
 
 
 def _detach(target: str) -> bool:
-    return _libc().umount2(target.encode(), _MNT_DETACH) == 0
+    return bool(_libc().umount2(target.encode(), _MNT_DETACH) == 0)
 
 
 def is_capped(folder: Path | str) -> bool:
@@ -87,7 +97,7 @@ class CappedDisk:
             self.fd = -1
 
 
-def cap_disk(folders: Sequence[Path | str], limits: Any, users: int = -1,
+def cap_disk(folders: Sequence[Path | str], limits: DiskLimits, users: int = -1,
              hand_over: Callable[[str], Any] | None = None) -> CappedDisk | None:
     """Make each of `folders` an overlay whose writes land on one tmpfs of `limits.disk_bytes` (and
     `limits.disk_files` inodes): a CappedDisk when every folder is capped so, None when this cannot be done here
@@ -100,11 +110,11 @@ def cap_disk(folders: Sequence[Path | str], limits: Any, users: int = -1,
     `hand_over(folder)` runs first, on the host's own file system, before the overlay covers it. A folder already
     capped is in `handed`: the caller hands it over through its overlay."""
     own = os.path.realpath(scratch_root() / owner_tag())
-    folders = [os.path.realpath(f) for f in folders]
-    if os.geteuid() != 0 or not all(f.startswith(own + "/") for f in folders):
+    real = [os.path.realpath(f) for f in folders]
+    if os.geteuid() != 0 or not all(f.startswith(own + "/") for f in real):
         return None  # only inside this process's scratch folder: removed with it, or swept after a kill
-    todo = [f for f in folders if not is_capped(f)]
-    before = [f for f in folders if f not in todo]
+    todo = [f for f in real if not is_capped(f)]
+    before = [f for f in real if f not in todo]
     if not todo:
         return CappedDisk(-1, before, before)
     # the tmpfs's mount point: a folder of this process's scratch (never inside a folder the sandbox binds)

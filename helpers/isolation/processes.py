@@ -23,12 +23,16 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, NamedTuple, Sequence
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
 
 from helpers.core import config
 from helpers.isolation.procfs import alive, kill_processes_in, owner_tag, processes_in
 from helpers.isolation.scratch import scratch_dir, scratch_root
 from helpers.isolation.trees import remove_tree, say
+
+if TYPE_CHECKING:  # the functions below import these where they use them, not on import
+    from helpers.isolation.confinement import Limits
+    from helpers.isolation.sandbox import SandboxPolicy
 
 CLI_STOP_GRACE_S = 3.0  # after SIGINT to a CLI's process group, before SIGKILL
 # What the code under test (and an agent's commands) may see of our environment: an allow-list, so a
@@ -90,7 +94,7 @@ def sweep_stale() -> list[Path]:
     except OSError as error:  # a cgroup that cannot be removed is said, never a reason not to start
         print(f"Note: stale sandbox cgroups were not swept: {error}", file=sys.stderr)
     root = scratch_root()
-    swept = []
+    swept: list[Path] = []
     try:
         owners = sorted(os.listdir(root))
     except OSError:  # no scratch folder yet (or none readable): nothing to sweep
@@ -102,14 +106,14 @@ def sweep_stale() -> list[Path]:
     return swept
 
 # --- running an agent's CLI as a process group (the agent packages share it) -------------------------
-def signal_group(process: subprocess.Popen, sig: int) -> None:
+def signal_group(process: subprocess.Popen[str], sig: int) -> None:
     try:
         os.killpg(process.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
 
 
-def stop_processes(live: set[subprocess.Popen], lock: threading.Lock) -> None:
+def stop_processes(live: set[subprocess.Popen[str]], lock: threading.Lock) -> None:
     """SIGKILL the process group of every process in `live` (used when a run is interrupted)."""
     with lock:
         processes = list(live)
@@ -117,7 +121,7 @@ def stop_processes(live: set[subprocess.Popen], lock: threading.Lock) -> None:
         signal_group(process, signal.SIGKILL)
 
 
-def read_capped(stream: Any, kept: deque[str], limit: int | None = None, heard: threading.Event | None = None) -> None:
+def read_capped(stream: IO[str], kept: deque[str], limit: int | None = None, heard: threading.Event | None = None) -> None:
     """Read a CLI's output `stream` (text) to its end, keeping its last `limit` characters in `kept`
     (config.MAX_READBACK_BYTES): lines read at most 64 KiB at a time, older ones dropped, and their count said
     in a first line. An agent's commands can print without end; the driver keeps a bounded tail (where a
@@ -136,7 +140,7 @@ def read_capped(stream: Any, kept: deque[str], limit: int | None = None, heard: 
         kept.appendleft(f"[{dropped} earlier lines of output dropped: over the {limit} characters kept]\n")
 
 
-def _feed(stream, text: str) -> None:
+def _feed(stream: IO[str], text: str) -> None:
     try:
         stream.write(text)
         stream.close()
@@ -144,13 +148,13 @@ def _feed(stream, text: str) -> None:
         pass  # it exited before reading its task; its output says why
 
 
-def _runs_sandboxed(sandbox: str | None) -> bool:
+def _runs_sandboxed(sandbox: SandboxPolicy) -> bool:
     from helpers.isolation.sandbox import use_sandbox
 
     return sandbox is not None and use_sandbox(required=sandbox == "required")
 
 
-def reached_at(reach: str | None, sandbox: str | None) -> str | None:
+def reached_at(reach: str | None, sandbox: SandboxPolicy) -> str | None:
     """The URL a run's command uses for `reach` (see `sandboxed`): in the sandbox, helpers.isolation.sandbox's
     inside_url(reach) (reach itself on loopback; a remote gateway's URL with 127.0.0.1 for its host); on the
     host, reach itself."""
@@ -160,7 +164,7 @@ def reached_at(reach: str | None, sandbox: str | None) -> str | None:
 
 
 def sandboxed(args: list[str], workspace: Path, home: Path | None, read_only: Sequence[Path | str] = (),
-              sandbox: str | None = "required", *, reach: str | None = None, network: bool = False) -> list[str]:
+              sandbox: SandboxPolicy = "required", *, reach: str | None = None, network: bool = False) -> list[str]:
     """`args` as they run: in the sandbox (helpers.isolation.sandbox: its own PID and network namespaces, the
     workspace and `home` writable, `read_only` and this Python's environment visible) unless `sandbox` is
     None; "required" refuses to run without one (unless the user opted out), "if-available" (the scripted dry
@@ -180,7 +184,7 @@ def sandboxed(args: list[str], workspace: Path, home: Path | None, read_only: Se
                            network=network)
 
 
-class SandboxedCommand(list):
+class SandboxedCommand(list[str]):
     """A run's command (its arguments: a list, as Popen takes it), `user`, the uid it runs as (None: the
     caller's), and, once its `relayed` block has ended, `cap`: the sandbox cap that ended the run (a sentence
     starting helpers.isolation.confinement.CAP_PREFIX), or ""."""
@@ -192,8 +196,8 @@ class SandboxedCommand(list):
 
 @contextmanager
 def relayed(args: list[str], workspace: Path, home: Path | None, read_only: Sequence[Path | str] = (),
-            sandbox: str | None = "required", *, reach: str | None = None,
-            network: bool = False, limits: Any = None) -> Iterator[SandboxedCommand]:
+            sandbox: SandboxPolicy = "required", *, reach: str | None = None,
+            network: bool = False, limits: Limits | None = None) -> Iterator[SandboxedCommand]:
     """`sandboxed(...)`'s command, run unprivileged and within `limits` (helpers.isolation.confinement.confined: the
     run's own uid when we are root, its caps, a watcher ending it at the first cap reached; `limits` a
     helpers.isolation.confinement.Limits, default config's), with the relay that carries its connections to `reach`
@@ -231,10 +235,10 @@ class CLIRun(NamedTuple):
 
 
 def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
-            live: set[subprocess.Popen], lock: threading.Lock, pass_fds: tuple[int, ...] = (), *,
+            live: set[subprocess.Popen[str]], lock: threading.Lock, pass_fds: tuple[int, ...] = (), *,
             home: Path | None = None, read_only: Sequence[Path | str] = (),
-            sandbox: str | None = None, reach: str | None = None,
-            network: bool = False, limits: Any = None,
+            sandbox: SandboxPolicy = None, reach: str | None = None,
+            network: bool = False, limits: Limits | None = None,
             exit_status: list[int | None] | None = None) -> tuple[str, str, bool, float]:
     """(stdout, stderr, timed_out, seconds) of one CLI run in its own process group (in the sandbox with
     `home`, `read_only`, `reach`, `network` and `limits` unless `sandbox` is None: see `relayed`; the relay to
@@ -255,15 +259,17 @@ def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: s
 
 
 def run_cli_observed(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
-                     live: set[subprocess.Popen], lock: threading.Lock, pass_fds: tuple[int, ...] = (), *,
+                     live: set[subprocess.Popen[str]], lock: threading.Lock, pass_fds: tuple[int, ...] = (), *,
                      home: Path | None = None, read_only: Sequence[Path | str] = (),
-                     sandbox: str | None = None, reach: str | None = None,
-                     network: bool = False, limits: Any = None) -> CLIRun:
+                     sandbox: SandboxPolicy = None, reach: str | None = None,
+                     network: bool = False, limits: Limits | None = None) -> CLIRun:
     """`run_cli`'s run, as a CLIRun: with the exit status the host's own wait returned (how the run ended is the
     host's observation, never what the CLI printed: helpers.agents.base.ended_as_seen)."""
     with relayed(args, workspace, home, read_only, sandbox, reach=reach, network=network, limits=limits) as command:
-        for fd in pass_fds if command.user is not None else ():  # a key's pipe: the run's own uid opens it
-            os.fchown(fd, command.user, command.user)
+        user = command.user
+        if user is not None:
+            for fd in pass_fds:  # a key's pipe: the run's own uid opens it
+                os.fchown(fd, user, user)
         out, err, timed_out, seconds, status = _run_group(command, workspace, env, stdin_text, timeout_s, live, lock,
                                                           pass_fds)
     return CLIRun(out, with_cap(err, command), timed_out, seconds, status)
@@ -277,7 +283,7 @@ def with_cap(err: str, command: list[str]) -> str:
 
 
 def _run_group(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
-               live: set[subprocess.Popen], lock: threading.Lock,
+               live: set[subprocess.Popen[str]], lock: threading.Lock,
                pass_fds: tuple[int, ...]) -> tuple[str, str, bool, float, int | None]:
     out: deque[str] = deque()
     err: deque[str] = deque()

@@ -18,6 +18,7 @@ import selectors
 import socket
 import threading
 import time
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +35,12 @@ class _Side:
     shut: bool = False  # passed on
     other: "_Side | None" = None
     pair: "_Pair | None" = None
+
+    @property
+    def peer(self) -> "_Side":
+        """The other side, linked as the pair is made (before any event can reach this one)."""
+        assert self.other is not None
+        return self.other
 
 
 @dataclass(eq=False)
@@ -54,7 +61,7 @@ class Relay:
         self.path = listen if isinstance(listen, Path) else None
         self.max_connections = max_connections or config.RELAY_MAX_CONNECTIONS
         try:  # resolved once, not per call (the loop never waits on a name server)
-            self.address: tuple | None = socket.getaddrinfo(*target, type=socket.SOCK_STREAM)[0]
+            self.address: tuple[Any, ...] | None = socket.getaddrinfo(*target, type=socket.SOCK_STREAM)[0]
         except OSError:
             self.address = None  # no such host: each connection is closed at once, as when the gateway is away
         self.pairs: set[_Pair] = set()
@@ -150,12 +157,12 @@ class Relay:
             if events & selectors.EVENT_WRITE and side.pending:
                 sent = side.sock.send(side.pending)
                 del side.pending[:sent]
-            if events & selectors.EVENT_READ and not side.other.pending and not side.other.ended:
+            if events & selectors.EVENT_READ and not side.peer.pending and not side.peer.ended:
                 data = side.sock.recv(config.RELAY_BUFFER_BYTES)
                 if data:
-                    side.other.pending += data
+                    side.peer.pending += data
                 else:
-                    side.other.ended = True
+                    side.peer.ended = True
             for end in (pair.inside, pair.outside):
                 if end.ended and not end.pending and not end.shut:
                     end.shut = True
@@ -177,7 +184,7 @@ class Relay:
         """Wait on each side for what it can do now: read when the other side's buffer is empty, write when it
         has something to send."""
         for side in (pair.inside, pair.outside):
-            events = (selectors.EVENT_READ if not side.other.pending and not side.other.ended else 0) | (
+            events = (selectors.EVENT_READ if not side.peer.pending and not side.peer.ended else 0) | (
                 selectors.EVENT_WRITE if side.pending else 0)
             try:
                 self.selector.modify(side.sock, events, side) if events else self.selector.unregister(side.sock)

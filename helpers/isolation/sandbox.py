@@ -46,11 +46,29 @@ import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Literal, Sequence
 from urllib.parse import urlsplit
 
 from helpers.isolation.netns import nsenter, own_network
 from helpers.isolation.relay import Relay
+
+if TYPE_CHECKING:  # confinement imports this module; the type alone is needed here
+    from helpers.isolation.confinement import Limits
+
+# How a run is isolated: "required" (every run with a real model: in the sandbox, or not at all unless the user
+# opted out), "if-available" (the scripted dry run, whose commands come from our own script: on the host where no
+# sandbox can start), None (unsandboxed: unsafe, the tests' own runs). Checked once where it comes in.
+SandboxPolicy = Literal["required", "if-available"] | None
+SANDBOX_POLICIES: tuple[SandboxPolicy, ...] = ("required", "if-available", None)
+
+
+def sandbox_policy(value: object) -> SandboxPolicy:
+    """`value` as a SandboxPolicy; ValueError naming the choices for anything else."""
+    for policy in SANDBOX_POLICIES:
+        if value == policy:
+            return policy
+    raise ValueError(f"sandbox must be 'required', 'if-available' or None (unsafe), not {value!r}.")
+
 
 # The explicit, unsafe opt-out: agents run on the host, seeing what the user's shell sees.
 UNSAFE_OPT_OUT = "PL_UNSAFE_NO_SANDBOX"
@@ -141,7 +159,7 @@ def _under_system(folder: str) -> bool:
 
 def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str,
                     read_only: Sequence[Path | str] = (), *, reach: str | None = None,
-                    network: bool = False, user: int | None = None, limits: "Limits | None" = None,
+                    network: bool = False, user: int | None = None, limits: Limits | None = None,
                     cgroup: Sequence[Path | str] = (), seccomp: Path | str | None = None,
                     network_namespace: str | None = None) -> list[str]:
     """`args` wrapped to run in the sandbox: `workspace` and `home` read-write, `read_only` folders (the
@@ -335,5 +353,5 @@ def reach_relay(reach: str | None, home: Path | str) -> Iterator[None]:
         relay.close()
 
 
-__all__ = ["sandbox_command", "reach_relay", "run_network", "inside_url", "use_sandbox", "require_sandbox", "unavailable_reason", "opted_out", "SandboxUnavailable",
+__all__ = ["sandbox_command", "sandbox_policy", "SandboxPolicy", "SANDBOX_POLICIES", "reach_relay", "run_network", "inside_url", "use_sandbox", "require_sandbox", "unavailable_reason", "opted_out", "SandboxUnavailable",
            "UNSAFE_OPT_OUT"]  # documented in CODE_APPENDIX.md

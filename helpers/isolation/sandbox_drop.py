@@ -20,8 +20,12 @@ import os
 import resource
 import sys
 
+TYPE_CHECKING = False  # the checkers' flag, without importing typing into the sandbox's start
+if TYPE_CHECKING:
+    from types import ModuleType
 
-def _clear_inheritable(ctypes) -> None:
+
+def _clear_inheritable(ctypes: "ModuleType") -> None:
     """Empty the inheritable capability set too (bwrap put the two it handed over there; with no_new_privs and
     nosuid binds they could give nothing back, but the run holds none, in any set)."""
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process

@@ -62,7 +62,8 @@ def carry(client: _socket.socket, path: str) -> None:
 
 def serve(listener: _socket.socket, path: str) -> None:
     while True:
-        fd, _ = listener._accept()
+        # the C socket's own accept (a descriptor): socket.py, which wraps it, is not imported here
+        fd, _ = listener._accept()  # type: ignore[attr-defined]  # typeshed leaves out _socket's private method
         client = _socket.socket(fileno=fd)
         client.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)  # small SSE events leave at once
         _thread.start_new_thread(carry, (client, path))

@@ -226,7 +226,8 @@ class PromptLearningOptimizer:
         if room < 64:
             raise ValueError(f"context_size_k={budget} tokens leaves no room for examples: the instructions, "
                              f"base prompt and rules already take {overhead}. Raise context_size_k.")
-        batch, used = [], 0
+        batch: list[tuple[str, str]] = []
+        used = 0
         while queue:
             instance_id, example, cut_to = queue[0]
             size = count_tokens(example) + 2  # the blank line joining examples
@@ -250,10 +251,8 @@ class PromptLearningOptimizer:
         report.batches.append({"index": len(report.batches), "instance_ids": [i for i, _ in batch],
                                "prompt_tokens": tokens, "budget_tokens": report.budget_tokens})
         batch_index = len(report.batches) - 1
-        for attempt in range(2):  # the answer, then at most one repair of an unusable answer
-            if attempt:
-                messages = messages + [{"role": "assistant", "content": answer.text},
-                                       {"role": "user", "content": REPAIR_PROMPT.format(problem=problem)}]
+        problem: str | None = None
+        for _attempt in range(2):  # the answer, then at most one repair of an unusable answer
             answer = self._request(messages, batch_index, report)
             if answer is None:
                 return rules  # the request failed for good; recorded, and never "repaired"
@@ -264,6 +263,8 @@ class PromptLearningOptimizer:
             if cut_at_length(answer):  # said as what it is, not as the broken JSON it left
                 problem = (f"the answer was cut at the length limit ({answer.output_tokens} tokens; "
                            f"OPTIMIZER_MAX_TOKENS={config.OPTIMIZER_MAX_TOKENS}, or the model server's own cap)")
+            messages = messages + [{"role": "assistant", "content": answer.text},
+                                   {"role": "user", "content": REPAIR_PROMPT.format(problem=problem)}]
         report.errors.append(f"batch {batch_index}: answer unusable after one repair ({problem}); rules left unchanged")
         return rules
 

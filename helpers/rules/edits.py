@@ -20,7 +20,7 @@ EDIT_OPS = ("add", "update", "merge", "delete")
 
 
 def apply_edits(ruleset: Ruleset, edits: Sequence[Mapping[str, Any]], *, refuse_planted: bool = False,
-                max_tokens: int | None = None) -> tuple[Ruleset, list[dict], list[dict]]:
+                max_tokens: int | None = None) -> tuple[Ruleset, list[dict[str, Any]], list[dict[str, Any]]]:
     """Apply the optimizer's edits in order: (new ruleset, applied edits, rejected edits).
 
     add {text}; update {id, text}; merge {ids: [two or more], text} (the merged rule takes a new id at

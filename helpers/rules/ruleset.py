@@ -329,7 +329,10 @@ def rules_file_for(format: str) -> str:
     if "." not in format and "/" not in format:  # a bare word names an agent ("rules/" names a folder)
         from helpers.core.registry import agent_class
 
-        return agent_class(format).rules_file
+        rules_file = getattr(agent_class(format), "rules_file", None)
+        if not isinstance(rules_file, str):
+            raise ValueError(f"The agent {format!r} names no rules file.")
+        return rules_file
     rules_format(format)  # a bad <name> first: the most precise error
     if not format or Path(format).is_absolute() or ".." in Path(format).parts:
         raise ValueError(f"A rules file must be a path inside the project, such as 'AGENTS.md', or an agent's "

@@ -178,7 +178,7 @@ class DryRunScript:
         parts = [f"'{self.conventions[c]['title']}' (the hidden tests check: {self.conventions[c]['check']})"
                  for c in missing]
         return {"correctness": "incorrect", "explanation": (
-            f"The plan addresses the issue" + (f" and names {named} of the conventions the change must keep" if named
+            "The plan addresses the issue" + (f" and names {named} of the conventions the change must keep" if named
                                                else "") + f", but no step keeps the house convention"
             f"{'s' if len(parts) > 1 else ''} {' and '.join(parts)}: a change made from this plan would fail "
             f"those tests.")}

@@ -27,11 +27,14 @@ import itertools
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 from dataclasses import asdict, dataclass, field
 from statistics import NormalDist
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from helpers.core import config
 from helpers.stats.outcomes import INFRA, RESOLVED, infra_reason, run_outcome
@@ -45,6 +48,7 @@ __all__ = ["Comparison", "GateDecision", "paired_comparison", "accuracy_interval
 ALPHA = config.STATS_ALPHA
 CONFIDENCE = config.STATS_CONFIDENCE
 N_BOOT = config.STATS_N_BOOT
+FloatArray = npt.NDArray[np.float64]  # per-task values, or resamples of them (tasks on the last axis)
 EXACT_FLIPS_MAX = 16  # the sign-flip test enumerates all 2**m flips up to this many non-zero task differences
 
 METHOD_ONE_ATTEMPT = "exact McNemar test; Newcombe hybrid score interval for paired proportions (method 10)"
@@ -115,7 +119,7 @@ class Comparison:
             text += f"; {counted(self.dropped_attempts, 'errored attempt')} dropped"
         return text
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data: every field, plus `n_excluded` and `summary`."""
         return {**asdict(self), "excluded": dict(self.excluded), "n_excluded": self.n_excluded,
                 "summary": self.summary()}
@@ -234,7 +238,7 @@ def paired_values(a: pd.DataFrame, b: pd.DataFrame, columns: Sequence[str], on: 
     return np.array(values_a, dtype=float), np.array(values_b, dtype=float), dict(reasons.most_common())
 
 
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
+def paired_bootstrap(a: ArrayLike, b: ArrayLike, statistic: Callable[[FloatArray, FloatArray], ArrayLike],
                      *, n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Percentile bootstrap interval of `statistic(a, b)` over pairs: each resample draws n tasks with
     replacement and keeps each task's two values together (a[i] with b[i]); `n_boot` resamples, seeded, so the
@@ -242,13 +246,13 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], statistic: Callable
     one value per resample (e.g. `lambda a, b: b.mean(-1) - a.mean(-1)`); resamples where it is not finite (a
     ratio over a zero) are dropped. Percentiles are numpy's linear ones. (nan, nan) with no pair or no
     finite resample."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if len(a) != len(b):
-        raise ValueError(f"paired values need the same length, not {len(a)} and {len(b)}.")
-    if len(a) == 0:
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(xa) != len(xb):
+        raise ValueError(f"paired values need the same length, not {len(xa)} and {len(xb)}.")
+    if len(xa) == 0:
         return math.nan, math.nan
-    picks = np.random.default_rng(seed).integers(0, len(a), size=(n_boot, len(a)))
-    values = np.asarray(statistic(a[picks], b[picks]), dtype=float)
+    picks = np.random.default_rng(seed).integers(0, len(xa), size=(n_boot, len(xa)))
+    values = np.asarray(statistic(xa[picks], xb[picks]), dtype=float)
     values = values[np.isfinite(values)]
     if len(values) == 0:
         return math.nan, math.nan
@@ -277,7 +281,7 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     m = a_only + b_only
     if m == 0:
         return 1.0
-    tail = sum(math.comb(m, i) for i in range(min(a_only, b_only) + 1)) / 2 ** m
+    tail: float = sum(math.comb(m, i) for i in range(min(a_only, b_only) + 1)) / 2 ** m  # exact, any m
     return min(1.0, 2 * tail)
 
 
@@ -297,7 +301,7 @@ def holm_adjust(p_values: Sequence[float]) -> list[float]:
 
 # --- the two kinds of comparison --------------------------------------------------------------------
 
-def _one_attempt(passed_a: np.ndarray, passed_b: np.ndarray, common: dict) -> Comparison:
+def _one_attempt(passed_a: np.ndarray, passed_b: np.ndarray, common: dict[str, Any]) -> Comparison:
     """McNemar and Newcombe's interval over 0/1 outcomes, one per task on each side."""
     n = len(passed_a)
     both = int(np.sum((passed_a == 1) & (passed_b == 1)))
@@ -316,7 +320,7 @@ def _one_attempt(passed_a: np.ndarray, passed_b: np.ndarray, common: dict) -> Co
 
 
 def _several_attempts(mean_a: np.ndarray, mean_b: np.ndarray, n_boot: int, seed: int,
-                      common: dict) -> Comparison:
+                      common: dict[str, Any]) -> Comparison:
     """Per-task means: bootstrap interval and sign-flip test on the per-task differences."""
     n = len(mean_a)
     diffs = mean_b - mean_a
@@ -391,11 +395,11 @@ def _sign_flip_p(diffs: np.ndarray, n_boot: int, seed: int) -> float:
 # --- reading result frames ---------------------------------------------------------------------------
 
 def _usable(frame: pd.DataFrame, on: str, outcome: str, errors_as_fail: bool,
-            measure: tuple[str, ...] = ()) -> dict[str, dict]:
+            measure: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
     """{task: {"passed": [1/0 per usable row], "values": [the sum of the `measure` columns per usable row,
     None where one is missing], "reasons": Counter of why other rows are unusable}}, each row's outcome
     decided by helpers.stats.outcomes.run_outcome (rule-induced errors are fails)."""
-    tasks: dict[str, dict] = {}
+    tasks: dict[str, dict[str, Any]] = {}
     for row in frame.to_dict("records"):
         task = row.get(on)
         if task is None or (isinstance(task, float) and math.isnan(task)):
@@ -410,7 +414,7 @@ def _usable(frame: pd.DataFrame, on: str, outcome: str, errors_as_fail: bool,
     return tasks
 
 
-def _row_value(row: Mapping, columns: tuple[str, ...]) -> float | None:
+def _row_value(row: Mapping[str, Any], columns: tuple[str, ...]) -> float | None:
     """The sum of a row's `columns` as numbers; None when one is missing or not a number (an unpriced cost)."""
     try:
         values = [float(row[c]) for c in columns]

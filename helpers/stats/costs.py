@@ -13,12 +13,13 @@ pre-declared test, and the cost of the rules is a price to weigh, not a hypothes
 from __future__ import annotations
 
 import math
+from typing import Any
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from helpers.stats.comparisons import CONFIDENCE, N_BOOT, paired_bootstrap, paired_values
+from helpers.stats.comparisons import CONFIDENCE, N_BOOT, FloatArray, paired_bootstrap, paired_values
 
 METHOD = "per-task mean over attempts; paired percentile bootstrap over tasks; no test (reported, not tested)"
 # Why a cost has no dollars, in the words every table, line and figure uses (never "$0.00" for them).
@@ -89,7 +90,7 @@ class PairedChange:
             text += "; left out: " + ", ".join(f"{count} {reason}" for reason, count in self.excluded.items())
         return text
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain data: every field, plus `summary`."""
         return {**asdict(self), "excluded": dict(self.excluded), "summary": self.summary()}
 
@@ -106,29 +107,31 @@ def paired_change(a: pd.DataFrame, b: pd.DataFrame, measure: str = "tokens", on:
         raise ValueError(f"measure must be one of {sorted(RUN_MEASURES)}, not {measure!r}.")
     va, vb, excluded = paired_values(a, b, RUN_MEASURES[measure][0], on, outcome, label_a=label_a, label_b=label_b,
                                      errors_as_fail=errors_as_fail)
-    common = dict(label_a=label_a, label_b=label_b, confidence=confidence, excluded=excluded)
     if not len(va):
-        return PairedChange(measure, 0, *[math.nan] * 8, **common)
-    boot = dict(n_boot=n_boot, seed=seed, confidence=confidence)  # one seed: both intervals from the same resamples
-    low, high = paired_bootstrap(va, vb, mean_diff, **boot)
-    rel_low, rel_high = paired_bootstrap(va, vb, mean_ratio, **boot)
+        nan = math.nan
+        return PairedChange(measure, 0, nan, nan, nan, nan, nan, nan, nan, nan, label_a=label_a, label_b=label_b,
+                            confidence=confidence, excluded=excluded)
+    # one seed: both intervals from the same resamples
+    low, high = paired_bootstrap(va, vb, mean_diff, n_boot=n_boot, seed=seed, confidence=confidence)
+    rel_low, rel_high = paired_bootstrap(va, vb, mean_ratio, n_boot=n_boot, seed=seed, confidence=confidence)
     return PairedChange(measure, len(va), float(va.mean()), float(vb.mean()), float(mean_diff(va, vb)), low, high,
-                        float(mean_ratio(va, vb)), rel_low, rel_high, **common)
+                        float(mean_ratio(va, vb)), rel_low, rel_high, label_a=label_a, label_b=label_b,
+                        confidence=confidence, excluded=excluded)
 
 
-def mean_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def mean_diff(a: FloatArray, b: FloatArray) -> FloatArray:
     """mean(b) - mean(a) along the last (tasks') axis: a statistic for paired_bootstrap."""
-    return b.mean(axis=-1) - a.mean(axis=-1)
+    return np.asarray(b.mean(axis=-1) - a.mean(axis=-1), dtype=float)
 
 
-def mean_ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def mean_ratio(a: FloatArray, b: FloatArray) -> FloatArray:
     """mean(b) / mean(a) - 1 along the last (tasks') axis, NaN where mean(a) is 0: a statistic for paired_bootstrap."""
     base = a.mean(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(base > 0, b.mean(axis=-1) / np.where(base > 0, base, 1.0) - 1, math.nan)
 
 
-def role_tokens(sides: dict[str, pd.DataFrame], report: dict) -> dict[str, int]:
+def role_tokens(sides: dict[str, pd.DataFrame], report: dict[str, Any]) -> dict[str, int]:
     """The judge's and the optimizer's tokens in one loop (input + output, known in every mode, priced or not):
     `judge_tokens` summed over the judged rows of every split, `optimizer_tokens` from its report."""
     judged = [pd.to_numeric(f["judge_tokens"], errors="coerce").fillna(0).sum() for f in sides.values() if "judge_tokens" in f]

@@ -220,9 +220,10 @@ def sequential_test(pairs: Sequence[tuple[bool, bool] | None], design: Sequentia
                            min(1.0, p))
     if not looks:
         return SequentialResult(design, looks, "running", 0)
-    last = looks[-1]
-    excluded = sum(1 for pair in pairs[: last.tasks] if pair is None)
-    return _result(design, looks, "running", last.tasks, excluded, last.a_only, last.b_only, last.boundary, 0.0, 1.0)
+    final = looks[-1]
+    excluded = sum(1 for pair in pairs[: final.tasks] if pair is None)
+    return _result(design, looks, "running", final.tasks, excluded, final.a_only, final.b_only, final.boundary, 0.0,
+                   1.0)
 
 
 def _futile(s: int, m: int, tasks: int, design: SequentialDesign) -> bool:

@@ -48,7 +48,7 @@ class PhoenixUnavailableWarning(UserWarning):
 
 # --- the client, with retries -------------------------------------------------------------------
 
-def _status_error(error: BaseException) -> httpx.HTTPStatusError | None:
+def _status_error(error: BaseException | None) -> httpx.HTTPStatusError | None:
     """The HTTP error behind a client exception (DatasetUploadError wraps it as its cause)."""
     while error is not None:
         if isinstance(error, httpx.HTTPStatusError):

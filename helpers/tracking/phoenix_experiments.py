@@ -317,7 +317,8 @@ def flush_pending(experiment: str, hostname: Any = None, api_key: str | None = N
     jobs: dict[str, dict[str, Any]] = {}
     for record in read_jsonl(path):
         jobs[record.get("key") or _job_key(record)] = record  # a job kept twice is logged once
-    done, results = set(), []
+    done: set[str] = set()
+    results: list[Any] = []
     with _connect(hostname, api_key, workers) as phoenix:
         for key, job in jobs.items():
             try:

@@ -39,8 +39,8 @@ from helpers.families.coding.patches import grading_patch, patch_paths
 from helpers.families.coding.repo_tests import TestRun, check_test_config, protected_paths, run_repo_tests, run_setup
 from helpers.families.coding.tripwires import Tripwires, forged_reason, plant_tripwires, without_tripwires
 from helpers.families.coding.workspaces import prepare_workspace
+from helpers.isolation.sandbox import SandboxPolicy, sandbox_policy
 
-SANDBOX_POLICIES = ("required", "if-available", None)
 DISAGREEMENT = "the test run's exit status disagrees with its report"
 
 
@@ -49,7 +49,7 @@ def is_local_task(task: Task) -> bool:
 
 
 def evaluate_patch(task: Task, patch: str, *, timeout_s: float = config.EVAL_TIMEOUT_S,
-                   sandbox: str | None = "required") -> EvalResult:
+                   sandbox: SandboxPolicy = "required") -> EvalResult:
     """The tests' verdict on `patch` for `task` (helpers.core.protocols.EvalResult); `sandbox` as LocalEvaluator's."""
     evaluator = evaluator_for([task], timeout_s=timeout_s, sandbox=sandbox)
     evaluator.check([task])
@@ -57,7 +57,7 @@ def evaluate_patch(task: Task, patch: str, *, timeout_s: float = config.EVAL_TIM
 
 
 def evaluator_for(tasks: Any, *, model_name: str = "prompt-learning", timeout_s: float | None = None,
-                  sandbox: str | None = "required") -> Any:
+                  sandbox: SandboxPolicy = "required") -> Any:
     """The Evaluator that `tasks` (a DataFrame or rows) need: local pytest for house and local tasks, the
     swebench harness for SWE-bench rows. A mix of both is refused: run them as two runs. `sandbox` is the
     local tests' sandbox policy (the engine passes the agent's: see LocalEvaluator)."""
@@ -84,10 +84,8 @@ class LocalEvaluator:
 
     batched = False
 
-    def __init__(self, timeout_s: float = config.EVAL_TIMEOUT_S, *, sandbox: str | None = "required"):
-        if sandbox not in SANDBOX_POLICIES:
-            raise ValueError(f"sandbox must be 'required', 'if-available' or None (unsafe), not {sandbox!r}.")
-        self.timeout_s, self.sandbox = timeout_s, sandbox
+    def __init__(self, timeout_s: float = config.EVAL_TIMEOUT_S, *, sandbox: SandboxPolicy = "required"):
+        self.timeout_s, self.sandbox = timeout_s, sandbox_policy(sandbox)
 
     def check(self, tasks: Sequence[Task]) -> None:
         """Every task needs a local repository and named tests; raises ValueError naming those that lack them,

@@ -39,6 +39,7 @@ import pandas as pd
 from helpers.core import config
 from helpers.core.names import check_name
 from helpers.isolation.processes import remove_scratch, scratch_dir
+from helpers.isolation.sandbox import SandboxPolicy
 from helpers.core.progress import progress_bar
 from helpers.core.wording import counted
 from helpers.families.coding.git import git
@@ -101,7 +102,7 @@ def mine_repository(repo: Path | str, experiment: str, *, branch: str = "HEAD", 
                     test_config: str | None = None, timeout_s: float = config.EVAL_TIMEOUT_S,
                     reruns: int = 1, issues_json: Path | str | None = None, workers: int = config.WORKERS,
                     results_root: Path | str | None = None, progress: bool = True,
-                    sandbox: str | None = "required", setup_network: bool = config.SETUP_NETWORK) -> MiningReport:
+                    sandbox: SandboxPolicy = "required", setup_network: bool = config.SETUP_NETWORK) -> MiningReport:
     """Mine `repo`'s history into tasks and save them to act_results/<experiment>/tasks.jsonl.
 
     `commits` (a git range such as "v1.0..main") or the last `max_commits` commits of `branch` (first

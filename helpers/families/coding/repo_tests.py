@@ -47,6 +47,7 @@ from helpers.core import config
 from helpers.core.names import check_inside
 from helpers.isolation.processes import remove_scratch, run_cli, safe_environment, scratch_dir
 from helpers.isolation.untrusted import RefusedOutput, read_untrusted
+from helpers.isolation.sandbox import SandboxPolicy
 
 DEFAULT_SETUP_COMMAND = ""
 # pytest's configuration file names (pytest 9): the only names a mined task may record its configuration under.
@@ -130,7 +131,7 @@ def pytest_outcomes(output: str) -> dict[str, str]:
 
 def run_repo_tests(workspace: Path | str, tests: Sequence[str], *, setup_command: str = DEFAULT_SETUP_COMMAND,
                    test_config: dict[str, str] | None = None, timeout_s: float = config.EVAL_TIMEOUT_S,
-                   sandbox: str | None = "required", setup_network: bool = config.SETUP_NETWORK,
+                   sandbox: SandboxPolicy = "required", setup_network: bool = config.SETUP_NETWORK,
                    protect: Sequence[str] = ()) -> TestRun:
     """Run `setup_command` (run_setup), then the harness's pytest on `tests` (files or node ids) in `workspace`,
     in the sandbox (`sandbox`: "required", "if-available" or None, as helpers.isolation.processes.sandboxed), each
@@ -171,7 +172,7 @@ def run_repo_tests(workspace: Path | str, tests: Sequence[str], *, setup_command
 
 
 def run_setup(workspace: Path | str, setup_command: str, *, timeout_s: float = config.EVAL_TIMEOUT_S,
-              sandbox: str | None = "required", setup_network: bool = config.SETUP_NETWORK) -> TestRun:
+              sandbox: SandboxPolicy = "required", setup_network: bool = config.SETUP_NETWORK) -> TestRun:
     """Run a task's set-up command in `workspace`, in the sandbox within `timeout_s` (`{python}` in it: this
     environment's interpreter; the workspace and its `src/` on PYTHONPATH), with no network but for
     `setup_network=True`. A TestRun with no tests: `problem` "" when it succeeded (or there is none), else why
@@ -297,7 +298,7 @@ def _filled(command: str, tests: Sequence[str], report: Path) -> str:
             .replace("{tests}", " ".join(shlex.quote(t) for t in tests)))
 
 
-def _run(args: list[str], workspace: Path, env: dict[str, str], home: Path, timeout_s: float, sandbox: str | None,
+def _run(args: list[str], workspace: Path, env: dict[str, str], home: Path, timeout_s: float, sandbox: SandboxPolicy,
          read_only: Sequence[Path] = (), network: bool = False) -> tuple[str, str, bool, int | None]:
     """(stdout, stderr, timed_out, exit status) of `args` run in the sandbox; the status is the one the host saw
     the process it started end with (bwrap passes its command's on), not anything the run printed."""

@@ -8,6 +8,7 @@ The same (n, seed) gives the same rows; a request text never repeats within one 
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pandas as pd
 
@@ -45,7 +46,8 @@ def generate_requests(n: int = 300, seed: int = 0) -> pd.DataFrame:
     if n < 1:
         raise ValueError(f"n must be at least 1, not {n}.")
     rng = random.Random(seed)
-    rows, names = [], set()
+    rows: list[dict[str, Any]] = []
+    names: set[str] = set()
     for _ in range(n * 50):
         if len(rows) == n:
             break

@@ -66,10 +66,11 @@ def span_attributes(payload: dict) -> dict[str, Any]:
                                   S.SESSION_ID: payload["client"]}
     if payload.get("model"):
         attributes[S.LLM_MODEL_NAME] = payload["model"]
-    counts = {S.LLM_TOKEN_COUNT_PROMPT: payload.get("input_tokens"),
-              S.LLM_TOKEN_COUNT_COMPLETION: payload.get("output_tokens")}
-    if None not in counts.values():
-        counts[S.LLM_TOKEN_COUNT_TOTAL] = sum(counts.values())
+    counts: dict[str, int | None] = {S.LLM_TOKEN_COUNT_PROMPT: payload.get("input_tokens"),
+                                     S.LLM_TOKEN_COUNT_COMPLETION: payload.get("output_tokens")}
+    known = [n for n in counts.values() if n is not None]
+    if len(known) == len(counts):
+        counts[S.LLM_TOKEN_COUNT_TOTAL] = sum(known)
     counts[S.LLM_TOKEN_COUNT_PROMPT_DETAILS_CACHE_READ] = payload.get("cached_tokens")
     attributes.update({k: v for k, v in counts.items() if v is not None})
     output = {"role": "assistant", "content": payload["output_text"], "tool_calls": payload["output_tool_calls"]}
