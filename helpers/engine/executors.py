@@ -128,6 +128,7 @@ def run_attempt(family: WorkspaceFamily, runner: Any, task: dict[str, Any], rule
     this process when None, removed after), and nothing the agent started outlives it."""
     own = scratch is None
     scratch = scratch or scratch_dir("run")
+    output: Patch | str  # the Patch in act mode, else the plan
     workspace, output, ready = None, "", False
     try:
         workspace = family.prepare_workspace(task, scratch)

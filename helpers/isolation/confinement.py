@@ -336,7 +336,8 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
     # As root, each folder's own files become the run's without a walk where the kernel can (an idmapped lower
     # layer: helpers.isolation.disks); else handed over on the host's own file system, before an overlay covers it
     try:
-        capped = disks.cap_disk(folders, limits, users, hand_over=lambda folder: _tree(Path(folder), (user, user)))
+        capped = disks.cap_disk(folders, limits, users,  # it caps (and hands over) only as root, when user is set
+                                hand_over=None if user is None else (lambda folder: _tree(Path(folder), (user, user))))
     finally:
         if users >= 0:
             os.close(users)
@@ -344,13 +345,14 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
     lap("disk cap (tmpfs and overlays)")
     _note_unenforced(groups, user, disk)
     if capped and user is not None:
-        for folder in capped.handed:  # capped by a run before: handed over through its overlay
-            _tree(Path(folder), (user, user))
+        for handed in capped.handed:  # capped by a run before: handed over through its overlay
+            _tree(Path(handed), (user, user))
         for folder, _, _ in owners:  # an overlay's top folder is its upper layer's, made by the host: the run's too
             os.chown(folder, user, user)
         owners = []  # nothing to hand back after the run (below)
-    for folder, _, _ in owners:  # no kernel cap: handed over on the host's file system, and back after the run
-        _tree(folder, (user, user))
+    if user is not None:  # else no owners: only root hands folders over
+        for folder, _, _ in owners:  # no kernel cap: handed over on the host's file system, and back after the run
+            _tree(folder, (user, user))
     lap("hand-over walks")
     cgroup = cgroups.make(groups, limits) if groups else {}
     confinement = Confinement(user, limits, cgroups.procs_files(cgroup), disk=disk, stages=stages)

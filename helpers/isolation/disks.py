@@ -127,7 +127,8 @@ def cap_disk(folders: Sequence[Path | str], limits: DiskLimits, users: int = -1,
             root = os.open(disk, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
             for i, folder in enumerate(todo):
                 upper, work = f"{disk}/{i}/upper", f"{disk}/{i}/work"
-                os.makedirs(upper), os.makedirs(work)
+                os.makedirs(upper)
+                os.makedirs(work)
                 lower = _idmapped(folder, users) if users >= 0 else -1
                 if lower < 0 and hand_over:
                     hand_over(folder)
@@ -187,7 +188,7 @@ def _idmapped(folder: str, users: int) -> int:
     """A detached clone of `folder` whose owners are seen through the user namespace `users` (a descriptor an
     overlay takes as its lower layer), or -1 where the kernel or the file system cannot."""
     libc = _libc()
-    fd = libc.syscall(_OPEN_TREE, -100, folder.encode(), _OPEN_TREE_CLONE | os.O_CLOEXEC)
+    fd: int = libc.syscall(_OPEN_TREE, -100, folder.encode(), _OPEN_TREE_CLONE | os.O_CLOEXEC)  # ctypes: a C int
     if fd < 0:
         return -1
     attr = _MountAttr(_MOUNT_ATTR_IDMAP, 0, 0, users)

@@ -24,7 +24,7 @@ import socket
 import struct
 import threading
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 from helpers.isolation.ahead import MadeAhead
 from helpers.isolation.relay import Relay
@@ -37,21 +37,21 @@ T = TypeVar("T")
 def _in_thread(work: Callable[[], T]) -> T:
     """`work()` run by a thread of its own (a namespace it enters or makes is that thread's alone, and goes with
     it): its result, or what it raised."""
-    out: list[Any] = []
+    done: list[T] = []
+    failed: list[BaseException] = []
 
     def run() -> None:
         try:
-            out.append((True, work()))
+            done.append(work())
         except BaseException as error:  # handed to the caller
-            out.append((False, error))
+            failed.append(error)
 
     thread = threading.Thread(target=run, name="sandbox-netns")
     thread.start()
     thread.join()
-    ok, value = out[0]
-    if not ok:
-        raise value
-    return value
+    if failed:
+        raise failed[0]
+    return done[0]
 
 
 def _make() -> int:

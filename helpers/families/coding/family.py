@@ -36,8 +36,10 @@ class CodingFamily:
 
     def evaluator_for(self, frame: pd.DataFrame, *, model_name: str, sandbox: str | None) -> Evaluator:
         from helpers.families.coding.evaluation import evaluator_for
+        from helpers.isolation.sandbox import sandbox_policy
 
-        return evaluator_for(frame, model_name=model_name, sandbox=sandbox)
+        # the seam's str checked here, where it comes in (ValueError naming the choices)
+        return evaluator_for(frame, model_name=model_name, sandbox=sandbox_policy(sandbox))
 
     def prepare_workspace(self, task: Task, root: Path) -> Path:
         return workspaces.prepare_workspace(task, root)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence, TypeGuard
 
 from helpers.families.latent_rules import checks_elements, checks_sections
 from helpers.families.latent_rules.schema import FIELD_TYPES, SECTION_TYPES
@@ -69,11 +69,11 @@ def load_catalog(path: Path | str = CATALOG) -> tuple[tuple[str, ...], tuple[str
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise CatalogError(f"latent-rules catalogue {path}: {error}") from None
     categories, difficulties = data.get("categories"), data.get("difficulties")
-    _require(
-        path, "", _strings(categories) and _strings(difficulties), "categories and difficulties are lists of words"
-    )
+    if not (_strings(categories) and _strings(difficulties)):
+        _fail(path, "", "categories and difficulties are lists of words")
     rules = data.get("rule")
-    _require(path, "", isinstance(rules, list) and rules, "holds no [[rule]]")
+    if not (isinstance(rules, list) and rules):
+        _fail(path, "", "holds no [[rule]]")
     found = tuple(_rule(path, n, entry, categories, difficulties) for n, entry in enumerate(rules, 1))
     checks = [entry["check"] for entry in rules]
     _require(path, "", len(set(checks)) == len(checks), "a check is named by more than one rule")
@@ -118,10 +118,14 @@ def _rule(path: Path, number: int, entry: Any, categories: list[str], difficulti
 
 def _require(path: Path, where: str, ok: Any, what: str) -> None:
     if not ok:
-        raise CatalogError(f"latent-rules catalogue {path}: {where + ': ' if where else ''}{what}")
+        _fail(path, where, what)
 
 
-def _strings(value: Any) -> bool:
+def _fail(path: Path, where: str, what: str) -> NoReturn:
+    raise CatalogError(f"latent-rules catalogue {path}: {where + ': ' if where else ''}{what}")
+
+
+def _strings(value: Any) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
 
 

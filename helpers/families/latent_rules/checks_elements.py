@@ -143,43 +143,49 @@ FINDERS: dict[str, Finder] = {
     "image_alt_present": each(images, _alt_problem),
     "link_not_plain_http": each(
         links,
-        lambda l: f"uses plain http ({as_str(l.get('href'))})" if as_str(l.get("href")).startswith("http://") else None,
+        lambda link: f"uses plain http ({as_str(link.get('href'))})"
+        if as_str(link.get("href")).startswith("http://")
+        else None,
     ),
     "field_label_present": each(fields, lambda f: None if as_str(f.get("label")).strip() else "has no label"),
     "button_label_present": each(buttons, lambda b: None if as_str(b.get("label")).strip() else "has no label"),
     "external_link_new_tab": each(
-        links, lambda l: "opens in the same tab" if _external(l) and l.get("target") != "_blank" else None
+        links, lambda link: "opens in the same tab" if _external(link) and link.get("target") != "_blank" else None
     ),
     "blank_target_noopener": each(
         links,
-        lambda l: f"has rel {l.get('rel')!r}"
-        if l.get("target") == "_blank" and not {"noopener", "noreferrer"} <= set(as_str(l.get("rel")).split())
+        lambda link: f"has rel {link.get('rel')!r}"
+        if link.get("target") == "_blank" and not {"noopener", "noreferrer"} <= set(as_str(link.get("rel")).split())
         else None,
     ),
     "link_text_descriptive": each(
         links,
-        lambda l: f"says {as_str(l.get('text'))!r}"
-        if as_str(l.get("text")).strip().lower() in _GENERIC_LINK_TEXT
+        lambda link: f"says {as_str(link.get('text'))!r}"
+        if as_str(link.get("text")).strip().lower() in _GENERIC_LINK_TEXT
         else None,
     ),
-    "link_text_present": each(links, lambda l: None if as_str(l.get("text")).strip() else "has no text"),
+    "link_text_present": each(links, lambda link: None if as_str(link.get("text")).strip() else "has no text"),
     "anchors_exist": _anchors_exist,
     "href_not_empty": each(
-        links, lambda l: f"has the href {l.get('href')!r}" if as_str(l.get("href")).strip() in ("", "#") else None
+        links,
+        lambda link: f"has the href {link.get('href')!r}" if as_str(link.get("href")).strip() in ("", "#") else None,
     ),
     "phone_href_international": each(
         links,
-        lambda l: f"has the phone href {as_str(l.get('href'))!r}"
-        if as_str(l.get("href")).startswith("tel:") and not re.match(r"^tel:\+\d{6,15}$", as_str(l.get("href")))
+        lambda link: f"has the phone href {as_str(link.get('href'))!r}"
+        if as_str(link.get("href")).startswith("tel:") and not re.match(r"^tel:\+\d{6,15}$", as_str(link.get("href")))
         else None,
     ),
     "href_no_spaces": each(
-        links, lambda l: f"has a space in its href {as_str(l.get('href'))!r}" if " " in as_str(l.get("href")) else None
+        links,
+        lambda link: f"has a space in its href {as_str(link.get('href'))!r}"
+        if " " in as_str(link.get("href"))
+        else None,
     ),
     "navigation_text_short": lambda page: [
-        f"{where} says {as_str(l.get('text'))!r}"
-        for where, l in links(page)
-        if where.startswith("navigation") and not 1 <= len(as_str(l.get("text")).split()) <= 3
+        f"{where} says {as_str(link.get('text'))!r}"
+        for where, link in links(page)
+        if where.startswith("navigation") and not 1 <= len(as_str(link.get("text")).split()) <= 3
     ],
     "alt_text_short": each(
         images, lambda i: f"has an alt text of {n} characters" if (n := len(as_str(i.get("alt")))) > 125 else None

@@ -9,7 +9,7 @@ each "<where> <what>") is made with `each`, `page_value`, `text_rule`, `heading_
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 Finder = Callable[[dict], list[str]]  # a page -> its failures, "<where> <what>" each
 
@@ -76,7 +76,7 @@ def fields(page: dict) -> Iterator[tuple[str, dict]]:
 
 
 def each(
-    things: Callable[[dict], Iterator[tuple[str, dict]]], problem: Callable[[dict], str | None]
+    things: Callable[[dict], Iterable[tuple[str, dict]]], problem: Callable[[dict], str | None]
 ) -> Callable[[dict], list[str]]:
     """A finder: "<where> <problem>" for every thing whose problem() is not None."""
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from string import Template
-from typing import Any
+from typing import Any, NoReturn, TypeGuard
 
 from helpers.families.coding.house_suite import CONVENTIONS
 
@@ -78,7 +78,8 @@ def _read(root: Path) -> dict[str, Library]:
             f"{name!r} must be a convention's id with the text of its check",
         )
     order = _read_toml(root / "suite.toml").get("libraries")
-    _require(root / "suite.toml", _strings(order) and order, "libraries is the list of the suite's library folders")
+    if not (_strings(order) and order):
+        _fail(root / "suite.toml", "libraries is the list of the suite's library folders")
     folders = {p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
     _require(
         root / "suite.toml",
@@ -115,7 +116,8 @@ def _library(folder: Path, shared: dict[str, str]) -> Library:
 
 def _task(path: Path) -> HouseTask:
     name = _TASK_FILE.match(path.name)
-    _require(path, name, "a task file is named NN-<slug>.toml (lower-case slug with hyphens)")
+    if not name:
+        _fail(path, "a task file is named NN-<slug>.toml (lower-case slug with hyphens)")
     data = _read_toml(path)
     _require(path, set(data) == _TASK_KEYS, f"needs exactly the keys {sorted(_TASK_KEYS)}, has {sorted(data)}")
     _require(path, data["slug"] == name.group(2), f"slug {data['slug']!r} is not the file's ({name.group(2)!r})")
@@ -195,10 +197,14 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 def _require(path: Path, ok: Any, what: str) -> None:
     if not ok:
-        raise TaskFileError(f"house suite task file {path}: {what}")
+        _fail(path, what)
 
 
-def _strings(value: Any) -> bool:
+def _fail(path: Path, what: str) -> NoReturn:
+    raise TaskFileError(f"house suite task file {path}: {what}")
+
+
+def _strings(value: Any) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
