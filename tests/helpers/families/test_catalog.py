@@ -74,6 +74,8 @@ BROKEN = {
     "a check named twice": ('check = "image_alt_present"', 'check = "section_type_known"', "a check is named by"),
     "a key missing": ('check = "image_alt_present"\n', "", "rule 2: "),
     "an unknown key": ('check = "image_alt_present"', 'check = "image_alt_present"\nweight = 2', "rule 2: "),
+    "no categories": ("categories = ", "kinds = ", "categories and difficulties"),
+    "no difficulties": ('difficulties = ["easy", "medium", "hard"]', "difficulties = 3", "categories and difficulties"),
 }
 
 
@@ -84,6 +86,14 @@ def test_a_malformed_catalogue_is_one_error_naming_the_file_and_the_rule(tmp_pat
     with pytest.raises(CatalogError) as error:
         load_catalog(path)
     assert str(error.value).startswith(f"latent-rules catalogue {path}: {names}"), str(error.value)
+
+
+def test_a_catalogue_with_no_rules_is_one_error_naming_the_file(tmp_path):
+    path = tmp_path / "catalog.toml"
+    path.write_text('categories = ["images"]\ndifficulties = ["easy"]\n')
+    with pytest.raises(CatalogError) as error:
+        load_catalog(path)
+    assert str(error.value) == f"latent-rules catalogue {path}: holds no [[rule]]"
 
 
 def test_the_shipped_catalogue_reads_back_as_the_loaded_rules(tmp_path):

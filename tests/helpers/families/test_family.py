@@ -1,6 +1,7 @@
 """The coding family's one face to the layers above (helpers.families.coding.family): the patch read once, where
 the host takes it, into a Patch that carries its suspect lines; a long patch's graded lines for the judge."""
 
+import pandas as pd
 import pytest
 
 from helpers.core.protocols import Patch, WorkspaceFamily
@@ -40,3 +41,16 @@ def test_a_long_patchs_graded_lines_leave_out_set_aside_files_and_count_what_is_
     assert graded.lines == ("diff --git a/pkg/m.py b/pkg/m.py", "--- a/pkg/m.py", "+++ b/pkg/m.py", "@@ -1,2 +1,2 @@",
                             "+new")
     assert (graded.set_aside, graded.added, graded.dropped) == (("conftest.py",), 1, 2)
+
+
+@pytest.mark.parametrize("suite", ["house", "swebench"])
+def test_grading_refuses_a_sandbox_policy_it_does_not_know_before_making_an_evaluator(house_task, suite):
+    frame = pd.DataFrame([{**house_task, "suite": suite}])
+    with pytest.raises(ValueError, match="sandbox must be 'required', 'if-available' or None"):
+        CODING.evaluator_for(frame, model_name="m", sandbox="sometimes")
+
+
+@pytest.mark.parametrize("policy", ["required", "if-available", None])
+def test_local_grading_follows_the_sandbox_policy_it_is_given(house_task, policy):
+    evaluator = CODING.evaluator_for(pd.DataFrame([house_task]), model_name="m", sandbox=policy)
+    assert evaluator.sandbox == policy

@@ -101,6 +101,12 @@ BROKEN = {
     "a misnamed file": ("todo/02-priority-range.toml", lambda p: p.rename(p.with_name("2-priority-range.toml"))),
     "an unknown shared check": ("rows/library.toml", replace("# house check: logging", "# house check: logs")),
     "a library left out": ("suite.toml", replace('"todo", ', "")),
+    "no list of libraries": ("suite.toml", replace("libraries = ", "library = ")),
+    "an empty list of libraries": ("suite.toml", replace('["ledger", "todo", "rows"]', "[]")),
+    "a file name with no number": (
+        "todo/02-priority-range.toml",
+        lambda p: p.rename(p.with_name("priority-range.toml")),
+    ),
 }
 
 
