@@ -15,7 +15,8 @@ its model from the path, its fields, its output cap), then translates it, both w
   functionCall (its id kept), finish_reason as Gemini's finishReason (a call whose arguments are not a JSON object
   is left out and the answer ends MALFORMED_FUNCTION_CALL, as Google's own server says it, so the CLI asks again),
   usage as usageMetadata (reasoning tokens as thoughtsTokenCount, cached ones as cachedContentTokenCount).
-- The stream becomes Gemini's `alt=sse` stream (GeminiStream): text and thoughts as they come, and once the
+- The stream becomes Gemini's `alt=sse` stream (GeminiStream), its headers sent at once (the Gemini CLI waits 60 s
+  for headers; a local server may read a long prompt for longer): text and thoughts as they come, and once the
   server's [DONE] came one last chunk with the function calls whole (Gemini never streams a call in pieces), the
   finishReason and the usageMetadata. A server's error event becomes Google's error chunk; a stream that breaks
   is ended by relay.py in Google's shape, as for a Gemini upstream.
@@ -332,6 +333,15 @@ class GeminiStream(Stream):
         self.finish: str | None = None
         self.usage: Any = None
         self.done = False
+
+    async def start(self) -> "GeminiStream":
+        """Ready at once, its first event a blank line (which Gemini's SDKs skip): the relay then sends the answer's
+        headers before the server's first token, which a local server reading a long prompt may take minutes to
+        give, and the Gemini CLI gives up on headers after 60 s. So a stream that breaks before its first event
+        is not retried here (its status was: a 429 or 5xx still is); it ends with Google's error chunk, and the
+        CLI retries it."""
+        self.first = [(b"\n", None)]
+        return self
 
     async def next(self) -> list[tuple[bytes, Any]]:
         while not self.done:

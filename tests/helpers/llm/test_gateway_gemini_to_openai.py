@@ -12,6 +12,7 @@ against llama-server.
 
 import json
 import threading
+import time
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -192,8 +193,9 @@ def test_a_whole_answer_that_is_not_a_chat_completion_is_retried_then_a_502():
 
 
 @contextmanager
-def chat_stub(chunks):
-    """A chat server streaming `chunks` as given, then [DONE]: for what the scripted one does not send."""
+def chat_stub(chunks, first_after_s=0.0):
+    """A chat server streaming `chunks` as given (the first after `first_after_s`), then [DONE]: for what the
+    scripted one does not send."""
     class Chat(BaseHTTPRequestHandler):
         def log_message(self, *args):
             pass
@@ -203,6 +205,8 @@ def chat_stub(chunks):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
+            self.wfile.flush()
+            time.sleep(first_after_s)
             for chunk in chunks:
                 self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
             self.wfile.write(b"data: [DONE]\n\n")
@@ -246,6 +250,23 @@ def test_a_call_streamed_in_pieces_arrives_whole_and_one_with_arguments_that_are
     assert [(c.id, c.name, c.args) for c in chunks[-1].function_calls] == [("call_9", "read", {"path": "a.py"})]
     assert chunks[-1].candidates[0].finish_reason == types.FinishReason.MALFORMED_FUNCTION_CALL
     assert (record["input_tokens"], record["output_tokens"], record["status"]) == (9, 7, 200)
+
+
+def test_the_answers_headers_come_before_the_servers_first_token_so_a_slow_prompt_does_not_time_the_cli_out():
+    """The Gemini CLI gives up on an answer whose headers take 60 s; a local server may read a long prompt for
+    longer. The stream's headers go at once, its chunks as they come."""
+    with chat_stub([delta(content="late"), {"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}],
+                   first_after_s=3.0) as gateway:
+        token = gateway.issue_token("g")
+        started = time.monotonic()
+        with httpx.stream("POST", f"{gateway.url_for('g')}/v1beta/models/{MODEL}:streamGenerateContent?alt=sse",
+                          json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+                          headers={"x-goog-api-key": token}, timeout=60) as answer:
+            headers_after = time.monotonic() - started
+            body = answer.read().decode()
+        whole_after = time.monotonic() - started
+    assert answer.status_code == 200 and headers_after < 2.5 <= 3.0 <= whole_after
+    assert '"text": "late"' in body and '"finishReason": "STOP"' in body
 
 
 # --- what is answered here, refused, and kept ----------------------------------------------------------------
