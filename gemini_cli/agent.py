@@ -33,6 +33,7 @@ from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.isolation.processes import json_lines, last_lines, safe_environment
 from helpers.core.protocols import AgentResult, Task
+from helpers.llm.gateway.upstreams import GEMINI_TO_OPENAI
 from helpers.llm.scripted_server import tool_call
 from helpers.stand_ins.file_edit_tools import ShellTool, changed_files
 
@@ -87,13 +88,22 @@ def provider_settings(base_url: str | None, api_key: str | None) -> tuple[str, s
     url = base_url or config.gemini_base_url() or config.GEMINI_URL
     key = api_key or config.gemini_key()
     if not key:
-        openai_server = config.read_env("OPENAI_BASE_URL")
         raise config.MissingCredentials(
-            (f"The Gemini CLI speaks only Gemini's API, which OPENAI_BASE_URL's server ({openai_server}) does not: "
-             if openai_server else "") +
             "The Gemini CLI agent needs a Gemini API key: set GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment "
-            f"or .env (and {BASE_URL_VARIABLE} for a server other than Google's), or choose another AGENT.")
+            f"or .env (and {BASE_URL_VARIABLE} for a server other than Google's), or OPENAI_BASE_URL for an "
+            "OpenAI-compatible server (the gateway carries its calls there as chat completions), or choose another AGENT.")
     return url, key
+
+
+def chat_server(base_url: str | None, api_key: str | None) -> tuple[str, str | None] | None:
+    """(OPENAI_BASE_URL, OPENAI_API_KEY) when the CLI's calls go to an OpenAI-compatible server, carried there as
+    chat completions by the gateway (upstream kind "gemini-to-openai"): no Gemini setting of its own is given or
+    configured (base_url, api_key, GEMINI_API_KEY or GOOGLE_API_KEY, GOOGLE_GEMINI_BASE_URL) and OPENAI_BASE_URL
+    is set; else None (Gemini's API)."""
+    server = config.read_env("OPENAI_BASE_URL")
+    if base_url or api_key or config.gemini_key() or config.gemini_base_url() or not server:
+        return None
+    return server.rstrip("/"), config.read_env("OPENAI_API_KEY")
 
 
 def state_environment(state: Path, base_url: str, key: str) -> dict[str, str]:
@@ -175,13 +185,19 @@ class GeminiCliAgent(CLIAgent):
     dry_run_tools = (WriteFileTool(), ShellTool("run_shell_command", "command"))
 
     def check_provider(self) -> None:
+        if chat_server(self.base_url, self._api_key):  # any model that server serves (the session's check asks it)
+            return
         provider_settings(self.base_url, self._api_key)
         if self.model.startswith(("gpt-", "claude-", "o1", "o3", "o4")):
             raise ValueError(f"The Gemini CLI speaks only Gemini's API, and {self.model!r} is not a Gemini model: run it "
                              f"on one (its default: {DEFAULT_MODEL!r}).")
 
-    def upstream(self) -> tuple[str | None, str, str]:
-        """Google's Gemini API, or the GOOGLE_GEMINI_BASE_URL server that speaks it."""
+    def upstream(self) -> tuple[str | None, str | None, str]:
+        """Google's Gemini API, or the GOOGLE_GEMINI_BASE_URL server that speaks it; with neither configured, the
+        OPENAI_BASE_URL server, its calls carried there as chat completions by the gateway (chat_server)."""
+        chat = chat_server(self.base_url, self._api_key)
+        if chat:
+            return chat[0], chat[1], GEMINI_TO_OPENAI
         url, key = provider_settings(self.base_url, self._api_key)
         return url, key, "gemini"
 

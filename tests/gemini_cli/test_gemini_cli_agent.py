@@ -1,7 +1,7 @@
 """What only the Gemini CLI does, read from the agent contract's shared runs (tests/agent_runs.py; the contract
 itself: tests/helpers/agents/test_agent_contract.py): Gemini's API by model path, its tools,
-its settings, the key's variable kept from its commands; and, with no run, its one-line refusal of an
-OpenAI-compatible server and its default upstream."""
+its settings, the key's variable kept from its commands; and, with no run, its upstream: Google's by default, an
+OpenAI-compatible server's (carried as chat completions by the gateway) when only that is configured."""
 
 import pytest
 from agent_runs import first_requests, spec_of
@@ -36,11 +36,22 @@ def test_the_pinned_cli_is_installed_and_calls_google_by_default():
     assert GeminiCliAgent("x", api_key="k").upstream() == ("https://generativelanguage.googleapis.com", "k", "gemini")
 
 
-def test_with_only_a_local_openai_server_it_says_in_one_line_that_it_cannot_run_there(monkeypatch):
-    local = {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OPENAI_API_KEY": "local"}
+def test_with_only_an_openai_compatible_server_its_calls_go_there_carried_as_chat_completions(monkeypatch):
+    local = {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1/", "OPENAI_API_KEY": "local"}
     monkeypatch.setattr("helpers.core.config.read_env", local.get)
+    agent = GeminiCliAgent("qwen2.5-coder")
+    agent.check_provider()  # any model that server serves: the session's model check asks it
+    assert agent.upstream() == ("http://127.0.0.1:8080/v1", "local", "gemini-to-openai")
+    with_gemini = {**local, "GEMINI_API_KEY": "g"}  # a Gemini key of its own wins: Google's API, as before
+    monkeypatch.setattr("helpers.core.config.read_env", with_gemini.get)
+    assert GeminiCliAgent(MODEL).upstream() == ("https://generativelanguage.googleapis.com", "g", "gemini")
+    routed = GeminiCliAgent(MODEL).through_gateway("http://127.0.0.1:9/u/agent/v1", "gw-token", "gemini-to-openai")
+    assert routed.upstream()[2] == "gemini"  # through the gateway the CLI speaks Gemini's API to it
+
+
+def test_with_no_server_configured_it_says_in_one_line_what_to_set(monkeypatch):
+    monkeypatch.setattr("helpers.core.config.read_env", {}.get)
     with pytest.raises(MissingCredentials) as error:
         GeminiCliAgent(MODEL).check()
-    assert str(error.value).startswith("The Gemini CLI speaks only Gemini's API, which OPENAI_BASE_URL's server "
-                                       "(http://127.0.0.1:8080/v1) does not")
+    assert "GEMINI_API_KEY" in str(error.value) and "OPENAI_BASE_URL" in str(error.value)
     assert "\n" not in str(error.value) and "another AGENT" in str(error.value)

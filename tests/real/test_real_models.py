@@ -34,6 +34,8 @@ def isolated(tmp_path, monkeypatch):
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
                  "PHOENIX_COLLECTOR_ENDPOINT"):
         monkeypatch.delenv(name, raising=False)
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):  # else the Gemini CLI goes to Google
+        monkeypatch.delenv(name, raising=False)
     return tmp_path
 
 
@@ -81,7 +83,8 @@ def test_the_cline_quickstart_runs_end_to_end_on_a_real_server(local_model, isol
     ("codex", {"OPENAI_BASE_URL": "base_url", "OPENAI_API_KEY": None}),
     ("mini-swe-agent", {"OPENAI_BASE_URL": "base_url", "OPENAI_API_KEY": None}),
     ("opencode", {"OPENAI_BASE_URL": "base_url", "OPENAI_API_KEY": None}),
-    # (the Gemini CLI speaks only Gemini's API, which llama-server does not: tests/gemini_cli says so in one line)
+    # the Gemini CLI speaks Gemini's API to the gateway, which carries it to this server's chat completions
+    ("gemini-cli", {"OPENAI_BASE_URL": "base_url", "OPENAI_API_KEY": None}),
     # Claude Code's calls go to ANTHROPIC_BASE_URL, the judge's and optimizer's to OPENAI_BASE_URL: both this server
     ("claude-code", {"ANTHROPIC_BASE_URL": "anthropic_base_url", "ANTHROPIC_API_KEY": None,
                      "OPENAI_BASE_URL": "base_url", "OPENAI_API_KEY": None}),
@@ -108,7 +111,7 @@ def test_each_agent_reaches_the_real_server_through_the_gateway(local_model, iso
                       "errors": [r["error"] for r in rows], "seconds": [r["duration_s"] for r in rows]}))
 
 
-@pytest.mark.parametrize("agent", ["codex", "mini-swe-agent"])  # the Gemini CLI speaks only Gemini's API (see above)
+@pytest.mark.parametrize("agent", ["codex", "mini-swe-agent", "gemini-cli"])  # the Gemini CLI's through chat completions
 def test_an_agents_init_route_runs_on_the_real_server_and_its_file_or_its_failure_is_named(local_model, isolated,
                                                                                           monkeypatch, agent):
     """The init arm's run (helpers.engine.baselines.init_rules) with a real model: a small model may write no file,

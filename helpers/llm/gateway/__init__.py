@@ -20,10 +20,14 @@
   `{baseUrl}/messages`, takes `url_for(name) + "/v1"`, and a Gemini client (google-genai's
   `HttpOptions(base_url=...)`, GOOGLE_GEMINI_BASE_URL) takes `url_for(name)` (its paths carry the API
   version). Anything else gets a 403 saying why, in Google's error shape for a Gemini client.
+- A Gemini client in front of a chat-completions server (kind "gemini-to-openai", gemini_to_openai.py): its
+  Gemini calls are screened as they came, then carried to `<base_url>/chat/completions` and the answers back in
+  Gemini's shape (streamed as its `alt=sse` chunks, errors in Google's shape); countTokens is answered here,
+  offline, and GET `/v1beta/models` from the server's `/models`; every rule below holds on this path too.
 - Keys: a client sends its token as `Authorization: Bearer <token>`, `x-api-key: <token>`,
   `x-goog-api-key: <token>` or (Gemini) the query parameter `key=<token>`; the gateway drops every
   credential header the client sent and the `key=` parameter, and adds the real key the way the upstream
-  expects it (Bearer for "openai" and "openai-compatible", x-api-key for "anthropic", x-goog-api-key for "gemini"). Unknown tokens get 401. The
+  expects it (Bearer for "openai", "openai-compatible" and "gemini-to-openai", x-api-key for "anthropic", x-goog-api-key for "gemini"). Unknown tokens get 401. The
   key is in no repr, log, record or error, and is scrubbed from non-streaming answers.
 - Streaming: an SSE answer is written to the client as it arrives, whole events only (those that arrived
   together in one write);

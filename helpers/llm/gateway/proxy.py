@@ -24,6 +24,7 @@ from yarl import URL
 from helpers.core import config
 from helpers.llm.gateway.allowlist import Screened, forwarded_query, screen
 from helpers.llm.gateway.budget import Ledger, worst_case_usd
+from helpers.llm.gateway.gemini_to_openai import Carried, carry
 from helpers.llm.gateway.intake import BodyBytes, BodyRefused, capped, read_body
 from helpers.llm.gateway.metering import Meter, decoded_body, json_or_none
 from helpers.llm.gateway.policy import (api_of, error_response, healthz, malformed_model, model_of, no_more_retries,
@@ -269,6 +270,11 @@ class Gateway(CallRecords):
                   "stream": streams(path, asked), "status": None, "input_tokens": None,
                   "cached_tokens": None, "output_tokens": None, "cost_usd": None, "latency_s": None, "retries": 0, "waited_s": 0.0,
                   "started_at": started_at, "error": None, "changed": screened.changes if screened is not None else []}
+        carried = carry(upstream, request.method, path, screened.body if screened is not None else {})
+        if carried is not None and carried.local is not None:  # a token count for a chat server: answered here
+            record.update(status=200, input_tokens=0, output_tokens=0, cost_usd=0.0)
+            self._finish(token, record, started, body, asked, carried.local, Meter())
+            return web.Response(status=200, body=carried.local, content_type="application/json")
         counts = path.endswith(COUNTS) or screened is None
         lap = self._stages.lap("policy", lap)
         worst = 0.0 if counts or self.budget_usd is None else \
@@ -320,7 +326,7 @@ class Gateway(CallRecords):
         try:
             sent = upstream_headers(request.headers, upstream)  # the client's credentials out, the key in
             lap = self._stages.lap("key_swap", lap)
-            response, head = await self._send(request.method, upstream, sent, body, record)
+            response, head = await self._send(request.method, upstream, sent, body, record, carried)
             lap = self._stages.lap("upstream", lap)
             record["status"] = response.status
             headers = client_headers(response.headers)
@@ -373,14 +379,16 @@ class Gateway(CallRecords):
         return where[0], query, asked, screened
 
     async def _send(self, method: str, upstream: Upstream, headers: dict[str, str], body: bytes,
-                    record: dict) -> tuple[aiohttp.ClientResponse, bytes | Stream]:
+                    record: dict, carried: Carried | None = None) -> tuple[aiohttp.ClientResponse, bytes | Stream]:
         """The upstream's answer to be relayed with what of it was read (a whole body, or a stream's first
         events), holding one of the pool's slots (released by the caller). Retries (the one policy,
         helpers.llm.retries) 429/5xx and UpstreamFaults while nothing has been sent to the client; an answer
         passed on after that carries GATEWAY_RETRIES_HEADER, so that clients do not retry it again: one failing
-        call reaches the upstream at most 1 + max_retries times. Raises the last UpstreamFault."""
+        call reaches the upstream at most 1 + max_retries times. Raises the last UpstreamFault. `carried`: the call
+        as it goes to a chat-completions server, its answer translated back (gemini_to_openai.py)."""
         target = urlsplit(upstream.url)
-        url = URL(f"{target.scheme}://{target.netloc}{record['path']}", encoded=True)
+        url = URL(f"{target.scheme}://{target.netloc}{carried.path if carried else record['path']}", encoded=True)
+        body = carried.body if carried else body
         headers.pop("Content-Type", None) if method == "GET" else headers.update({"Content-Type": "application/json"})
 
         async def sleep(seconds: float) -> None:
@@ -388,7 +396,7 @@ class Gateway(CallRecords):
             await asyncio.sleep(seconds)
 
         try:  # the first attempt outside tenacity, whose machinery costs more than the rest of a call's set-up
-            return await self._try(method, url, headers, body, record, self.max_retries == 0)
+            return await self._try(method, url, headers, body, record, self.max_retries == 0, carried)
         except TryAgain as failed:
             first = [failed]
         try:  # the policy from there: the first attempt's failure is its attempt 1 (waits and counts as they were)
@@ -397,13 +405,13 @@ class Gateway(CallRecords):
                     record["retries"] = tried = attempt.retry_state.attempt_number - 1
                     if first:
                         raise first.pop()
-                    return await self._try(method, url, headers, body, record, tried == self.max_retries)
+                    return await self._try(method, url, headers, body, record, tried == self.max_retries, carried)
         except TryAgain as exhausted:
             raise exhausted.cause
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _try(self, method: str, url: URL, headers: dict[str, str], body: bytes, record: dict,
-                   last: bool) -> tuple[aiohttp.ClientResponse, bytes | Stream]:
+    async def _try(self, method: str, url: URL, headers: dict[str, str], body: bytes, record: dict, last: bool,
+                   carried: Carried | None = None) -> tuple[aiohttp.ClientResponse, bytes | Stream]:
         """One attempt; on success it keeps its pool slot and the open answer for the caller. A fault is
         logged (one line) and raised as TryAgain, its cause the UpstreamFault."""
         pool, key = self._pools[record["upstream"]], self.upstreams[record["upstream"]].api_key
@@ -420,10 +428,11 @@ class Gateway(CallRecords):
                     raise TryAgain(0.0)  # everyone waits on the pool's pause, not only this request
                 raise TryAgain(None)
             if response.headers.get("Content-Type", "").startswith("text/event-stream"):
-                head: bytes | Stream = await Stream(response, self._limits).start()
+                head: bytes | Stream = await (carried.stream if carried else Stream)(response, self._limits).start()
             else:
                 head = await response.read()
                 check_json(head, response.status)
+                head = carried.answer(response.status, head) if carried else head
             kept = True
             return response, head
         except READ_ERRORS as error:

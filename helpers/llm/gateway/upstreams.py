@@ -12,7 +12,8 @@ from urllib.parse import parse_qsl
 
 from helpers.core import config
 
-KINDS = ("openai", "anthropic", "openai-compatible", "gemini")
+GEMINI_TO_OPENAI = "gemini-to-openai"  # a Gemini client's calls carried to a chat-completions server (gemini_to_openai.py)
+KINDS = ("openai", "anthropic", "openai-compatible", "gemini", GEMINI_TO_OPENAI)
 DEFAULT_BASE_URLS = {"openai": config.OPENAI_URL, "anthropic": "https://api.anthropic.com",
                      "gemini": config.GEMINI_URL}  # Gemini's paths carry their version
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
@@ -25,7 +26,7 @@ class Upstream:
 
     base_url: str | None = None  # None: the kind's public URL (OpenAI .../v1, Anthropic and Gemini without a version)
     api_key: str | None = field(default=None, repr=False)  # None: send no key (e.g. the scripted server)
-    kind: str = "openai"  # "openai" | "anthropic" | "openai-compatible" | "gemini"
+    kind: str = "openai"  # "openai" | "anthropic" | "openai-compatible" | "gemini" | "gemini-to-openai"
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
