@@ -37,6 +37,14 @@ def isolated(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.fixture(autouse=True)
+def held_to_the_servers_cap(local_model, monkeypatch):
+    """What a session pointed at the server sets (LocalModelServer.environment): every answer, of every role, held
+    to the server's cap by the gateway; a request's max_tokens would override the server's own -n."""
+    for name, value in local_model.environment.items():
+        monkeypatch.setenv(name, value)
+
+
 def shown_text(path) -> str:
     """Everything an executed notebook shows: streams, results and errors (tracebacks included)."""
     parts = []
