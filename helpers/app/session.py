@@ -80,6 +80,9 @@ class Session:
                  f"  base URL:      {'scripted model server on loopback' if self.dry_run else self._where()}",
                  f"  model check:   {self._checked()}",
                  f"  Phoenix:       {self.phoenix_url or 'off'}"]
+        capped = self.gateway.max_output_tokens if self.gateway is not None else None
+        if capped:  # the model server's own limit on every answer (config.max_output_tokens)
+            lines.insert(5, f"  answers:       at most {capped:,} tokens each ({config.MAX_OUTPUT_TOKENS_VARIABLE})")
         return "\n".join(lines)
 
     def _checked(self) -> str:

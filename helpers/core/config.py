@@ -136,6 +136,23 @@ GATEWAY_IDLE_CONNECTION_S = 30.0  # a client connection with no request under wa
 # this cap, so each call's worst-case cost (reserved from the budget before it is forwarded) is bounded.
 GATEWAY_OUTPUT_TOKENS = {"agent": AGENT_MAX_OUTPUT_TOKENS, "judge": JUDGE_MAX_TOKENS, "optimizer": OPTIMIZER_MAX_TOKENS}
 GATEWAY_DEFAULT_OUTPUT_TOKENS = OPTIMIZER_MAX_TOKENS  # a token of any other role
+# A model server's own limit on one answer, for every role: $PL_MAX_OUTPUT_TOKENS (environment or .env) lowers each
+# cap above to it. For a slow model that may not stop on its own: SmolLM2-135M writes ~5 tokens/s on 2 busy cores,
+# so one judge's answer run to its 4,000-token cap took 813 s. A server's own default (llama-server's -n) cannot do
+# it: a request's max_tokens overrides it, and the gateway names one on every request.
+MAX_OUTPUT_TOKENS_VARIABLE = "PL_MAX_OUTPUT_TOKENS"
+
+
+def max_output_tokens() -> int | None:
+    """$PL_MAX_OUTPUT_TOKENS as a whole number, None when unset; ValueError naming it for any other value."""
+    value = read_env(MAX_OUTPUT_TOKENS_VARIABLE)
+    text = (value or "").strip()
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise ValueError(f"{MAX_OUTPUT_TOKENS_VARIABLE}={value!r}: it must be a whole number of tokens of at least 1 "
+                         "(the most one model answer may take, for every role), or unset.")
+    return int(text)
 # The input tokens reserved for one image or document part (its JSON bytes bound a text's tokens, not a picture's):
 # above what Anthropic, OpenAI and Google count for one image at their largest sizes.
 GATEWAY_MEDIA_PART_TOKENS = 10_000
@@ -289,5 +306,5 @@ def has_credentials() -> bool:
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "llm_settings", "LLMSettings", "MissingCredentials", "read_env", "has_credentials",
     "results_root", "rulesets_root", "cache_root", "anthropic_base_url", "anthropic_openai_url", "gateway_host",
-    "gemini_key", "gemini_base_url", "gemini_openai_url",
+    "gemini_key", "gemini_base_url", "gemini_openai_url", "max_output_tokens",
 ]

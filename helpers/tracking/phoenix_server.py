@@ -31,6 +31,7 @@ import httpx
 from helpers.core.config import PHOENIX_DIR, REPO_ROOT, read_env
 from helpers.isolation.processes import safe_environment
 
+CONNECT_CHECK_S = 15.0  # a Phoenix that is up but busy (a loaded machine) may answer its health check slowly
 START_TIMEOUT_S = 60.0  # Phoenix needs ~13-16 s to import and migrate its database on this machine
 PORT_ATTEMPTS = 3  # starts tried when a port picked free is taken before Phoenix binds it
 # What Phoenix's log says when a port it was given is taken: gRPC's words, and uvicorn's errno 98
@@ -278,7 +279,7 @@ def ensure_phoenix(url: str | None = None, api_key: str | None = None, **server_
     url = url or read_env("PHOENIX_COLLECTOR_ENDPOINT")
     if url:
         key = api_key or read_env("PHOENIX_API_KEY")
-        if is_healthy(url, key):
+        if is_healthy(url, key, timeout_s=CONNECT_CHECK_S):
             return PhoenixServer.connect(url, key, check=False)
         warnings.warn(f"Phoenix at {url} does not answer; starting a local Phoenix instead.", stacklevel=2)
     return PhoenixServer(**server_args).start()

@@ -19,6 +19,7 @@ from helpers.core.registry import make_agent
 from helpers.engine.runs import run_tasks
 from helpers.families.coding.tasks import load_house_suite
 from helpers.store.records import read_jsonl
+from helpers.stand_ins import local_model as recipe
 
 pytestmark = pytest.mark.real
 NOTEBOOK_TIMEOUT_S = 1_500
@@ -37,6 +38,14 @@ def isolated(tmp_path, monkeypatch):
     for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):  # else the Gemini CLI goes to Google
         monkeypatch.delenv(name, raising=False)
     return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def held_to_the_servers_cap(local_model, monkeypatch):
+    """What a session pointed at the server sets (LocalModelServer.environment): every answer, of every role, held
+    to the server's cap by the gateway; a request's max_tokens would override the server's own -n."""
+    for name, value in local_model.environment.items():
+        monkeypatch.setenv(name, value)
 
 
 def shown_text(path) -> str:
@@ -58,7 +67,7 @@ def assert_each_run_completed_or_named_its_error(rows):
 
 
 @pytest.mark.timeout(NOTEBOOK_TIMEOUT_S + 120)  # the notebook's own limit, not pytest's 10-minute default, ends it
-def test_the_cline_quickstart_runs_end_to_end_on_a_real_server(local_model, isolated, monkeypatch, capfd):
+def test_the_cline_quickstart_runs_end_to_end_on_a_real_server(local_model, isolated, monkeypatch, capfd, phoenix_url):
     monkeypatch.setenv("OPENAI_BASE_URL", local_model.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "local-server-needs-no-key")
     model = repr(local_model.model)
@@ -66,10 +75,13 @@ def test_the_cline_quickstart_runs_end_to_end_on_a_real_server(local_model, isol
     code = run_headless(["notebooks/quickstart.ipynb", "LOOPS=1", "TRAIN_SIZE=2", "TEST_SIZE=2", "EXPERIMENT=real-cline",
                          f"AGENT_TIMEOUT_S={AGENT_TIMEOUT_S}", f"AGENT_MODEL={model}", f"JUDGE_MODEL={model}",
                          f"OPTIMIZER_MODEL={model}",
+                         # the suite's Phoenix (started with a loaded machine's patience), not one of the notebook's own
+                         f"PHOENIX_URL={phoenix_url!r}",
                          "-o", str(output), "--timeout", str(NOTEBOOK_TIMEOUT_S)])
     console = capfd.readouterr()
     assert code == 0, console.err
     assert re.search(r"^-- \d+\. The loop", console.out, re.M) and "Loop 0" in console.out  # it talked as it went
+    assert f"at most {recipe.MAX_OUTPUT_TOKENS} tokens each" in console.out  # every answer held to the server's cap
     shown = shown_text(output)
     assert "Traceback" not in shown and not MACHINE_PATH.search(shown), MACHINE_PATH.findall(shown)[:5]
     loop = read_jsonl(isolated / "results" / "real-cline" / "loops.jsonl")[-1]

@@ -62,12 +62,14 @@
   (JSON body, the final SSE usage chunk, Anthropic message_start/message_delta, Responses
   response.completed, Gemini usageMetadata: thinking tokens counted as output), cost from
   helpers.llm.pricing (None: unpriced or no usage reported; the model list, token counts (Anthropic's
-  count_tokens, Gemini's countTokens) and failed calls cost 0), latency and retries. Cached input tokens
+  count_tokens, Gemini's countTokens) and failed calls cost 0), latency and retries. A call the gateway refuses
+  (400, 403: what it asks is not forwarded) is recorded too, with the status its client got and why, at no cost. Cached input tokens
   are priced at the cache-read rate (see pricing.py).
 - What a call may ask (allowlist.py, docs/security.md): per wire format, the top-level fields the product's
   roles send, client-run function tools only (Cline's Anthropic `web_search_20250305` is removed and noted in
   the record's `changed`), no content the provider would fetch or read from its own store, the output capped at
-  the token's role's `GATEWAY_OUTPUT_TOKENS` (every cap field it names; set where it names none); anything else
+  the token's role's `GATEWAY_OUTPUT_TOKENS`, or the model server's own limit `PL_MAX_OUTPUT_TOKENS` when lower
+  (every cap field it names; set where it names none); anything else
   a 403 naming the field (a `model` that is not a string: 400). Query parameters outside `QUERY` are dropped. What is forwarded is the gateway's own serialisation of what it checked. Client headers outside an
   allow-list are dropped (`anthropic-beta` keeps the betas the CLIs send).
 - Caps (intake.py): a body over GATEWAY_MAX_REQUEST_BYTES gets 413 before it is read, one slower than

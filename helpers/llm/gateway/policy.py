@@ -15,7 +15,7 @@ live here too.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from aiohttp import web
@@ -120,6 +120,16 @@ def is_transient(status: int | str | None) -> bool:
     upstream or broken answer (502 from the gateway), timeout (504). A spent budget ("budget") is not
     transient by itself, nor is a client that left."""
     return is_retryable(status if isinstance(status, int) else None)
+
+
+class Refusal(NamedTuple):
+    """A call the gateway refuses before forwarding it: the HTTP status its client gets, why (the record's error),
+    the error's kind, and the model it named (None when it named none the record can keep)."""
+
+    status: int
+    message: str
+    kind: str
+    model: str | None = None
 
 
 class ClientGone(Exception):

@@ -22,15 +22,15 @@ from tenacity import AsyncRetrying
 from yarl import URL
 
 from helpers.core import config
-from helpers.llm.gateway.allowlist import Screened, forwarded_query, screen
+from helpers.llm.gateway.checks import checked_call
 from helpers.llm.gateway.budget import Ledger, worst_case_usd
 from helpers.llm.gateway.gemini_to_openai import Carried, carry
 from helpers.llm.gateway.intake import BodyBytes, BodyRefused, capped, read_body
-from helpers.llm.gateway.metering import Meter, decoded_body, json_or_none
-from helpers.llm.gateway.policy import (api_of, error_response, healthz, malformed_model, model_of, no_more_retries,
-                                        refusal, streams, upstream_path)
+from helpers.llm.gateway.metering import Meter, decoded_body
+from helpers.llm.gateway.policy import (Refusal, api_of, error_response, healthz, model_of,
+                                        no_more_retries, streams)
 from helpers.llm.gateway.pool import POOL_PAUSE_STATUS, Pool
-from helpers.llm.gateway.records import COUNTS, CallRecords
+from helpers.llm.gateway.records import COUNTS, CallRecords, call_record
 from helpers.llm.gateway.relay import (READ_ERRORS, Limits, Stream, UpstreamFault, check_json, client_left, note,
                                         read_fault, relay)
 from helpers.llm.gateway.stages import StageTimes
@@ -74,6 +74,7 @@ class Gateway(CallRecords):
         self._ledger = Ledger(budget_usd)  # spent and reserved (budget.py)
         self.max_request_bytes, self.max_connections = config.GATEWAY_MAX_REQUEST_BYTES, config.GATEWAY_MAX_CONNECTIONS
         self.token_concurrency = config.GATEWAY_TOKEN_CONCURRENCY
+        self.max_output_tokens = config.max_output_tokens()  # the model server's own limit, for every role (or None)
         self._held = BodyBytes(config.GATEWAY_MAX_HELD_BYTES)  # request bytes of all calls under way
         self._stages = StageTimes()  # where each call's time goes (stage_times)
         super().__init__(trace, trace_chars)  # records, tokens, calls under way (records.py)
@@ -152,7 +153,7 @@ class Gateway(CallRecords):
     def issue_token(self, upstream: str, *, models: list[str] | None = None, **attributes: Any) -> str:
         """A new token for one client of `upstream`; `attributes` (experiment, split, loop, task, role,
         ...) are copied into every record of its calls. `models`: the only models it may call (else the
-        upstream's `models`, else any); its `role` sets its output cap (config.GATEWAY_OUTPUT_TOKENS)."""
+        upstream's `models`, else any); its `role` sets its output cap (output_cap)."""
         self._upstream(upstream)
         clash = sorted(set(attributes) & set(RECORD_FIELDS + ("token",)))
         if clash:
@@ -169,6 +170,12 @@ class Gateway(CallRecords):
             info = self._tokens.get(token)
             if info is not None:
                 info["revoked"] = True
+
+    def output_cap(self, role: str | None) -> int:
+        """The most one answer of `role`'s calls may take: its GATEWAY_OUTPUT_TOKENS, lowered to the model server's
+        own limit when one was given (PL_MAX_OUTPUT_TOKENS, read when the gateway was made)."""
+        cap = config.GATEWAY_OUTPUT_TOKENS.get(role or "", config.GATEWAY_DEFAULT_OUTPUT_TOKENS)
+        return min(cap, self.max_output_tokens) if self.max_output_tokens else cap
 
     @property
     def spent_usd(self) -> float:
@@ -259,17 +266,19 @@ class Gateway(CallRecords):
     async def _forward(self, request: web.Request, name: str, upstream: Upstream, token: str | None, client: dict,
                        body: bytes, started: float, started_at: float, lap: float) -> web.StreamResponse:
         api = api_of(request.path, request.headers)
-        checked = self._checked(request, name, upstream, client, body)
-        if isinstance(checked, web.Response):
-            return checked
+        checked = checked_call(request.method, request.raw_path, request.path, name, upstream, body,
+                               cap=self.output_cap(client.get("role")), models=client.get("models", self.models.get(name)),
+                               budget_usd=self.budget_usd)
+        if isinstance(checked, Refusal):  # recorded like any call (counted, named); nothing of it is kept or sent
+            record = call_record(client, name, request.method, request.path.removeprefix(f"/u/{name}")[:300],
+                                  checked.model, False, [], started_at)
+            record.update(status=checked.status, input_tokens=0, output_tokens=0, cost_usd=0.0, error=checked.message)
+            self._finish(token, record, started, b"", None, b"", Meter())
+            return error_response(checked.status, f"gateway: {checked.message}", checked.kind, api=api)
         path, query, asked, screened = checked
         body = json.dumps(screened.body).encode() if screened is not None else b""  # what was checked, as sent
-        record = {**{k: v for k, v in client.items() if k not in ("upstream", "revoked", "models")},
-                  "id": secrets.token_hex(8), "upstream": name, "method": request.method,
-                  "path": path + (f"?{query}" if query else ""), "model": model_of(path, asked),
-                  "stream": streams(path, asked), "status": None, "input_tokens": None,
-                  "cached_tokens": None, "output_tokens": None, "cost_usd": None, "latency_s": None, "retries": 0, "waited_s": 0.0,
-                  "started_at": started_at, "error": None, "changed": screened.changes if screened is not None else []}
+        record = call_record(client, name, request.method, path + (f"?{query}" if query else ""), model_of(path, asked),
+                              streams(path, asked), screened.changes if screened is not None else [], started_at)
         carried = carry(upstream, request.method, path, screened.body if screened is not None else {})
         if carried is not None and carried.local is not None:  # a token count for a chat server: answered here
             record.update(status=200, input_tokens=0, output_tokens=0, cost_usd=0.0)
@@ -348,35 +357,6 @@ class Gateway(CallRecords):
             raise
         finally:
             finish()
-
-    def _checked(self, request: web.Request, name: str, upstream: Upstream, client: dict,
-                 body: bytes) -> web.Response | tuple[str, str, dict, Screened | None]:
-        """(path, query, the request's JSON, what may be forwarded: None for a GET) or the refusal's answer: the
-        path and model (policy.py), then the body's fields, tools and content (allowlist.py), its output capped
-        by the token's role."""
-        api = api_of(request.path, request.headers)
-        asked = json_or_none(body) if body else {}
-        if request.method != "GET" and not isinstance(asked, dict):
-            return error_response(400, "gateway: the request body is not a JSON object", "invalid_request", api=api)
-        asked = asked if isinstance(asked, dict) else {}
-        if malformed_model(asked):
-            return error_response(400, f"gateway: refused: {malformed_model(asked)}", "invalid_request", api=api)
-        where = upstream_path(request.raw_path, name)
-        models = client.get("models", self.models.get(name))
-        why = where if isinstance(where, str) else refusal(request.method, where[0], upstream.url, asked, models,
-                                                           self.budget_usd)
-        screened = None
-        if why is None and request.method != "GET":
-            cap = config.GATEWAY_OUTPUT_TOKENS.get(client.get("role"), config.GATEWAY_DEFAULT_OUTPUT_TOKENS)
-            wire = "anthropic" if where[0].endswith("/messages/count_tokens") else api_of(where[0])
-            screened = screen(wire, asked, cap, model_of(where[0], asked), where[0].endswith(COUNTS))
-            why = screened if isinstance(screened, str) else None
-        if why is not None:
-            return error_response(403, f"gateway: refused: {why}", "forbidden", api=api)
-        query, dropped = forwarded_query(api_of(where[0]), where[0], where[1])
-        if screened is not None:
-            screened.changes += [f"query parameter {name!r} dropped" for name in dropped]
-        return where[0], query, asked, screened
 
     async def _send(self, method: str, upstream: Upstream, headers: dict[str, str], body: bytes,
                     record: dict, carried: Carried | None = None) -> tuple[aiohttp.ClientResponse, bytes | Stream]:

@@ -5,6 +5,7 @@ status and its client's conversation as of its last call (kept as the request's 
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 import warnings
@@ -133,4 +134,14 @@ class CallRecords:
                               RuntimeWarning, stacklevel=1)
 
 
-__all__ = ["CallRecords"]  # documented in CODE_APPENDIX.md
+__all__ = ["CallRecords", "call_record"]  # documented in CODE_APPENDIX.md
+
+
+def call_record(client: dict, name: str, method: str, path: str, model: Any, stream: bool, changed: list[str],
+                started_at: float) -> dict[str, Any]:
+    """A call's record before it is answered: its token's attributes, where it goes and what was changed."""
+    return {**{k: v for k, v in client.items() if k not in ("upstream", "revoked", "models")},
+            "id": secrets.token_hex(8), "upstream": name, "method": method, "path": path, "model": model,
+            "stream": stream, "status": None, "input_tokens": None, "cached_tokens": None, "output_tokens": None,
+            "cost_usd": None, "latency_s": None, "retries": 0, "waited_s": 0.0, "started_at": started_at,
+            "error": None, "changed": changed}

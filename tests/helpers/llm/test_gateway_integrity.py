@@ -82,6 +82,50 @@ def test_a_call_that_names_no_output_cap_is_given_its_roles_cap_in_each_wire_for
     assert (bodies[0]["max_tokens"], bodies[1]["max_completion_tokens"], bodies[2]["max_output_tokens"]) == (cap,) * 3
 
 
+def test_a_model_servers_own_limit_holds_every_roles_answers_whatever_cap_they_name_or_none(server, monkeypatch):
+    # llama-server's -n is only a default: a request's max_tokens overrides it, so the gateway holds the limit
+    monkeypatch.setenv(config.MAX_OUTPUT_TOKENS_VARIABLE, "256")
+    with gateway_on(server) as gateway:
+        for role, asked in (("agent", None), ("judge", config.JUDGE_MAX_TOKENS), ("optimizer", 10**9),
+                            ("a role of its own", None), ("judge", 100)):
+            token = gateway.issue_token("agent", role=role)
+            post(gateway, "/chat/completions", token, {"model": "gpt-4.1", "messages": USER,
+                                                       **({"max_tokens": asked} if asked else {})})
+        post(gateway, "/chat/completions", token, {"model": "gpt-5", "messages": USER, "max_completion_tokens": 5000})
+        post(gateway, "/responses", token, {"model": "gpt-5", "input": "hi", "max_output_tokens": 5000})
+        records = gateway.calls()
+    bodies = [r["body"] for r in server.requests]
+    assert [b["max_tokens"] for b in bodies[:5]] == [256, 256, 256, 256, 100]  # a smaller cap is the caller's own
+    assert (bodies[5]["max_completion_tokens"], bodies[6]["max_output_tokens"]) == (256, 256)
+    assert [r["changed"] for r in records[:2]] == [["max_tokens set to 256"], ["max_tokens 4000 capped at 256"]]
+
+
+def test_an_anthropic_call_is_held_to_the_model_servers_limit_too(server, monkeypatch):
+    monkeypatch.setenv(config.MAX_OUTPUT_TOKENS_VARIABLE, "256")
+    with gateway_on(server, kind="anthropic") as gateway:
+        client = anthropic.Anthropic(base_url=gateway.url_for("agent"), max_retries=0,
+                                     api_key=gateway.issue_token("agent", role="agent"))
+        client.messages.create(model="claude-sonnet-5-5", max_tokens=config.AGENT_MAX_OUTPUT_TOKENS, messages=USER)
+    assert server.requests[-1]["body"]["max_tokens"] == 256
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "256 tokens", "2.5", "\u00b2", "1e3"])
+def test_a_model_servers_limit_that_is_not_a_whole_number_of_tokens_is_one_error_naming_it_before_the_gateway_starts(
+        server, monkeypatch, value):
+    monkeypatch.setenv(config.MAX_OUTPUT_TOKENS_VARIABLE, value)
+    with pytest.raises(ValueError, match=f"^{config.MAX_OUTPUT_TOKENS_VARIABLE}=.*whole number of tokens"):
+        gateway_on(server)
+    assert server.requests == []
+
+
+def test_without_a_model_servers_limit_each_role_keeps_its_own_cap(server, monkeypatch):
+    monkeypatch.setenv(config.MAX_OUTPUT_TOKENS_VARIABLE, " ")  # empty: unset
+    with gateway_on(server) as gateway:
+        for role in config.GATEWAY_OUTPUT_TOKENS:
+            post(gateway, "/chat/completions", gateway.issue_token("agent", role=role), {"model": "gpt-4.1", "messages": USER})
+    assert [r["body"]["max_tokens"] for r in server.requests] == list(config.GATEWAY_OUTPUT_TOKENS.values())
+
+
 def test_a_call_whose_worst_case_is_more_than_the_whole_budget_is_the_callers_own_refusal_not_a_spent_budget(server):
     with gateway_on(server, budget_usd=0.01) as gateway:  # 16,384 output tokens of o1-pro: far more than $0.01
         token = gateway.issue_token("agent", role="agent")
@@ -522,3 +566,45 @@ def test_a_chat_messages_own_fields_are_allow_listed(server, message, passes):
         answer = post(gateway, "/chat/completions", gateway.issue_token("agent"),
                       {"model": "gpt-4.1", "messages": [*USER, message, *USER]})
     assert (answer.status_code, len(server.requests)) == ((200, 1) if passes else (403, 0)), answer.text
+
+
+# --- a refused call is recorded like any other: counted and named -----------------------------------------
+def test_every_call_the_gateway_refuses_is_recorded_with_its_status_and_why_and_counted_at_no_cost(server):
+    gemini_path = "/v1beta/models/gemini-3-flash-preview:generateContent"
+    refused = [  # (wire format, path, body or raw bytes, the status its client gets, words of why)
+        ("openai-compatible", "/chat/completions", {"model": "o1-pro", "messages": USER}, 403, "not one this run may call"),
+        ("openai-compatible", "/chat/completions", {"model": "gpt-4.1", "messages": USER,
+                                                    "tools": [{"type": "web_search"}]}, 403, "web_search"),
+        ("openai-compatible", "/responses", {"model": "gpt-4.1", "input": "hi", "store": True}, 403, "store=True"),
+        ("openai-compatible", "/chat/completions", {"model": ["gpt-4.1"], "messages": USER}, 400, "must be a string"),
+        ("openai-compatible", "/chat/completions", b"[1, 2]", 400, "not a JSON object"),
+        ("openai-compatible", "/files", {"model": "gpt-4.1"}, 403, "refused"),
+        ("anthropic", "/v1/messages", {"model": "gpt-4.1", "max_tokens": 5, "messages": USER,
+                                       "mcp_servers": [{"url": "https://x.example"}]}, 403, "mcp_servers"),
+        ("gemini", gemini_path, {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+                                 "tools": [{"googleSearch": {}}]}, 403, "googleSearch"),
+    ]
+    for kind, path, body, status, why in refused:
+        with gateway_on(server, kind=kind, models={"agent": ["gpt-4.1", "gemini-3-flash-preview"]}) as gateway:
+            token = gateway.issue_token("agent", role="agent", task="t1")
+            raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+            answer = httpx.post(gateway.url_for("agent") + path, content=raw, timeout=60, headers={
+                "Authorization": f"Bearer {token}", "x-api-key": token, "x-goog-api-key": token,
+                "Content-Type": "application/json"})
+            record, = gateway.calls()
+            usage = gateway.usage(task="t1")
+        assert answer.status_code == status, (path, answer.text)
+        assert record["status"] == status and why in record["error"] and record["task"] == "t1", record
+        assert (record["input_tokens"], record["output_tokens"], record["cost_usd"]) == (0, 0, 0.0)
+        assert usage["calls"] == 1 and usage["cost_usd"] == 0 and gateway.last_status(token) == status
+        assert gateway.conversation(token) == []  # what was refused is never kept as the run's trajectory
+    assert server.requests == []
+
+
+def test_a_refused_calls_record_names_the_model_it_asked_for_when_that_is_a_string(server):
+    with gateway_on(server, models={"agent": ["gpt-4.1"]}) as gateway:
+        token = gateway.issue_token("agent", role="agent")
+        post(gateway, "/chat/completions", token, {"model": "o1-pro", "messages": USER})
+        post(gateway, "/chat/completions", token, {"model": {"id": "gpt-4.1"}, "messages": USER})
+        named, malformed = gateway.calls()
+    assert (named["model"], named["status"], malformed["model"], malformed["status"]) == ("o1-pro", 403, None, 400)
