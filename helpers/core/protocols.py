@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Protocol, Sequence, runtime_checkable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,6 +31,11 @@ TASK_FIELDS = (
 
 Task = Mapping[str, Any]
 
+
+
+# Whether a run must be sandboxed: "required" (fail when bubblewrap cannot run), "if-available", or None (never).
+# Defined here, on the ground floor, so that the seams can name it; helpers.isolation.sandbox checks a value.
+SandboxPolicy = Literal["required", "if-available"] | None
 
 class Limit(str, Enum):
     """What ended a failed run that the rules can cause (helpers.stats.outcomes: "errored: rules"), named where it
@@ -280,7 +285,7 @@ class WorkspaceFamily(Protocol):
     def split_tasks(self, tasks: "pd.DataFrame", train_size: int, test_size: int, strategy: str,
                     seed: int) -> "tuple[pd.DataFrame, pd.DataFrame]": ...
 
-    def evaluator_for(self, tasks: "pd.DataFrame", *, model_name: str, sandbox: str | None) -> Evaluator: ...
+    def evaluator_for(self, tasks: "pd.DataFrame", *, model_name: str, sandbox: SandboxPolicy) -> Evaluator: ...
 
     def prepare_workspace(self, task: Task, root: Path) -> Path: ...
 
@@ -375,6 +380,6 @@ class RunContext(Protocol):
 
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "Agent", "Evaluator", "LLM", "PromptFamily", "WorkspaceFamily", "RunContext", "AgentResult", "EvalResult",
+    "Agent", "Evaluator", "LLM", "PromptFamily", "WorkspaceFamily", "RunContext", "SandboxPolicy", "AgentResult", "EvalResult",
     "Completion", "Patch", "GradedLines", "Limit",
 ]

@@ -46,9 +46,10 @@ import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Literal, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 from urllib.parse import urlsplit
 
+from helpers.core.protocols import SandboxPolicy
 from helpers.isolation.netns import nsenter, own_network
 from helpers.isolation.relay import Relay
 
@@ -58,7 +59,6 @@ if TYPE_CHECKING:  # confinement imports this module; the type alone is needed h
 # How a run is isolated: "required" (every run with a real model: in the sandbox, or not at all unless the user
 # opted out), "if-available" (the scripted dry run, whose commands come from our own script: on the host where no
 # sandbox can start), None (unsandboxed: unsafe, the tests' own runs). Checked once where it comes in.
-SandboxPolicy = Literal["required", "if-available"] | None
 SANDBOX_POLICIES: tuple[SandboxPolicy, ...] = ("required", "if-available", None)
 
 

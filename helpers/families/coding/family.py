@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from helpers.core.protocols import Evaluator, GradedLines, Patch, Task
+from helpers.core.protocols import Evaluator, GradedLines, Patch, SandboxPolicy, Task
 from helpers.families.coding import patches, tasks, workspaces
 
 
@@ -34,11 +34,11 @@ class CodingFamily:
                     seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
         return tasks.split_dataset(frame, train_size, test_size, strategy=strategy, seed=seed)
 
-    def evaluator_for(self, frame: pd.DataFrame, *, model_name: str, sandbox: str | None) -> Evaluator:
+    def evaluator_for(self, frame: pd.DataFrame, *, model_name: str, sandbox: SandboxPolicy) -> Evaluator:
         from helpers.families.coding.evaluation import evaluator_for
         from helpers.isolation.sandbox import sandbox_policy
 
-        # the seam's str checked here, where it comes in (ValueError naming the choices)
+        # checked here, where it comes in from a caller that may not be typed (ValueError naming the choices)
         return evaluator_for(frame, model_name=model_name, sandbox=sandbox_policy(sandbox))
 
     def prepare_workspace(self, task: Task, root: Path) -> Path:
