@@ -164,12 +164,12 @@ def test_each_run_owns_the_hosts_files_and_what_the_host_wrote_between_runs_whil
         workspace = scratch / "ws"
         (workspace / "pkg").mkdir(parents=True)
         (workspace / "pkg" / "app.py").write_text("x = 1\n")  # the host's, before the run
-        out, err, _ = run("stat -c %u pkg/app.py; id -u; echo 'x = 2' >> pkg/app.py && touch pkg/new.py && echo ok",
+        out, err = run("stat -c %u pkg/app.py; id -u; echo 'x = 2' >> pkg/app.py && touch pkg/new.py && echo ok",
                           scratch, SMALL)
         owner, first, done = out.split()
         assert owner == first != "0" and done == "ok", err
         (workspace / "pkg" / "host.py").write_text("h = 1\n")  # the host writes between two runs (a patch applied)
-        out, err, _ = run("id -u; echo 'x = 3' >> pkg/app.py && echo 'h = 2' >> pkg/host.py && echo ok", scratch,
+        out, err = run("id -u; echo 'x = 3' >> pkg/app.py && echo 'h = 2' >> pkg/host.py && echo ok", scratch,
                           SMALL)
         second, done = out.split()
         assert second not in ("0", first) and done == "ok", err  # a uid of its own again, owning all of it
