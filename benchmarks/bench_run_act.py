@@ -50,19 +50,17 @@ class Stages:
         self.spans: dict[str, list[tuple[float, float]]] = defaultdict(list)  # worker thread -> (start, end)
 
     def wrap(self, module, name: str, label: str) -> None:
-        original = getattr(module, name)
-
-        @functools.wraps(original)
-        def timed(*args, **kwargs):
-            started = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                with self.lock:
-                    self.seconds[label].append(time.perf_counter() - started)
-        setattr(module, name, timed)
+        def note(started: float, ended: float) -> None:
+            self.seconds[label].append(ended - started)
+        setattr(module, name, self._timed(getattr(module, name), note))
 
     def attempt(self, original):
+        def note(started: float, ended: float) -> None:
+            self.spans[threading.current_thread().name].append((started, ended))
+        return self._timed(original, note)
+
+    def _timed(self, original, note):
+        """`original`, its start and end handed to `note` (under the lock: workers call at once)."""
         @functools.wraps(original)
         def timed(*args, **kwargs):
             started = time.perf_counter()
@@ -70,7 +68,7 @@ class Stages:
                 return original(*args, **kwargs)
             finally:
                 with self.lock:
-                    self.spans[threading.current_thread().name].append((started, time.perf_counter()))
+                    note(started, time.perf_counter())
         return timed
 
     def reset(self) -> None:

@@ -76,6 +76,11 @@ _ahead = MadeAhead(_new, "sandbox-next-netns")
 
 
 @functools.lru_cache(maxsize=1)
+def host_makes_network() -> bool:
+    """Whether this process makes a run's network itself (root, with nsenter): then no forwarder runs inside."""
+    return os.geteuid() == 0 and nsenter() is not None
+
+
 def nsenter() -> str | None:
     """util-linux's nsenter (what joins the sandbox to its namespace before bwrap starts), or None."""
     return shutil.which("nsenter", path="/usr/bin:/bin:/usr/sbin:/sbin")
@@ -104,7 +109,7 @@ def own_network(reach: tuple[str, int, tuple[str, int]] | None) -> Iterator[str 
     forwarder inside). `reach`: (the address the run connects to inside, its port, the gateway's (host, port)):
     a relay accepts there and carries each connection to the gateway. On leaving, the relay is closed and the
     namespace let go (nothing of the run is in it by then)."""
-    namespace = _ahead.take() if os.geteuid() == 0 and nsenter() else -1
+    namespace = _ahead.take() if host_makes_network() else -1
     if namespace < 0:
         yield None
         return
@@ -120,4 +125,4 @@ def own_network(reach: tuple[str, int, tuple[str, int]] | None) -> Iterator[str 
         os.close(namespace)
 
 
-__all__ = ["own_network", "nsenter"]  # documented in CODE_APPENDIX.md (helpers.isolation.sandbox)
+__all__ = ["own_network", "host_makes_network", "nsenter"]  # documented in CODE_APPENDIX.md (helpers.isolation.sandbox)
