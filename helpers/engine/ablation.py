@@ -78,6 +78,19 @@ def ablation_cost(experiment: str, runs: int) -> tuple[float | None, str]:
     return runs * per_run, f"{runs} agent runs at the observed ${per_run:.4f} per run: about ${runs * per_run:.2f}."
 
 
+def loop_run_holding(experiment: str, split: str, ruleset: str, tasks: pd.DataFrame, agent: Any) -> str | None:
+    """The run id of a loop's own `split` run ("val_1") that already holds a finished run of every one of `tasks`
+    by this agent (and model) with exactly `ruleset`, or None."""
+    from helpers.engine.runs import finished_tasks
+
+    wanted = set(tasks["instance_id"].astype(str))
+    for record in loop_records(experiment):
+        run_id = f"{split}_{record['loop']}"
+        if wanted <= finished_tasks(experiment, run_id, agent, ruleset):
+            return run_id
+    return None
+
+
 def ablate(experiment: str, version: int, split: str = "test", rules: list[str] | None = None,
            tasks: pd.DataFrame | None = None, *, agent: Any, workers: int = config.WORKERS,
            progress: bool = False) -> pd.DataFrame:
@@ -86,16 +99,22 @@ def ablate(experiment: str, version: int, split: str = "test", rules: list[str] 
     it is removed (negative: the rule helps), its interval and p-value, `harmful` when removing it
     raised accuracy, `tokens` its weight (rule_tokens, read with every agent call) and `dead_weight` when it
     costs tokens and shows no effect (removing it did not lower accuracy: a candidate for deletion; on a few
-    tasks, read its interval). States the cost before it runs; resumes like every run (one run id per variant)."""
+    tasks, read its interval). States the cost before it runs; a variant a loop already ran on the same tasks (the kept version, no rules)
+    is read back from that loop's run, not run again; resumes like every run (one run id per variant)."""
     from helpers.store.rulesets import RulesetStore
     from helpers.engine.runs import run_tasks
 
     tasks = split_tasks(experiment, split) if tasks is None else tasks
     ruleset = RulesetStore(experiment).load(version)
     variants = ablation_rulesets(ruleset, rules)
-    print(f"Ablation of v{version} on {len(tasks)} {split} tasks, {len(variants)} variants: "
-          + ablation_cost(experiment, len(variants) * len(tasks))[1])
-    frames = {name: run_tasks(tasks, agent, run_id=f"ablate_v{version}_{split}_{name.replace(' ', '_')}",
+    # "all" and "none" are often a loop's own runs (the kept version's and the start's on the same tasks): read
+    # back, not paid for again
+    held = {name: loop_run_holding(experiment, split, text, tasks, agent) for name, text in variants.items()}
+    fresh = [name for name, run_id in held.items() if run_id is None]
+    print(f"Ablation of v{version} on {len(tasks)} {split} tasks, {len(variants)} variants"
+          + (f" ({', '.join(f'{name}: the loop run {run_id}' for name, run_id in held.items() if run_id)}, read back)"
+             if len(fresh) < len(variants) else "") + ": " + ablation_cost(experiment, len(fresh) * len(tasks))[1])
+    frames = {name: run_tasks(tasks, agent, run_id=held[name] or f"ablate_v{version}_{split}_{name.replace(' ', '_')}",
                               experiment=experiment, ruleset=text, workers=workers, progress=progress)
               for name, text in variants.items()}
     rows = []
@@ -185,5 +204,5 @@ def transfer_test(experiment: str, agent: Any, *, split: str = "test", workers: 
             "dry_run": dry_run or any(r.get("dry_run") for r in done)}
 
 
-__all__ = ["ablate", "ablation_rulesets", "ablation_cost", "rule_tokens", "split_tasks", "transfer_test",
+__all__ = ["ablate", "loop_run_holding", "ablation_rulesets", "ablation_cost", "rule_tokens", "split_tasks", "transfer_test",
            "transfer_targets", "TRANSFER_QUESTION"]  # the public API, documented in CODE_APPENDIX.md

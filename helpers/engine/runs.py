@@ -9,8 +9,7 @@ act_results/<experiment>/runs/<run_id>.jsonl. The workspace, the patch and the d
 family's (helpers.core.protocols.WorkspaceFamily): the engine imports none. Calling again with the same run id,
 ruleset, agent and model runs only what is missing: a killed run resumes, and runs stopped by the budget or by
 a failure the host saw outside the sandbox (the provider's outage or rate limit, a lost worker) are run again,
-a task at most 1 + config.AGENT_TRANSIENT_RETRIES times in all, across calls and resumes (each record counts its
-`tries`).
+a task at most 1 + config.AGENT_TRANSIENT_RETRIES times in all, across calls and resumes (records count `tries`).
 Whatever the agent did inside its run (ended its own CLI, had its own calls refused, printed a provider's
 error) is a failed attempt, counted. Agents are any object with the Agent protocol (helpers.core.protocols).
 
@@ -18,9 +17,8 @@ With a model gateway (helpers.llm.gateway, the session's), each task's agent get
 token of its own (agent.through_gateway(url, token, kind)): the provider key never reaches the agent or
 the commands it runs, the row's cost and tokens come from the gateway's meter, and the gateway's own
 record of the last call's status (not the wording of an error, nor the CLI's own stream) decides whether a
-failed run is transient.
-Without one (run_tasks or run_act called outside a session), run_tasks starts a gateway of its own for
-the call in front of the agent's provider (agent.upstream()), so the key stays in this process either way.
+failed run is transient. Without one (run_tasks or run_act called outside a session), run_tasks starts a gateway
+of its own for the call in front of the agent's provider (agent.upstream()): the key stays in this process.
 """
 
 from __future__ import annotations
@@ -350,6 +348,12 @@ def _evaluate(evaluator: Evaluator, task: dict[str, Any], patch: str) -> EvalRes
                           infra=True)
 
 
+def finished_tasks(experiment: str, run_id: str, agent: Agent, ruleset: str, attempt: int = 0) -> set[str]:
+    """The tasks a run_tasks call with `run_id` (this agent, model, mode, ruleset, attempt) would not run again."""
+    latest, _ = _latest(read_jsonl(run_records_path(experiment, run_id)), agent, ruleset_sha(ruleset), attempt)
+    return {iid for iid, record in latest.items() if _is_done(record)}
+
+
 def _matches(record: dict[str, Any], agent: Agent, sha: str, attempt: int) -> bool:
     return (record.get("ruleset_sha") == sha and record.get("mode") == agent.mode and record.get("model") == agent.model
             and record.get("agent", agent.name) == agent.name and int(record.get("attempt") or 0) == attempt)
@@ -443,4 +447,4 @@ def _run_lock(path: Path, experiment: str, run_id: str) -> Iterator[None]:
     finally:
         os.close(fd)  # releases the lock
 
-__all__ = ["run_tasks", "record", "RunInProgress", "COLUMNS"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["run_tasks", "finished_tasks", "record", "RunInProgress", "COLUMNS"]  # the public API, documented in CODE_APPENDIX.md

@@ -140,6 +140,51 @@ def test_leaving_one_rule_out_finds_the_rule_its_conventions_tasks_depend_on(iso
     assert by_rule.loc["R2", "summary"].endswith("it costs tokens and shows no effect")
 
 
+class CountingAgent(ConventionAgent):
+    """ConventionAgent that counts its runs (by ruleset) and can be told another model."""
+
+    def __init__(self, model="m"):
+        self.model, self.runs = model, []
+
+    def run(self, task, workspace, ruleset):
+        self.runs.append(ruleset)
+        return super().run(task, workspace, ruleset)
+
+
+def test_an_ablation_reads_back_the_loops_own_runs_of_the_kept_version_and_of_no_rules_and_pays_only_for_the_rest(
+        isolated, capsys):
+    """The kept version's validation run and the start's (no rules) are exactly two of the ablation's variants on
+    the same tasks: they are read back from the loop's run records, so only the leave-one-out variants run. Another
+    model's ablation reads nothing back (a run is only the same run for the same agent, model and rules)."""
+    from helpers.engine.runs import run_tasks
+    from helpers.store.records import experiment_dir, write_json
+
+    tasks = load_house_suite()
+    errors_tasks = tasks[tasks.conventions.map(lambda c: set(c) == {"errors"})].head(2)
+    ruleset = f"- [R1] {CONVENTIONS['errors']['rule']}\n- [R2] Be kind in code review.\n"
+    store = RulesetStore("reuse")
+    store.save("")
+    kept = store.save(ruleset, parent=0, loop=0)
+    write_json(experiment_dir("reuse") / "split.json", {"train": [], "validation": list(errors_tasks.instance_id),
+                                                       "test": [], "source": "house"})
+    loop_agent = CountingAgent()
+    for loop, text in enumerate(("", ruleset)):  # what the loops ran on the validation side
+        run_tasks(errors_tasks, loop_agent, run_id=f"val_{loop}", experiment="reuse", ruleset=text, workers=2,
+                  progress=False)
+        finished_loop("reuse", loop, loop, passes=0, n=2, val=0, splits=())
+    agent = CountingAgent()
+    effects = ablate("reuse", kept, "val", agent=agent, workers=2)
+    shown = capsys.readouterr().out
+    n = len(errors_tasks)
+    assert "all: the loop run val_1" in shown and "none: the loop run val_0" in shown and f"{2 * n} agent runs" in shown
+    held = sorted(("[R1]" in text, "[R2]" in text) for text in agent.runs)
+    assert held == [(False, True)] * n + [(True, False)] * n  # the two left-out variants only
+    assert effects.set_index("rule").loc["R1", "effect_of_removal"] == -1.0  # measured against the read-back runs
+    other = CountingAgent(model="another-model")
+    ablate("reuse", kept, "val", agent=other, workers=2)
+    assert len(other.runs) == 4 * n and "read back" not in capsys.readouterr().out
+
+
 def test_a_rules_weight_is_the_tokens_of_its_line_in_the_rules_file():
     from helpers.core.tokens import count_tokens
     from helpers.engine.ablation import rule_tokens
