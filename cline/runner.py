@@ -150,7 +150,7 @@ def parse_events(stdout: str) -> tuple[dict[str, Any] | None, list[str]]:
             continue
         if event.get("type") == "run_result":
             result = event
-        inner = event.get("event") if isinstance(event.get("event"), dict) else {}
+        inner = found if isinstance(found := event.get("event"), dict) else {}
         for candidate in (event, inner):
             message = candidate.get("error") or (candidate.get("message") if "error" in str(candidate.get("type", "")) else None)
             if isinstance(message, dict):  # {"name": "Error", "message": ..., "stack": ...}

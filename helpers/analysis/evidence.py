@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import pandas as pd
 
@@ -31,6 +31,9 @@ from helpers.stats.comparisons import Comparison
 from helpers.core.wording import counted
 from helpers.store.loops import (completed_loops, kept_version, load_one_test, load_split, loop_records, loop_rows,
                                  one_test_rows)
+
+if TYPE_CHECKING:
+    from helpers.stats.costs import PairedChange
 
 
 def _label(record: dict[str, Any] | None, version: int, rules: int | None = None) -> str:
@@ -45,7 +48,8 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str) -> Any
     return paired_comparison(scored(a), scored(b), label_a=label_a, label_b=label_b)
 
 
-def cost_changes(start_rows: pd.DataFrame, kept_rows: pd.DataFrame, label_start: str, label_kept: str) -> dict[str, Any]:
+def cost_changes(start_rows: pd.DataFrame, kept_rows: pd.DataFrame, label_start: str,
+                 label_kept: str) -> dict[str, PairedChange]:
     """The paired change per run from the start to the kept version on the same tasks, for each of
     helpers.stats.costs.RUN_MEASURES (tokens, cost_usd, duration_s): {measure: PairedChange}."""
     from helpers.stats.costs import RUN_MEASURES, paired_change
@@ -85,7 +89,7 @@ def _cost_lines(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _recorded(change: Any) -> bool:
+def _recorded(change: PairedChange | None) -> TypeGuard[PairedChange]:
     """Whether the runs recorded the measure at all (an agent whose usage nobody metered has 0 tokens everywhere)."""
     return change is not None and change.n > 0 and bool(change.mean_a or change.mean_b)
 
@@ -111,7 +115,8 @@ def primary_result(experiment: str) -> dict[str, Any] | None:
         start_rows, kept_rows = one_test_rows(experiment, "start"), one_test_rows(experiment, "kept")
     else:  # every loop ran the test split: loop 0's rows against the kept version's
         start_rows, kept_rows = loop_rows(experiment, "test", first["loop"]), loop_rows(experiment, "test", kept_loop["loop"])
-    comparison, changes = None, {}
+    comparison = None
+    changes: dict[str, PairedChange] = {}
     if choice.version != first["ruleset_version"] and start_rows is not None and kept_rows is not None:
         comparison = primary_test(start_rows, kept_rows, start_label, f"v{choice.version}")
         changes = cost_changes(start_rows, kept_rows, start_label, f"v{choice.version}")

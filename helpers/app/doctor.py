@@ -67,18 +67,19 @@ def check_agents() -> list[Check]:
 
     checks = []
     for name in sorted(set(registered_agents()) | {config.AGENT}):
+        # the registry gives a plain class: a CLIAgent's members (package_dir, binary_path, installed) are read by name
         cls = agent_class(name)
-        binary = getattr(cls, "package_dir", None) and Path(cls.package_dir) / getattr(cls, "binary_path", "")
-        if binary and getattr(cls, "binary_path", "") and not binary.exists():
+        package_dir, binary_path = getattr(cls, "package_dir", None), getattr(cls, "binary_path", "")
+        if package_dir and binary_path and not (Path(package_dir) / binary_path).exists():
             # ok only when choosing it would work: a Node CLI installs on its first run; anything else must be installed
-            later = name != config.AGENT and (Path(cls.package_dir) / "package.json").exists()
+            later = name != config.AGENT and (Path(package_dir) / "package.json").exists()
             detail = ("not installed: it installs on its first run" if later else "not installed" if name == config.AGENT
                       else f"not installed: needed only with AGENT={name!r}")
             checks.append(Check(f"agent: {name}", later, detail,
                                 f"`make agent AGENT={name}` installs it now (`make setup`: every agent)."))
             continue
         try:
-            checks.append(Check(f"agent: {name}", True, agent_class(name).installed()))
+            checks.append(Check(f"agent: {name}", True, getattr(cls, "installed")()))
         except Exception as error:  # a doctor reports, it does not raise
             checks.append(Check(f"agent: {name}", False, str(error),
                                 f"Run `make agent AGENT={name}` (it installs the agent's pinned CLI into its package; "

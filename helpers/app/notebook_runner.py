@@ -387,7 +387,7 @@ def stop_message(error: BaseException, output: Path) -> str:
     """One message for a run that did not finish: the fault (the failing cell's error name and message, which
     say what to change), and where the full detail is."""
     log = log_path_for(output)
-    if hasattr(error, "ename"):  # papermill's PapermillExecutionError: a cell raised
+    if hasattr(error, "ename") and hasattr(error, "evalue"):  # papermill's PapermillExecutionError: a cell raised
         fault = f"{error.ename}: {ANSI.sub('', str(error.evalue)).strip()}"
     else:  # the kernel died, a timeout, an interrupt
         fault = f"{type(error).__name__}: {ANSI.sub('', str(error)).strip().splitlines()[0] if str(error).strip() else ''}"

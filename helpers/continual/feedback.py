@@ -58,6 +58,7 @@ def load_source(path_or_data: Any, kind: str, max_bytes: int) -> tuple[Any, str]
     is_file = isinstance(path_or_data, Path) or (isinstance(path_or_data, str) and kind != "note"
                                                  and not path_or_data.lstrip().startswith(("<", "[", "{")))
     origin = str(path_or_data) if is_file else "the data given"
+    text: str | None
     if is_file:
         path = Path(path_or_data)
         if not path.is_file():
@@ -269,11 +270,10 @@ def _annotation(item: dict, outcome: dict, where: str, at: str, feedback_id: str
     label, score, explanation = outcome.get("label"), outcome.get("score"), outcome.get("explanation")
     text = " ".join(str(part).strip() for part in (f"{item.get('name')}:", label, explanation)
                     if part is not None and str(part).strip() and str(part) != "nan")
-    verdict = str(label or "").strip().lower()
-    if verdict in PHOENIX_NEGATIVE or (verdict not in PHOENIX_POSITIVE and _number(score) is not None
-                                       and _number(score) < 0.5):
+    verdict, number = str(label or "").strip().lower(), _number(score)
+    if verdict in PHOENIX_NEGATIVE or (verdict not in PHOENIX_POSITIVE and number is not None and number < 0.5):
         judged = "incorrect: a person marked it as bad"
-    elif verdict in PHOENIX_POSITIVE or (_number(score) is not None and _number(score) >= 0.5):
+    elif verdict in PHOENIX_POSITIVE or (number is not None and number >= 0.5):
         judged = "correct: a person marked it as good"
     else:
         judged = "a person's annotation"

@@ -91,10 +91,11 @@ def _blob_at(repo: Path, commit: str, rules_file: str) -> tuple[str, str, bytes 
 def _with_section(old: bytes | None, ruleset: str, path: str) -> bytes | None:
     """The bytes of the file at `path` with `ruleset` as its learned section (None: no file). A new file is
     made as export makes one (new_rules_file: front matter first where its format needs it)."""
-    team = remove_section(old.decode("utf-8", "surrogateescape")) if old is not None else None
+    old_text = old.decode("utf-8", "surrogateescape") if old is not None else None
+    team = remove_section(old_text) if old_text is not None else None
     if not ruleset.strip():
         ours = ("", front_matter_for(path))  # what we wrote around an empty section: nothing of the team's
-        if team is None or (team in ours and SECTION_START in old.decode("utf-8", "surrogateescape")):
+        if old_text is None or team is None or (team in ours and SECTION_START in old_text):
             return None
         return team.encode("utf-8", "surrogateescape")
     text = new_rules_file(path, ruleset) if team is None else insert_section(team, ruleset)

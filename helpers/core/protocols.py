@@ -226,6 +226,12 @@ class Evaluator(Protocol):
     def evaluate(self, task: Task, patch: str) -> EvalResult: ...
 
 
+class BatchedEvaluator(Evaluator, Protocol):
+    """An Evaluator with `batched = True`: it also grades a run's patches in one call (see Evaluator)."""
+
+    def evaluate_batch(self, tasks: Sequence[Task], patches: Sequence[str], *, run_key: str) -> list[EvalResult]: ...
+
+
 @runtime_checkable
 class PromptFamily(Protocol):
     """A task family whose "agent" is a prompt: rows of requests in, one answer per row, a grader that
@@ -304,13 +310,14 @@ class WorkspaceFamily(Protocol):
 
 @dataclass
 class Completion:
-    """One LLM answer. `cached` is True when it came from the on-disk cache (no request was made)."""
+    """One LLM answer. `cached` is True when it came from the on-disk cache (no request was made); `cost_usd` is
+    None when the model that served it has no known price."""
 
     text: str
     model: str
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
     cached: bool = False
     raw: dict[str, Any] = field(default_factory=dict)
 
@@ -381,5 +388,5 @@ class RunContext(Protocol):
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "Agent", "Evaluator", "LLM", "PromptFamily", "WorkspaceFamily", "RunContext", "SandboxPolicy", "AgentResult", "EvalResult",
-    "Completion", "Patch", "GradedLines", "Limit",
+    "BatchedEvaluator", "Completion", "Patch", "GradedLines", "Limit",
 ]

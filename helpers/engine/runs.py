@@ -30,14 +30,14 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 import pandas as pd
 
 from helpers.core import config
 from helpers.core.progress import progress_bar
 from helpers.isolation.processes import kill_processes_in, terminate_as_interrupt, remove_scratch, scratch_dir, sweep_stale
-from helpers.core.protocols import Agent, AgentResult, EvalResult, Evaluator, Patch, WorkspaceFamily
+from helpers.core.protocols import Agent, AgentResult, BatchedEvaluator, EvalResult, Evaluator, Patch, WorkspaceFamily
 from helpers.families.registry import default_family
 from helpers.store.records import (append_jsonl, check_name, read_jsonl, ruleset_sha, run_records_path,
                                    without_lone_surrogates)
@@ -284,15 +284,17 @@ class _Run:
         """Grade every record still waiting for its verdict: patches a batched evaluator has not seen yet, and
         patches whose evaluation failed for infrastructure reasons before (retried on every call)."""
         waiting = [r for r in self.done.values() if r["pass_or_fail"] in (PENDING, HARNESS_ERROR)]
-        if not waiting:
+        evaluator = self.evaluator
+        if not waiting or evaluator is None:
             return
         by_id = frame.set_index("instance_id", drop=False)
         tasks = [dict(by_id.loc[r["instance_id"]]) for r in waiting]
         try:
-            if self.evaluator.batched:
-                verdicts = self.evaluator.evaluate_batch(tasks, [r["output"] for r in waiting], run_key=run_key)
+            if evaluator.batched:  # the Evaluator contract: a batched one has evaluate_batch
+                verdicts = cast(BatchedEvaluator, evaluator).evaluate_batch(tasks, [r["output"] for r in waiting],
+                                                                            run_key=run_key)
             else:
-                verdicts = [_evaluate(self.evaluator, task, r["output"]) for task, r in zip(tasks, waiting)]
+                verdicts = [_evaluate(evaluator, task, r["output"]) for task, r in zip(tasks, waiting)]
         except Exception as error:  # the harness itself broke: the records stay pending for a rerun
             raise RuntimeError(f"Evaluating {len(waiting)} patches failed ({type(error).__name__}: {error}); "
                                "the agents' results are kept, and calling again evaluates them.") from error

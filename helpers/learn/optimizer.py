@@ -52,6 +52,7 @@ import re
 import sys
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any, Callable, Sequence
 
 import pandas as pd
@@ -187,9 +188,10 @@ class PromptLearningOptimizer:
         self.last_report = report
         cost_before, unpriced_before = self._spent(), getattr(self.client, "unpriced_calls", 0)
         leaks = self.leaks(dataset) if self.leakage != "off" else {}
-        examples = [(str(row["instance_id"]), render_example(row, output_column, feedback_columns),
-                     lambda size, row=row: render_example(row, output_column, feedback_columns, max_tokens=size))
-                    for row in dataset.to_dict("records")]
+        examples: list[tuple[str, str, Callable[[int], str]]] = [  # (id, text, (max_tokens) -> the text cut)
+            (str(row["instance_id"]), render_example(row, output_column, feedback_columns),
+             partial(render_example, row, output_column, feedback_columns))
+            for row in dataset.to_dict("records")]
         try:
             while examples:  # each batch is packed against the rules as the previous batch left them
                 rules = self._run_batch(self._next_batch(examples, rules, budget), rules, leaks, report)

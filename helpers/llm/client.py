@@ -35,7 +35,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from helpers.core import config
 from helpers.core.protocols import Completion
-from helpers.llm.pricing import call_cost_usd, is_priced
+from helpers.llm.pricing import Prices, call_cost_usd, is_priced
 from helpers.llm.retries import GATEWAY_RETRIES_HEADER, TryAgain, is_retryable, policy, retry_after_s
 from helpers.store.records import write_json
 
@@ -68,7 +68,7 @@ class LLMClient:
                  base_url: str | None = None, max_concurrency: int = config.LLM_MAX_CONCURRENCY,
                  max_retries: int = config.LLM_MAX_RETRIES, budget_usd: float | None = None,
                  cache: bool = True, cache_dir: Path | str | None = None,
-                 prices: dict[str, tuple[float, float]] | None = None,
+                 prices: Prices | None = None,
                  timeout_s: float = config.LLM_REQUEST_TIMEOUT_S, backoff_s: float = 1.0,
                  max_backoff_s: float = 60.0):
         self.model = model

@@ -225,7 +225,7 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
         def _whole(self, api: str, request: dict, reply: Reply, entry: dict) -> None:
             shape = WRONG_API[api] if reply.fault == "wrong_api" else api
             answer = WHOLE[shape]
-            if reply.fault in (None, "no_end_marker", "wrong_api"):
+            if reply.fault is None or reply.fault in ("no_end_marker", "wrong_api"):
                 return self._json(200, answer(request, reply, server.model))
             data = NOT_JSON_BODY if reply.fault == "malformed" else json.dumps(answer(request, reply, server.model)).encode()
             self.send_response(200)
@@ -233,7 +233,8 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(data)))  # the whole length, even when less comes
             self.end_headers()
             if reply.fault == "malformed":
-                return self.wfile.write(data)
+                self.wfile.write(data)
+                return
             self.wfile.write(data[: len(data) // 2])
             self._misbehave(reply.fault, entry)
 
@@ -247,7 +248,7 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
             shape = WRONG_API[api] if reply.fault == "wrong_api" else api
             for n, event in enumerate(sse_events(shape, request, reply, server.model)):
-                if reply.fault not in (None, "wrong_api") and n == reply.fault_after:
+                if reply.fault is not None and reply.fault != "wrong_api" and n == reply.fault_after:
                     if reply.fault != "malformed":
                         return self._misbehave(reply.fault, entry)
                     self._chunk(NOT_JSON_EVENT)

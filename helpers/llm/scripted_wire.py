@@ -24,7 +24,7 @@ def sse_events(api: str, request: dict, reply: Reply, model: str) -> list[bytes]
     return [f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events(request, reply, model)]
 
 
-def _usage(request: dict, reply: Reply, calls: list[dict]) -> dict[str, int]:
+def _usage(request: dict, reply: Reply, calls: list[dict]) -> dict[str, Any]:
     """Chat-style usage (prompt_tokens, completion_tokens, total_tokens)."""
     if reply.usage:
         usage = dict(reply.usage)

@@ -35,7 +35,9 @@ class Reply:
     retry_after: float | None = None  # seconds, sent as the Retry-After header
     delay_s: float = 0.0  # wait before answering; a long delay is a hang
     finish_reason: str | None = None  # default: "tool_calls" with tool calls, else "stop"
-    usage: dict[str, int] | None = None  # prompt_tokens, completion_tokens; default: estimated from lengths
+    # prompt_tokens, completion_tokens (and the chat API's nested prompt_tokens_details, completion_tokens_details);
+    # default: estimated from lengths
+    usage: dict[str, Any] | None = None
     fault: str | None = None  # misbehave as real model servers do: one of FAULTS
     fault_after: int = 0  # events of a stream sent before the fault
 
@@ -183,7 +185,7 @@ def _text_of(content: Any) -> str:
 
 def _anthropic_messages(body: dict) -> list[dict]:
     system = _text_of(body.get("system"))
-    messages = [{"role": "system", "content": system}] if system else []
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for message in body.get("messages") or []:
         content = message.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
@@ -204,7 +206,8 @@ def _anthropic_messages(body: dict) -> list[dict]:
 
 
 def _responses_messages(body: dict) -> list[dict]:
-    messages = [{"role": "system", "content": body["instructions"]}] if body.get("instructions") else []
+    instructions = body.get("instructions")
+    messages: list[dict[str, Any]] = [{"role": "system", "content": instructions}] if instructions else []
     items = body.get("input")
     items = [{"type": "message", "role": "user", "content": items}] if isinstance(items, str) else list(items or [])
     for item in items:
@@ -229,7 +232,7 @@ def _gemini_messages(body: dict) -> list[dict]:
     """Gemini `systemInstruction` and `contents` (roles user / model; parts text, functionCall,
     functionResponse) as chat messages: a model turn's calls its tool_calls, each functionResponse a tool message."""
     system = _gemini_text((body.get("systemInstruction") or {}).get("parts"))
-    messages = [{"role": "system", "content": system}] if system else []
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     contents = body.get("contents")
     for content in [contents] if isinstance(contents, dict) else contents or []:
         parts = [p for p in content.get("parts") or [] if isinstance(p, dict)]

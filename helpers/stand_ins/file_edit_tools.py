@@ -123,7 +123,7 @@ def edit_tools_of_registered_agents(first: str | None = None) -> list[Any]:
     tools: list[Any] = []
     for name in names:
         try:
-            tools.extend(agent_class(name).dry_run_tools)
+            tools.extend(getattr(agent_class(name), "dry_run_tools"))  # a plain class: its member read by name
         except (ImportError, ValueError):  # an agent package that cannot load here plays no part
             continue
     return tools
@@ -140,7 +140,7 @@ def offered_tools(request: dict) -> dict[str, frozenset[str] | None]:
     for tool in tools:
         if not isinstance(tool, dict):
             continue
-        function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        function = found if isinstance(found := tool.get("function"), dict) else tool
         name = function.get("name") or tool.get("type")
         schema = (function.get("parameters") or function.get("parametersJsonSchema") or function.get("input_schema")
                   or {})

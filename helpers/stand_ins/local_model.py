@@ -209,18 +209,18 @@ class LocalModelServer:
                                         preexec_fn=die_with_parent())
         log.close()
         try:
-            self._wait_healthy()
-            self._check_completion()
+            self._wait_healthy(self.process)
+            self._check_completion(self.process)
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _wait_healthy(self) -> None:
+    def _wait_healthy(self, process: subprocess.Popen[bytes]) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(exit_reason(self.process.returncode, self.log_path))
+            if process.poll() is not None:
+                raise RuntimeError(exit_reason(process.returncode, self.log_path))
             try:
                 with urllib.request.urlopen(f"{self.anthropic_base_url}/health", timeout=2) as answer:
                     if answer.status == 200:
@@ -230,7 +230,7 @@ class LocalModelServer:
             time.sleep(0.5)
         raise RuntimeError(f"llama-server did not answer /health in {START_TIMEOUT_S:.0f} s; its log: {self.log_path}")
 
-    def _check_completion(self) -> None:
+    def _check_completion(self, process: subprocess.Popen[bytes]) -> None:
         """One short chat completion: a server that loads but cannot compute (an instruction its CPU refuses
         at the first matrix product) fails here, before any test or person relies on it."""
         body = {"model": MODEL_ID, "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 4}
@@ -245,11 +245,11 @@ class LocalModelServer:
         except (OSError, ValueError, KeyError, IndexError, TypeError) as error:
             problem = f"{type(error).__name__}: {error}"
         try:
-            self.process.wait(2)  # a server that crashed on the request is reported by how it died
+            process.wait(2)  # a server that crashed on the request is reported by how it died
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"llama-server started but failed its check completion ({problem}); "
                                f"its log: {self.log_path}") from None
-        raise RuntimeError(exit_reason(self.process.returncode, self.log_path))
+        raise RuntimeError(exit_reason(process.returncode, self.log_path))
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:
@@ -289,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"Serving {server.model}: OPENAI_BASE_URL={server.base_url}  "
                       f"ANTHROPIC_BASE_URL={server.anthropic_base_url}  {extra}  (Ctrl-C stops it)", flush=True)
                 try:
-                    server.process.wait()
+                    if server.process is not None:  # start() made it
+                        server.process.wait()
                 except KeyboardInterrupt:
                     pass
     except (RuntimeError, ValueError) as error:

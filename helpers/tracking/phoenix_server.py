@@ -207,21 +207,21 @@ class PhoenixServer:
         atexit.register(self.stop)
         url = f"http://{self.host}:{port}"
         try:
-            self._wait_healthy(url)
+            self._wait_healthy(url, self.process, self.log_path)
         except BaseException:
             self.stop()
             raise
         self.port, self.grpc_port, self._url = port, grpc_port, url
         return self
 
-    def _wait_healthy(self, url: str) -> None:
+    def _wait_healthy(self, url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                this_start = self.log_path.read_bytes()[self._log_start:].decode(errors="replace")
+            if process.poll() is not None:
+                this_start = log_path.read_bytes()[self._log_start:].decode(errors="replace")
                 error = _PortTaken if any(sign in this_start for sign in PORT_TAKEN_SIGNS) else PhoenixError
                 raise error(
-                    f"Phoenix exited with code {self.process.returncode} before answering /healthz "
+                    f"Phoenix exited with code {process.returncode} before answering /healthz "
                     f"(a port in use, or a broken install?). Log {self.log_path}:\n{self.log_tail()}"
                 )
             if is_healthy(url, timeout_s=1.0):

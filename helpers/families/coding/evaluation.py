@@ -69,7 +69,9 @@ def evaluator_for(tasks: Any, *, model_name: str = "prompt-learning", timeout_s:
     if local == {False}:
         from helpers.families.coding.swebench_harness import SWEbenchEvaluator
 
-        return SWEbenchEvaluator(model_name=model_name, **({"timeout_s": timeout_s} if timeout_s else {}))
+        if timeout_s:
+            return SWEbenchEvaluator(model_name=model_name, timeout_s=timeout_s)
+        return SWEbenchEvaluator(model_name=model_name)
     return LocalEvaluator(timeout_s or config.EVAL_TIMEOUT_S, sandbox=sandbox)
 
 
@@ -137,9 +139,9 @@ class LocalEvaluator:
             remove_scratch(scratch)
         tests = {name: run.tests.get(name, "MISSING") for name in names}
         forged = "" if run.kind == "timeout" else forged_reason(wires, run.tests, run.exit_status, names)
-        error = forged or run.problem or _disagreement(run, tests, wires)
-        resolved = not error and bool(names) and all(v == "PASSED" for v in tests.values())
-        return EvalResult(instance_id, resolved, log=without_tripwires(run.log, wires, run.tests), error=error,
+        fault = forged or run.problem or _disagreement(run, tests, wires)
+        resolved = not fault and bool(names) and all(v == "PASSED" for v in tests.values())
+        return EvalResult(instance_id, resolved, log=without_tripwires(run.log, wires, run.tests), error=fault,
                           tests=tests, set_aside=set_aside, duration_s=time.monotonic() - started,
                           forged=bool(forged))
 

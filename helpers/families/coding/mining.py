@@ -219,8 +219,9 @@ def _run_both_ends(repo: Path, sha: str, parent: str, patch: str, test_patch: st
         # set up once, at the parent, as grading does before the patch: what mining keeps, grading can resolve
         setup = run_setup(workspace, settings["setup_command"], timeout_s=settings["timeout_s"],
                           sandbox=settings["sandbox"], setup_network=settings["setup_network"])
-        if setup.problem:
-            return (*_problem([setup], "at the parent"), [], [])
+        problem = _problem([setup], "at the parent") if setup.problem else None  # kind "setup" or "timeout"
+        if problem:
+            return (*problem, [], [])
         before = [run_repo_tests(workspace, files, **run) for _ in range(1 + settings["reruns"])]
         problem = _problem(before, "at the parent")
         if problem:

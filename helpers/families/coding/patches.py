@@ -71,7 +71,7 @@ SUSPECT_WORDS = ("pytest", "pluggy", "hook", "Report", "CallInfo", "runtestproto
                  "runpy", "run_", "meta_path", "fork", "spawn", "orig_argv")
 _SPACED_DOT = re.compile(r"\s*\.\s*(?=[A-Za-z_])")  # `sys . modules` reads as `sys.modules`
 _JOINED = re.compile(r"(['\"])\s*\+\s*(['\"])")  # `'mod' + 'ules'` reads as `'modules'`
-HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+HUNK = re.compile(r"^@@ -\d+(?:,(?P<old>\d+))? \+(?P<new_start>\d+)(?:,(?P<new>\d+))? @@")
 MAX_LINE_CHARS = 2000  # of a suspect line, kept in the record (the judge is shown less: learn.judge)
 CODING_COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263, as Python's tokenizer reads it
 PYTHON_NEWLINE = re.compile(r"\r\n|\r|\n")  # where Python's tokenizer ends a line (a lone CR too)
@@ -101,8 +101,8 @@ def patch_files(patch: str) -> list[tuple[list[str], str]]:
             seen_names = True
             i += 2
             continue
-        elif HUNK.match(line):
-            taken = _hunk_length(lines, i)
+        elif header := HUNK.match(line):
+            taken = _hunk_length(lines, i, header)
             text += lines[i:i + taken]
             seen_names = True
             i += taken
@@ -224,8 +224,8 @@ def _added_lines(section: str) -> list[tuple[int, str]]:
         if not match:
             i += 1
             continue
-        number = int(re.match(r"^@@ -\S+ \+(\d+)", lines[i]).group(1))
-        taken = _hunk_length([line + "\n" for line in lines], i)
+        number = int(match.group("new_start"))
+        taken = _hunk_length([line + "\n" for line in lines], i, match)
         for line in lines[i + 1:i + taken]:
             if line.startswith("+"):
                 added.append((number, line))
@@ -266,11 +266,11 @@ def set_aside_note(paths: Sequence[str]) -> str:
             "configuration are the task's own)")
 
 
-def _hunk_length(lines: list[str], start: int) -> int:
-    """How many lines the hunk starting at `start` spans, its header and any "\\ No newline" markers included."""
-    match = HUNK.match(lines[start])
-    old = int(match.group(1) if match.group(1) is not None else 1)
-    new = int(match.group(2) if match.group(2) is not None else 1)
+def _hunk_length(lines: list[str], start: int, header: re.Match[str]) -> int:
+    """How many lines the hunk starting at `start` (whose HUNK match is `header`) spans, its header and any
+    "\\ No newline" markers included."""
+    old = int(header.group("old") if header.group("old") is not None else 1)
+    new = int(header.group("new") if header.group("new") is not None else 1)
     i = start + 1
     while i < len(lines) and (old > 0 or new > 0 or lines[i].startswith("\\")):
         tag = lines[i][:1]
@@ -323,7 +323,8 @@ def _unquote(name: str) -> str:
     """A path as git writes it, C-quoted when it holds unusual characters ("t\\303\\251st.py"), unquoted."""
     if len(name) < 2 or not (name.startswith('"') and name.endswith('"')):
         return name
-    raw = codecs.escape_decode(name[1:-1].encode("utf-8"))[0]
+    # typeshed says escape_decode gives str; CPython gives bytes (each \ooo escape one raw byte)
+    raw: bytes = codecs.escape_decode(name[1:-1].encode("utf-8"))[0]  # type: ignore[assignment]
     return raw.decode("utf-8", errors="replace")
 
 

@@ -152,7 +152,7 @@ def run_repo_tests(workspace: Path | str, tests: Sequence[str], *, setup_command
     home = scratch_dir("repo-tests-home")
     report = home / "report.xml"  # outside the workspace: the tree the code under test ships
     try:
-        ini = _place_config(workspace, config_name, test_config) if config_name else "/dev/null"
+        ini = _place_config(workspace, config_name, test_config) if config_name and test_config else "/dev/null"
         read_only = [workspace / path for path in dict.fromkeys([*protect, *([config_name] if config_name else [])])
                      if (workspace / path).exists() and not (workspace / path).is_symlink()]
         out, err, timed_out, status = _run(run_pytest_args(workspace, tests, report, ini), workspace,

@@ -25,7 +25,7 @@ import os
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import IO, Callable, Sequence, cast, overload
 
 from helpers.core import config
 from helpers.core.names import check_inside, check_name
@@ -276,16 +276,16 @@ def _put_rules(workspace: Path, rules_file: str, ruleset: str) -> Callable[[], N
     if not learned.strip():  # an imported team file with nothing learned yet: the team's file says it all
         return lambda: None
     original = _read_exact(path, workspace)
-    if split_fenced(original):  # the team's file already has a learned section: swap its content
-        before, old, after = split_fenced(original)
+    if parts := split_fenced(original):  # the team's file already has a learned section: swap its content
+        before, old, after = parts
         _write_exact(path, workspace, before + _with_newline(learned) + after)
 
-        def undo() -> None:
+        def swap_back() -> None:
             now = _read_exact(path, workspace, missing="")
-            if split_fenced(now):
-                now_before, _, now_after = split_fenced(now)
+            if now_parts := split_fenced(now):
+                now_before, _, now_after = now_parts
                 _write_exact(path, workspace, now_before + old + now_after)
-        return undo
+        return swap_back
     _write_exact(path, workspace, insert_section(original, learned))
 
     def undo() -> None:
@@ -299,6 +299,10 @@ def _with_newline(text: str) -> str:
     return text if not text or text.endswith("\n") else text + "\n"
 
 
+@overload
+def _read_exact(path: Path, workspace: Path, missing: str = "") -> str: ...
+@overload
+def _read_exact(path: Path, workspace: Path, missing: None) -> str | None: ...
 def _read_exact(path: Path, workspace: Path, missing: str | None = "") -> str | None:
     """The file's bytes as text, line endings and undecodable bytes kept as they are (read as hostile data);
     `missing` when there is no file."""
@@ -415,7 +419,8 @@ def _capped_output(workspace: Path, limit: int, *args: str) -> bytes:
     chunks, size = [], 0
     with tempfile.TemporaryFile() as errors, subprocess.Popen(  # stderr in a file: a full pipe cannot stall git
             command, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors) as process:
-        while chunk := process.stdout.read(2**20):
+        stdout = cast(IO[bytes], process.stdout)  # stdout=PIPE: a pipe, never None
+        while chunk := stdout.read(2**20):
             size += len(chunk)
             if size <= limit:
                 chunks.append(chunk)

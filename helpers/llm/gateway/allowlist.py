@@ -96,9 +96,10 @@ CAP_FIELDS = {"chat": ("max_tokens", "max_completion_tokens"), "responses": ("ma
 # A chat message's own fields that pass, each with ANY or the values that pass: what the product's clients send
 # and echo back (the OpenAI SDK's assistant message carries `refusal`, `annotations`, `audio: null`); a reference
 # to something the provider stored (`audio: {id}`) is none of them.
-MESSAGE_FIELDS = {"chat": {"role": ANY, "content": ANY, "name": ANY, "tool_calls": ANY, "tool_call_id": ANY,
-                           "function_call": ANY, "refusal": ANY, "annotations": ANY, "reasoning_content": ANY,
-                           "reasoning": ANY, "reasoning_details": ANY, "cache_control": ANY, "audio": (None,)}}
+MESSAGE_FIELDS: dict[str, dict[str, tuple[Any, ...] | None]] = {
+    "chat": {"role": ANY, "content": ANY, "name": ANY, "tool_calls": ANY, "tool_call_id": ANY,
+             "function_call": ANY, "refusal": ANY, "annotations": ANY, "reasoning_content": ANY,
+             "reasoning": ANY, "reasoning_details": ANY, "cache_control": ANY, "audio": (None,)}}
 # Query parameters that pass, by wire format: what the product's clients send (Gemini's stream format, the
 # Anthropic SDK's `beta=true`); every other one is dropped and noted (`$fields` or `alt=proto` would change the
 # answer the meter reads). The token's own `key=` is never forwarded.
@@ -142,7 +143,7 @@ def screen(api: str, body: dict[str, Any], cap: int, model: Any, counts: bool = 
     if why or counts:
         return why or screened
     _cap(api, screened, cap, str(model or ""))
-    options = body.get("stream_options") if isinstance(body.get("stream_options"), dict) else {}
+    options = found if isinstance(found := body.get("stream_options"), dict) else {}
     if api == "chat" and body.get("stream") and not options.get("include_usage"):
         screened.body["stream_options"] = {**options, "include_usage": True}  # so every call is metered
     return screened
@@ -250,10 +251,13 @@ def _content(api: str, screened: Screened) -> str | None:
 def _message_fields(api: str, message: dict[str, Any]) -> str | None:
     """Why a message's own fields may not go (one MESSAGE_FIELDS does not name, or a value it does not pass)."""
     fields = MESSAGE_FIELDS.get(api)
-    for name, value in message.items() if fields is not None else ():
+    if fields is None:
+        return None
+    for name, value in message.items():
         if name not in fields:
             return f"a message's field {name!r} is not one the gateway forwards on the {api} API"
-        if fields[name] is not ANY and value not in fields[name]:
+        passing = fields[name]
+        if passing is not ANY and value not in passing:
             return f"a message's {name}={value!r} is not forwarded (a reference to what the provider stored)"
     return None
 
@@ -267,8 +271,8 @@ def _kind(api: str, part: dict[str, Any]) -> Any:
 
 def _reference(kind: str, part: dict[str, Any]) -> str | None:
     """Why a part makes the provider fetch or read something (a URL in any shape, a stored file), else None."""
-    inner = part.get(kind) if isinstance(part.get(kind), dict) else part
-    source = inner.get("source") if isinstance(inner.get("source"), dict) else {}
+    inner = found if isinstance(found := part.get(kind), dict) else part
+    source = given if isinstance(given := inner.get("source"), dict) else {}
     for holder in (part, inner):
         for key in _URL_KEYS:
             url = holder.get(key)

@@ -81,8 +81,11 @@ class Ledger:
             asyncio.get_running_loop().create_task(self._wake())
 
     async def _wake(self) -> None:
-        async with self._settled:
-            self._settled.notify_all()
+        settled = self._settled  # made by the first reservation, before any could wait
+        if settled is None:
+            return
+        async with settled:
+            settled.notify_all()
 
 
 __all__ = ["worst_case_usd", "Ledger"]  # documented in CODE_APPENDIX.md

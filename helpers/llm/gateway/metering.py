@@ -108,7 +108,7 @@ class Meter:
                 for content in item.get("content") or [] if item.get("type") == "message" else []:
                     self._text.append(content.get("text") or "")
 
-        candidates = event.get("candidates") if isinstance(event.get("candidates"), list) else []
+        candidates = found if isinstance(found := event.get("candidates"), list) else []
         for candidate in (c for c in candidates if isinstance(c, dict)):  # Gemini, streamed or not
             parts = (candidate.get("content") or {}).get("parts") or []
             for part in (p for p in parts if isinstance(p, dict)):

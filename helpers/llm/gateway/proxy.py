@@ -12,7 +12,7 @@ import secrets
 import threading
 import time
 from time import perf_counter
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, cast
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -210,7 +210,8 @@ class Gateway(CallRecords):
                                      lingering_time=0)  # a body refused is never read on: its connection closes
         await self._runner.setup()
         self._listener = await asyncio.get_running_loop().create_server(
-            capped(self._runner.server, lambda: self.max_connections), self.host, 0, backlog=1024)
+            capped(cast(web.Server, self._runner.server), lambda: self.max_connections),  # setup() made it
+            self.host, 0, backlog=1024)
         self._port = self._listener.sockets[0].getsockname()[1]
 
     async def _close(self) -> None:
@@ -286,7 +287,7 @@ class Gateway(CallRecords):
             return web.Response(status=200, body=carried.local, content_type="application/json")
         counts = path.endswith(COUNTS) or screened is None
         lap = self._stages.lap("policy", lap)
-        worst = 0.0 if counts or self.budget_usd is None else \
+        worst = 0.0 if counts or screened is None or self.budget_usd is None else \
             worst_case_usd(record["model"], len(body), screened.media_parts, screened.output_tokens)
         if self.budget_usd is not None and worst > self.budget_usd:  # never fits, spent or not: the caller's own
             record.update(status=413, input_tokens=0, output_tokens=0, cost_usd=0.0, error="worst case over the budget")
@@ -295,7 +296,7 @@ class Gateway(CallRecords):
                                        f"output cap at the model's prices) is more than the whole budget of "
                                        f"${self.budget_usd:.2f}; send less or ask for fewer output tokens",
                                   "call_exceeds_budget", api=api)
-        if not await self._ledger.reserve(worst):
+        if self.budget_usd is not None and not await self._ledger.reserve(worst):  # the ledger's own budget
             record.update(status="budget", input_tokens=0, output_tokens=0, cost_usd=0.0,
                           error=f"budget of ${self.budget_usd:.2f} spent")
             self._finish(token, record, started, body, asked, b"", Meter())

@@ -120,13 +120,13 @@ class CallRecords:
             payload = {**record, "request_body": body_text(request_body, self.trace_chars),
                        "response_body": body_text(response_body, self.trace_chars),
                        "output_text": meter.text()[: self.trace_chars], "output_tool_calls": meter.tool_calls()}
-            self._loop.run_in_executor(None, self._call_trace, payload, request_json)
+            self._loop.run_in_executor(None, self._call_trace, self.trace, payload, request_json)
             self._stages.lap("tracing", lap)
 
-    def _call_trace(self, payload: dict, request_json: Any) -> None:
+    def _call_trace(self, trace: Callable[[dict], Any], payload: dict, request_json: Any) -> None:
         try:
             payload["input_messages"] = input_messages(request_json, TRACE_MESSAGE_CHARS)
-            self.trace(payload)
+            trace(payload)
         except Exception as error:  # noqa: BLE001 - a broken trace must not break model calls
             if not self._trace_failed:
                 self._trace_failed = True
