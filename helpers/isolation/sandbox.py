@@ -204,8 +204,10 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     binds = [["--ro-bind", folder, folder] for folder in dict.fromkeys(str(p) for p in extra if p)
              if Path(folder).exists() and not any(folder.startswith(s + "/") or folder == s for s in SYSTEM_FOLDERS)]
     binds += [["--bind", str(home), str(home)], ["--bind", str(workspace), str(workspace)]]
+    binds += _pinned(read_only, (workspace, home))
     # outer binds first: a `read_only` path inside the workspace (a grading's hidden tests) is bound over it, so
-    # it stays read-only there, and, a mount point, cannot be renamed or removed from inside
+    # it stays read-only there, and, a mount point as each folder above it is (_pinned), cannot be renamed or
+    # removed from inside, nor moved aside with a folder above it
     binds.sort(key=lambda bind: len(Path(bind[2]).parts))
     # The folders above each bind, made open to all (bwrap would copy the host's modes: /root is 0700, and the
     # run's own user could not reach its interpreter or workspace).
@@ -244,6 +246,20 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     if cgroup or seccomp:  # a shell joins the cgroup before bwrap starts: nothing of the run is ever outside it
         command = ["sh", "-c", START, "sh", str(seccomp or "-"), *map(str, cgroup), "--", *command]
     return command
+
+
+def _pinned(read_only: Sequence[Path | str], writable: Sequence[Path | str]) -> list[list[str]]:
+    """A bind of each folder between a writable bind and a `read_only` path inside it onto itself: a mount point
+    cannot be renamed or removed (the kernel's EBUSY), so no folder above a read-only one (tests/ above
+    tests/unit/, bound read-only) can be moved aside and another put in its place; what they hold stays writable."""
+    pinned: dict[str, None] = {}
+    for path in map(Path, read_only):
+        for top in map(Path, writable):
+            if top in path.parents:
+                between = path.relative_to(top).parents  # "a/b/c" -> a/b, a, .
+                pinned.update((str(top / part), None) for part in between if str(part) != "."
+                              and (top / part).is_dir() and not (top / part).is_symlink())
+    return [["--bind", folder, folder] for folder in pinned]
 
 
 def _drop(tools: tuple[str, str] | None, python: str, user: int | None, limits: "Limits | None",
