@@ -116,6 +116,15 @@ probe("setns-init-user", lambda: call("setns", os.open("/proc/1/ns/user", os.O_R
 probe("mount-tmpfs", lambda: call("mount", b"none", b"/tmp", b"tmpfs", 0, None))
 probe("open_tree", lambda: call("syscall", 428, -100, b"/etc", 1))
 probe("fsopen", lambda: call("syscall", 430, b"tmpfs", 0))
+probe("cgroup-files", lambda: os.listdir("/sys/fs/cgroup"))
+probe("kernel-setting", lambda: write("/proc/sys/kernel/hostname", b"x"))
+probe("sysrq", lambda: write("/proc/sysrq-trigger", b"h"))
+# no mount inside honours a set-uid bit or a file capability (the bounding set stays full: NoNewPrivs and this hold)
+print("set-uid mounts", [line.split()[4] for line in open("/proc/self/mountinfo") if "nosuid" not in line.split()[5]])
+# the kernel's keyrings: the session keyring is the run's own uid's, not the driver's (a key added stays with the uid)
+buffer = ctypes.create_string_buffer(256)
+libc.syscall(250, 6, libc.syscall(250, 0, -3, 0), buffer, 256)  # keyctl DESCRIBE of KEY_SPEC_SESSION_KEYRING
+print("session keyring", buffer.value.decode().split(";")[-1])
 # the sandbox's init (bwrap, root's) and what it holds
 probe("ptrace-init", lambda: call("ptrace", 16, 1, 0, 0))  # PTRACE_ATTACH
 probe("init-memory", lambda: open("/proc/1/mem", "rb").read(1))
@@ -226,7 +235,7 @@ def _line(out: str, key: str) -> str:
 
 REGAIN = ["setuid-root", "setgid-root", "setgroups-root", "uid_map", "gid_map", "setgroups-file", "ambient-raise",
           "no-new-privs-off", "unshare-user", "unshare-net", "unshare-mount", "clone3", "setns-init-net",
-          "setns-init-user", "mount-tmpfs", "open_tree", "fsopen"]
+          "setns-init-user", "mount-tmpfs", "open_tree", "fsopen", "cgroup-files", "kernel-setting", "sysrq"]
 INIT = ["ptrace-init", "init-memory", "init-environ", "init-signal", "init-pidfd_getfd"]
 IDMAPPED = ["chown-lower-to-root", "file-capability", "overlay-redirect", "overlay-metacopy", "device-node",
             "hard-link-host-file", "hard-link-interpreter", "hard-link-home-to-workspace"]
@@ -242,6 +251,8 @@ def test_held_after_setpriv_the_run_holds_no_capability_in_any_set_no_new_privs_
     uid, gid, groups = _line(out, "uid").split(" ", 1)[1].split(" ", 2)
     assert int(uid) >= 2**30 and uid == gid and groups == "[]"  # the run's own uid, no supplementary group
     assert _line(out, "fds") == "fds [0, 1, 2, 3]"  # stdin, stdout, stderr and listdir's own: nothing inherited
+    assert _line(out, "set-uid mounts") == "set-uid mounts []"
+    assert _line(out, "session keyring") == f"session keyring _uid_ses.{uid}"  # no keyring of the driver's
 
 
 @pytest.mark.parametrize("attempt", REGAIN + INIT)
