@@ -163,8 +163,9 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
                     cgroup: Sequence[Path | str] = (), seccomp: Path | str | None = None,
                     network_namespace: str | None = None) -> list[str]:
     """`args` wrapped to run in the sandbox: `workspace` and `home` read-write, `read_only` folders (the
-    agent's CLI, a virtualenv) visible read-only at their own paths (one inside `workspace`, such as a grading's
-    hidden tests, stays read-only there), the working directory `workspace`.
+    agent's CLI, a virtualenv) visible read-only at their own paths (one inside `workspace` or `home`, such as a
+    grading's hidden tests, stays read-only there, and no folder above it can be renamed or removed: each is a mount
+    point), the working directory `workspace`.
 
     Network: none (its own namespace, only `lo`), except `reach`, a URL (the gateway's) whose host and port
     are reachable inside through the forwarder, at `inside_url(reach)`; reach_relay(reach, home) must be

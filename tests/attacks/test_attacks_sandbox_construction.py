@@ -26,6 +26,7 @@ from helpers.isolation.sandbox import unavailable_reason
 from helpers.isolation.scratch import scratch_root
 
 pytestmark = [
+    pytest.mark.xdist_group("sandbox-construction"),  # one worker: the probe run is made once
     pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox here: {unavailable_reason()}"),
     pytest.mark.skipif(os.geteuid() != 0, reason="the construction attacked (own uid, idmap, setpriv, host netns) is root's"),
 ]
@@ -58,7 +59,7 @@ def verdicts(out: str) -> dict[str, str]:
 PROBES = r'''
 import ctypes, os, socket, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
-HOST_PORT, GATEWAY_PORT = int(sys.argv[1]), int(sys.argv[2])
+HOST_PORT, GATEWAY_PORT, ABSTRACT = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 
 def probe(name, attempt):
     try:
@@ -144,7 +145,7 @@ open(os.environ["HOME"] + "/mine", "w").close()
 probe("hard-link-home-to-workspace", lambda: os.link(os.environ["HOME"] + "/mine", "mine"))
 os.chmod("lowerfile", 0o6755)  # the run's own file, set-uid and set-gid: inert, the host checks
 # the network: only the gateway's address and port, nothing of the host's
-probe("host-abstract-socket", lambda: connect("\0pl-redteam-host", socket.AF_UNIX))
+probe("host-abstract-socket", lambda: connect("\0" + ABSTRACT, socket.AF_UNIX))
 probe("host-loopback-port", lambda: connect(("127.0.0.1", HOST_PORT)))
 probe("gateway-ipv6", lambda: connect(("::1", GATEWAY_PORT), socket.AF_INET6))
 probe("raw-socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
@@ -175,7 +176,8 @@ def probed():
     """One run of PROBES, with a host listener on an abstract socket and on a loopback port, and a gateway (a listener
     that accepts and holds every connection); the host's descriptors and threads sampled while it runs."""
     abstract = socket.socket(socket.AF_UNIX)
-    abstract.bind("\0pl-redteam-host")
+    name = f"pl-redteam-host-{os.getpid()}"
+    abstract.bind("\0" + name)
     abstract.listen()
     host = socket.create_server(("127.0.0.1", 0))
     gateway = socket.create_server(("127.0.0.1", 0), backlog=4096)
@@ -208,7 +210,7 @@ def probed():
         (workspace / "sub").mkdir()
 
     try:
-        out, err = sandboxed(["python3", "-c", PROBES, str(host.getsockname()[1]), str(gateway.getsockname()[1])],
+        out, err = sandboxed(["python3", "-c", PROBES, str(host.getsockname()[1]), str(gateway.getsockname()[1]), name],
                              reach=f"http://127.0.0.1:{gateway.getsockname()[1]}", prepare=prepare)
     finally:
         stop.set()
