@@ -82,6 +82,17 @@ FORWARDER = Path(__file__).with_name("sandbox_forwarder.py")
 DROP = Path(__file__).with_name("sandbox_drop.py")
 
 
+def host_program(name: str) -> str:
+    """The absolute path of the program `name` the host runs, found in PATH's absolute folders only: a relative entry
+    ("", ".", "node_modules/.bin") is searched from the child's working directory, an agent's workspace, and would run
+    the agent's own `sh`, `bwrap` or `git` on the host, as the host's user. FileNotFoundError when there is none."""
+    folders = [folder for folder in os.environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(folder)]
+    found = shutil.which(name, path=os.pathsep.join(folders))
+    if not found:
+        raise FileNotFoundError(2, f"{name} was not found in PATH's absolute folders", name)
+    return os.path.abspath(found)
+
+
 class SandboxUnavailable(RuntimeError):
     """No sandbox can start here, and the user did not opt out of it."""
 
@@ -184,7 +195,8 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     # No --new-session: the caller runs bwrap without a terminal, in a process group of its own (TIOCSTI
     # has nothing to inject into), and signals to that group reach the CLI too. bwrap does not forward
     # signals: an interrupt ends bwrap, and --die-with-parent then kills what runs inside.
-    command = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+    # every program the host starts is named by its absolute path (host_program): the child starts in the workspace
+    command = [host_program("bwrap"), "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                "--unshare-cgroup-try", *([] if network or own else ["--unshare-net"])]
     if seccomp:  # the start-up shell (below) opens it as descriptor 9
         command += ["--seccomp", "9"]
@@ -245,7 +257,7 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     if own:  # joined by the host's root, before bwrap: nothing of the run is ever outside it
         command = [str(nsenter()), f"--net={network_namespace}", "--", *command]
     if cgroup or seccomp:  # a shell joins the cgroup before bwrap starts: nothing of the run is ever outside it
-        command = ["sh", "-c", START, "sh", str(seccomp or "-"), *map(str, cgroup), "--", *command]
+        command = [host_program("sh"), "-c", START, "sh", str(seccomp or "-"), *map(str, cgroup), "--", *command]
     return command
 
 
@@ -370,5 +382,5 @@ def reach_relay(reach: str | None, home: Path | str) -> Iterator[None]:
         relay.close()
 
 
-__all__ = ["sandbox_command", "sandbox_policy", "SandboxPolicy", "SANDBOX_POLICIES", "reach_relay", "run_network", "inside_url", "use_sandbox", "require_sandbox", "unavailable_reason", "opted_out", "SandboxUnavailable",
+__all__ = ["host_program", "sandbox_command", "sandbox_policy", "SandboxPolicy", "SANDBOX_POLICIES", "reach_relay", "run_network", "inside_url", "use_sandbox", "require_sandbox", "unavailable_reason", "opted_out", "SandboxUnavailable",
            "UNSAFE_OPT_OUT"]  # documented in CODE_APPENDIX.md

@@ -450,3 +450,36 @@ def test_held_a_killed_driver_leaves_no_process_of_the_runs_uid_no_holder_of_its
 
     sweep_stale()
     assert not list(scratch_root().glob(f"{driver.pid}-*"))
+
+
+# --- the host's own programs, found from the agent's folder (closed: helpers.isolation.sandbox.host_program) ---------
+@pytest.mark.parametrize("path", [":/usr/bin:/bin", ".:/usr/bin:/bin", "node_modules/.bin:/usr/bin:/bin"])
+def test_a_relative_path_entry_never_runs_the_agents_sh_bwrap_or_git_on_the_host(monkeypatch, path):
+    # Before: with "" (or ".", or a relative folder) in PATH, Popen(cwd=workspace) found the workspace's `sh` and
+    # the host ran it as root, outside the sandbox, before the sandbox started; git(cwd=workspace) likewise.
+    from helpers.families.coding.git import git
+
+    marker = scratch_dir("marker") / "ran"
+
+    def prepare(workspace, home):
+        for folder in (workspace, workspace / "node_modules/.bin"):
+            folder.mkdir(parents=True, exist_ok=True)
+            for name in ("sh", "bwrap", "nsenter", "git"):
+                (folder / name).write_text(f"#!/bin/sh\necho {name} >> {marker}\n")
+                (folder / name).chmod(0o755)
+        assert git("init", "-q", cwd=workspace).returncode == 0  # the host's git, in the agent's folder
+
+    monkeypatch.setenv("PATH", path)  # the driver's PATH, and the run's (safe_environment keeps PATH)
+    scratch = scratch_dir("run")
+    workspace, home = scratch / "ws", scratch / "home"
+    workspace.mkdir(), home.mkdir()
+    try:
+        prepare(workspace, home)
+        out, err, timed_out, _ = run_cli(["/bin/sh", "-c", "echo inside"], workspace, {"PATH": path, "HOME": str(home)}, "",
+                                         120, set(), threading.Lock(), home=home, sandbox="required", limits=Limits(),
+                                         reach="http://127.0.0.1:9")
+    finally:
+        assert remove_scratch(scratch) == []
+    assert not marker.exists(), marker.read_text()
+    assert out == "inside\n", err  # the run started (inside, its PATH is its own business)
+    remove_scratch(marker.parent)
