@@ -412,15 +412,18 @@ def _of_uid(uid: int) -> list[int]:
 
 
 def _orphaned_helpers() -> list[int]:
-    """`unshare --user cat` helpers (a run's user namespace) whose driver is gone (reparented)."""
+    """User-namespace helpers (`unshare --user cat`, which becomes `cat` in a user namespace of its own) whose driver
+    is gone: reparented to init."""
+    host = os.readlink("/proc/self/ns/user")
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
             parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            elsewhere = os.readlink(f"/proc/{pid}/ns/user") != host
         except (OSError, ValueError, IndexError):
             continue
-        if argv[:2] and argv[0].endswith(b"unshare") and b"--user" in argv and parent == 1:
+        if name in ("cat", "unshare") and parent == 1 and elsewhere:
             found.append(int(pid))
     return found
 
