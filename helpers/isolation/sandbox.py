@@ -82,6 +82,17 @@ FORWARDER = Path(__file__).with_name("sandbox_forwarder.py")
 DROP = Path(__file__).with_name("sandbox_drop.py")
 
 
+def host_program(name: str) -> str:
+    """The absolute path of the program `name` the host runs, found in PATH's absolute folders only: a relative entry
+    ("", ".", "node_modules/.bin") is searched from the child's working directory, an agent's workspace, and would run
+    the agent's own `sh`, `bwrap` or `git` on the host, as the host's user. FileNotFoundError when there is none."""
+    folders = [folder for folder in os.environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(folder)]
+    found = shutil.which(name, path=os.pathsep.join(folders))
+    if not found:
+        raise FileNotFoundError(2, f"{name} was not found in PATH's absolute folders", name)
+    return os.path.abspath(found)
+
+
 class SandboxUnavailable(RuntimeError):
     """No sandbox can start here, and the user did not opt out of it."""
 
@@ -163,8 +174,9 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
                     cgroup: Sequence[Path | str] = (), seccomp: Path | str | None = None,
                     network_namespace: str | None = None) -> list[str]:
     """`args` wrapped to run in the sandbox: `workspace` and `home` read-write, `read_only` folders (the
-    agent's CLI, a virtualenv) visible read-only at their own paths (one inside `workspace`, such as a grading's
-    hidden tests, stays read-only there), the working directory `workspace`.
+    agent's CLI, a virtualenv) visible read-only at their own paths (one inside `workspace` or `home`, such as a
+    grading's hidden tests, stays read-only there, and no folder above it can be renamed or removed: each is a mount
+    point), the working directory `workspace`.
 
     Network: none (its own namespace, only `lo`), except `reach`, a URL (the gateway's) whose host and port
     are reachable inside through the forwarder, at `inside_url(reach)`; reach_relay(reach, home) must be
@@ -183,7 +195,8 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     # No --new-session: the caller runs bwrap without a terminal, in a process group of its own (TIOCSTI
     # has nothing to inject into), and signals to that group reach the CLI too. bwrap does not forward
     # signals: an interrupt ends bwrap, and --die-with-parent then kills what runs inside.
-    command = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+    # every program the host starts is named by its absolute path (host_program): the child starts in the workspace
+    command = [host_program("bwrap"), "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                "--unshare-cgroup-try", *([] if network or own else ["--unshare-net"])]
     if seccomp:  # the start-up shell (below) opens it as descriptor 9
         command += ["--seccomp", "9"]
@@ -204,8 +217,10 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     binds = [["--ro-bind", folder, folder] for folder in dict.fromkeys(str(p) for p in extra if p)
              if Path(folder).exists() and not any(folder.startswith(s + "/") or folder == s for s in SYSTEM_FOLDERS)]
     binds += [["--bind", str(home), str(home)], ["--bind", str(workspace), str(workspace)]]
+    binds += _pinned(read_only, (workspace, home))
     # outer binds first: a `read_only` path inside the workspace (a grading's hidden tests) is bound over it, so
-    # it stays read-only there, and, a mount point, cannot be renamed or removed from inside
+    # it stays read-only there, and, a mount point as each folder above it is (_pinned), cannot be renamed or
+    # removed from inside, nor moved aside with a folder above it
     binds.sort(key=lambda bind: len(Path(bind[2]).parts))
     # The folders above each bind, made open to all (bwrap would copy the host's modes: /root is 0700, and the
     # run's own user could not reach its interpreter or workspace).
@@ -242,8 +257,22 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     if own:  # joined by the host's root, before bwrap: nothing of the run is ever outside it
         command = [str(nsenter()), f"--net={network_namespace}", "--", *command]
     if cgroup or seccomp:  # a shell joins the cgroup before bwrap starts: nothing of the run is ever outside it
-        command = ["sh", "-c", START, "sh", str(seccomp or "-"), *map(str, cgroup), "--", *command]
+        command = [host_program("sh"), "-c", START, "sh", str(seccomp or "-"), *map(str, cgroup), "--", *command]
     return command
+
+
+def _pinned(read_only: Sequence[Path | str], writable: Sequence[Path | str]) -> list[list[str]]:
+    """A bind of each folder between a writable bind and a `read_only` path inside it onto itself: a mount point
+    cannot be renamed or removed (the kernel's EBUSY), so no folder above a read-only one (tests/ above
+    tests/unit/, bound read-only) can be moved aside and another put in its place; what they hold stays writable."""
+    pinned: dict[str, None] = {}
+    for path in map(Path, read_only):
+        for top in map(Path, writable):
+            if top in path.parents:
+                between = path.relative_to(top).parents  # "a/b/c" -> a/b, a, .
+                pinned.update((str(top / part), None) for part in between if str(part) != "."
+                              and (top / part).is_dir() and not (top / part).is_symlink())
+    return [["--bind", folder, folder] for folder in pinned]
 
 
 def _drop(tools: tuple[str, str] | None, python: str, user: int | None, limits: "Limits | None",
@@ -353,5 +382,5 @@ def reach_relay(reach: str | None, home: Path | str) -> Iterator[None]:
         relay.close()
 
 
-__all__ = ["sandbox_command", "sandbox_policy", "SandboxPolicy", "SANDBOX_POLICIES", "reach_relay", "run_network", "inside_url", "use_sandbox", "require_sandbox", "unavailable_reason", "opted_out", "SandboxUnavailable",
+__all__ = ["host_program", "sandbox_command", "sandbox_policy", "SandboxPolicy", "SANDBOX_POLICIES", "reach_relay", "run_network", "inside_url", "use_sandbox", "require_sandbox", "unavailable_reason", "opted_out", "SandboxUnavailable",
            "UNSAFE_OPT_OUT"]  # documented in CODE_APPENDIX.md

@@ -6,6 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from helpers.isolation.sandbox import host_program
+
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "prompt-learning", "GIT_AUTHOR_EMAIL": "prompt-learning@localhost",
     "GIT_COMMITTER_NAME": "prompt-learning", "GIT_COMMITTER_EMAIL": "prompt-learning@localhost",
@@ -25,7 +27,8 @@ def git_environment(env: dict[str, str] | None = None) -> dict[str, str]:
 def git(*args: str, cwd: Path | str, check: bool = True, input: str | None = None,
         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run git quietly with a fixed identity and no user or system config (plus `env`)."""
-    return subprocess.run(["git", *args], cwd=cwd, env=git_environment(env), check=check, input=input,
+    # git by its absolute path: `cwd` is often an agent's workspace, where a relative PATH entry would find its own git
+    return subprocess.run([host_program("git"), *args], cwd=cwd, env=git_environment(env), check=check, input=input,
                           capture_output=True, text=True)
 
 __all__ = ["GIT_IDENTITY", "WorkspaceError", "git", "git_environment"]
