@@ -41,6 +41,7 @@ from helpers.core.progress import progress_bar
 from helpers.isolation.processes import kill_processes_in, terminate_as_interrupt, remove_scratch, scratch_dir, sweep_stale
 from helpers.core.protocols import Agent, AgentResult, EvalResult, Evaluator, Patch, WorkspaceFamily
 from helpers.families.registry import default_family
+from helpers.rules.rules_file import RulesFile
 from helpers.store.records import (append_jsonl, check_name, read_jsonl, ruleset_sha, run_records_path,
                                    without_lone_surrogates)
 from helpers.core.tokens import truncate_chars
@@ -66,7 +67,7 @@ class RunInProgress(RuntimeError):
     """Another process is running the same experiment and run id right now."""
 
 
-def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str | None = None, ruleset: str = "",
+def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str | None = None, ruleset: str | RulesFile = "",
               workers: int = config.WORKERS, evaluator: Evaluator | None = None, evaluate: bool = True,
               attempt: int = 0, results_root: Path | str | None = None, progress: bool = True,
               gateway: Any = None, executor: str = "local", family: WorkspaceFamily | None = None) -> pd.DataFrame:
@@ -78,9 +79,11 @@ def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str
     skips testing, and plan mode never tests. `executor` says where the runs execute (helpers.engine.executors):
     "local" (`workers` threads here) or a Ray cluster ("ray", "ray:auto", "ray://<head>:10001"). Setup problems (no binary, no key, no Docker for
     SWE-bench tasks, bad arguments) raise before any task starts; a task that fails (its workspace,
-    its agent run, its tests) is one row with the reason, never an exception.
+    its agent run, its tests) is one row with the reason, never an exception. `ruleset`: the rules parsed once
+    (helpers.rules.rules_file.RulesFile), or their text, parsed here (rules that cannot be read: one ValueError).
     """
     frame = _check_tasks(tasks)
+    rules = RulesFile.parse(ruleset)
     workers = _positive_int(workers, "workers")
     from helpers.engine.executors import parse_executor
 
@@ -99,14 +102,14 @@ def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str
         evaluator.check(frame.to_dict("records"))
     else:
         evaluator = None
-    sha = ruleset_sha(ruleset)
+    sha = ruleset_sha(rules.text)
     path = run_records_path(experiment, run_id, results_root)
     sweep_stale()
     with _run_lock(path, experiment, run_id), _gateway_for(agent, gateway) as gateway:
         latest, tries = _latest(read_jsonl(path), agent, sha, attempt)
         done = {iid: r for iid, r in latest.items() if _is_done(r)}
         todo = [row for row in frame.to_dict("records") if row["instance_id"] not in done]
-        run = _Run(agent, evaluator, ruleset, dict(run_id=run_id, ruleset_sha=sha, attempt=attempt), path, done)
+        run = _Run(agent, evaluator, rules, dict(run_id=run_id, ruleset_sha=sha, attempt=attempt), path, done)
         run.tries, run.family = tries, family
         run.gateway, run.experiment = gateway, experiment
         if todo:
@@ -134,7 +137,7 @@ def _gateway_for(agent: Agent, gateway: Any) -> Iterator[Any]:
 class _Run:
     """One run_tasks call's state: what it runs with, where it writes, what is done."""
 
-    def __init__(self, agent: Agent, evaluator: Evaluator | None, ruleset: str, ids: dict[str, Any], path: Path,
+    def __init__(self, agent: Agent, evaluator: Evaluator | None, ruleset: RulesFile, ids: dict[str, Any], path: Path,
                  done: dict[str, dict[str, Any]]):
         self.agent, self.evaluator, self.ruleset, self.ids, self.path, self.done = agent, evaluator, ruleset, ids, path, done
         self.scratch: Path | None = None

@@ -52,7 +52,7 @@ import re
 import sys
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, overload
 
 import pandas as pd
 
@@ -61,7 +61,8 @@ from helpers.llm.client import LLMClient, LLMError, cut_at_length, parse_json_ob
 from helpers.core.fences import fence, fence_note, fence_token, inline, outside_fences
 from helpers.rules.planted import planted_note, planted_reasons
 from helpers.rules.edits import apply_edits, rules_tokens
-from helpers.rules.ruleset import Ruleset, parse_ruleset, render_ruleset, split_fenced
+from helpers.rules.ruleset import Ruleset
+from helpers.rules.rules_file import RulesFile
 from helpers.core.tokens import count_message_tokens, count_tokens, truncate_tokens
 from helpers.learn.rule_check import RuleVerdict
 
@@ -165,9 +166,18 @@ class PromptLearningOptimizer:
         return (f"PromptLearningOptimizer(model={self.model!r}, leakage={self.leakage!r}, planted={self.planted!r}, "
                 f"rules_max_tokens={self.rules_max_tokens!r})")
 
+    @overload
     def optimize(self, dataset: pd.DataFrame, output_column: str, feedback_columns: Sequence[str],
-                 ruleset: str = "", context_size_k: int = config.CONTEXT_SIZE_K) -> str:
-        """The new ruleset text (or the whole prompt, when `ruleset` holds fenced rules).
+                 ruleset: str = "", context_size_k: int = config.CONTEXT_SIZE_K) -> str: ...
+
+    @overload
+    def optimize(self, dataset: pd.DataFrame, output_column: str, feedback_columns: Sequence[str],
+                 ruleset: RulesFile, context_size_k: int = config.CONTEXT_SIZE_K) -> RulesFile: ...
+
+    def optimize(self, dataset: pd.DataFrame, output_column: str, feedback_columns: Sequence[str],
+                 ruleset: str | RulesFile = "", context_size_k: int = config.CONTEXT_SIZE_K) -> str | RulesFile:
+        """The new ruleset (or the whole prompt, when `ruleset` holds fenced rules): text for text, a
+        helpers.rules.rules_file.RulesFile for one (text is parsed here, once).
 
         Returns `ruleset` byte for byte when no edit applied, or when a request failed transiently
         (then `last_report.transient_error` says why). Raises ValueError for missing columns or a
@@ -180,9 +190,8 @@ class PromptLearningOptimizer:
         if "instance_id" not in dataset.columns:  # any rows will do: name the examples by position
             dataset = dataset.assign(instance_id=[f"row-{i}" for i in range(len(dataset))])
         budget = int(context_size_k)
-        text = ruleset or ""
-        fenced = split_fenced(text)
-        rules = start = parse_ruleset(fenced[1] if fenced else text)
+        given = RulesFile.parse(ruleset)
+        rules = start = given.rules
         report = OptimizerReport(self.model, self.client.dry_run, budget)
         self.last_report = report
         cost_before, unpriced_before = self._spent(), getattr(self.client, "unpriced_calls", 0)
@@ -200,12 +209,10 @@ class PromptLearningOptimizer:
         finally:
             report.cost_usd = round(self._spent() - cost_before, 6)
             report.unpriced = getattr(self.client, "unpriced_calls", 0) > unpriced_before
-        if rules == start:  # nothing applied: no reformatting or renumbering of the input either
-            return text
-        rendered = render_ruleset(rules)
-        result = f"{fenced[0]}{rendered}{fenced[2]}" if fenced else rendered
-        report.changed = result != text
-        return result
+        # nothing applied: no reformatting or renumbering of the input either
+        result = given if rules == start else given.with_rules(rules)
+        report.changed = result.text != given.text
+        return result if isinstance(ruleset, RulesFile) else result.text
 
     # --- batching under the budget ---
     def messages(self, rules: Ruleset, examples: Sequence[str]) -> list[dict[str, str]]:
