@@ -285,9 +285,9 @@ def _put_rules(workspace: Path, rules_file: str, ruleset: RulesText) -> Callable
         _write_exact(path, workspace, before + _with_newline(learned) + after)
 
         def undo() -> None:
-            now = _read_exact(path, workspace, missing="")
-            if split_fenced(now):
-                now_before, _, now_after = split_fenced(now)
+            now_fenced = split_fenced(_read_exact(path, workspace, missing=""))  # what the agent left: read once
+            if now_fenced:
+                now_before, _, now_after = now_fenced
                 _write_exact(path, workspace, now_before + old + now_after)
         return undo
     _write_exact(path, workspace, insert_section(original, learned))

@@ -15,7 +15,7 @@ from helpers.families.coding.git import git
 from helpers.families.coding.tasks import load_house_suite
 from helpers.llm.scripted_server import ScriptedModelServer
 from helpers.app.session import Session
-from helpers.store.records import loops_path
+from helpers.store.records import experiment_dir, loops_path, ruleset_sha
 from helpers.store.rulesets import RulesetStore
 from helpers.stand_ins.dry_run import DryRunScript
 
@@ -98,6 +98,10 @@ def test_loop_zero_in_steps_then_run_loop_writes_exactly_the_records_and_ruleset
     assert stepped.versions() == whole.versions() == [0, 1]
     assert [stepped.load(v) for v in stepped.versions()] == [whole.load(v) for v in whole.versions()]
     assert whole.load(0) == TEAM_FILE and whole.load(1).startswith(TEAM_FILE.split("- Say")[0])
+    hashes = {ruleset_sha(whole.load(v)) for v in whole.versions()}  # of the text as saved: a rerun resumes
+    recorded = {json.loads(line)["ruleset_sha"] for path in (experiment_dir("whole") / "runs").glob("*.jsonl")
+                for line in path.read_text().splitlines()}
+    assert recorded == hashes and len(hashes) == 2
     assert whole.load(1).endswith("<!-- prompt-learning:rules:end -->\n\nAsk before adding packages.\n")
 
 
