@@ -40,7 +40,11 @@ PYTEST_ARGS ?=
 
 AGENT_CLIS := cline/node_modules/.installed claude_code/node_modules/.installed codex/node_modules/.installed opencode/node_modules/.installed gemini_cli/node_modules/.installed
 
-setup: $(VENV)/.dev-installed $(PHOENIX_MARK) $(AGENT_CLIS) $(MINI_MARK) sandbox
+SETUP_PARTS := $(VENV)/.dev-installed $(PHOENIX_MARK) $(AGENT_CLIS) $(MINI_MARK) sandbox
+# The parts install side by side (four at a time, each part's output kept together): they share nothing but the
+# download caches, and one after another they took twice as long on a fresh 2-core machine (394 s against 203 s).
+setup:
+	@$(MAKE) --no-print-directory -j4 --output-sync=target $(SETUP_PARTS)
 
 # The notebooks' own needs, no more: a workshop laptop's install (docs/setup.md).
 QUICKSTART := $(VENV)/.installed $(PHOENIX_MARK) sandbox

@@ -48,6 +48,7 @@ from helpers.stand_ins.file_edit_tools import ShellTool, WholeFileEditor
 from helpers.core.protocols import AgentResult, Patch, Task
 from helpers.engine.executors import run_attempt
 from helpers.families.registry import default_family
+from helpers.rules.rules_file import RulesFile
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RULES_FILE = ".clinerules"
@@ -315,7 +316,7 @@ def run_task(task: Task, ruleset: str = "", *, scratch: Path | str | None = None
     then, in act mode, the patch the host takes from the workspace; the workspace is removed after. `settings`
     are ClineAgent's."""
     agent = ClineAgent(**settings)
-    result, output, _ = run_attempt(default_family(), agent, task, ruleset or "", RULES_FILE, agent.mode, None,
+    result, output, _ = run_attempt(default_family(), agent, task, RulesFile.parse(ruleset or ""), RULES_FILE, agent.mode, None,
                                     Path(scratch) if scratch is not None else None)
     if agent.mode == "act":
         result.patch = output.text if isinstance(output, Patch) else output

@@ -147,6 +147,17 @@ class EvalResult:
         return asdict(self)
 
 
+class RulesText(Protocol):
+    """The rules a run uses, parsed once where their text entered (helpers.rules.rules_file.RulesFile): the whole
+    text (a team's rules file around a fenced learned section, or the rules alone) and the learned section's."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def learned(self) -> str: ...
+
+
 @runtime_checkable
 class Agent(Protocol):
     """A coding agent. Each is one package of its own; the loop does not change.
@@ -274,7 +285,7 @@ class WorkspaceFamily(Protocol):
       cannot grade them all).
     The run of an attempt: prepare_workspace(task, root) -> a workspace folder under `root` (raises when the
       host cannot make it: the engine counts that as the host's failure); write_rules(workspace, rules_file,
-      ruleset) -> the function that takes the rules out again; take_patch(workspace, task) -> the Patch, read
+      ruleset) -> the function that takes the rules out again (`ruleset` parsed once: RulesText); take_patch(workspace, task) -> the Patch, read
       once here (raises helpers.isolation.untrusted.RefusedOutput for output the host refuses: the agent's
       doing); remove_workspace(workspace).
     The judge's evidence, for rows read back as text: suspect_lines(patch, test_patch) (rows recorded before
@@ -295,7 +306,7 @@ class WorkspaceFamily(Protocol):
 
     def prepare_workspace(self, task: Task, root: Path) -> Path: ...
 
-    def write_rules(self, workspace: Path, rules_file: str, ruleset: str) -> Callable[[], None]: ...
+    def write_rules(self, workspace: Path, rules_file: str, ruleset: RulesText) -> Callable[[], None]: ...
 
     def take_patch(self, workspace: Path, task: Task) -> Patch: ...
 
@@ -388,5 +399,5 @@ class RunContext(Protocol):
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "Agent", "Evaluator", "LLM", "PromptFamily", "WorkspaceFamily", "RunContext", "SandboxPolicy", "AgentResult", "EvalResult",
-    "BatchedEvaluator", "Completion", "Patch", "GradedLines", "Limit",
+    "BatchedEvaluator", "Completion", "Patch", "GradedLines", "Limit", "RulesText",
 ]

@@ -18,6 +18,7 @@ from helpers.analysis.evidence import compare
 from helpers.core import config
 from helpers.core.protocols import WorkspaceFamily
 from helpers.families.registry import default_family
+from helpers.rules.rules_file import RulesFile
 from helpers.stats.costs import SCRIPTED_NO_CHARGE
 from helpers.store.loops import load_split, loop_records
 
@@ -37,31 +38,35 @@ def split_tasks(experiment: str, split: str, family: WorkspaceFamily | None = No
     return family.select_tasks(family.load_tasks(split_ids.get("source", "house")), ids)
 
 
-def ablation_rulesets(ruleset: str, rules: list[str] | None = None) -> dict[str, str]:
-    """name -> ruleset text: "all" (as given), "none" (no rules) and "without <id>" for each rule."""
-    from helpers.rules.ruleset import Ruleset, parse_ruleset, render_ruleset
+def ablation_rulesets(ruleset: str | RulesFile, rules: list[str] | None = None) -> dict[str, RulesFile]:
+    """name -> rules: "all" (as given), "none" (no rules) and "without <id>" for each rule (a team's text around
+    the learned rules kept). Text is parsed here, once."""
+    from helpers.rules.ruleset import Ruleset
 
-    parsed = parse_ruleset(ruleset)
+    given = RulesFile.parse(ruleset)
+    parsed = given.rules
     ids = [r.id for r in parsed.rules]
     chosen = rules or ids
     unknown = sorted(set(chosen) - set(ids))
     if unknown:
         raise ValueError(f"No rule {unknown} in this ruleset; it has {ids}.")
-    variants = {"all": ruleset, "none": ""}
+    variants = {"all": given, "none": RulesFile.parse("")}
     for rule_id in chosen:
         kept = [r for r in parsed.rules if r.id != rule_id]
-        variants[f"without {rule_id}"] = render_ruleset(Ruleset(kept, parsed.next_id))
+        variants[f"without {rule_id}"] = given.with_rules(Ruleset(kept, parsed.next_id))
     return variants
 
 
-def rule_tokens(ruleset: str) -> dict[str, int]:
+def rule_tokens(ruleset: str | RulesFile) -> dict[str, int]:
     """Each rule's weight: the tokens the ruleset loses without it (its text, id and line), by rule id; both
-    sides rendered alike, so a hand-written file's own layout does not count."""
-    from helpers.rules.ruleset import parse_ruleset, render_ruleset, render_stats
+    sides rendered alike, so a hand-written file's own layout (and a team's text around the rules) does not count."""
+    from helpers.core.tokens import count_tokens
+    from helpers.rules.ruleset import render_ruleset
 
-    whole = render_stats(render_ruleset(parse_ruleset(ruleset)))["tokens"]
-    return {name.removeprefix("without "): whole - render_stats(text)["tokens"]
-            for name, text in ablation_rulesets(ruleset).items() if name.startswith("without ")}
+    given = RulesFile.parse(ruleset)
+    whole = count_tokens(render_ruleset(given.rules))
+    return {name.removeprefix("without "): whole - count_tokens(render_ruleset(variant.rules))
+            for name, variant in ablation_rulesets(given).items() if name.startswith("without ")}
 
 
 def ablation_cost(experiment: str, runs: int) -> tuple[float | None, str]:
@@ -81,7 +86,7 @@ def ablation_cost(experiment: str, runs: int) -> tuple[float | None, str]:
 def loop_run_holding(experiment: str, split: str, ruleset: str, tasks: pd.DataFrame, agent: Any) -> str | None:
     """The run id of a loop's own `split` run ("val_1") that already holds a finished run of every one of `tasks`
     by this agent (and model) with exactly `ruleset`, or None."""
-    from helpers.engine.runs import finished_tasks
+    from helpers.engine.resume import finished_tasks
 
     wanted = set(tasks["instance_id"].astype(str))
     for record in loop_records(experiment):
@@ -105,22 +110,20 @@ def ablate(experiment: str, version: int, split: str = "test", rules: list[str] 
     from helpers.engine.runs import run_tasks
 
     tasks = split_tasks(experiment, split) if tasks is None else tasks
-    ruleset = RulesetStore(experiment).load(version)
+    ruleset = RulesetStore(experiment).load_rules(version)
     variants = ablation_rulesets(ruleset, rules)
     # "all" and "none" are often a loop's own runs (the kept version's and the start's on the same tasks): read
     # back, not paid for again
-    held = {name: loop_run_holding(experiment, split, text, tasks, agent) for name, text in variants.items()}
+    held = {name: loop_run_holding(experiment, split, variant.text, tasks, agent) for name, variant in variants.items()}
     fresh = [name for name, run_id in held.items() if run_id is None]
     print(f"Ablation of v{version} on {len(tasks)} {split} tasks, {len(variants)} variants"
           + (f" ({', '.join(f'{name}: the loop run {run_id}' for name, run_id in held.items() if run_id)}, read back)"
              if len(fresh) < len(variants) else "") + ": " + ablation_cost(experiment, len(fresh) * len(tasks))[1])
     frames = {name: run_tasks(tasks, agent, run_id=held[name] or f"ablate_v{version}_{split}_{name.replace(' ', '_')}",
-                              experiment=experiment, ruleset=text, workers=workers, progress=progress)
-              for name, text in variants.items()}
+                              experiment=experiment, ruleset=variant, workers=workers, progress=progress)
+              for name, variant in variants.items()}
     rows = []
-    from helpers.rules.ruleset import parse_ruleset
-
-    texts, weights = {r.id: r.text for r in parse_ruleset(ruleset).rules}, rule_tokens(ruleset)
+    texts, weights = {r.id: r.text for r in ruleset.rules.rules}, rule_tokens(ruleset)
     for name, frame in frames.items():
         if not name.startswith("without "):
             continue
@@ -187,7 +190,7 @@ def transfer_test(experiment: str, agent: Any, *, split: str = "test", workers: 
                      "agent and model")
     tasks = split_tasks(experiment, split)
     frames = {version: run_tasks(tasks, agent, run_id=f"{who}_{split}_v{version}", experiment=f"{experiment}-transfer",
-                                 ruleset=store.load(version), workers=workers, gateway=gateway, progress=progress)
+                                 ruleset=store.load_rules(version), workers=workers, gateway=gateway, progress=progress)
               for version in dict.fromkeys((start, kept))}
     label_start = "no rules" if not store.load(start).strip() else f"v{start}"
     comparison = compare(frames[start], frames[kept], f"{agent.name} with {label_start}",

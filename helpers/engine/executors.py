@@ -28,7 +28,7 @@ from typing import Any, Callable, Protocol
 
 from helpers.core import config
 from helpers.isolation.processes import kill_processes_in, remove_scratch, scratch_dir
-from helpers.core.protocols import AgentResult, EvalResult, Limit, Patch, Task, WorkspaceFamily
+from helpers.core.protocols import AgentResult, EvalResult, Limit, Patch, RulesText, Task, WorkspaceFamily
 from helpers.isolation.untrusted import RefusedOutput, refused
 
 RAY_CPUS_PER_RUN = 1.0  # an agent CLI and its commands keep about one core busy
@@ -119,7 +119,7 @@ def make_executor(executor: str, workers: int) -> Executor:
     return RayExecutor(address)
 
 
-def run_attempt(family: WorkspaceFamily, runner: Any, task: Task, ruleset: str, rules_file: str, mode: str,
+def run_attempt(family: WorkspaceFamily, runner: Any, task: Task, ruleset: RulesText, rules_file: str, mode: str,
                 evaluator: Any, scratch: Path | None = None) -> tuple[AgentResult, Patch | str, EvalResult | None]:
     """One attempt at one task, wherever it runs: (the agent's result, its Patch (act mode) or plan, the verdict
     when `evaluator` grades one task at a time, else None). `family` makes the workspace and takes the patch.
@@ -134,7 +134,7 @@ def run_attempt(family: WorkspaceFamily, runner: Any, task: Task, ruleset: str, 
         workspace = family.prepare_workspace(task, scratch)
         take_rules_out = family.write_rules(workspace, rules_file, ruleset)
         ready = True  # from here on, a failure is the agent's run's (counted), not the host's preparing
-        result = runner.run(task, workspace, ruleset)
+        result = runner.run(task, workspace, ruleset.text)
         kill_processes_in(workspace)  # whatever its commands left running, in any process group
         take_rules_out()
         output = family.take_patch(workspace, task) if mode == "act" else _capped_plan(result.plan)

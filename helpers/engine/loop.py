@@ -40,6 +40,7 @@ from helpers.engine.loop_lines import (SPLITS, cost_label, cost_text, describe_l
 from helpers.store.records import LOOP_RECORD_FIELDS
 from helpers.engine.settings import LoopSettings
 from helpers.core.protocols import RunContext
+from helpers.rules.rules_file import RulesFile
 
 if TYPE_CHECKING:  # the functions below import it where they use it
     from helpers.store.rulesets import RulesetStore
@@ -95,7 +96,7 @@ def check_same_kind(experiment: str, done: dict[int, dict[str, Any]], dry_run: b
         )
 
 
-def start_experiment(settings: LoopSettings, session: RunContext, initial_ruleset: str = "",
+def start_experiment(settings: LoopSettings, session: RunContext, initial_ruleset: str | RulesFile = "",
                      tasks: tuple[pd.DataFrame, ...] = ()) -> Any:
     """The experiment's RulesetStore, with the starting ruleset saved as version 0 on a first run.
 
@@ -106,6 +107,7 @@ def start_experiment(settings: LoopSettings, session: RunContext, initial_rulese
     """
     from helpers.store.rulesets import RulesetStore
 
+    initial_ruleset = initial_ruleset.text if isinstance(initial_ruleset, RulesFile) else initial_ruleset
     check_same_kind(settings.experiment, completed_loops(settings.experiment), session.dry_run)
     if session.dry_run:
         unknown = sorted({str(s) for frame in tasks for s in frame.get("suite", pd.Series(["?"] * len(frame)))} - {"house", "mined"})
@@ -166,7 +168,7 @@ class LoopSteps:
         self.datasets, self.started = datasets, time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self.recorded = completed_loops(settings.experiment).get(loop)
         self.version, self.why = choose_start_version(store, settings, loop)
-        self.ruleset = store.load(self.version)
+        self.ruleset = store.load_rules(self.version)  # parsed once: the loop passes it, each writer renders it
         self.optimizer = family.optimizer()
         self.runs: dict[str, pd.DataFrame] = {}
         self.train: pd.DataFrame | None = None  # judged training rows, after judge()
@@ -190,7 +192,7 @@ class LoopSteps:
             self.train, self.test = self.runs["train"], self.runs["test"]
             return self.train
         self.train, self.test = self.family.feedback(self.runs)
-        log_loop_to_phoenix(self.loop, self.version, self.ruleset, self.train, self.test, self.settings, self.session,
+        log_loop_to_phoenix(self.loop, self.version, self.ruleset.text, self.train, self.test, self.settings, self.session,
                             self.datasets, val=self.runs.get("val"))
         return self.train
 
@@ -227,7 +229,7 @@ def run_one_loop(loop: int, family: LoopFamily, settings: LoopSettings, session:
     return steps.optimize()   # 4. the next rules; 5. everything saved
 
 
-def loop_over(family: LoopFamily, settings: LoopSettings, session: RunContext, initial_ruleset: str = "",
+def loop_over(family: LoopFamily, settings: LoopSettings, session: RunContext, initial_ruleset: str | RulesFile = "",
               tasks: tuple[pd.DataFrame, ...] = (), datasets: dict[str, Any] | None = None,
               verbose: bool = True) -> pd.DataFrame:
     """All loops of an experiment over `family`, resuming after the last finished one; the loop records."""
@@ -243,7 +245,7 @@ def loop_over(family: LoopFamily, settings: LoopSettings, session: RunContext, i
 
 
 def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: RunContext,
-             initial_ruleset: str = "", datasets: dict[str, Any] | None = None, verbose: bool = True,
+             initial_ruleset: str | RulesFile = "", datasets: dict[str, Any] | None = None, verbose: bool = True,
              val_df: pd.DataFrame | None = None) -> pd.DataFrame:
     """All loops of a coding experiment (settings.agent on train_df, val_df and test_df); the loop records."""
     family = CodingLoopFamily(train_df, test_df, settings, session, val_df=val_df)
@@ -312,13 +314,13 @@ def check_runs(loop: int, runs: dict[str, pd.DataFrame]) -> None:
         )
 
 
-def meta_prompt(optimizer: Any, judged: pd.DataFrame, ruleset: str, examples: int = 3) -> str:
-    """The optimizer's request (system and user messages) for `ruleset` and the first `examples` rows."""
+def meta_prompt(optimizer: Any, judged: pd.DataFrame, ruleset: str | RulesFile, examples: int = 3) -> str:
+    """The optimizer's request (system and user messages) for `ruleset` (its learned rules: text is parsed here)
+    and the first `examples` rows."""
     from helpers.learn.optimizer import render_example
-    from helpers.rules.ruleset import parse_ruleset
 
     rows = [render_example(row, "output", FEEDBACK_COLUMNS) for row in judged.head(examples).to_dict("records")]
-    messages = optimizer.messages(parse_ruleset(ruleset), rows)
+    messages = optimizer.messages(RulesFile.parse(ruleset).rules, rows)
     return "\n\n".join(f"===== {m['role']} =====\n{m['content']}" for m in messages)
 
 
@@ -347,17 +349,18 @@ def log_loop_to_phoenix(loop: int, version: int, ruleset: str, train: pd.DataFra
                         loop=loop, dry_run=session.dry_run, model=session.agent_model)
 
 
-def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test: pd.DataFrame, new_ruleset: str,
+def finish_loop(loop: int, version: int, ruleset: str | RulesFile, train: pd.DataFrame, test: pd.DataFrame,
+                new_ruleset: str | RulesFile,
                 report: Any, settings: LoopSettings, session: RunContext, store: RulesetStore, started: str = "",
                 val: pd.DataFrame | None = None) -> dict[str, Any]:
     """Save a loop: its rows as CSVs (train, val when there is a validation side, test), the new ruleset
     version (none when the optimizer changed nothing: the next loop runs the same version), and its record
     in loops.jsonl (returned).
 
-    Raises LoopUnfinished, saving nothing final, when the judge or the optimizer failed transiently.
+    Raises LoopUnfinished, saving nothing final, when the judge or the optimizer failed transiently. Rules
+    given as text are parsed here.
     """
-    from helpers.rules.ruleset import render_stats
-
+    ruleset, new_ruleset = RulesFile.parse(ruleset), RulesFile.parse(new_ruleset)
     report = report.to_dict() if hasattr(report, "to_dict") else dict(report or {})
     judge_failed, judge_transient = judge_failures(train)
     if judge_transient or report.get("transient_error"):
@@ -371,11 +374,11 @@ def finish_loop(loop: int, version: int, ruleset: str, train: pd.DataFrame, test
     # validation side has val_size 0 and val_accuracy None (its kept version is then the latest).
     every_side = {split: sides.get(split, train.iloc[:0]) for split in SPLITS}
     counts = {split: outcome_counts(frame, plan) for split, frame in every_side.items()}
-    changed = new_ruleset != ruleset
-    new_version = (store.save(new_ruleset, parent=version, loop=loop, report=report, model=session.optimizer_model,
+    changed = new_ruleset.text != ruleset.text
+    new_version = (store.save(new_ruleset.text, parent=version, loop=loop, report=report, model=session.optimizer_model,
                               dry_run=session.dry_run, **instructions(settings)) if changed else version)
     cost = loop_cost(sides, report, session)
-    stats = render_stats(ruleset)
+    stats = ruleset.stats()
     evidence = loop_evidence(every_side)
     record = {
         "experiment": settings.experiment, "loop": loop, "ruleset_version": version,

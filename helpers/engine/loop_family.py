@@ -23,6 +23,7 @@ import pandas as pd
 from helpers.core.protocols import RunContext, WorkspaceFamily
 from helpers.engine.settings import LoopSettings
 from helpers.families.registry import default_family
+from helpers.rules.rules_file import RulesFile
 
 FEEDBACK_COLUMNS = ("correctness", "explanation")
 
@@ -45,7 +46,7 @@ class LoopFamily(Protocol):
     @property
     def feedback_columns(self) -> Sequence[str]: ...
 
-    def answer(self, ruleset: str, loop: int) -> dict[str, pd.DataFrame]: ...
+    def answer(self, ruleset: RulesFile, loop: int) -> dict[str, pd.DataFrame]: ...
 
     def feedback(self, runs: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]: ...
 
@@ -65,7 +66,7 @@ class CodingLoopFamily:
         self.agent = make_loop_agent(settings, session)
         self.base_prompt = self.agent.base_prompt
 
-    def answer(self, ruleset: str, loop: int) -> dict[str, pd.DataFrame]:
+    def answer(self, ruleset: RulesFile, loop: int) -> dict[str, pd.DataFrame]:
         """Each split's rows; when loops do not run the test split (tests_each_loop), it is left to the
         one test (no rows here)."""
         from helpers.engine.runs import COLUMNS
@@ -116,12 +117,13 @@ class PromptLoopFamily:
                                 max_concurrency=settings.workers)
         self.generate = llm_generator(self.client)
 
-    def answer(self, ruleset: str, loop: int) -> dict[str, pd.DataFrame]:
-        """Both splits answered with the prompt and graded (the grader is this family's test)."""
+    def answer(self, ruleset: RulesFile, loop: int) -> dict[str, pd.DataFrame]:
+        """Both splits answered with the prompt (the whole text, rendered once) and graded (the grader is this
+        family's test)."""
         rows = {}
         for split, frame in self.splits.items():
             spent = self.client.total_cost_usd
-            answers = self.family.run(ruleset, frame, self.generate, workers=self.settings.workers)
+            answers = self.family.run(ruleset.text, frame, self.generate, workers=self.settings.workers)
             # the generator's cost, from the client's meter, spread over the split's rows
             graded = self.family.feedback(answers.assign(cost_usd=(self.client.total_cost_usd - spent) / max(1, len(frame))),
                                           self.feedback_kind)
@@ -167,7 +169,7 @@ def tests_each_loop(settings: LoopSettings, dry_run: bool) -> bool:
     return dry_run or settings.attempts != 1 or settings.mode != "act"
 
 
-def run_attempts(agent: Any, tasks: pd.DataFrame, run_id: str, ruleset: str, settings: LoopSettings,
+def run_attempts(agent: Any, tasks: pd.DataFrame, run_id: str, ruleset: str | RulesFile, settings: LoopSettings,
                  session: RunContext | None = None, family: WorkspaceFamily | None = None) -> pd.DataFrame:
     """Every task `settings.attempts` times (run ids `<run_id>`, or `<run_id>_a<k>` with several attempts),
     through the session's model gateway when it has one, in `family`'s workspaces (None: the default)."""

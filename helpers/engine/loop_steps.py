@@ -24,6 +24,7 @@ from helpers.engine.journey import MAX_DIFF_LINES, _cut, _outcome, _step
 from helpers.core.protocols import RunContext
 from helpers.engine.loop import LoopSteps, meta_prompt, start_experiment
 from helpers.engine.settings import LoopSettings
+from helpers.rules.rules_file import RulesFile
 
 SPLIT_NAMES = {"train": "training", "val": "validation", "test": "test"}
 
@@ -140,7 +141,7 @@ class ShownLoopSteps(LoopSteps):
 
 
 def loop_in_steps(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: RunContext,
-                  initial_ruleset: str = "", datasets: dict[str, Any] | None = None,
+                  initial_ruleset: str | RulesFile = "", datasets: dict[str, Any] | None = None,
                   val_df: pd.DataFrame | None = None, loop: int = 0) -> ShownLoopSteps:
     """Loop `loop` of a coding experiment as steps (the experiment started as run_loop starts it)."""
     from helpers.engine.loop_family import CodingLoopFamily

@@ -38,7 +38,9 @@ from helpers.core import config
 from helpers.core.progress import progress_bar
 from helpers.isolation.processes import kill_processes_in, terminate_as_interrupt, remove_scratch, scratch_dir, sweep_stale
 from helpers.core.protocols import Agent, AgentResult, BatchedEvaluator, EvalResult, Evaluator, Patch, WorkspaceFamily
+from helpers.engine.resume import is_done, latest_records, max_runs
 from helpers.families.registry import default_family
+from helpers.rules.rules_file import RulesFile
 from helpers.store.records import (append_jsonl, check_name, read_jsonl, ruleset_sha, run_records_path,
                                    without_lone_surrogates)
 from helpers.core.tokens import truncate_chars
@@ -64,7 +66,7 @@ class RunInProgress(RuntimeError):
     """Another process is running the same experiment and run id right now."""
 
 
-def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str | None = None, ruleset: str = "",
+def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str | None = None, ruleset: str | RulesFile = "",
               workers: int = config.WORKERS, evaluator: Evaluator | None = None, evaluate: bool = True,
               attempt: int = 0, results_root: Path | str | None = None, progress: bool = True,
               gateway: Any = None, executor: str = "local", family: WorkspaceFamily | None = None) -> pd.DataFrame:
@@ -76,9 +78,11 @@ def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str
     skips testing, and plan mode never tests. `executor` says where the runs execute (helpers.engine.executors):
     "local" (`workers` threads here) or a Ray cluster ("ray", "ray:auto", "ray://<head>:10001"). Setup problems (no binary, no key, no Docker for
     SWE-bench tasks, bad arguments) raise before any task starts; a task that fails (its workspace,
-    its agent run, its tests) is one row with the reason, never an exception.
+    its agent run, its tests) is one row with the reason, never an exception. `ruleset`: the rules parsed once
+    (helpers.rules.rules_file.RulesFile), or their text, parsed here (rules that cannot be read: one ValueError).
     """
     frame = _check_tasks(tasks)
+    rules = RulesFile.parse(ruleset)
     workers = _positive_int(workers, "workers")
     from helpers.engine.executors import parse_executor
 
@@ -97,14 +101,14 @@ def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str
         evaluator.check(frame.to_dict("records"))
     else:
         evaluator = None
-    sha = ruleset_sha(ruleset)
+    sha = ruleset_sha(rules.text)
     path = run_records_path(experiment, run_id, results_root)
     sweep_stale()
     with _run_lock(path, experiment, run_id), _gateway_for(agent, gateway) as gateway:
-        latest, tries = _latest(read_jsonl(path), agent, sha, attempt)
-        done = {iid: r for iid, r in latest.items() if _is_done(r)}
+        latest, tries = latest_records(read_jsonl(path), agent, sha, attempt)
+        done = {iid: r for iid, r in latest.items() if is_done(r)}
         todo = [row for row in frame.to_dict("records") if row["instance_id"] not in done]
-        run = _Run(agent, evaluator, ruleset, dict(run_id=run_id, ruleset_sha=sha, attempt=attempt), path, done)
+        run = _Run(agent, evaluator, rules, dict(run_id=run_id, ruleset_sha=sha, attempt=attempt), path, done)
         run.tries, run.family = tries, family
         run.gateway, run.experiment = gateway, experiment
         if todo:
@@ -132,7 +136,7 @@ def _gateway_for(agent: Agent, gateway: Any) -> Iterator[Any]:
 class _Run:
     """One run_tasks call's state: what it runs with, where it writes, what is done."""
 
-    def __init__(self, agent: Agent, evaluator: Evaluator | None, ruleset: str, ids: dict[str, Any], path: Path,
+    def __init__(self, agent: Agent, evaluator: Evaluator | None, ruleset: RulesFile, ids: dict[str, Any], path: Path,
                  done: dict[str, dict[str, Any]]):
         self.agent, self.evaluator, self.ruleset, self.ids, self.path, self.done = agent, evaluator, ruleset, ids, path, done
         self.scratch: Path | None = None
@@ -218,9 +222,9 @@ class _Run:
             tries = self.tries[iid]
         if not (result.status == "error" and result.transient):
             return False
-        if tries < _max_runs():
+        if tries < max_runs():
             return True
-        result.error = (f"{result.error} (run {tries} of at most {_max_runs()}: not run again; "
+        result.error = (f"{result.error} (run {tries} of at most {max_runs()}: not run again; "
                         "config.AGENT_TRANSIENT_RETRIES)")[:4000]
         return False
 
@@ -350,53 +354,6 @@ def _evaluate(evaluator: Evaluator, task: dict[str, Any], patch: str) -> EvalRes
                           infra=True)
 
 
-def finished_tasks(experiment: str, run_id: str, agent: Agent, ruleset: str, attempt: int = 0) -> set[str]:
-    """The tasks a run_tasks call with `run_id` (this agent, model, mode, ruleset, attempt) would not run again."""
-    latest, _ = _latest(read_jsonl(run_records_path(experiment, run_id)), agent, ruleset_sha(ruleset), attempt)
-    return {iid for iid, record in latest.items() if _is_done(record)}
-
-
-def _matches(record: dict[str, Any], agent: Agent, sha: str, attempt: int) -> bool:
-    return (record.get("ruleset_sha") == sha and record.get("mode") == agent.mode and record.get("model") == agent.model
-            and record.get("agent", agent.name) == agent.name and int(record.get("attempt") or 0) == attempt)
-
-
-def _upgrade(record: dict[str, Any]) -> dict[str, Any]:
-    """A record written before the engine named its output column `output` (it was cline_patch / plan)."""
-    if "output" not in record:
-        record = {**record, "output": record.get("plan") if record.get("mode") == "plan" else record.get("cline_patch", "")}
-    return record
-
-
-def _latest(records: list[dict[str, Any]], agent: Agent, sha: str, attempt: int) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
-    """({task: its latest record}, {task: its runs so far}) among the records of this ruleset, agent and model;
-    an older record without `tries` counts as one run."""
-    latest: dict[str, dict[str, Any]] = {}
-    tries: dict[str, int] = {}
-    for found in records:
-        if not _matches(found, agent, sha, attempt):
-            continue
-        iid = found["instance_id"]
-        tries[iid] = int(found["tries"]) if found.get("tries") else tries.get(iid, 0) + 1
-        latest[iid] = _upgrade(found)
-    return latest, tries
-
-
-def _is_done(record: dict[str, Any]) -> bool:
-    """False for records a rerun must redo: runs the budget stopped, and runs the host saw fail transiently
-    (the gateway's record, a lost worker: `transient`, never the error's wording) with runs left (_max_runs)."""
-    if record.get("status") == "budget":
-        return False
-    if record.get("status") == "error" and record.get("transient"):
-        return int(record.get("tries") or 1) >= _max_runs()
-    return True
-
-
-def _max_runs() -> int:
-    """A task's runs in all, per ruleset, agent and model of a run id (the first and its re-runs)."""
-    return 1 + config.AGENT_TRANSIENT_RETRIES
-
-
 def _check_tasks(tasks: Any) -> pd.DataFrame:
     if not isinstance(tasks, pd.DataFrame):
         raise TypeError(f"tasks must be a DataFrame of task rows (helpers.load_tasks), not {type(tasks).__name__}.")
@@ -449,4 +406,4 @@ def _run_lock(path: Path, experiment: str, run_id: str) -> Iterator[None]:
     finally:
         os.close(fd)  # releases the lock
 
-__all__ = ["run_tasks", "finished_tasks", "record", "RunInProgress", "COLUMNS"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["run_tasks", "record", "RunInProgress", "COLUMNS"]  # the public API, documented in CODE_APPENDIX.md

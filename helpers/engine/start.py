@@ -27,9 +27,9 @@ def start_rules(start: str | os.PathLike[str] | None, *, train: Any = None, agen
     -> the team's (helpers.engine.baselines.baseline_start_rules: both need the training tasks `train`, the
     `agent` and the `experiment`; an init that fails or no team file is one ValueError); a path to a rules file
     -> its rules; any other text -> its rules (one rule a bullet or paragraph, given ids R1, R2, ... as the
-    optimizer edits them). Raises FileNotFoundError for a value that looks like a path and names no file, and
+    optimizer edits them; a team's file with a fenced learned section keeps its text around them). Raises FileNotFoundError for a value that looks like a path and names no file, and
     ValueError when the rules cannot be read as a ruleset."""
-    from helpers.rules.ruleset import parse_ruleset, render_ruleset
+    from helpers.rules.rules_file import RulesFile
 
     if start is None or (isinstance(start, str) and not start.strip()):
         return ""
@@ -42,8 +42,8 @@ def start_rules(start: str | os.PathLike[str] | None, *, train: Any = None, agen
         return baseline_start_rules(start.strip(), train, agent, experiment=experiment,
                                     team_file=None if team_file is None else Path(team_file), gateway=gateway)
     text = read_named_file(start, "START_RULES") if looks_like_path(start) else str(start)
-    rules = parse_ruleset(text)  # one clear error now, not in the middle of a loop
-    return render_ruleset(rules) if rules.rules else ""
+    rules = RulesFile.parse(text)  # one clear error now, not in the middle of a loop
+    return rules.with_rules(rules.rules).text if rules.rules.rules or rules.team else ""
 
 
 def instructions_from(text: str | None, file: str | os.PathLike[str] | None, name: str) -> str | None:

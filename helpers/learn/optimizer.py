@@ -23,8 +23,8 @@
 - A budget for the rules (`rules_max_tokens`, default config.RULES_MAX_TOKENS; None: none): the request
   tells the model the budget and what the rules take now, and an edit that would take the rules over
   it is rejected with the reason (apply_edits(max_tokens=...)); smaller edits of the same answer apply.
-- When the rules end as they started (no edit applied), optimize() returns its input byte for byte.
-- Only answers that were used are cached (LLMClient.remember): a malformed one is asked for again.
+- When the rules end as they started (no edit applied), optimize() returns its input byte for byte. Only answers
+  that were used are cached (LLMClient.remember): a malformed one is asked for again.
 - The leakage guard flags rules that name something only one training task has (its instance id, a
   file, test or identifier found in only its patches) and, by default, rejects them.
 - The planted-instruction guard: an edit whose text looks like an order smuggled in through the
@@ -36,12 +36,10 @@
   rule text the floor passed is also checked by meaning against the five harms; a harmful one, or one the
   check could not answer for good, is refused (or flagged) the same way; a transient failure of the check
   stops optimize() as any transient failure does.
-- Neither guard's refusal asks the model for a repair: a held-back edit is a decision, not a bad answer.
-- With rules fenced by FENCE_START/FENCE_END inside a whole system prompt, only the fenced part is
-  edited; the rest comes back byte for byte.
-- Not only for coding agents: rows need only the output and feedback columns (an `instance_id` names
-  the examples when there is one), and a task family gives its own meta-prompt instructions
-  (`system_prompt`) and its own notion of task-specific names (`leaks`).
+- Neither guard's refusal asks the model for a repair: a held-back edit is a decision, not a bad answer. With
+  rules fenced by FENCE_START/FENCE_END inside a whole system prompt, only the fenced part is edited.
+- Not only for coding agents: rows need only the output and feedback columns (an `instance_id` names the
+  examples when there is one); a family gives its own meta-prompt (`system_prompt`) and task-specific names (`leaks`).
 """
 
 from __future__ import annotations
@@ -53,7 +51,7 @@ import sys
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from functools import partial
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, overload
 
 import pandas as pd
 
@@ -62,7 +60,8 @@ from helpers.llm.client import LLMClient, LLMError, cut_at_length, parse_json_ob
 from helpers.core.fences import fence, fence_note, fence_token, inline, outside_fences
 from helpers.rules.planted import planted_note, planted_reasons
 from helpers.rules.edits import apply_edits, rules_tokens
-from helpers.rules.ruleset import Ruleset, parse_ruleset, render_ruleset, split_fenced
+from helpers.rules.ruleset import Ruleset
+from helpers.rules.rules_file import RulesFile
 from helpers.core.tokens import count_message_tokens, count_tokens, truncate_tokens
 from helpers.learn.rule_check import RuleVerdict
 
@@ -166,9 +165,18 @@ class PromptLearningOptimizer:
         return (f"PromptLearningOptimizer(model={self.model!r}, leakage={self.leakage!r}, planted={self.planted!r}, "
                 f"rules_max_tokens={self.rules_max_tokens!r})")
 
+    @overload
     def optimize(self, dataset: pd.DataFrame, output_column: str, feedback_columns: Sequence[str],
-                 ruleset: str = "", context_size_k: int = config.CONTEXT_SIZE_K) -> str:
-        """The new ruleset text (or the whole prompt, when `ruleset` holds fenced rules).
+                 ruleset: str = "", context_size_k: int = config.CONTEXT_SIZE_K) -> str: ...
+
+    @overload
+    def optimize(self, dataset: pd.DataFrame, output_column: str, feedback_columns: Sequence[str],
+                 ruleset: RulesFile, context_size_k: int = config.CONTEXT_SIZE_K) -> RulesFile: ...
+
+    def optimize(self, dataset: pd.DataFrame, output_column: str, feedback_columns: Sequence[str],
+                 ruleset: str | RulesFile = "", context_size_k: int = config.CONTEXT_SIZE_K) -> str | RulesFile:
+        """The new ruleset (or the whole prompt, when `ruleset` holds fenced rules): text for text, a
+        helpers.rules.rules_file.RulesFile for one (text is parsed here, once).
 
         Returns `ruleset` byte for byte when no edit applied, or when a request failed transiently
         (then `last_report.transient_error` says why). Raises ValueError for missing columns or a
@@ -181,9 +189,8 @@ class PromptLearningOptimizer:
         if "instance_id" not in dataset.columns:  # any rows will do: name the examples by position
             dataset = dataset.assign(instance_id=[f"row-{i}" for i in range(len(dataset))])
         budget = int(context_size_k)
-        text = ruleset or ""
-        fenced = split_fenced(text)
-        rules = start = parse_ruleset(fenced[1] if fenced else text)
+        given = RulesFile.parse(ruleset)
+        rules = start = given.rules
         report = OptimizerReport(self.model, self.client.dry_run, budget)
         self.last_report = report
         cost_before, unpriced_before = self._spent(), getattr(self.client, "unpriced_calls", 0)
@@ -202,12 +209,10 @@ class PromptLearningOptimizer:
         finally:
             report.cost_usd = round(self._spent() - cost_before, 6)
             report.unpriced = getattr(self.client, "unpriced_calls", 0) > unpriced_before
-        if rules == start:  # nothing applied: no reformatting or renumbering of the input either
-            return text
-        rendered = render_ruleset(rules)
-        result = f"{fenced[0]}{rendered}{fenced[2]}" if fenced else rendered
-        report.changed = result != text
-        return result
+        # nothing applied: no reformatting or renumbering of the input either
+        result = given if rules == start else given.with_rules(rules)
+        report.changed = result.text != given.text
+        return result if isinstance(ruleset, RulesFile) else result.text
 
     # --- batching under the budget ---
     def messages(self, rules: Ruleset, examples: Sequence[str]) -> list[dict[str, str]]:

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 from helpers.core import config
 from helpers.rules.planted import warn_planted
 from helpers.store.records import loops_path, read_jsonl, ruleset_sha, rulesets_dir, write_atomic, write_json
+from helpers.rules.rules_file import RulesFile
 from helpers.rules.ruleset import (Ruleset, RulesetDiff, diff_rulesets, insert_section, new_rules_file, parse_rules_text,
                                  render_stats, rules_file_for, split_fenced)
 from helpers.rules.file_formats import learned_path
@@ -98,6 +99,10 @@ class RulesetStore:
         """The text of a version, exactly as saved (line endings included)."""
         return self.text_path(self._resolve(version)).read_bytes().decode("utf-8")
 
+    def load_rules(self, version: int | str = "latest") -> RulesFile:
+        """A version parsed once (helpers.rules.rules_file.RulesFile): its text exactly as saved, and its rules."""
+        return RulesFile.parse(self.load(version))
+
     def rules(self, version: int | str = "latest") -> Ruleset:
         return parse_rules_text(self.load(version))
 
@@ -121,15 +126,16 @@ class RulesetStore:
         return pd.DataFrame(rows, columns=columns)
 
     # --- writing ---
-    def save(self, text: str, *, parent: int | None = None, loop: int | None = None,
+    def save(self, text: str | RulesFile, *, parent: int | None = None, loop: int | None = None,
              report: Any = None, model: str | None = None, dry_run: bool = False,
              kind: str | None = None, **extra: Any) -> int:
         """Save a ruleset text as a new version (or replace the one `loop` already wrote); returns it.
 
         `report` is the optimizer's last_report (an object with to_dict() or a dict): its edits,
-        rejected edits, cost and errors are kept in the metadata.
+        rejected edits, cost and errors are kept in the metadata. `text`: the ruleset's text, or the rules parsed
+        once (a RulesFile: its text is saved).
         """
-        text = text or ""
+        text = text.text if isinstance(text, RulesFile) else text or ""
         if parent is not None:
             self._resolve(parent)
         versions = self.versions()
@@ -256,7 +262,8 @@ class RulesetStore:
         over the documented limit of an agent that reads it (Codex: 32 KiB of AGENTS.md) is written too, with a
         helpers.rules.limits.RulesSizeWarning naming the agent and the limit.
         """
-        text = self.load(version)
+        rules = self.load_rules(version)
+        text = rules.text
         project = Path(project_dir)
         if not project.is_dir():
             raise FileNotFoundError(f"Project folder {project} does not exist.")
@@ -265,8 +272,8 @@ class RulesetStore:
             text = new_rules_file(target.relative_to(project).as_posix(), text)
         else:
             original = target.read_bytes().decode("utf-8", errors="surrogateescape")
-            fenced, learned = split_fenced(original), (split_fenced(text) or ("", text, ""))[1]
-            text = (fenced[0] + learned + fenced[2]) if fenced else insert_section(original, learned)
+            fenced = split_fenced(original)  # the team's file in the project, read here
+            text = (fenced[0] + rules.learned + fenced[2]) if fenced else insert_section(original, rules.learned)
         written = write_atomic(target, text.encode("utf-8", errors="surrogateescape"))
         # after writing, so warnings raised as errors still leave a whole file
         warn_planted(text, str(written), flagged=self._flagged_by_meaning(self._resolve(version)))

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from helpers.core.protocols import Evaluator, GradedLines, Patch, SandboxPolicy, Task
+from helpers.core.protocols import Evaluator, GradedLines, Patch, RulesText, SandboxPolicy, Task
 from helpers.families.coding import patches, tasks, workspaces
 
 
@@ -44,7 +44,7 @@ class CodingFamily:
     def prepare_workspace(self, task: Task, root: Path) -> Path:
         return workspaces.prepare_workspace(task, root)
 
-    def write_rules(self, workspace: Path, rules_file: str, ruleset: str) -> Callable[[], None]:
+    def write_rules(self, workspace: Path, rules_file: str, ruleset: RulesText) -> Callable[[], None]:
         return workspaces.write_rules(workspace, rules_file, ruleset)
 
     def take_patch(self, workspace: Path, task: Task) -> Patch:

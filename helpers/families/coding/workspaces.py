@@ -29,8 +29,9 @@ from typing import IO, Callable, Sequence, cast, overload
 
 from helpers.core import config
 from helpers.core.names import check_inside, check_name
-from helpers.core.protocols import Task
+from helpers.core.protocols import RulesText, Task
 from helpers.isolation.trees import remove_tree, say, walk_tree
+from helpers.rules.rules_file import RulesFile
 from helpers.rules.ruleset import insert_section, remove_section, split_fenced
 from helpers.rules.file_formats import learned_path, with_front_matter
 from helpers.isolation.untrusted import (REFUSED, RefusedOutput, read_untrusted, refused, remove_untrusted, untrusted_kind,
@@ -235,8 +236,10 @@ def remove_workspace(path: Path | str, root: Path | str | None = None) -> None:
 PATCH_DEBRIS = ("**/__pycache__/**", "**/*.pyc", ".pytest_cache/**", "**/*.egg-info/**")
 
 
-def write_rules(workspace: Path | str, rules_file: str, ruleset: str) -> Callable[[], None]:
+def write_rules(workspace: Path | str, rules_file: str, ruleset: str | RulesText) -> Callable[[], None]:
     """Put `ruleset` where the agent reads its rules; returns the function that takes it out again.
+
+    `ruleset`: the rules parsed once (helpers.rules.rules_file.RulesFile), or their text (parsed here).
 
     `rules_file` is any format of helpers.rules.file_formats. A missing file is created with the ruleset as it
     is (an imported team file with its fence, or plain rules: what the agent reads is the rules alone), after
@@ -253,35 +256,35 @@ def write_rules(workspace: Path | str, rules_file: str, ruleset: str) -> Callabl
     rule-induced error. Nothing outside the workspace is touched either way.
     """
     workspace = Path(workspace)
-    if not ruleset.strip():
+    rules = RulesFile.parse(ruleset) if isinstance(ruleset, str) else ruleset
+    if not rules.text.strip():
         return lambda: None
     try:  # before the run: what is there is the task's repository's, not the agent's
-        return _put_rules(workspace, rules_file, ruleset)
+        return _put_rules(workspace, rules_file, rules)
     except RefusedOutput as error:
         raise WorkspaceError(f"{workspace.name}: the rules cannot be written to {rules_file}: "
                              f"{str(error).removeprefix(REFUSED + ': ')}. The task's repository has it so; give the "
                              "file a link points to as the rules file (e.g. CLAUDE.md for AGENTS.md -> CLAUDE.md).") from None
 
 
-def _put_rules(workspace: Path, rules_file: str, ruleset: str) -> Callable[[], None]:
+def _put_rules(workspace: Path, rules_file: str, ruleset: RulesText) -> Callable[[], None]:
     """write_rules' work, every path reached through helpers.isolation.untrusted; returns the undo."""
     untrusted_kind(workspace / rules_file.rstrip("/"), workspace)  # no link on the way: learned_path looks there
     path = learned_path(workspace, rules_file)
     if untrusted_kind(path, workspace) == "missing":  # nothing of the team's here: the file is ours alone
-        text = with_front_matter(path.relative_to(workspace).as_posix(), _with_newline(ruleset))
+        text = with_front_matter(path.relative_to(workspace).as_posix(), _with_newline(ruleset.text))
         _write_exact(path, workspace, text, make_folders=True)
         return lambda: remove_untrusted(path, workspace)
-    fenced = split_fenced(ruleset)
-    learned = fenced[1] if fenced else ruleset
+    learned = ruleset.learned
     if not learned.strip():  # an imported team file with nothing learned yet: the team's file says it all
         return lambda: None
     original = _read_exact(path, workspace)
-    if parts := split_fenced(original):  # the team's file already has a learned section: swap its content
+    if parts := split_fenced(original):  # the team's file, as the task's repository has it: read here, once
         before, old, after = parts
         _write_exact(path, workspace, before + _with_newline(learned) + after)
 
         def swap_back() -> None:
-            now = _read_exact(path, workspace, missing="")
+            now = _read_exact(path, workspace, missing="")  # what the agent left: read once
             if now_parts := split_fenced(now):
                 now_before, _, now_after = now_parts
                 _write_exact(path, workspace, now_before + old + now_after)

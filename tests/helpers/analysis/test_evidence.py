@@ -199,7 +199,12 @@ def test_a_rules_weight_is_the_tokens_of_its_line_in_the_rules_file():
 def test_ablation_variants_name_each_rule_and_refuse_unknown_ones():
     variants = ablation_rulesets("- [R1] One.\n- [R2] Two.\n")
     assert set(variants) == {"all", "none", "without R1", "without R2"}
-    assert "Two." in variants["without R1"] and "One." not in variants["without R1"]
+    assert "Two." in variants["without R1"].text and "One." not in variants["without R1"].text
+    assert variants["all"].text == "- [R1] One.\n- [R2] Two.\n" and variants["none"].text == ""
+    team = ablation_rulesets("# Team\n\n<!-- prompt-learning:rules:start -->\n- [R1] One.\n- [R2] Two.\n"
+                             "<!-- prompt-learning:rules:end -->\nAfter.\n")
+    assert team["without R2"].text.startswith("# Team\n") and team["without R2"].text.endswith("end -->\nAfter.\n")
+    assert team["without R2"].rules.ids == ["R1"]  # a team's text around the rules is kept in every variant
     with pytest.raises(ValueError, match="R7"):
         ablation_rulesets("- [R1] One.\n", rules=["R7"])
 

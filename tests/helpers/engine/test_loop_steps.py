@@ -3,6 +3,7 @@ resumes after it: there is one loop."""
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,7 @@ from helpers.families.coding.git import git
 from helpers.families.coding.tasks import load_house_suite
 from helpers.llm.scripted_server import ScriptedModelServer
 from helpers.app.session import Session
-from helpers.store.records import loops_path
+from helpers.store.records import experiment_dir, loops_path, ruleset_sha
 from helpers.store.rulesets import RulesetStore
 from helpers.stand_ins.dry_run import DryRunScript
 
@@ -33,8 +34,24 @@ class NaiveAgent(AgentBase):
         pass
 
     def run(self, task, workspace, ruleset):
+        rules_file = Path(workspace) / self.rules_file
+        SEEN.append({"task": task["instance_id"], "ruleset": ruleset,
+                     "rules_file": rules_file.read_text() if rules_file.exists() else None})
         git("apply", "-", cwd=workspace, input=task["naive_patch"])
         return AgentResult(task["instance_id"], "completed", model=self.model)
+
+
+SEEN: list[dict] = []  # what NaiveAgent was given and found in its workspace, run by run
+
+# A team's rules file with a learned section, as the start rules: the optimizer edits the section in place.
+TEAM_FILE = ("# Team rules\n\nKeep functions short.\n\n<!-- prompt-learning:rules:start -->\n"
+             "- Say what changed in CHANGELOG.md.\n<!-- prompt-learning:rules:end -->\n\nAsk before adding packages.\n")
+# The rules files this run wrote before the ruleset travelled typed (main at 6a1b08b): byte for byte the same now.
+WRITTEN = Path(__file__).parent / "data" / "loop_steps_rules_files.json"
+
+
+def seen():
+    return sorted((json.dumps(row, sort_keys=True) for row in SEEN))
 
 
 @pytest.fixture(scope="module")
@@ -54,15 +71,24 @@ def test_loop_zero_in_steps_then_run_loop_writes_exactly_the_records_and_ruleset
     with ScriptedModelServer(DryRunScript().script()) as server:
         session = Session(False, "gpt-4.1", "gpt-4.1", "gpt-4.1", base_url=server.base_url, api_key="test-key-0")
         monkeypatch.setenv("PL_CACHE_DIR", str(isolated / "cache-whole"))  # each route asks the model itself
-        run_loop(train, test, LoopSettings("whole", loops=2, workers=2, agent=NaiveAgent()), session, verbose=False)
+        SEEN.clear()
+        run_loop(train, test, LoopSettings("whole", loops=2, workers=2, agent=NaiveAgent()), session,
+                 initial_ruleset=TEAM_FILE, verbose=False)
+        whole_seen = seen()
         monkeypatch.setenv("PL_CACHE_DIR", str(isolated / "cache-steps"))
         settings = LoopSettings("in-steps", loops=2, workers=2, agent=NaiveAgent())
-        steps = loop_in_steps(train, test, settings, session)
+        SEEN.clear()
+        steps = loop_in_steps(train, test, settings, session, initial_ruleset=TEAM_FILE)
         steps.run_agent()
         steps.judge()
         first = steps.optimize()
         assert len(records("in-steps")) == 1 and first["loop"] == 0
-        run_loop(train, test, settings, session, verbose=False)
+        run_loop(train, test, settings, session, initial_ruleset=TEAM_FILE, verbose=False)
+    assert seen() == whole_seen
+    if not WRITTEN.exists():  # written once, from main's code before the change; compared ever after
+        WRITTEN.parent.mkdir(exist_ok=True)
+        WRITTEN.write_text(json.dumps([json.loads(row) for row in whole_seen], indent=1) + "\n")
+    assert [json.loads(row) for row in whole_seen] == json.loads(WRITTEN.read_text())
     for stepped_record, whole_record in zip(records("in-steps"), records("whole"), strict=True):
         differ = {k: (stepped_record.get(k), whole_record.get(k)) for k in set(stepped_record) | set(whole_record)
                   if stepped_record.get(k) != whole_record.get(k)}
@@ -71,6 +97,12 @@ def test_loop_zero_in_steps_then_run_loop_writes_exactly_the_records_and_ruleset
     whole, stepped = RulesetStore("whole"), RulesetStore("in-steps")
     assert stepped.versions() == whole.versions() == [0, 1]
     assert [stepped.load(v) for v in stepped.versions()] == [whole.load(v) for v in whole.versions()]
+    assert whole.load(0) == TEAM_FILE and whole.load(1).startswith(TEAM_FILE.split("- Say")[0])
+    hashes = {ruleset_sha(whole.load(v)) for v in whole.versions()}  # of the text as saved: a rerun resumes
+    recorded = {json.loads(line)["ruleset_sha"] for path in (experiment_dir("whole") / "runs").glob("*.jsonl")
+                for line in path.read_text().splitlines()}
+    assert recorded == hashes and len(hashes) == 2
+    assert whole.load(1).endswith("<!-- prompt-learning:rules:end -->\n\nAsk before adding packages.\n")
 
 
 def test_each_step_shows_one_output_ending_in_what_to_see_from_the_data_and_a_finished_loop_is_never_saved_again(

@@ -14,6 +14,7 @@ from helpers.agents.base import AgentBase
 from helpers.core import config
 from helpers.core.protocols import AgentResult, EvalResult, GradedLines, Limit, Patch, WorkspaceFamily
 from helpers.engine.executors import run_attempt
+from helpers.rules.rules_file import RulesFile
 from helpers.engine.runs import run_tasks
 from helpers.families.coding.family import CODING
 from helpers.llm.gateway import Gateway, Upstream
@@ -52,7 +53,7 @@ class NotesFamily:
         return workspace
 
     def write_rules(self, workspace, rules_file, ruleset):
-        (workspace / rules_file).write_text(ruleset)
+        (workspace / rules_file).write_text(ruleset.text)  # the rules parsed once, as the engine passes them
         return lambda: (workspace / rules_file).unlink()
 
     def take_patch(self, workspace, task):
@@ -139,7 +140,7 @@ def test_output_the_host_refuses_carries_its_typed_limit_from_where_it_was_refus
             (Path(workspace) / "big.txt").write_text("x\n" * 2000)
             return AgentResult(task["instance_id"], "completed", model=self.model)
 
-    result, output, _ = run_attempt(CODING, Big({}), task, "", "AGENTS.md", "act", None, tmp_path)
+    result, output, _ = run_attempt(CODING, Big({}), task, RulesFile.parse(""), "AGENTS.md", "act", None, tmp_path)
     assert (result.status, result.limit, output) == ("error", Limit.REFUSED_OUTPUT, "")
     assert result.host_error == "" and not result.transient
 

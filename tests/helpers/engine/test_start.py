@@ -21,6 +21,12 @@ def test_start_rules_are_none_a_files_rules_or_the_text_given(tmp_path, monkeypa
     assert "Every change needs a line under ## Unreleased in the changelog." in from_file
     assert start_rules(tmp_path / "mine.md") == from_file == start_rules(OWN_RULES)
     assert "[R1] Keep functions short." in start_rules("Keep functions short.")  # one line of text is a rule
+    team = "# Team\n\nKeep it short.\n<!-- prompt-learning:rules:start -->\n- Log changes.\n<!-- prompt-learning:rules:end -->\n"
+    started = start_rules(team)  # a team's file: its text kept around the learned section, whose rules get ids
+    assert started.startswith("# Team\n\nKeep it short.\n<!-- prompt-learning:rules:start -->\n<!-- prompt-learning ruleset")
+    assert started.endswith("- [R1] Log changes.\n<!-- prompt-learning:rules:end -->\n")
+    empty = team.replace("- Log changes.\n", "")  # as import_rules_file gives it: the team's file says it all
+    assert start_rules(empty) == empty
 
 
 @pytest.mark.parametrize("missing", ["my_rules.md", "rules/team.txt", "~/nowhere/AGENTS.md"])

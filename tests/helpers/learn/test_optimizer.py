@@ -10,6 +10,7 @@ from helpers.core import config
 from helpers.llm.client import LLMClient
 from helpers.learn.optimizer import OPTIMIZER_SYSTEM_PROMPT, PromptLearningOptimizer, leaky_identifiers
 from helpers.rules.edits import rules_tokens
+from helpers.rules.rules_file import RulesFile
 from helpers.rules.ruleset import FENCE_END, FENCE_START, parse_ruleset
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text
 from helpers.core.tokens import count_message_tokens
@@ -197,10 +198,13 @@ def test_identifiers_shared_by_several_tasks_are_not_leaks():
     assert "LOGGER" not in leaks  # in every task's gold patch: a codebase convention, not a task detail
 
 
-def test_only_the_fenced_region_of_a_whole_prompt_is_edited(tmp_path):
+def test_only_the_fenced_region_of_a_whole_prompt_is_edited_given_as_text_or_parsed(tmp_path):
     prompt = f"You are a helpful agent.\n  Keep   this spacing.\n{FENCE_START}\n- [R1] Old rule.\n{FENCE_END}\nTail text\n\n"
     with ScriptedModelServer(Script(default=edits(add("New rule.")))) as server:
         text = run(optimizer(server, tmp_path), dataset(1), ruleset=prompt)
+        parsed = run(optimizer(server, tmp_path), dataset(1), ruleset=RulesFile.parse(prompt))
+    assert isinstance(text, str) and isinstance(parsed, RulesFile)  # text for text, parsed rules for parsed ones
+    assert parsed == RulesFile.parse(text) and parsed.team == RulesFile.parse(prompt).team
     head, tail = prompt.split(FENCE_START)[0], prompt.split(FENCE_END)[1]
     assert text.startswith(head + FENCE_START + "\n") and text.endswith(FENCE_END + tail)
     assert "- [R1] Old rule." in text and "- [R2] New rule." in text
@@ -276,6 +280,8 @@ def test_when_no_edit_applies_the_input_comes_back_byte_for_byte(tmp_path, start
     with ScriptedModelServer(script) as server:
         opt = optimizer(server, tmp_path)
         texts = [run(opt, dataset(1), ruleset=start), run(opt, dataset(1), ruleset=start)]
+        given = RulesFile.parse(start)
+        assert run(opt, dataset(1), ruleset=given) is given  # parsed rules come back as they are
     assert texts == [start, start] and opt.last_report.changed is False
 
 

@@ -12,6 +12,7 @@ from helpers.store.records import append_jsonl, loops_path, ruleset_sha, split_r
 from helpers.rules.edits import apply_edits, rules_tokens
 from helpers.rules.ruleset import FENCE_END, FENCE_START, Rule, Ruleset, diff_rulesets, import_rules_file, parse_rules_text, parse_ruleset, render_ruleset, split_fenced, with_learned_section
 from helpers.store.rulesets import RulesetStore
+from helpers.rules.rules_file import RulesFile
 
 HEADER = "<!-- prompt-learning ruleset: keep the [Rn] ids when editing by hand; next id R99 -->"
 NASTY = ["Plain rule.", "two\nlines", "  indented\n    deeper", HEADER, f"before\n{HEADER}\nafter", FENCE_START,
@@ -224,9 +225,14 @@ def test_the_metadata_hash_is_the_one_ruleset_sha(store):
     assert meta["ruleset_sha"] == ruleset_sha(store.load(2)) and "sha256" not in meta
 
 
-def test_a_saved_text_loads_back_exactly_line_endings_included(store):
+def test_a_saved_text_loads_back_exactly_line_endings_included_as_text_or_parsed_once(store):
     text = "- [R1] Windows line.\r\n- [R2] Old Mac line.\r"
     assert store.load(store.save(text, parent=2, loop=2)) == text
+    team = f"# Team\r\n{FENCE_START}\n- [R1] One.\n{FENCE_END}\ntail"
+    version = store.save(RulesFile.parse(team), parent=2, loop=3)  # parsed rules save their text, as given
+    assert store.load(version) == team and store.metadata(version)["ruleset_sha"] == ruleset_sha(team)
+    loaded = store.load_rules(version)
+    assert loaded == RulesFile.parse(team) and loaded.rules.ids == ["R1"] and loaded.team is not None
 
 
 def test_export_writes_each_agents_rules_file_and_keeps_a_teams_text_byte_for_byte(store, tmp_path):
