@@ -14,6 +14,7 @@ from typing import Any
 from helpers.rules.ruleset import SECTION_START, insert_section, new_rules_file, remove_section
 from helpers.rules.file_formats import file_in_folder, front_matter_for, rules_format
 from helpers.families.coding.git import GIT_IDENTITY, git
+from helpers.isolation.sandbox import host_program
 
 
 def commit_rules(repo: Path | str, branch: str, rules_file: str, ruleset: str, message: str) -> str | None:
@@ -104,7 +105,8 @@ def _with_section(old: bytes | None, ruleset: str, path: str) -> bytes | None:
 
 def _git_bytes(args: list[str], repo: Path, data: bytes | None = None) -> bytes:
     env = {**os.environ, **GIT_IDENTITY, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
-    return subprocess.run(["git", *args], cwd=repo, env=env, input=data, capture_output=True, check=True).stdout
+    # the host's git by absolute path: a relative PATH entry would run a `git` the repository holds (host_program)
+    return subprocess.run([host_program("git"), *args], cwd=repo, env=env, input=data, capture_output=True, check=True).stdout
 
 
 # --- the bundled examples (the dry run) -------------------------------------------------------------------
