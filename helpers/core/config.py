@@ -33,6 +33,11 @@ def cache_root() -> Path:
     """.cache/ (LLM responses, built house-suite repos), or $PL_CACHE_DIR."""
     return Path(os.environ.get("PL_CACHE_DIR") or CACHE_DIR)
 
+
+def state_root() -> Path:
+    """.state/, this checkout's own (never shared: a worktree links .cache/ parts, never .state/), or $PL_STATE_DIR."""
+    return Path(os.environ.get("PL_STATE_DIR") or STATE_DIR)
+
 # --- the agent and model ids: change them here, not in notebooks -----------------------------------
 # Each default is an id its provider serves and lists as current on 2026-11-25, priced in genai-prices 0.2.3 (a
 # test fails when the table drops one, or on the day a shutdown below passes); a session stops before any work
