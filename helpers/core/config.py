@@ -77,9 +77,9 @@ AGENT_TIMEOUT_S = 900.0  # per task; enforced by each agent package (some CLIs i
 AGENT_TRAJECTORY_CHARS = 24_000  # an agent's trajectory kept with its result (its own event stream)
 AGENT_TRAJECTORY_STEP_CHARS = 2_000  # one step's text within it
 # One agent answer's output cap, where the CLI takes one (Claude Code: CLAUDE_CODE_MAX_OUTPUT_TOKENS; mini-swe-agent:
-# its model_kwargs' max_tokens; Cline and Codex 0.169 have no setting for it): a small model can otherwise generate
-# until its context is full. Lowered to $PL_MAX_OUTPUT_TOKENS when set (agent_max_output_tokens), as the gateway
-# lowers every role's cap.
+# its model_kwargs' max_tokens; opencode: its model's limit.output; Cline and Codex 0.169 have no setting for it):
+# a small model can otherwise generate until its context is full. Lowered to $PL_MAX_OUTPUT_TOKENS when set
+# (agent_max_output_tokens), as the gateway lowers every role's cap.
 AGENT_MAX_OUTPUT_TOKENS = 16_384
 # A task whose run the host saw fail transiently (the provider's 5xx or 429, a lost worker) runs again, at most this
 # often in total per (task, ruleset, agent, model) of a run id: across calls and resumes (the records count them).
