@@ -106,7 +106,7 @@ def state_environment(state: Path, base_url: str | None, key_fd: int) -> dict[st
     settings = {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(config_dir), "CLAUDE_CODE_TMPDIR": str(tmp),
                 "TMPDIR": str(tmp), "CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR": str(key_fd),
                 "CLAUDE_CODE_MAX_RETRIES": str(MAX_RETRIES),
-                "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(config.AGENT_MAX_OUTPUT_TOKENS), **QUIET_ENV}
+                "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(config.agent_max_output_tokens()), **QUIET_ENV}
     if base_url:
         settings["ANTHROPIC_BASE_URL"] = base_url
     if hasattr(os, "geteuid") and os.geteuid() == 0:

@@ -32,7 +32,7 @@ from helpers.agents.init_route import OWN_INIT, InitRoute
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.isolation.processes import json_lines, last_lines, safe_environment
-from helpers.core.protocols import AgentResult, Task
+from helpers.core.protocols import AgentResult, SandboxPolicy, Task
 from helpers.llm.gateway.upstreams import GEMINI_TO_OPENAI
 from helpers.llm.scripted_server import tool_call
 from helpers.stand_ins.file_edit_tools import ShellTool, changed_files
@@ -184,8 +184,28 @@ class GeminiCliAgent(CLIAgent):
     # the scripted dry run writes files with write_file; `git apply` through its shell is refused (a heredoc)
     dry_run_tools = (WriteFileTool(), ShellTool("run_shell_command", "command"))
 
+    # The session's base_url= is every role's OpenAI-compatible server: it hands it over as `openai_base_url`.
+    speaks_gemini = True
+
+    def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
+                 timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act", sandbox: SandboxPolicy = "required",
+                 openai_base_url: str | None = None):
+        """`openai_base_url`: an OpenAI-compatible server (llama.cpp, vLLM, ...) the gateway carries this CLI's
+        Gemini calls to as chat completions (open_session(base_url=) gives it); its key is `api_key`, else
+        OPENAI_API_KEY. Exclusive with `base_url` (a server speaking Gemini's API)."""
+        super().__init__(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s, mode=mode, sandbox=sandbox)
+        if openai_base_url and self.base_url:
+            raise ValueError("Give the Gemini CLI base_url= (a server speaking Gemini's API) or openai_base_url= (an "
+                             "OpenAI-compatible server the gateway carries its calls to), not both.")
+        self.openai_base_url = openai_base_url.rstrip("/") if openai_base_url else None
+
+    def _chat_server(self) -> tuple[str, str | None] | None:
+        if self.openai_base_url:
+            return self.openai_base_url, self._api_key or config.read_env("OPENAI_API_KEY")
+        return chat_server(self.base_url, self._api_key)
+
     def check_provider(self) -> None:
-        if chat_server(self.base_url, self._api_key):  # any model that server serves (the session's check asks it)
+        if self._chat_server():  # any model that server serves (the session's check asks it)
             return
         provider_settings(self.base_url, self._api_key)
         if self.model.startswith(("gpt-", "claude-", "o1", "o3", "o4")):
@@ -194,14 +214,17 @@ class GeminiCliAgent(CLIAgent):
 
     def upstream(self) -> tuple[str | None, str | None, str]:
         """Google's Gemini API, or the GOOGLE_GEMINI_BASE_URL server that speaks it; with neither configured, the
-        OPENAI_BASE_URL server, its calls carried there as chat completions by the gateway (chat_server)."""
-        chat = chat_server(self.base_url, self._api_key)
+        `openai_base_url` or OPENAI_BASE_URL server, its calls carried there as chat completions by the gateway."""
+        chat = self._chat_server()
         if chat:
             return chat[0], chat[1], GEMINI_TO_OPENAI
         url, key = provider_settings(self.base_url, self._api_key)
         return url, key, "gemini"
 
     def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
+        if self.openai_base_url:  # never its key sent to Google's API: only the gateway speaks chat completions for it
+            raise ValueError(f"The Gemini CLI reaches the OpenAI-compatible server {self.openai_base_url} only through "
+                             "the model gateway (run_tasks(gateway=), open_session(gateway=True)).")
         url, key = provider_settings(self.base_url, self._api_key)
         args = [shutil.which("node") or "node", str(self.binary()), "-p", task_text(task),
                 "--output-format", "stream-json", "--approval-mode", "yolo", "--skip-trust", "-m", self.model]

@@ -98,11 +98,14 @@ def system_template(rules: str) -> str:
 
 
 def run_config(task: Task, rules: str, base_url: str) -> dict[str, Any]:
-    """The per-run config merged over mini.yaml: the task, the rules, the provider's URL, the key kept from commands."""
+    """The per-run config merged over mini.yaml: the task, the rules, the provider's URL, the output cap, the key kept
+    from commands."""
     return {
         "run": {"task": task_text(task)},
         "agent": {"system_template": system_template(rules)},
-        "model": {"model_kwargs": {"api_base": base_url, "max_retries": 0}, "cost_tracking": "ignore_errors"},
+        # max_tokens: the project's one output cap for agents (config.agent_max_output_tokens), as litellm sends it
+        "model": {"model_kwargs": {"api_base": base_url, "max_retries": 0, "max_tokens": config.agent_max_output_tokens()},
+                  "cost_tracking": "ignore_errors"},
         # the commands inherit mini's environment with these on top: the key's variable blanked
         "environment": {"env": {KEY_VARIABLE: ""}},
     }

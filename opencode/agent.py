@@ -75,12 +75,14 @@ def _binary_path() -> str:
 
 
 def opencode_config(model: str, base_url: str, key_fd: int) -> dict[str, Any]:
-    """opencode's configuration: one OpenAI-compatible provider, its key read from the pipe `key_fd`."""
+    """opencode's configuration: one OpenAI-compatible provider, its key read from the pipe `key_fd`, the output cap."""
     return {
         "$schema": "https://opencode.ai/config.json",
         "provider": {PROVIDER: {"npm": "@ai-sdk/openai-compatible", "name": PROVIDER,
                                 "options": {"baseURL": base_url, "apiKey": f"{{file:/dev/fd/{key_fd}}}"},
-                                "models": {model: {}}}},
+                                # limit.output: its output cap (config.agent_max_output_tokens; opencode's own
+                                # is 32,000); context 0, as when no limit is given: no compaction of its own
+                                "models": {model: {"limit": {"context": 0, "output": config.agent_max_output_tokens()}}}}},
         "model": f"{PROVIDER}/{model}",
         "small_model": f"{PROVIDER}/{model}",  # its title request goes to the same model, not a default one
         "autoupdate": False,

@@ -25,6 +25,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from helpers.core import config
 from helpers.core.registry import agent_class, make_agent, registered_agents
 from helpers.isolation.sandbox import unavailable_reason
 from helpers.engine.runs import run_tasks
@@ -196,6 +197,9 @@ class Run:
     service: Any = None  # the loopback service the probe run tried to fetch
 
 
+FIX_RUN_OUTPUT_CAP = 2_048  # PL_MAX_OUTPUT_TOKENS while the fix run's agents run: below AGENT_MAX_OUTPUT_TOKENS
+
+
 def fix_run(name: str, results) -> Run:
     """The fix run (see the module's docstring)."""
     tasks = load_house_suite().head(4)
@@ -212,7 +216,11 @@ def fix_run(name: str, results) -> Run:
     with ScriptedModelServer(script) as server, watching_command_lines(key) as seen:
         agent = agent_at(name, server, key, timeout_s=180)
         # as a session's gateway holds it: the agent's model only, every call reserved from a budget
-        with Gateway({"agent": Upstream(*agent.upstream())}, models={"agent": [agent.model]}, budget_usd=100) as gateway:
+        with Gateway({"agent": Upstream(*agent.upstream())}, models={"agent": [agent.model]}, budget_usd=100) as gateway, \
+                pytest.MonkeyPatch.context() as patch:
+            # set once the gateway holds its own caps (PL_MAX_OUTPUT_TOKENS unset: it passes 2,048 as asked), so the
+            # cap the server sees is the one the agent asks for itself
+            patch.setenv(config.MAX_OUTPUT_TOKENS_VARIABLE, str(FIX_RUN_OUTPUT_CAP))
             rows = run_tasks(tasks, agent, run_id="train_0", experiment="contract", ruleset=rules, workers=4,
                              progress=False, results_root=results, gateway=gateway)
             calls = gateway.calls()

@@ -137,12 +137,23 @@ def primary_result(experiment: str) -> dict[str, Any] | None:
              "Split: not saved with the experiment.")
     return {"kept_version": choice.version, "how": choice.how, "candidates": choice.candidates, "split": sizes,
             "start": start_label, "comparison": comparison, "decision": verdict,
-            "power": power_note(one_test["design"]["n_tasks"] if one_test else len(start_rows) if start_rows is not None else 0),
+            "power": power_note(_test_split_size(one_test, split, start_rows)),
             "rule": rule,
             "dry_run": any(r.get("dry_run") for r in done), "loops": len(done), "cost": changes,
             "rules_tokens": {"kept": int(kept_loop.get("ruleset_tokens") or 0), "start": int(first.get("ruleset_tokens") or 0)},
             "no_charge": no_charge_note(done), "one_test": one_test,  # and how errored pairs were counted:
             "errored": errored_note(comparison.n_excluded, start_rows, kept_rows) if comparison is not None else ""}
+
+
+def _test_split_size(one_test: dict[str, Any] | None, split: dict[str, Any], start_rows: pd.DataFrame | None) -> int:
+    """The test split's size, which the power note speaks of: the one test's design, else the saved split's test
+    side, else the rows the loops ran on it; 0 only when none of them holds a test task. (A single loop keeps its
+    start and runs no test, so its rows alone would say "no test tasks" of a split that has them.)"""
+    if one_test:
+        return int(one_test["design"]["n_tasks"])
+    if split.get("test"):
+        return len(split["test"])
+    return len(start_rows) if start_rows is not None else 0
 
 
 def evidence_summary(experiment: str) -> str:

@@ -60,7 +60,7 @@ class Session:
         """The agent's model, where its provider is (the engine routes each run through the gateway), and its
         sandbox: required with a real model; the scripted dry run (our own script chooses every command) runs
         unsandboxed where no sandbox can start."""
-        return {**self._llm(self.agent_model, "agent"), "sandbox": "if-available" if self.dry_run else "required"}
+        return {**_agent_settings(self), "sandbox": "if-available" if self.dry_run else "required"}
 
     def judge_kwargs(self) -> dict[str, Any]:
         return self._llm(self.judge_model, "judge")
@@ -78,12 +78,23 @@ class Session:
                  f"  agent model:   {self.agent_model}", f"  judge:         {self.judge_model}",
                  f"  optimizer:     {self.optimizer_model}",
                  f"  base URL:      {'scripted model server on loopback' if self.dry_run else self._where()}",
+                 *self._carried(),
                  f"  model check:   {self._checked()}",
                  f"  Phoenix:       {self.phoenix_url or 'off'}"]
         capped = self.gateway.max_output_tokens if self.gateway is not None else None
         if capped:  # the model server's own limit on every answer (config.max_output_tokens)
             lines.insert(5, f"  answers:       at most {capped:,} tokens each ({config.MAX_OUTPUT_TOKENS_VARIABLE})")
         return "\n".join(lines)
+
+    def _carried(self) -> list[str]:
+        """A line saying so when the gateway translates the agent's calls (a Gemini-only CLI on a chat server)."""
+        from helpers.llm.gateway.upstreams import GEMINI_TO_OPENAI
+
+        upstream = self.gateway.upstreams["agent"] if self.gateway is not None else None
+        if upstream is None or upstream.kind != GEMINI_TO_OPENAI:
+            return []
+        return [f"  agent calls:   the {self.agent} agent speaks Gemini's API; the gateway carries each call to "
+                f"{upstream.url}/chat/completions (OpenAI-compatible) and its answer back"]
 
     def _checked(self) -> str:
         if self.model_check is None:
@@ -196,7 +207,12 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
         for role, model in (("judge", judge_model), ("optimizer", optimizer_model)):
             require_key(role, model, base_url)
         session = Session(False, agent_model, judge_model, optimizer_model, base_url, agent=agent or config.AGENT)
-        agent_upstream(session)  # the agent's own provider settings: MissingCredentials now, not mid-run
+        own = agent_upstream(session)  # the agent's own provider settings: MissingCredentials now, not mid-run
+        from helpers.llm.gateway.upstreams import GEMINI_TO_OPENAI
+
+        if own.kind == GEMINI_TO_OPENAI and not gateway:
+            raise ValueError(f"The {session.agent} agent speaks only Gemini's API and reaches the OpenAI-compatible "
+                             f"server {own.url} only through the model gateway: open the session with gateway=True.")
     if phoenix:
         from helpers.tracking.phoenix_server import ensure_phoenix
 
@@ -322,14 +338,20 @@ def agent_upstream(session: Session) -> Any:
         except Exception:  # noqa: BLE001 - an agent that cannot say in the dry run gets the OpenAI-style upstream
             own = None
         return Upstream(session.base_url, session.api_key, "gemini") if own and own[2] == "gemini" else scripted
-    own = make_agent(session.agent, model=session.agent_model, base_url=session.base_url,
-                     api_key=session.api_key).upstream()
-    if own and own[2] == "gemini" and session.base_url:  # base_url= is every role's OpenAI-compatible server
-        raise ValueError(
-            f"The {session.agent} agent speaks only Gemini's API, and base_url={session.base_url!r} is the "
-            "OpenAI-compatible server of every role: drop base_url= and set GOOGLE_GEMINI_BASE_URL to a server that "
-            "speaks Gemini's API (and GEMINI_API_KEY), or choose another AGENT.")
+    own = make_agent(session.agent, **_agent_settings(session)).upstream()
     return Upstream(*own) if own else role_upstream(session.agent_model, session.base_url, session.api_key, "agent")
+
+
+def _agent_settings(session: Session) -> dict[str, Any]:
+    """The agent's model, base URL and key. base_url= is every role's OpenAI-compatible server: a real session
+    hands it to an agent that speaks only Gemini's API (`speaks_gemini`) as `openai_base_url`, whose calls the
+    gateway carries there as chat completions (upstream kind "gemini-to-openai")."""
+    from helpers.core.registry import agent_class
+
+    settings = session._llm(session.agent_model, "agent")
+    if session.base_url and not session.dry_run and getattr(agent_class(session.agent), "speaks_gemini", False):
+        return {**settings, "base_url": None, "openai_base_url": session.base_url}
+    return settings
 
 
 def role_upstreams(session: Session) -> dict[str, Any]:

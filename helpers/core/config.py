@@ -33,6 +33,11 @@ def cache_root() -> Path:
     """.cache/ (LLM responses, built house-suite repos), or $PL_CACHE_DIR."""
     return Path(os.environ.get("PL_CACHE_DIR") or CACHE_DIR)
 
+
+def state_root() -> Path:
+    """.state/, this checkout's own (never shared: a worktree links .cache/ parts, never .state/), or $PL_STATE_DIR."""
+    return Path(os.environ.get("PL_STATE_DIR") or STATE_DIR)
+
 # --- the agent and model ids: change them here, not in notebooks -----------------------------------
 # Each default is an id its provider serves and lists as current on 2026-11-25, priced in genai-prices 0.2.3 (a
 # test fails when the table drops one, or on the day a shutdown below passes); a session stops before any work
@@ -71,8 +76,10 @@ TABLE_TEXT_CHARS = 60  # a table cell's text is cut here, with an ellipsis: a no
 AGENT_TIMEOUT_S = 900.0  # per task; enforced by each agent package (some CLIs ignore their own)
 AGENT_TRAJECTORY_CHARS = 24_000  # an agent's trajectory kept with its result (its own event stream)
 AGENT_TRAJECTORY_STEP_CHARS = 2_000  # one step's text within it
-# One agent answer's output cap, where the CLI takes one (Claude Code: CLAUDE_CODE_MAX_OUTPUT_TOKENS; Cline and
-# Codex 0.169 have no setting for it): a small model can otherwise generate until its context is full.
+# One agent answer's output cap, where the CLI takes one (Claude Code: CLAUDE_CODE_MAX_OUTPUT_TOKENS; mini-swe-agent:
+# its model_kwargs' max_tokens; opencode: its model's limit.output; Cline and Codex 0.169 have no setting for it):
+# a small model can otherwise generate until its context is full. Lowered to $PL_MAX_OUTPUT_TOKENS when set
+# (agent_max_output_tokens), as the gateway lowers every role's cap.
 AGENT_MAX_OUTPUT_TOKENS = 16_384
 # A task whose run the host saw fail transiently (the provider's 5xx or 429, a lost worker) runs again, at most this
 # often in total per (task, ruleset, agent, model) of a run id: across calls and resumes (the records count them).
@@ -153,6 +160,14 @@ def max_output_tokens() -> int | None:
         raise ValueError(f"{MAX_OUTPUT_TOKENS_VARIABLE}={value!r}: it must be a whole number of tokens of at least 1 "
                          "(the most one model answer may take, for every role), or unset.")
     return int(text)
+
+
+def agent_max_output_tokens() -> int:
+    """The output cap an agent CLI that takes one is given (Claude Code's CLAUDE_CODE_MAX_OUTPUT_TOKENS):
+    AGENT_MAX_OUTPUT_TOKENS, lowered to $PL_MAX_OUTPUT_TOKENS when that is set, so the agent asks for no more than
+    the gateway would let through."""
+    server_cap = max_output_tokens()
+    return min(AGENT_MAX_OUTPUT_TOKENS, server_cap) if server_cap else AGENT_MAX_OUTPUT_TOKENS
 # The input tokens reserved for one image or document part (its JSON bytes bound a text's tokens, not a picture's):
 # above what Anthropic, OpenAI and Google count for one image at their largest sizes.
 GATEWAY_MEDIA_PART_TOKENS = 10_000
@@ -306,5 +321,5 @@ def has_credentials() -> bool:
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "llm_settings", "LLMSettings", "MissingCredentials", "read_env", "has_credentials",
     "results_root", "rulesets_root", "cache_root", "anthropic_base_url", "anthropic_openai_url", "gateway_host",
-    "gemini_key", "gemini_base_url", "gemini_openai_url", "max_output_tokens",
+    "gemini_key", "gemini_base_url", "gemini_openai_url", "max_output_tokens", "agent_max_output_tokens",
 ]

@@ -24,7 +24,9 @@ name one on every call), so a session pointed at it also sets PL_MAX_OUTPUT_TOKE
 then lowers every role's cap to the server's (helpers.core.config.max_output_tokens).
 What a 135M model shows is the handling of a real server (streams, usage, errors, limits), not an agent's skill.
 
-The server runs in a process group of its own, stopped with everything it started, even on failure.
+The server runs in a process group of its own, stopped with everything it started, even on failure. Each
+running server writes a log of its own in this checkout's state folder (.state/llama/server-<port>-<pid>.log):
+.cache/llama/ holds the build, which worktrees share by a link, and a shared log would mix their servers' lines.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-from helpers.core.config import MAX_OUTPUT_TOKENS_VARIABLE, cache_root
+from helpers.core.config import MAX_OUTPUT_TOKENS_VARIABLE, cache_root, state_root
 from helpers.isolation.processes import die_with_parent
 
 LLAMA_CPP_PYTHON = "0.3.36"  # the sdist whose vendored llama.cpp is built
@@ -181,7 +183,8 @@ class LocalModelServer:
         from helpers.tracking.phoenix_server import free_port
 
         self.port = port or free_port()
-        self.log_path = log_path or llama_dir() / "server.log"
+        # its own log, in this checkout's state folder: .cache/llama/ (the build) may be shared by checkouts
+        self.log_path = log_path or state_root() / "llama" / f"server-{self.port}-{os.getpid()}.log"
         self.model = MODEL_ID
         self.process: subprocess.Popen | None = None
 

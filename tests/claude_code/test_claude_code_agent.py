@@ -3,7 +3,7 @@ tests/helpers/agents/test_agent_contract.py): the Messages API's wire, CLAUDE.md
 user message, its config folder, its plan-mode reminder, its pinned version."""
 
 import pytest
-from agent_runs import first_requests
+from agent_runs import FIX_RUN_OUTPUT_CAP, first_requests
 from sandbox_probes import added
 
 from claude_code import ClaudeCodeAgent
@@ -17,7 +17,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("claude-code")]  # besid
 def test_its_first_requests_offer_its_tools_cap_the_output_and_carry_claude_md_as_project_instructions(agent_runs):
     first = first_requests(agent_runs.fix("claude-code").requests)
     assert {"Bash", "Write", "Edit"} <= set(tool_names(first[0]))
-    assert all(0 < r["max_tokens"] <= config.AGENT_MAX_OUTPUT_TOKENS for r in first)  # the CLI's output cap is set
+    # the CLI's output cap: PL_MAX_OUTPUT_TOKENS (set in the fix run, below AGENT_MAX_OUTPUT_TOKENS) governs it
+    assert FIX_RUN_OUTPUT_CAP < config.AGENT_MAX_OUTPUT_TOKENS
+    assert max(r["max_tokens"] for r in first) == FIX_RUN_OUTPUT_CAP and all(r["max_tokens"] > 0 for r in first)
     taught = [r for r in first if CONVENTIONS["errors"]["rule"] in message_text(r)]
     assert taught and all("Primary working directory" in message_text(r) for r in taught)
 

@@ -91,7 +91,9 @@ def test_each_run_the_agent_ended_itself_is_a_failed_attempt_in_the_count(shared
 def test_the_runs_end_is_the_hosts_wait_whatever_the_stream_claimed(shared_run):
     rows, _, _, _ = shared_run
     forged = rows.loc["calc__calc-3"]
-    assert "+yes" in forged.output  # GOT_FD: pidfd_getfd copied Cline's stdout, and the forgery went through it
+    # GOT_FD: pidfd_getfd copied Cline's stdout, and the forgery went through it (said whole when it did not: the
+    # probe's one flaky failure under load, not reproduced since in 5 loaded module runs and 8 loaded probes at once)
+    assert "+yes" in forged.output, (forged.status, forged.error, forged.output[-400:])
     assert forged.status == "error" and "exited with status 137 (the host's wait)" in forged.error
     assert "its stream claimed completed" in forged.error  # the claim, recorded as the agent's
     assert "exited with status 137" in rows.error["calc__calc-2"]
@@ -100,8 +102,8 @@ def test_the_runs_end_is_the_hosts_wait_whatever_the_stream_claimed(shared_run):
         assert rows.status["calc__calc-8"] == "completed" and "(the host's wait)" not in rows.error["calc__calc-8"]
     else:
         assert rows.status["calc__calc-8"] == "error" and "(the host's wait)" in rows.error["calc__calc-8"]
-    assert "+yes" in rows.output["calc__calc-5"] and rows.status["calc__calc-5"] == "completed"
-    assert "+yes" in rows.output["calc__calc-6"]
+    assert "+yes" in rows.output["calc__calc-5"] and rows.status["calc__calc-5"] == "completed", rows.loc["calc__calc-5"].to_dict()
+    assert "+yes" in rows.output["calc__calc-6"], rows.loc["calc__calc-6"].to_dict()
 
 
 def test_tokens_and_cost_are_the_gateways_meter_never_the_streams(shared_run):

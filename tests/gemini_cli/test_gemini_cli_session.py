@@ -38,19 +38,19 @@ def test_served_models_reads_a_gemini_model_list_and_says_why_when_it_cannot():
 def test_with_only_an_openai_compatible_server_the_cli_runs_through_the_gateway_as_chat_completions(tmp_path,
                                                                                                    monkeypatch):
     """The real CLI, speaking Gemini's API to the gateway, which carries each call to the scripted server's chat
-    completions (its Gemini side never asked) and each answer back: the task completes with the tested patch."""
+    completions (its Gemini side never asked) and each answer back: the task completes with the tested patch. The
+    server is given as open_session(base_url=) alone (OPENAI_BASE_URL's route: tests/helpers/app/test_session.py)."""
     from helpers.core.config import SCRIPTED_MODEL
     from helpers.stand_ins.dry_run import start_dry_run_server
 
     tasks = load_house_suite().head(1)
     server = start_dry_run_server(tasks, "gemini-cli")
     try:
-        for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):
+        for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "OPENAI_BASE_URL"):
             monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "scripted-server-key-0123")
         with open_session(dry_run=False, agent="gemini-cli", agent_model=SCRIPTED_MODEL, judge_model=SCRIPTED_MODEL,
-                          optimizer_model=SCRIPTED_MODEL, phoenix=False) as session:
+                          optimizer_model=SCRIPTED_MODEL, base_url=server.base_url, phoenix=False) as session:
             assert session.gateway.upstreams["agent"].kind == "gemini-to-openai" and session.model_check == []
             agent = make_agent("gemini-cli", **session.agent_kwargs(), timeout_s=120)
             rows = run_tasks(tasks, agent, run_id="train_0", experiment="gemini-chat", progress=False,

@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from agent_runs import BRACES, first_requests, watching_command_lines
+from agent_runs import BRACES, FIX_RUN_OUTPUT_CAP, first_requests, watching_command_lines
 from sandbox_probes import added
 
 from helpers.isolation.processes import scratch_dir
@@ -54,6 +54,8 @@ def test_the_rules_follow_its_system_template_as_text_in_plain_chat_completions_
     run = agent_runs.fix("mini-swe-agent")
     requests = [r for r in first_requests(run.requests) if run.tasks.instance_id[3] not in message_text(r, "user")]
     assert requests and all(tool_names(r) == ["bash"] for r in requests)
+    # PL_MAX_OUTPUT_TOKENS governs its output cap (litellm sends it as max_completion_tokens for an OpenAI model id)
+    assert {r.get("max_completion_tokens") or r.get("max_tokens") for r in requests} == {FIX_RUN_OUTPUT_CAP}
     assert not any(r["body"].get("stream") for r in run.requests if r.get("api") == "chat")  # litellm's plain calls
     taught = [r for r in requests if CONVENTIONS["errors"]["rule"] in message_text(r, "system")]
     for request in taught:

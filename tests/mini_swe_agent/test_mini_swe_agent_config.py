@@ -48,8 +48,10 @@ def test_the_rules_come_from_a_regular_agents_md_never_through_a_link(tmp_path):
     assert workspace_rules(workspace) == "- Team rule.\n"
 
 
-def test_the_config_holds_the_task_and_url_and_blanks_the_key_for_commands():
+def test_the_config_holds_the_task_url_and_output_cap_and_blanks_the_key_for_commands(monkeypatch):
+    monkeypatch.setenv("PL_MAX_OUTPUT_TOKENS", "300")  # the server's cap, below the agents' own
     config = run_config(TASK, "- A rule.", "http://127.0.0.1:9/u/agent/v1")
     assert "Fix {{ it }}." in config["run"]["task"]  # the task is a variable's value, never a template
-    assert config["model"]["model_kwargs"] == {"api_base": "http://127.0.0.1:9/u/agent/v1", "max_retries": 0}
+    assert config["model"]["model_kwargs"] == {"api_base": "http://127.0.0.1:9/u/agent/v1", "max_retries": 0,
+                                               "max_tokens": 300}
     assert config["environment"]["env"] == {"OPENAI_API_KEY": ""}

@@ -3,7 +3,7 @@ tests/helpers/agents/test_agent_contract.py): its tools on a GPT model, AGENTS.m
 (the key as a pipe, no auto-update, no sharing) and its npm that fetches nothing, its pinned version."""
 
 import pytest
-from agent_runs import first_requests
+from agent_runs import FIX_RUN_OUTPUT_CAP, first_requests
 from sandbox_probes import added
 
 from helpers.families.coding.house_suite import CONVENTIONS
@@ -16,6 +16,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("opencode")]  # beside i
 def test_on_a_gpt_model_it_offers_apply_patch_reads_agents_md_in_its_system_message_and_keeps_its_config_out(agent_runs):
     run = agent_runs.fix("opencode")
     first = first_requests(run.requests)
+    # PL_MAX_OUTPUT_TOKENS (set in the fix run) governs its output cap, its title request's too
+    assert {r.get("max_completion_tokens") or r.get("max_tokens") for r in first} == {FIX_RUN_OUTPUT_CAP}
     assert {"bash", "apply_patch", "read"} <= set(tool_names(first[0]))
     assert any(CONVENTIONS["errors"]["rule"] in message_text(r, "system") for r in first)
     assert not run.rows["output"].str.contains("opencode.json").any()  # its config is not part of the patch

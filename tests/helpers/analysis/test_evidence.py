@@ -8,7 +8,7 @@ from helpers.agents.base import AgentBase
 
 from helpers.engine.ablation import ablate, ablation_rulesets
 from helpers.analysis.evidence import evidence_summary, primary_result
-from helpers.store.loops import kept_version
+from helpers.store.loops import kept_version, save_split
 from helpers.families.coding.house_suite import CONVENTIONS
 from helpers.core.protocols import AgentResult
 from helpers.store.records import append_jsonl, loops_path, split_results_path, write_csv
@@ -90,6 +90,17 @@ def test_a_version_no_better_than_the_start_on_validation_is_not_kept_and_nothin
     result = primary_result("start")
     assert result["kept_version"] == 0 and result["comparison"] is None
     assert "No test: the kept version is the start (no rules)" in evidence_summary("start")
+
+
+def test_a_single_loop_that_ran_no_test_speaks_of_its_splits_test_tasks_never_of_none(isolated):
+    """LOOPS=1: the start is kept, no test runs, and no loop saved test rows; the split still has its test tasks."""
+    finished_loop("single", 0, 0, passes=5, val=5, splits=("train",))
+    save_split("single", [f"t-{i}" for i in range(30)], [f"x-{i}" for i in range(12)], validation=["v-0"])
+    summary = evidence_summary("single")
+    assert "With 12 test tasks" in summary and "no test tasks" not in summary
+    assert "No test: the kept version is the start (no rules)" in summary
+    finished_loop("bare", 0, 0, passes=5, val=5, splits=("train",))  # no split saved and no test rows: none to speak of
+    assert "With no test tasks nothing can be tested" in evidence_summary("bare")
 
 
 def test_a_test_gain_inside_the_noise_is_called_noise(isolated):

@@ -114,15 +114,39 @@ def test_a_google_key_alone_runs_the_gemini_cli_with_a_gemini_judge_and_optimize
     assert call["authorization"] == "Bearer google-key-123456789"  # the gateway put the key on, the judge never had it
 
 
-def test_a_gemini_only_agent_given_every_roles_openai_server_is_one_error_before_any_work(
-        server_at_openai_base_url, monkeypatch):
-    server = server_at_openai_base_url
-    monkeypatch.setenv("GEMINI_API_KEY", "google-key-123456789")
-    with pytest.raises(ValueError) as error:
-        open_session(agent="gemini-cli", base_url=server.base_url, agent_model="local", judge_model="local",
-                     optimizer_model="local", phoenix=False)
-    assert str(error.value).startswith("The gemini-cli agent speaks only Gemini's API, and base_url=")
-    assert "GOOGLE_GEMINI_BASE_URL" in str(error.value) and server.model_requests() == []
+def test_a_gemini_only_agent_given_every_roles_openai_server_has_its_calls_carried_there_and_says_so(
+        no_keys, monkeypatch, tmp_path):
+    """base_url= (no OPENAI_BASE_URL) is every role's OpenAI-compatible server, the Gemini CLI's too: the gateway
+    carries its Gemini calls there as chat completions, with the server's key (never Google's, though one is set),
+    the session says so, and without a gateway it is one error before any work. OPENAI_BASE_URL alone, the same."""
+    from helpers.core.registry import make_agent
+
+    monkeypatch.setenv("GEMINI_API_KEY", "google-key-123456789")  # base_url= given: it is not what the CLI uses
+    monkeypatch.setenv("OPENAI_API_KEY", "local-server-key-123")
+    models = {"agent_model": "local", "judge_model": "local", "optimizer_model": "local"}
+    with ScriptedModelServer(Script(default=Reply("answer")), models=["local"]) as server:
+        with open_session(agent="gemini-cli", base_url=server.base_url, phoenix=False, **models) as session:
+            agent_upstream = session.gateway.upstreams["agent"]
+            described = session.describe()
+            agent = make_agent("gemini-cli", **session.agent_kwargs())
+            agent.check()
+            gateway_url = session.gateway.url_for("agent")
+            routed = agent.through_gateway(gateway_url, "run-token", agent_upstream.kind)
+            with pytest.raises(ValueError, match="only through the model gateway"):
+                agent.invoke({"instance_id": "t", "problem_statement": "x"}, tmp_path, tmp_path)
+            assert session.model_check == []  # the server's own list, read through the gateway
+        assert (agent_upstream.url, agent_upstream.kind) == (server.base_url, "gemini-to-openai")
+        assert agent_upstream.api_key == "local-server-key-123"
+        assert f"gateway carries each call to {server.base_url}/chat/completions" in described
+        assert (routed.base_url, routed.openai_base_url) == (gateway_url, None)
+        with pytest.raises(ValueError, match="gateway=True"):
+            open_session(agent="gemini-cli", base_url=server.base_url, phoenix=False, gateway=False, **models)
+        monkeypatch.delenv("GEMINI_API_KEY")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        with open_session(agent="gemini-cli", phoenix=False, **models) as session:
+            assert session.gateway.upstreams["agent"].kind == "gemini-to-openai"
+            assert "agent calls:" in session.describe()
+    assert not any("google-key" in str(request) for request in server.requests)
 
 
 def test_a_google_key_alone_with_the_default_openai_judge_is_one_error_naming_gemini_too(no_keys, monkeypatch):

@@ -90,6 +90,7 @@ STAND_IN = textwrap.dedent("""\
     mode = os.environ["STAND_IN_MODE"]
     if mode == "die-at-start":
         os.kill(os.getpid(), signal.SIGILL)
+    print("stand-in serving on port", sys.argv[sys.argv.index("--port") + 1], file=sys.stderr, flush=True)
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
             pass
@@ -121,6 +122,7 @@ def stand_in(monkeypatch, tmp_path):
     monkeypatch.setattr(recipe, "server_binary", lambda: binary)
     monkeypatch.setattr(recipe, "model_path", lambda: tmp_path / "model.gguf")
     monkeypatch.delenv("PL_LLAMA_CPU", raising=False)
+    monkeypatch.setenv("PL_STATE_DIR", str(tmp_path / "state"))  # the servers' logs: never the checkout's
     return tmp_path
 
 
@@ -141,6 +143,19 @@ def test_a_server_that_starts_but_generates_nothing_fails_its_check_and_is_stopp
     with pytest.raises(RuntimeError, match="failed its check completion .*without generated tokens"):
         server.start()
     assert server.process.poll() is not None  # stopped, not left running
+
+
+def test_each_running_server_writes_a_log_of_its_own_in_the_checkouts_state_folder(stand_in, monkeypatch, tmp_path):
+    """Two servers at once (two checkouts sharing .cache/llama/ by a link, or two tests): neither truncates nor
+    interleaves the other's log, and nothing is written into the shared build folder."""
+    monkeypatch.setenv("STAND_IN_MODE", "answers")
+    monkeypatch.setenv("PL_CACHE_DIR", str(tmp_path / "cache"))
+    with recipe.LocalModelServer() as first, recipe.LocalModelServer() as second:
+        logs = [first.log_path, second.log_path]
+    assert logs[0] != logs[1] and all(log.parent == tmp_path / "state" / "llama" for log in logs)
+    for server, log in zip((first, second), logs):
+        assert log.read_text().splitlines() == [f"stand-in serving on port {server.port}"]
+    assert not recipe.llama_dir().exists()
 
 
 def test_a_server_that_answers_its_check_completion_is_ready(stand_in, monkeypatch, capsys):
