@@ -3,16 +3,13 @@
     result = primary_result("quickstart")       # the kept version, how it was chosen, its test against the start
     print(evidence_summary("quickstart"))        # the same, in one honest paragraph with the decision rule
 
-The three roles of the data (helpers.stats.selection): the optimizer learned on train; validation chose
-the kept version; the test split compares it once with the start (loop 0's rows: no rules by default),
-task by task (exact McNemar, Newcombe's paired interval, infrastructure errors left out of both sides
-and counted). A gain inside the noise is called noise, and the summary says how much the test split can
-show at its size.
-
-Beside the gain, what the kept rules cost on the same test tasks and runs: the paired change in tokens,
-dollars (when priced) and wall time per run, each with a 95% bootstrap interval over tasks
-(helpers.stats.costs.paired_change), and the rules' own weight in tokens, read with every agent call. The
-cost is reported, never tested: accuracy stays the one pre-declared test.
+The three roles of the data (helpers.stats.selection): the optimizer learned on train; validation chose the kept
+version; the test split compares it once with the start (loop 0's rows: no rules by default), task by task (exact
+McNemar, Newcombe's paired interval, infrastructure errors left out of both sides and counted). A gain inside the
+noise is called noise, and the summary says how much the test split can show at its size.
+Beside the gain, what the kept rules cost on the same test tasks and runs: the paired change in tokens, dollars
+(when priced) and wall time per run, each with a 95% bootstrap interval over tasks (helpers.stats.costs), and the
+rules' own weight in tokens, read with every agent call. Cost is reported, never tested: accuracy is the one test.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from typing import IO, Callable, Sequence, cast, overload
 from helpers.core import config
 from helpers.core.names import check_inside, check_name
 from helpers.core.protocols import RulesText, Task
+from helpers.isolation.sandbox import host_program
 from helpers.isolation.trees import remove_tree, say, walk_tree
 from helpers.rules.rules_file import RulesFile
 from helpers.rules.ruleset import insert_section, remove_section, split_fenced
@@ -343,7 +344,9 @@ def workspace_patch(workspace: Path | str, base_commit: str, exclude: Sequence[s
     workspace = Path(workspace)
     limit = config.MAX_PATCH_BYTES if max_bytes is None else max_bytes
     _refuse_nested(workspace)
-    _host_git(workspace, "add", "--all", "--intent-to-add", check=False)
+    added = _host_git(workspace, "add", "--all", "--intent-to-add", check=False)
+    if added.returncode:  # the agent's new files would drop out of the patch unseen: a failure, named, not a diff
+        raise WorkspaceError(f"git could not list the new files in the workspace: {added.stderr.strip()[-500:]}")
     paths = ["--", ".", *(f":(exclude,glob){pattern}" for pattern in (*PATCH_DEBRIS, *exclude))]
     data = _capped_output(workspace, limit, *DIFF, base_commit, *paths)
     try:
@@ -417,7 +420,7 @@ def _is_utf8(data: bytes) -> bool:
 def _capped_output(workspace: Path, limit: int, *args: str) -> bytes:
     """The output of the host's git `args` on `workspace`, at most `limit` bytes: more is a RefusedOutput naming
     how many bytes there were (counted as they pass, not kept). A failing git is a WorkspaceError."""
-    command = ["git", *_host_command(workspace, *args)]
+    command = [host_program("git"), *_host_command(workspace, *args)]  # by absolute path (host_program)
     env = git_environment({"GIT_INDEX_FILE": str(host_git_dir(workspace) / "index")})
     chunks, size = [], 0
     with tempfile.TemporaryFile() as errors, subprocess.Popen(  # stderr in a file: a full pipe cannot stall git
