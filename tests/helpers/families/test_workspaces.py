@@ -78,6 +78,7 @@ import subprocess  # noqa: E402
 from sandbox_probes import GIT_VECTORS, markers_found, plant_script  # noqa: E402
 
 from helpers.families.coding.git import git  # noqa: E402
+from helpers.families.coding.git import WorkspaceError  # noqa: E402
 from helpers.families.coding.workspaces import adopt_workspace, host_git_dir, workspace_patch  # noqa: E402
 
 
@@ -126,6 +127,35 @@ def test_commits_and_refs_the_agent_makes_do_not_change_the_patch(house_task, tm
     assert "+++ b/new.txt" in patch and patch.count("diff --git") == 1
 
 
+@pytest.mark.parametrize("path_entry", ["", ".", "bin"])
+def test_a_git_the_agent_left_in_its_workspace_never_runs_when_the_host_takes_the_patch(house_task, tmp_path,
+                                                                                          monkeypatch, path_entry):
+    """Whatever the driver's PATH holds (an empty entry, ".", a relative folder), the host's git is found in PATH's
+    absolute folders only: every git the host runs in a workspace (the new files listed, the diff taken), and the
+    continual mode's git in a team's repository, never the one the agent wrote there."""
+    from helpers.continual.repository import _git_bytes
+
+    workspace, marker = prepare_workspace(house_task, tmp_path / "root"), tmp_path / "ran"
+    for folder in (workspace, workspace / "bin"):
+        folder.mkdir(exist_ok=True)
+        (folder / "git").write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+        (folder / "git").chmod(0o755)
+    (workspace / "new.txt").write_text("the agent's new file\n")
+    monkeypatch.setenv("PATH", os.pathsep.join([path_entry, os.environ["PATH"]]))
+    patch = workspace_patch(workspace, house_task["base_commit"])
+    _git_bytes(["status", "--short"], workspace)
+    assert not marker.exists()
+    assert "+++ b/new.txt" in patch
+
+
+def test_new_files_git_cannot_list_are_an_error_never_a_patch_without_them(house_task, tmp_path):
+    workspace = prepare_workspace(house_task, tmp_path / "root")
+    (workspace / "new.txt").write_text("the agent's new file\n")
+    (host_git_dir(workspace) / "index.lock").write_text("")  # the host's index is busy: git add refuses
+    with pytest.raises(WorkspaceError, match="could not list the new files"):
+        workspace_patch(workspace, house_task["base_commit"])
+
+
 def test_a_workspace_the_caller_made_is_adopted_before_the_agent_runs(house_task, tmp_path):
     own = tmp_path / "own"
     git("clone", "-q", house_task["repo_path"], str(own), cwd=tmp_path)
@@ -143,7 +173,6 @@ def test_a_workspace_the_host_has_no_git_directory_for_gives_no_patch_but_an_err
 
 
 # --- a workspace holds the base commit and its ancestors, nothing later ----------------------------------------
-from helpers.families.coding.git import WorkspaceError  # noqa: E402
 from helpers.families.coding.mirrors import ensure_mirror  # noqa: E402
 from helpers.families.coding.workspaces import check_no_future  # noqa: E402
 
