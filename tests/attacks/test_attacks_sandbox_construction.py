@@ -387,10 +387,32 @@ DRIVER = textwrap.dedent('''
 ''')
 
 
-def _holders(network: str) -> list[int]:
-    """The host's processes in the network namespace `network` ("net:[inode]") or holding a descriptor of it."""
+def _started(pid: str) -> int:
+    """A process's start, in clock ticks since boot (/proc/<pid>/stat, field 22)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+
+
+def _now() -> int:
+    return int(float(Path("/proc/uptime").read_text().split()[0]) * os.sysconf("SC_CLK_TCK")) + 1
+
+
+def _processes(between: tuple[int, int]) -> list[str]:
+    """The host's processes that started in `between` (ticks): a run's leftovers can only be among them. Other
+    workers' runs started later may hold the same uid, or a namespace numbered alike, once this one has ended."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if between[0] <= _started(pid) <= between[1]:
+                found.append(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def _holders(network: str, between: tuple[int, int]) -> list[int]:
+    """The host's processes in the network namespace `network` ("net:[inode]") or holding a descriptor of it."""
+    found = []
+    for pid in _processes(between):
         try:
             if os.readlink(f"/proc/{pid}/ns/net") == network or any(
                     os.readlink(f"/proc/{pid}/fd/{fd}") == network for fd in os.listdir(f"/proc/{pid}/fd")):
@@ -400,9 +422,9 @@ def _holders(network: str) -> list[int]:
     return found
 
 
-def _of_uid(uid: int) -> list[int]:
+def _of_uid(uid: int, between: tuple[int, int]) -> list[int]:
     found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid in _processes(between):
         try:
             if os.stat(f"/proc/{pid}").st_uid == uid:
                 found.append(int(pid))
@@ -411,12 +433,12 @@ def _of_uid(uid: int) -> list[int]:
     return found
 
 
-def _orphaned_helpers() -> list[int]:
+def _orphaned_helpers(between: tuple[int, int]) -> list[int]:
     """User-namespace helpers (`unshare --user cat`, which becomes `cat` in a user namespace of its own) whose driver
     is gone: reparented to init."""
     host = os.readlink("/proc/self/ns/user")
     found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid in _processes(between):
         try:
             name = Path(f"/proc/{pid}/comm").read_text().strip()
             parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
@@ -429,6 +451,7 @@ def _orphaned_helpers() -> list[int]:
 
 
 def test_held_a_killed_driver_leaves_no_process_of_the_runs_uid_no_holder_of_its_network_and_no_helper():
+    began = _now() - 1
     driver = subprocess.Popen([sys.executable, "-c", DRIVER.format(root=str(ROOT))], start_new_session=True)
     try:
         deadline = time.monotonic() + 60
@@ -440,14 +463,15 @@ def test_held_a_killed_driver_leaves_no_process_of_the_runs_uid_no_holder_of_its
             time.sleep(0.1)
         assert who, "the run never started"
         uid, network = int(who[0]), who[1]
-        assert _of_uid(uid) and _holders(network)  # while it runs: the attack's view of what a kill must end
+        assert _of_uid(uid, (began, _now())) and _holders(network, (began, _now()))  # what a kill must end
     finally:
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
+    run = (began, _now())  # the run's processes all started in here: later ones are other tests' runs
     deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and (_of_uid(uid) or _holders(network)):
+    while time.monotonic() < deadline and (_of_uid(uid, run) or _holders(network, run)):
         time.sleep(0.1)
-    assert _of_uid(uid) == [] and _holders(network) == [] and _orphaned_helpers() == []
+    assert _of_uid(uid, run) == [] and _holders(network, run) == [] and _orphaned_helpers(run) == []
     # its scratch folder (mounts and cgroup with it) is the next start's sweep's: helpers/isolation/test_confinement.py
     from helpers.isolation.processes import sweep_stale
 
