@@ -90,7 +90,8 @@
 
 from helpers.llm.gateway.metering import input_messages
 from helpers.llm.gateway.policy import is_transient
-from helpers.llm.gateway.proxy import BUDGET_HEADER, Gateway, Upstream
+from helpers.llm.gateway.budget import BUDGET_HEADER
+from helpers.llm.gateway.proxy import Gateway, Upstream
 from helpers.llm.gateway.tracing import PhoenixTracer, phoenix_tracer, span_attributes
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
