@@ -33,7 +33,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from helpers.isolation.disks import detach_mounts
-from helpers.isolation.processes import relayed, remove_scratch, scratch_dir
+from helpers.isolation.processes import remove_scratch, scratch_dir
+from helpers.isolation.sandboxed_command import relayed
 from helpers.isolation.sandbox import reach_relay, run_network, sandbox_command, unavailable_reason
 
 AGENT_TARGET_S, GRADING_TARGET_S = 0.050, 0.030  # the whole added start (issue #51)

@@ -1,6 +1,6 @@
 """Who an agent is inside the sandbox, and what its run may take: a run's privilege dropped and its caps.
 
-    with confined(workspace, home, limits) as c:          # run_cli and helpers.isolation.processes.relayed do this
+    with confined(workspace, home, limits) as c:          # run_cli and helpers.isolation.sandboxed_command.relayed do this
         command = sandbox_command(args, workspace, home, user=c.user, limits=c.limits, cgroup=c.cgroup)
         ...run it...
     c.cap                                                  # "" or "sandbox cap reached: the memory cap (4 GiB); ..."
