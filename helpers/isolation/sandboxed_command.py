@@ -25,10 +25,10 @@ def _runs_sandboxed(sandbox: SandboxPolicy) -> bool:
 
 
 def reached_at(reach: str | None, sandbox: SandboxPolicy) -> str | None:
-    """The URL a run's command uses for `reach` (see `sandboxed`): in the sandbox, helpers.isolation.sandbox's
+    """The URL a run's command uses for `reach` (see `sandboxed`): in the sandbox, helpers.isolation.sandbox_reach's
     inside_url(reach) (reach itself on loopback; a remote gateway's URL with 127.0.0.1 for its host); on the
     host, reach itself."""
-    from helpers.isolation.sandbox import inside_url
+    from helpers.isolation.sandbox_reach import inside_url
 
     return inside_url(reach) if reach and _runs_sandboxed(sandbox) else reach
 
@@ -74,7 +74,8 @@ def relayed(args: list[str], workspace: Path, home: Path | None, read_only: Sequ
     open while the block runs (start the command inside it). On leaving, nothing of the run or the relay is
     left, and the command's `cap` names the cap that ended it, if one did."""
     from helpers.isolation.confinement import confined
-    from helpers.isolation.sandbox import reach_relay, run_network, sandbox_command
+    from helpers.isolation.sandbox import sandbox_command
+    from helpers.isolation.sandbox_reach import reach_relay, run_network
 
     if not _runs_sandboxed(sandbox):
         yield SandboxedCommand(args)
