@@ -33,8 +33,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from helpers.isolation.disks import detach_mounts
-from helpers.isolation.processes import relayed, remove_scratch, scratch_dir
-from helpers.isolation.sandbox import reach_relay, run_network, sandbox_command, unavailable_reason
+from helpers.isolation.processes import remove_scratch, scratch_dir
+from helpers.isolation.sandboxed_command import relayed
+from helpers.isolation.sandbox import sandbox_command, unavailable_reason
+from helpers.isolation.sandbox_reach import reach_relay, run_network
 
 AGENT_TARGET_S, GRADING_TARGET_S = 0.050, 0.030  # the whole added start (issue #51)
 CALL_TARGET_P50_S, CALL_TARGET_P99_S = 0.002, 0.010  # added per call

@@ -41,8 +41,9 @@ from typing import Any
 from helpers.agents.base import CLIAgent, capped, ended_as_seen, task_text, unreadable
 from helpers.agents.init_route import PROJECT_INIT, PROJECT_INIT_PROMPT, InitRoute
 from helpers.core import config
-from helpers.isolation.processes import (CLIRun, die_with_parent, reached_at, read_capped, relayed, remove_scratch,
-                                    safe_environment, scratch_dir, signal_group, stop_processes, with_cap)
+from helpers.isolation.processes import (CLIRun, die_with_parent, read_capped, remove_scratch, safe_environment,
+                                         scratch_dir, signal_group, stop_processes)
+from helpers.isolation.sandboxed_command import reached_at, relayed, with_cap
 from helpers.isolation.sandbox import SandboxPolicy
 from helpers.stand_ins.file_edit_tools import ShellTool, WholeFileEditor
 from helpers.core.protocols import AgentResult, Patch, Task

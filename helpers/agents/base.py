@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
 from helpers.core import config
-from helpers.isolation.processes import reached_at, remove_scratch, run_cli_observed, safe_environment, scratch_dir, stop_processes
+from helpers.isolation.processes import remove_scratch, run_cli_observed, safe_environment, scratch_dir, stop_processes
+from helpers.isolation.sandboxed_command import reached_at
 from helpers.core.protocols import AgentResult, Limit, Task
 from helpers.isolation.confinement import cap_reached
 from helpers.stats.outcomes import limit_named

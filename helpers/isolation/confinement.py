@@ -1,6 +1,6 @@
 """Who an agent is inside the sandbox, and what its run may take: a run's privilege dropped and its caps.
 
-    with confined(workspace, home, limits) as c:          # run_cli and helpers.isolation.processes.relayed do this
+    with confined(workspace, home, limits) as c:          # run_cli and helpers.isolation.sandboxed_command.relayed do this
         command = sandbox_command(args, workspace, home, user=c.user, limits=c.limits, cgroup=c.cgroup)
         ...run it...
     c.cap                                                  # "" or "sandbox cap reached: the memory cap (4 GiB); ..."
@@ -26,8 +26,8 @@ and named: run_cli puts the cap's sentence last on stderr, helpers.agents.base.c
 result an error naming it, which helpers.stats.outcomes counts as rule-induced. The driver, the gateway,
 Phoenix and other runs are outside its cgroup and uid: untouched.
 
-No user namespace can be made inside (a seccomp filter bwrap installs: unshare and clone with CLONE_NEWUSER
-fail), so no "root" of the agent's own can mount anything either. Out of reach: without a cgroup, memory is
+No user namespace can be made inside (a seccomp filter bwrap installs, helpers.isolation.seccomp: unshare and
+clone with CLONE_NEWUSER fail), so no "root" of the agent's own can mount anything either. Out of reach: without a cgroup, memory is
 uncapped (RLIMIT_AS breaks Node); the kernel itself (a kernel bug reachable from an unprivileged process).
 Measured (benchmarks/bench_sandbox.py, which prints `Confinement.stages` when the start misses its target; figures
 in docs/speed.md): where the kernel idmaps (helpers.isolation.disks) no walk hands the tree over, the run's uid and
@@ -51,6 +51,7 @@ from helpers.isolation import cgroups, disks
 from helpers.isolation.ahead import MadeAhead
 from helpers.core import config
 from helpers.isolation.procfs import kill, kill_processes_in, processes_of
+from helpers.isolation.seccomp import SECCOMP_FILE, seccomp_program
 from helpers.isolation.trees import chown_tree, remove_tree, tree_usage
 from helpers.isolation.untrusted import REFUSED, RefusedOutput
 
@@ -135,41 +136,6 @@ def _tree(folder: Path, owner: tuple[int, int] | None = None) -> tuple[int, int]
     except FileNotFoundError:
         return 0, 0
     return usage.bytes, usage.largest
-
-
-# A seccomp filter (cBPF, as bwrap --seccomp reads it): no new user namespace inside (unshare or clone with
-# CLONE_NEWUSER fail with EPERM; clone3, whose flags a filter cannot read, fails with ENOSYS, so libc falls
-# back to clone, as Docker's default profile does). Everything else is allowed.
-SECCOMP_FILE = ".seccomp.bpf"  # in the run's home, written by the host before the run; bwrap reads it first
-_ARCHES = {  # machine: (audit arch, unshare, clone, clone3), and the 32-bit ABI a 64-bit kernel also runs
-    "x86_64": [(0xC000003E, 272, 56, 435), (0x40000003, 310, 120, 435)],
-    "aarch64": [(0xC00000B7, 97, 220, 435), (0x40000028, 337, 120, 435)],
-}
-_CLONE_NEWUSER, _X32 = 0x10000000, 0x40000000
-_EPERM, _ENOSYS = 1, 38
-
-
-def _seccomp_program() -> bytes | None:
-    """The filter for this machine's architecture, or None (one it does not know: said once)."""
-    import platform
-    import struct
-
-    arches = _ARCHES.get(platform.machine())
-    if not arches:
-        return None
-    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | _EPERM, 0x00050000 | _ENOSYS
-    ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JSET|K, BPF_RET|K
-    program: list[tuple[int, int, int, int]] = []
-    for index, (arch, unshare, clone, clone3) in enumerate(arches):
-        block = [(ld, 0, 0, 0),  # the syscall's number
-                 *([(jset, 0, 1, _X32), (ret, 0, 0, eperm)] if index == 0 and arch == 0xC000003E else []),
-                 (jeq, 3, 0, unshare), (jeq, 2, 0, clone), (jeq, 0, 4, clone3), (ret, 0, 0, enosys),
-                 (ld, 0, 0, 16),  # the low word of its first argument: the flags
-                 (jset, 0, 1, _CLONE_NEWUSER), (ret, 0, 0, eperm), (ret, 0, 0, allow)]
-        # an architecture check in front of each block: the next block (or allow) when it is not this one
-        program += [(ld, 0, 0, 4), (jeq, 0, len(block), arch), *block]
-    program.append((ret, 0, 0, allow))
-    return b"".join(struct.pack("<HBBI", *instruction) for instruction in program)
 
 
 def _run_user() -> tuple[int | None, int]:
@@ -300,7 +266,7 @@ def _note_unenforced(groups: cgroups.Cgroups | None, user: int | None, disk: str
                        "which needs root)")
     if not (groups and "memory" in groups.parents):
         missing.append("memory (no cgroup can be made here; /tmp is still a tmpfs of the disk cap)")
-    if not _seccomp_program():
+    if not seccomp_program():
         missing.append("user namespaces (no seccomp filter for this architecture: the agent may make one of "
                        "its own, root inside it over nothing of the host's)")
     note = "; ".join(missing)
@@ -358,7 +324,7 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
     confinement = Confinement(user, limits, cgroups.procs_files(cgroup), disk=disk, stages=stages)
     lap("cgroup")
     watch = None
-    program = _seccomp_program()
+    program = seccomp_program()
     try:
         if program:  # the host's file (after the hand-over): read by bwrap before anything of the run starts
             confinement.seccomp = Path(home) / SECCOMP_FILE

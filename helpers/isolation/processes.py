@@ -6,6 +6,9 @@ task left behind are found by their working directory, whatever process group or
 themselves in. At the next start, folders whose owner is gone are removed, and processes still
 working in them are killed.
 
+A run's command is made by helpers.isolation.sandboxed_command (sandboxed, confined, its relay open); this module
+starts it as a process group, reads its output and ends it.
+
 What this cannot see: a process that changed its working directory out of the scratch folder (a
 daemon that chdir()s to /) after its parent died. Agents' commands rarely do; a cgroup would catch it
 but needs privileges these machines do not grant to every user.
@@ -27,6 +30,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Seque
 
 from helpers.core import config
 from helpers.isolation.procfs import alive, kill_processes_in, owner_tag, processes_in
+from helpers.isolation.sandboxed_command import relayed, with_cap
 from helpers.isolation.scratch import scratch_dir, scratch_root
 from helpers.isolation.trees import remove_tree, say
 
@@ -148,81 +152,6 @@ def _feed(stream: IO[str], text: str) -> None:
         pass  # it exited before reading its task; its output says why
 
 
-def _runs_sandboxed(sandbox: SandboxPolicy) -> bool:
-    from helpers.isolation.sandbox import use_sandbox
-
-    return sandbox is not None and use_sandbox(required=sandbox == "required")
-
-
-def reached_at(reach: str | None, sandbox: SandboxPolicy) -> str | None:
-    """The URL a run's command uses for `reach` (see `sandboxed`): in the sandbox, helpers.isolation.sandbox's
-    inside_url(reach) (reach itself on loopback; a remote gateway's URL with 127.0.0.1 for its host); on the
-    host, reach itself."""
-    from helpers.isolation.sandbox import inside_url
-
-    return inside_url(reach) if reach and _runs_sandboxed(sandbox) else reach
-
-
-def sandboxed(args: list[str], workspace: Path, home: Path | None, read_only: Sequence[Path | str] = (),
-              sandbox: SandboxPolicy = "required", *, reach: str | None = None, network: bool = False) -> list[str]:
-    """`args` as they run: in the sandbox (helpers.isolation.sandbox: its own PID and network namespaces, the
-    workspace and `home` writable, `read_only` and this Python's environment visible) unless `sandbox` is
-    None; "required" refuses to run without one (unless the user opted out), "if-available" (the scripted dry
-    run) runs on the host when no sandbox can start here.
-
-    Network: none, except `reach` (the gateway's URL: reachable inside at `reached_at(reach, sandbox)`, while
-    `relayed` holds the relay open, as run_cli does); `network=True` shares the host's network (a set-up
-    command the user allowed to download). The command alone is neither unprivileged nor capped: `relayed`
-    (and run_cli) give it the run's own user and its caps."""
-    from helpers.isolation.sandbox import sandbox_command
-
-    if not _runs_sandboxed(sandbox):
-        return list(args)
-    if reach and not network and home is None:
-        raise ValueError("a sandbox with `reach` needs the run's `home`: the relay's socket lives there")
-    return sandbox_command(args, workspace, home or workspace, read_only=[*read_only, sys.prefix], reach=reach,
-                           network=network)
-
-
-class SandboxedCommand(list[str]):
-    """A run's command (its arguments: a list, as Popen takes it), `user`, the uid it runs as (None: the
-    caller's), and, once its `relayed` block has ended, `cap`: the sandbox cap that ended the run (a sentence
-    starting helpers.isolation.confinement.CAP_PREFIX), or ""."""
-
-    cap = ""
-    user: int | None = None  # the run's own uid (helpers.isolation.confinement), None: the caller's
-    stages: dict[str, float] = {}  # a confined run's: Confinement.stages (class default: none, never written)
-
-
-@contextmanager
-def relayed(args: list[str], workspace: Path, home: Path | None, read_only: Sequence[Path | str] = (),
-            sandbox: SandboxPolicy = "required", *, reach: str | None = None,
-            network: bool = False, limits: Limits | None = None) -> Iterator[SandboxedCommand]:
-    """`sandboxed(...)`'s command, run unprivileged and within `limits` (helpers.isolation.confinement.confined: the
-    run's own uid when we are root, its caps, a watcher ending it at the first cap reached; `limits` a
-    helpers.isolation.confinement.Limits, default config's), with the relay that carries its connections to `reach`
-    open while the block runs (start the command inside it). On leaving, nothing of the run or the relay is
-    left, and the command's `cap` names the cap that ended it, if one did."""
-    from helpers.isolation.confinement import confined
-    from helpers.isolation.sandbox import reach_relay, run_network, sandbox_command
-
-    if not _runs_sandboxed(sandbox):
-        yield SandboxedCommand(args)
-        return
-    if reach and not network and home is None:
-        raise ValueError("a sandbox with `reach` needs the run's `home`: the relay's socket lives there")
-    home = home or workspace
-    with confined(workspace, home, limits) as confinement, run_network(reach, network) as namespace:
-        command = SandboxedCommand(sandbox_command(
-            args, workspace, home, read_only=[*read_only, sys.prefix], reach=reach, network=network,
-            user=confinement.user, limits=confinement.limits, cgroup=confinement.cgroup, seccomp=confinement.seccomp,
-            network_namespace=namespace))
-        command.user, command.stages = confinement.user, confinement.stages
-        with reach_relay(None if network or namespace else reach, home):  # its own network's relay: run_network's
-            yield command
-    command.cap = confinement.cap
-
-
 class CLIRun(NamedTuple):
     """One CLI run as the host saw it: its output (agent data), whether the host's timeout stopped it, how long it
     ran, and its exit status from the host's own wait (None: not known; negative: the signal that ended it)."""
@@ -273,13 +202,6 @@ def run_cli_observed(args: list[str], workspace: Path, env: dict[str, str], stdi
         out, err, timed_out, seconds, status = _run_group(command, workspace, env, stdin_text, timeout_s, live, lock,
                                                           pass_fds)
     return CLIRun(out, with_cap(err, command), timed_out, seconds, status)
-
-
-def with_cap(err: str, command: list[str]) -> str:
-    """`err` with the cap that ended the run of `command` (a SandboxedCommand after its block) as its last
-    line, if one did."""
-    cap = getattr(command, "cap", "")
-    return f"{err.rstrip(chr(10))}\n{cap}\n" if cap else err
 
 
 def _run_group(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
@@ -354,4 +276,4 @@ def last_lines(text: str, lines: int = 5) -> str:
     kept = [line for line in text.strip().splitlines() if line.strip()]
     return "\n".join(kept[-lines:])
 
-__all__ = ["run_cli", "run_cli_observed", "CLIRun", "read_capped", "sandboxed", "relayed", "SandboxedCommand", "with_cap", "alive", "reached_at", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag", "terminate_as_interrupt"]  # public API, documented in CODE_APPENDIX.md
+__all__ = ["run_cli", "run_cli_observed", "CLIRun", "read_capped", "alive", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag", "terminate_as_interrupt"]  # public API, documented in CODE_APPENDIX.md

@@ -1,5 +1,5 @@
 """The host side of a run's one way out: a relay from the Unix socket in its home to the gateway, bounded in what one
-run can make the driver spend (helpers.isolation.sandbox.reach_relay opens one per run).
+run can make the driver spend (helpers.isolation.sandbox_reach.reach_relay opens one per run).
 
 One thread per run whatever it does: a selector loop over non-blocking sockets. At most
 config.RELAY_MAX_CONNECTIONS connections at once are carried; one more is accepted and closed at once (the agent

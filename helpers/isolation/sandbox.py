@@ -21,7 +21,7 @@ An agent runs commands a model chose, over code strangers wrote. Inside the sand
   pass as they come (streams stay streams). A gateway on another machine (PL_GATEWAY_HOST, remote Ray nodes)
   cannot be given its own address inside: the agent is handed 127.0.0.1 on the same port (inside_url).
   `network=True` shares the host's network instead: only for a set-up command the user allowed to
-  download.
+  download. The host's side of that way out (run_network, reach_relay, inside_url) is sandbox_reach.py's.
 Who the agent is inside and what it may take (helpers.isolation.confinement, which run_cli and `relayed` apply to
 every agent run and every grading): as root, a uid of the run's own with no capability (root-only files stay
 unreadable, nothing can be mounted or made into a device node); its processes, memory, disk use and file
@@ -39,19 +39,16 @@ machines and most Linux distributions).
 from __future__ import annotations
 
 import functools
-import ipaddress
 import os
 import shutil
 import subprocess
 import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Sequence
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Sequence
 
 from helpers.core.protocols import SandboxPolicy
-from helpers.isolation.netns import nsenter, own_network
-from helpers.isolation.relay import Relay
+from helpers.isolation.netns import nsenter
+from helpers.isolation.sandbox_reach import listen_host, reach_address, relay_socket
 
 if TYPE_CHECKING:  # confinement imports this module; the type alone is needed here
     from helpers.isolation.confinement import Limits
@@ -75,8 +72,6 @@ UNSAFE_OPT_OUT = "PL_UNSAFE_NO_SANDBOX"
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap)"
 SYSTEM_FOLDERS = ("/usr", "/etc", "/opt/conda")
 ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-LOOPBACK = "127.0.0.1"
-RELAY_SOCKET = ".gateway.sock"  # in the run's home: the relay listens there, the forwarder connects
 INSIDE = "/run/pl-sandbox"  # where the forwarder and the relay's socket appear inside the sandbox
 FORWARDER = Path(__file__).with_name("sandbox_forwarder.py")
 DROP = Path(__file__).with_name("sandbox_drop.py")
@@ -232,10 +227,10 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     python = os.path.realpath(sys.executable)  # its install folder is visible (above), a virtualenv's may not be
     forwarder: list[str] = []
     if reach and not network and not own:
-        command += ["--ro-bind", str(_relay_socket(home)), f"{INSIDE}/gateway.sock",
+        command += ["--ro-bind", str(relay_socket(home)), f"{INSIDE}/gateway.sock",
                     "--ro-bind", str(FORWARDER), f"{INSIDE}/forwarder.py"]
-        host, port = _address(reach)
-        forwarder = [python, "-I", "-S", f"{INSIDE}/forwarder.py", f"{INSIDE}/gateway.sock", _listen_host(host),
+        host, port = reach_address(reach)
+        forwarder = [python, "-I", "-S", f"{INSIDE}/forwarder.py", f"{INSIDE}/gateway.sock", listen_host(host),
                      str(port), "--"]
     # A port below 1024 (a remote gateway on 443) takes a capability to listen on: then the forwarder listens
     # before root is given up, holding only that one, SETUID and SETGID; otherwise it runs as the run's user.
@@ -314,73 +309,5 @@ START = ('filter=$1; shift; while [ "$1" != -- ]; do echo 0 > "$1" || { echo "sa
          'exit 125; }; shift; done; shift; if [ "$filter" = - ]; then exec "$@"; else exec "$@" 9< "$filter"; fi')
 
 
-# --- reaching the gateway from inside: a relay on the host, a forwarder inside (sandbox_forwarder.py) ---
-def _relay_socket(home: Path | str) -> Path:
-    """The Unix socket, in the run's `home`, that the relay listens on and the forwarder connects to."""
-    return Path(home) / RELAY_SOCKET
-
-
-def _address(url: str) -> tuple[str, int]:
-    parts = urlsplit(url)
-    if not parts.hostname:
-        raise ValueError(f"reach must be a URL with a host (the gateway's), not {url!r}")
-    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
-
-
-def _listen_host(host: str) -> str:
-    """Where the forwarder listens for `host`: the host itself when it is a loopback address, else 127.0.0.1
-    (inside, only `lo` exists: a remote gateway's address cannot be bound there)."""
-    try:
-        return host if ipaddress.ip_address(host).is_loopback else LOOPBACK
-    except ValueError:
-        return LOOPBACK  # a name (localhost, a driver's host name)
-
-
-def inside_url(url: str) -> str:
-    """The URL a command in the sandbox uses for `url` when it is the sandbox's `reach`: `url` itself when
-    its host is a loopback address; else (a remote gateway, PL_GATEWAY_HOST) `url` with its host swapped for
-    127.0.0.1, where the forwarder listens, on the same port. The relay still connects to the real host."""
-    host, port = _address(url)
-    if _listen_host(host) == host:
-        return url
-    parts = urlsplit(url)
-    return parts._replace(netloc=f"{LOOPBACK}:{port}").geturl()
-
-
-@contextmanager
-def run_network(reach: str | None, network: bool = False) -> Iterator[str | None]:
-    """While open, the run's own network made by the host (helpers.isolation.netns.own_network), with the relay to
-    `reach` listening in it at inside_url(reach): the path sandbox_command(network_namespace=) takes; None when the
-    run shares the host's network (`network`) or the host cannot make one (not root: sandbox_command then has bwrap
-    make it, with a forwarder inside and reach_relay)."""
-    if network:
-        yield None
-        return
-    target = None
-    if reach:
-        host, port = _address(reach)
-        target = (_listen_host(host), port, (host, port))
-    with own_network(target) as path:
-        yield path
-
-
-@contextmanager
-def reach_relay(reach: str | None, home: Path | str) -> Iterator[None]:
-    """While open, a sandbox started with `reach` (sandbox_command) reaches it: each connection its
-    forwarder makes to the socket in `home` is connected to reach's host and port, and bytes pass both
-    ways as they come, by one thread (helpers.isolation.relay.Relay: at most config.RELAY_MAX_CONNECTIONS at once,
-    one more closed at once, so the driver's threads, descriptors and buffers stay bounded whatever the run
-    opens). On leaving, every connection is ended, the thread joined, the socket removed.
-    A no-op without `reach`."""
-    if not reach:
-        yield
-        return
-    relay = Relay(_relay_socket(home), _address(reach))
-    try:
-        yield
-    finally:
-        relay.close()
-
-
-__all__ = ["host_program", "sandbox_command", "sandbox_policy", "SandboxPolicy", "SANDBOX_POLICIES", "reach_relay", "run_network", "inside_url", "use_sandbox", "require_sandbox", "unavailable_reason", "opted_out", "SandboxUnavailable",
+__all__ = ["host_program", "sandbox_command", "sandbox_policy", "SandboxPolicy", "SANDBOX_POLICIES", "use_sandbox", "require_sandbox", "unavailable_reason", "opted_out", "SandboxUnavailable",
            "UNSAFE_OPT_OUT"]  # documented in CODE_APPENDIX.md

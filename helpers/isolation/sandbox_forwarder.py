@@ -1,5 +1,5 @@
 """Inside the sandbox: the one way out. Listens on HOST:PORT, pipes each connection to the Unix socket
-SOCKET (the relay on the host side, helpers.isolation.sandbox.reach_relay, which connects it to the gateway),
+SOCKET (the relay on the host side, helpers.isolation.sandbox_reach.reach_relay, which connects it to the gateway),
 and runs COMMAND as its child; exits with COMMAND's status.
 
     python -I -S sandbox_forwarder.py SOCKET HOST PORT -- COMMAND...

@@ -65,7 +65,7 @@
   count_tokens, Gemini's countTokens) and failed calls cost 0), latency and retries. A call the gateway refuses
   (400, 403: what it asks is not forwarded) is recorded too, with the status its client got and why, at no cost. Cached input tokens
   are priced at the cache-read rate (see pricing.py).
-- What a call may ask (allowlist.py, docs/security.md): per wire format, the top-level fields the product's
+- What a call may ask (allowlist.py and content_parts.py, docs/security.md): per wire format, the top-level fields the product's
   roles send, client-run function tools only (Cline's Anthropic `web_search_20250305` is removed and noted in
   the record's `changed`), no content the provider would fetch or read from its own store, the output capped at
   the token's role's `GATEWAY_OUTPUT_TOKENS`, or the model server's own limit `PL_MAX_OUTPUT_TOKENS` when lower
@@ -90,7 +90,8 @@
 
 from helpers.llm.gateway.metering import input_messages
 from helpers.llm.gateway.policy import is_transient
-from helpers.llm.gateway.proxy import BUDGET_HEADER, Gateway, Upstream
+from helpers.llm.gateway.budget import BUDGET_HEADER
+from helpers.llm.gateway.proxy import Gateway, Upstream
 from helpers.llm.gateway.tracing import PhoenixTracer, phoenix_tracer, span_attributes
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md

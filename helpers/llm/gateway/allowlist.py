@@ -13,7 +13,7 @@ A request is screened once, parsed once, before anything goes upstream:
 - its `tool_choice` may name only a client function or a mode;
 - its content may not point the provider at anything to fetch: an image or file by URL or by a provider file id
   (only inline data passes), a Gemini `fileData`, a Responses `item_reference`; every content part type is one
-  PART_TYPES names;
+  PART_TYPES names (content_parts.py, which walks the conversation);
 - its output is capped: the request's own output cap, clamped to the token's (or set when it names none), so
   each call's worst case is known before it is forwarded (budget.py).
 What is forwarded is the gateway's own serialisation of what it checked (so no duplicate key or other parser
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 from urllib.parse import parse_qsl, urlencode  # here, not per call: each `from urllib.parse import` raises and catches an AttributeError
 
-ANY = None  # a field whose every value passes
+from helpers.llm.gateway.content_parts import ANY, ambiguous, screen_content
 # Per wire format: the top-level fields that pass, each with ANY or a tuple of the values that pass.
 _SAMPLING = {name: ANY for name in ("temperature", "top_p", "top_k", "stop", "seed", "metadata", "user",
                                     "safety_identifier", "prompt_cache_key", "prompt_cache_retention")}
@@ -63,24 +63,6 @@ TOOL_TYPES: dict[str, set[Any]] = {
 STRIPPED = {("anthropic", "web_search_20250305", "web_search")}  # Cline 3's Anthropic provider, on every call
 # tool_choice: the modes, and the types that name a client function
 CHOICE_MODES = {"auto", "none", "required", "any", "tool", "function", "custom", "allowed_tools"}
-# Content parts by wire format: the types that pass (a provider fetches none of them)
-PART_TYPES: dict[str, set[Any]] = {
-    "chat": {"message", "text", "image_url", "input_audio", "file", "refusal"},
-    "responses": {"message", "function_call", "function_call_output", "reasoning", "custom_tool_call",
-                  "custom_tool_call_output", "input_text", "output_text", "input_image", "input_file", "refusal",
-                  "summary_text", "reasoning_text"},
-    "anthropic": {"message", "text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking",
-                  "search_result", "tool_reference"},
-    "gemini": {"message", "text", "inlineData", "inline_data", "functionCall", "function_call", "functionResponse",
-               "function_response", None},
-}
-_GEMINI_PART_EXTRAS = {"thought", "thoughtSignature", "thought_signature", "videoMetadata", "video_metadata",
-                       "partMetadata", "part_metadata"}  # what a Gemini part may carry beside its kind
-MEDIA_PARTS = {"image_url", "input_audio", "file", "input_image", "input_file", "image", "document", "inlineData",
-               "inline_data"}
-# Fields of a part that make the provider fetch or read something of its own: only inline data passes
-_REFERENCES = ("file_id", "file_url", "fileUri", "file_uri")
-_CHECKED_KEYS = {"type", "name", "role", "url", "image_url", "source", "file_id", "file_url", "content", "output"}
 HEADERS = {"content-type", "accept", "user-agent", "anthropic-version", "anthropic-beta", "x-goog-api-client"}
 HEADER_PREFIXES = ("x-stainless-",)  # the OpenAI and Anthropic SDKs' own description of themselves
 ANTHROPIC_BETAS = {  # what Claude Code 2.1 and Cline 3 send; a server-side tool's beta is none of them
@@ -93,20 +75,10 @@ ANTHROPIC_BETAS = {  # what Claude Code 2.1 and Cline 3 send; a server-side tool
 # largest forwarded; one that names none is given the first (chat: by model, as helpers.llm.client names it)
 CAP_FIELDS = {"chat": ("max_tokens", "max_completion_tokens"), "responses": ("max_output_tokens",),
               "anthropic": ("max_tokens",), "gemini": ("maxOutputTokens", "max_output_tokens")}
-# A chat message's own fields that pass, each with ANY or the values that pass: what the product's clients send
-# and echo back (the OpenAI SDK's assistant message carries `refusal`, `annotations`, `audio: null`); a reference
-# to something the provider stored (`audio: {id}`) is none of them.
-MESSAGE_FIELDS: dict[str, dict[str, tuple[Any, ...] | None]] = {
-    "chat": {"role": ANY, "content": ANY, "name": ANY, "tool_calls": ANY, "tool_call_id": ANY,
-             "function_call": ANY, "refusal": ANY, "annotations": ANY, "reasoning_content": ANY,
-             "reasoning": ANY, "reasoning_details": ANY, "cache_control": ANY, "audio": (None,)}}
 # Query parameters that pass, by wire format: what the product's clients send (Gemini's stream format, the
 # Anthropic SDK's `beta=true`); every other one is dropped and noted (`$fields` or `alt=proto` would change the
 # answer the meter reads). The token's own `key=` is never forwarded.
 QUERY = {"gemini": {("alt", "sse")}, "anthropic": {("beta", "true")}}
-# Keys of a content part (or of the object its kind names) that point the provider at something to fetch, as a
-# string or as an object holding one: only an inline `data:` URL passes
-_URL_KEYS = ("url", "uri", "image_url", "audio_url", "video_url", "file_url", "document_url", "fileUri", "file_uri")
 
 
 @dataclass
@@ -134,12 +106,14 @@ def screen(api: str, body: dict[str, Any], cap: int, model: Any, counts: bool = 
         if isinstance(inner, str):
             return f"generateContentRequest: {inner}"
     config = body.get("generationConfig", body.get("generation_config"))
-    why = _ambiguous(api, body) if api == "gemini" else None
-    why = why or (_ambiguous(api, config) if api == "gemini" and isinstance(config, dict) else None)
+    why = ambiguous(api, body) if api == "gemini" else None
+    why = why or (ambiguous(api, config) if api == "gemini" and isinstance(config, dict) else None)
     if why:
         return why
     screened = Screened(dict(body), cap)
-    why = _tools(api, screened) or _tool_choice(api, screened.body) or _content(api, screened)
+    why = _tools(api, screened) or _tool_choice(api, screened.body)
+    if not why:
+        why, screened.media_parts = screen_content(api, screened.body)
     if why or counts:
         return why or screened
     _cap(api, screened, cap, str(model or ""))
@@ -147,20 +121,6 @@ def screen(api: str, body: dict[str, Any], cap: int, model: Any, counts: bool = 
     if api == "chat" and body.get("stream") and not options.get("include_usage"):
         screened.body["stream_options"] = {**options, "include_usage": True}  # so every call is metered
     return screened
-
-
-def _ambiguous(api: str, part: dict[str, Any]) -> str | None:
-    """A part with two keys that differ in case only, or a 'Type' beside 'type' (a provider whose parser matches
-    field names without case, as Go's encoding/json does, could read the one the gateway did not check); for
-    Gemini, whose parser takes both spellings of a name, a field given in both (`maxOutputTokens`,
-    `max_output_tokens`)."""
-    if api == "gemini":
-        folded = {key.replace("_", "").lower() for key in part}
-        return f"an object naming one field twice ({', '.join(sorted(part))})" if len(folded) != len(part) else None
-    folded = {key.lower() for key in part}
-    if len(folded) != len(part) or any(key != key.lower() and key.lower() in _CHECKED_KEYS for key in part):
-        return f"an object with keys that differ in case only ({', '.join(sorted(part))})"
-    return None
 
 
 def _tools(api: str, screened: Screened) -> str | None:
@@ -173,8 +133,8 @@ def _tools(api: str, screened: Screened) -> str | None:
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
             return f"tools[{i}] is not an object"
-        if _ambiguous(api, tool):
-            return f"tools[{i}] is {_ambiguous(api, tool)}"
+        if ambiguous(api, tool):
+            return f"tools[{i}] is {ambiguous(api, tool)}"
         if api == "gemini":
             kinds = set(tool) - TOOL_TYPES[api]
             if kinds:
@@ -209,81 +169,6 @@ def _tool_choice(api: str, body: dict[str, Any]) -> str | None:
     for tool in nested or []:
         if not isinstance(tool, dict) or tool.get("type") not in TOOL_TYPES[api]:
             return f"tool_choice allows a server-side tool ({tool!r})"
-    return None
-
-
-def _content(api: str, screened: Screened) -> str | None:
-    """Refuses a part the provider would fetch or read from its own store; counts the media parts."""
-    body = screened.body
-    items = body.get({"gemini": "contents", "responses": "input"}.get(api, "messages"))
-    if isinstance(items, str) or items is None:
-        return None
-    if not isinstance(items, list):
-        return "the conversation is not a list"
-    stack = [(item, True) for item in items]  # (part, whether it is a message)
-    system = body.get("systemInstruction") or body.get("system_instruction") or body.get("system")
-    stack += [(system, True)] if isinstance(system, dict) else [(p, False) for p in system] if isinstance(system, list) else []
-    inner = ("parts",) if api == "gemini" else ("content", "output") if api == "responses" else ("content",)
-    while stack:
-        part, message = stack.pop()
-        if not isinstance(part, dict):
-            continue
-        why = _ambiguous(api, part)
-        if why:
-            return f"a content part is {why}"
-        kind = "message" if message and (api != "responses" or part.get("type", "message") == "message") \
-            else _kind(api, part)
-        why = _message_fields(api, part) if kind == "message" and message else None
-        if why:
-            return why
-        if kind not in PART_TYPES[api]:
-            return f"a content part of type {kind!r} is not forwarded (a provider-side item, tool or reference)"
-        screened.media_parts += kind in MEDIA_PARTS
-        why = _reference(kind, part)
-        if why:
-            return why
-        for key in inner:
-            if isinstance(part.get(key), list):
-                stack += [(p, False) for p in part[key]]
-    return None
-
-
-def _message_fields(api: str, message: dict[str, Any]) -> str | None:
-    """Why a message's own fields may not go (one MESSAGE_FIELDS does not name, or a value it does not pass)."""
-    fields = MESSAGE_FIELDS.get(api)
-    if fields is None:
-        return None
-    for name, value in message.items():
-        if name not in fields:
-            return f"a message's field {name!r} is not one the gateway forwards on the {api} API"
-        passing = fields[name]
-        if passing is not ANY and value not in passing:
-            return f"a message's {name}={value!r} is not forwarded (a reference to what the provider stored)"
-    return None
-
-
-def _kind(api: str, part: dict[str, Any]) -> Any:
-    if api == "gemini":  # a part is keyed by its kind
-        kinds = sorted(set(part) - _GEMINI_PART_EXTRAS)
-        return ",".join(kinds) if kinds else None
-    return part.get("type")
-
-
-def _reference(kind: str, part: dict[str, Any]) -> str | None:
-    """Why a part makes the provider fetch or read something (a URL in any shape, a stored file), else None."""
-    inner = found if isinstance(found := part.get(kind), dict) else part
-    source = given if isinstance(given := inner.get("source"), dict) else {}
-    for holder in (part, inner):
-        for key in _URL_KEYS:
-            url = holder.get(key)
-            url = next((url[k] for k in _URL_KEYS if k in url), None) if isinstance(url, dict) else url
-            if url is not None and not (isinstance(url, str) and url.startswith("data:")):
-                return f"a {kind} part by URL ({key!r}) is not forwarded (the provider would fetch it): send it inline"
-    if source and source.get("type") not in ("base64", "text", "content"):
-        return f"a {kind} part whose source is {source.get('type')!r} is not forwarded: send it inline"
-    named = [key for key in _REFERENCES if inner.get(key)]
-    if named:
-        return f"a {kind} part naming {named[0]!r} is not forwarded (the provider would fetch or read it)"
     return None
 
 
@@ -350,4 +235,4 @@ def forwarded_headers(headers: Mapping[str, str]) -> tuple[dict[str, str], list[
     return kept, dropped
 
 
-__all__ = ["Screened", "screen", "forwarded_headers", "forwarded_query", "MESSAGE_FIELDS", "QUERY", "FIELDS", "TOOL_TYPES", "STRIPPED", "PART_TYPES", "HEADERS", "ANTHROPIC_BETAS"]  # documented in CODE_APPENDIX.md
+__all__ = ["Screened", "screen", "forwarded_headers", "forwarded_query", "QUERY", "FIELDS", "TOOL_TYPES", "STRIPPED", "HEADERS", "ANTHROPIC_BETAS"]  # documented in CODE_APPENDIX.md

@@ -5,8 +5,8 @@ A call's worst case is its input's upper bound (its JSON bytes: a token is at le
 config.GATEWAY_MEDIA_PART_TOKENS per image or document part) and its output cap (allowlist.py clamps or sets it),
 priced by helpers.llm.pricing at the model's rates for that many tokens. A reservation that fits once the calls
 under way settle waits for them; one that cannot fit even then is refused at once ("budget", as a spent budget).
-One whose worst case is more than the whole budget is refused before it gets here (proxy.py: 413, the caller's own
-error, never a spent budget's status).
+One whose worst case is more than the whole budget is refused at once (413, the caller's own error, never a spent
+budget's status). `Ledger.admit` says which, with the answer the client gets.
 The reservations are made and settled on the gateway's event loop; `spent_usd` is read from any thread.
 """
 
@@ -15,8 +15,17 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from aiohttp import web
+
 from helpers.core import config
+from helpers.llm.gateway.policy import error_response
 from helpers.llm.pricing import call_cost_usd
+
+BUDGET_HEADER = "x-gateway-budget"
+# A spent budget stays spent, so a client should stop at once rather than back off and ask again: the OpenAI and
+# Anthropic SDKs honour x-should-retry; the AI SDK in Cline ignores it and retries a 429 five times, 2 s doubling
+# (62 s per run, measured), unless retry-after-ms names a shorter wait: 0, so its retries are refused at once.
+BUDGET_SPENT_HEADERS = {BUDGET_HEADER: "spent", "x-should-retry": "false", "retry-after-ms": "0"}
 
 
 def worst_case_usd(model: str | None, body_bytes: int, media_parts: int, output_tokens: int) -> float:
@@ -72,6 +81,26 @@ class Ledger:
                 finally:
                     self._waiting -= 1
 
+    async def admit(self, worst_usd: float, api: str) -> tuple[int | str, str, web.Response] | None:
+        """None once `worst_usd` is reserved (or there is no budget); else the refused call's record status and
+        error, and the answer its client gets in its wire format (`api`)."""
+        budget = self.budget_usd
+        if budget is None:
+            return None
+        if worst_usd > budget:  # never fits, spent or not: the caller's own
+            return 413, "worst case over the budget", error_response(
+                413, f"gateway: refused: this call's worst case (${worst_usd:.4f}: its input and output cap at the "
+                     f"model's prices) is more than the whole budget of ${budget:.2f}; send less or ask for fewer "
+                     f"output tokens", "call_exceeds_budget", api=api)
+        if await self.reserve(worst_usd):
+            return None
+        spent = self.spent_usd
+        why = "is spent" if self.spent() else \
+            f"cannot cover this call's worst case (${worst_usd:.4f}; ${budget - spent:.4f} left)"
+        return "budget", f"budget of ${budget:.2f} spent", error_response(
+            429, f"gateway: the budget of ${budget:.2f} for model calls {why} (${spent:.2f} used); no new model "
+                 f"calls are made.", "budget_exceeded", BUDGET_SPENT_HEADERS, api=api)
+
     def settle(self, reserved_usd: float, cost_usd: float) -> None:
         """One call's end: its reservation released, its metered cost spent (call from the gateway's loop)."""
         with self._lock:
@@ -88,4 +117,4 @@ class Ledger:
             settled.notify_all()
 
 
-__all__ = ["worst_case_usd", "Ledger"]  # documented in CODE_APPENDIX.md
+__all__ = ["BUDGET_HEADER", "worst_case_usd", "Ledger"]  # documented in CODE_APPENDIX.md

@@ -2,7 +2,8 @@
 
 The Gemini CLI speaks only Google's Gemini API; llama.cpp's llama-server, vLLM, Ollama and OpenRouter speak chat
 completions. On an upstream of this kind the gateway screens each Gemini call as it came (policy.py, allowlist.py:
-its model from the path, its fields, its output cap), then translates it, both ways:
+its model from the path, its fields, its output cap), then translates it, both ways (the request by
+gemini_request.py):
 - POST .../models/<m>:generateContent and :streamGenerateContent go to POST <base>/chat/completions:
   `systemInstruction` becomes a system message; `contents` become messages (a user turn's text and images, a
   model turn's text and functionCall parts as an assistant message with tool_calls, each functionResponse part a
@@ -29,14 +30,13 @@ Every other path (the OpenAI model list the session's model check reads) goes to
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
 
-from helpers.core.tokens import count_message_tokens, count_tokens
+from helpers.llm.gateway.gemini_request import chat_request, tokens_of
 from helpers.llm.gateway.metering import json_or_none
 from helpers.llm.gateway.policy import GEMINI_CALL, GEMINI_LISTS, gemini_error
 from helpers.llm.gateway.relay import Limits, Stream, UpstreamFault
@@ -45,13 +45,7 @@ from helpers.llm.gateway.upstreams import GEMINI_TO_OPENAI, Upstream
 FINISH = {"stop": "STOP", "tool_calls": "STOP", "function_call": "STOP", "length": "MAX_TOKENS",
           "content_filter": "SAFETY"}  # chat's finish_reason -> Gemini's finishReason (anything else: OTHER)
 MALFORMED = "MALFORMED_FUNCTION_CALL"
-CHOICE_MODES = {"AUTO": "auto", "ANY": "required", "NONE": "none", "VALIDATED": "auto"}
-# generationConfig -> chat completions, the fields every OpenAI-compatible server takes
-GENERATION = (("maxOutputTokens", "max_tokens"), ("temperature", "temperature"), ("topP", "top_p"),
-              ("stopSequences", "stop"), ("seed", "seed"), ("presencePenalty", "presence_penalty"),
-              ("frequencyPenalty", "frequency_penalty"))
 GENERATES = ["generateContent", "streamGenerateContent", "countTokens"]  # what the model list says each model does
-_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
 @dataclass
@@ -100,179 +94,6 @@ def carry(upstream: Upstream, method: str, path: str, request: dict[str, Any]) -
         return Carried("", b"", model, local=json.dumps(counted).encode())
     chat = chat_request(request, model, stream=how == "streamGenerateContent")
     return Carried(f"{base}/chat/completions", json.dumps(chat).encode(), model)
-
-
-# --- the request --------------------------------------------------------------------------------------------
-def chat_request(request: dict[str, Any], model: str, stream: bool = False) -> dict[str, Any]:
-    """A Gemini generateContent request as a chat-completions request for `model`."""
-    chat: dict[str, Any] = {"model": model, "messages": chat_messages(request)}
-    tools = function_tools(_field(request, "tools"))
-    if tools:
-        chat["tools"] = tools
-        choice = tool_choice(_field(request, "toolConfig"))
-        if choice is not None:
-            chat["tool_choice"] = choice
-    chat.update(generation(_field(request, "generationConfig")))
-    if stream:
-        chat.update(stream=True, stream_options={"include_usage": True})  # so the call is metered
-    return chat
-
-
-def chat_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
-    """`systemInstruction` and `contents` as chat messages (see the module docstring)."""
-    messages: list[dict[str, Any]] = []
-    system = _field(request, "systemInstruction")
-    system_text = system if isinstance(system, str) else _text(_parts(system))
-    if system_text:
-        messages.append({"role": "system", "content": system_text})
-    contents = _field(request, "contents")
-    if isinstance(contents, str):
-        contents = [{"role": "user", "parts": [{"text": contents}]}]
-    if isinstance(contents, dict):  # one Content, as countTokens may send it
-        contents = [contents]
-    open_calls: list[tuple[str, str]] = []  # (id, name) of the calls not yet answered, oldest first
-    for turn, content in enumerate(contents if isinstance(contents, list) else []):
-        if not isinstance(content, dict):
-            continue
-        if content.get("role") == "model":
-            messages.append(_assistant(_parts(content), turn, open_calls))
-        else:
-            messages += _user(_parts(content), open_calls)
-    return messages
-
-
-def _assistant(parts: list[dict], turn: int, open_calls: list[tuple[str, str]]) -> dict[str, Any]:
-    calls = []
-    for i, part in enumerate(parts):
-        call = _field(part, "functionCall")
-        if isinstance(call, dict):
-            call_id, name = str(call.get("id") or f"call_{turn}_{i}"), str(call.get("name") or "")
-            open_calls.append((call_id, name))
-            calls.append({"id": call_id, "type": "function",
-                          "function": {"name": name, "arguments": json.dumps(call.get("args") or {})}})
-    text = _text(parts)
-    message: dict[str, Any] = {"role": "assistant", "content": text or (None if calls else "")}
-    if calls:
-        message["tool_calls"] = calls
-    return message
-
-
-def _user(parts: list[dict], open_calls: list[tuple[str, str]]) -> list[dict[str, Any]]:
-    """A user turn: a tool message per functionResponse part, then the turn's text and images, if any."""
-    messages: list[dict[str, Any]] = []
-    content: list[dict[str, Any]] = []
-    for part in parts:
-        answer = _field(part, "functionResponse")
-        inline = _field(part, "inlineData")
-        if isinstance(answer, dict):
-            messages.append({"role": "tool", "tool_call_id": _answered(answer, open_calls),
-                             "content": _tool_output(answer.get("response"))})
-        elif isinstance(part.get("text"), str) and not part.get("thought"):
-            content.append({"type": "text", "text": part["text"]})
-        elif isinstance(inline, dict):
-            content.append(_inline(inline))
-    if content:
-        plain = all(c["type"] == "text" for c in content)
-        joined: str | list[dict[str, Any]] = "\n\n".join(c["text"] for c in content) if plain else content
-        messages.append({"role": "user", "content": joined})
-    return messages
-
-
-def _answered(answer: dict, open_calls: list[tuple[str, str]]) -> str:
-    """The id of the call `answer` answers (its own id, else the oldest open call of its name), closing it."""
-    given, name = answer.get("id"), str(answer.get("name") or "")
-    for i, (call_id, call_name) in enumerate(open_calls):
-        if (given and call_id == given) or (not given and call_name == name):
-            return open_calls.pop(i)[0]
-    return str(given or f"call_{name}")
-
-
-def _tool_output(response: Any) -> str:
-    """A functionResponse's `response` as a tool message's text (the CLI's {"output": text} as that text)."""
-    if isinstance(response, dict) and set(response) == {"output"} and isinstance(response["output"], str):
-        return response["output"]
-    return json.dumps(response)
-
-
-def _inline(inline: dict) -> dict[str, Any]:
-    """Inline data as a chat content part: an image as a data URL; anything else named in text (chat completions
-    has no common part for it)."""
-    mime, data = str(_field(inline, "mimeType") or ""), str(inline.get("data") or "")
-    if mime.startswith("image/"):
-        return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
-    return {"type": "text", "text": f"[inline {mime or 'data'} of {len(data) * 3 // 4:,} bytes left out: the model "
-                                    "server speaks chat completions, which carries images only]"}
-
-
-def function_tools(tools: Any) -> list[dict[str, Any]]:
-    """Gemini tools' functionDeclarations as chat function tools."""
-    found = []
-    for tool in tools if isinstance(tools, list) else []:
-        for declaration in _field(tool, "functionDeclarations") or []:
-            if not isinstance(declaration, dict):
-                continue
-            schema = _field(declaration, "parametersJsonSchema")
-            if schema is None:
-                schema = json_schema(_field(declaration, "parameters"))
-            found.append({"type": "function", "function": {
-                "name": str(declaration.get("name") or ""), "description": str(declaration.get("description") or ""),
-                "parameters": schema if isinstance(schema, dict) else {"type": "object", "properties": {}}}})
-    return found
-
-
-def json_schema(schema: Any) -> Any:
-    """Google's schema (OpenAPI 3.0's subset: upper-case types, `nullable`) as JSON Schema."""
-    if isinstance(schema, list):
-        return [json_schema(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    converted: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key in ("nullable", "propertyOrdering", "property_ordering"):
-            continue
-        if key == "type" and isinstance(value, str):
-            value = value.lower()
-        elif key == "properties" and isinstance(value, dict):
-            value = {name: json_schema(inner) for name, inner in value.items()}
-        elif key in ("items", "anyOf", "any_of"):
-            value = json_schema(value)
-        converted["anyOf" if key == "any_of" else key] = value
-    if schema.get("nullable") and isinstance(converted.get("type"), str):
-        converted["type"] = [converted["type"], "null"]
-    return converted
-
-
-def tool_choice(config: Any) -> Any:
-    """toolConfig's functionCallingConfig as tool_choice (one allowed function under ANY: that function)."""
-    calling = _field(config, "functionCallingConfig") if isinstance(config, dict) else None
-    if not isinstance(calling, dict) or str(calling.get("mode")).upper() not in CHOICE_MODES:
-        return None
-    mode = CHOICE_MODES[str(calling["mode"]).upper()]
-    allowed = _field(calling, "allowedFunctionNames") or []
-    if mode == "required" and isinstance(allowed, list) and len(allowed) == 1:
-        return {"type": "function", "function": {"name": str(allowed[0])}}
-    return mode
-
-
-def generation(config: Any) -> dict[str, Any]:
-    """generationConfig's fields that chat completions has (GENERATION), and a JSON answer as response_format."""
-    if not isinstance(config, dict):
-        return {}
-    chat = {ours: _field(config, theirs) for theirs, ours in GENERATION if _field(config, theirs) is not None}
-    if _field(config, "responseMimeType") == "application/json":
-        schema = _field(config, "responseJsonSchema") or json_schema(_field(config, "responseSchema"))
-        chat["response_format"] = ({"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
-                                   if isinstance(schema, dict) else {"type": "json_object"})
-    return chat
-
-
-def tokens_of(request: dict[str, Any]) -> int:
-    """A countTokens answer, offline: the request's messages, tool calls and tools in cl100k tokens (an estimate
-    for any model, as Gemini's own count is for its tokenizer)."""
-    messages = chat_messages(request)
-    calls = [c["function"]["arguments"] for m in messages for c in m.get("tool_calls") or []]
-    tools = function_tools(_field(request, "tools"))
-    return count_message_tokens(messages) + sum(map(count_tokens, calls)) + (count_tokens(json.dumps(tools)) if tools else 0)
 
 
 # --- the answer ---------------------------------------------------------------------------------------------
@@ -392,23 +213,6 @@ class GeminiStream(Stream):
 
 
 # --- small parts ----------------------------------------------------------------------------------------------
-def _field(data: Any, name: str) -> Any:
-    """A field of Google's JSON under its camelCase name or its snake_case one (its parser takes both)."""
-    if not isinstance(data, dict):
-        return None
-    value = data.get(name)
-    return data.get(_CAMEL.sub("_", name).lower()) if value is None else value
-
-
-def _parts(content: Any) -> list[dict]:
-    parts = content.get("parts") if isinstance(content, dict) else None
-    return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
-
-
-def _text(parts: list[dict]) -> str:
-    return "".join(p["text"] for p in parts if isinstance(p.get("text"), str) and not p.get("thought"))
-
-
 def _text_parts(message: dict) -> list[dict[str, Any]]:
     """A chat message's (or delta's) reasoning as a thought part and its text as a text part."""
     reasoning = message.get("reasoning_content") or message.get("reasoning")
@@ -432,4 +236,4 @@ def _error_message(parsed: Any, body: bytes, status: int) -> str:
     return str(message or body[:300].decode("utf-8", errors="replace").strip() or f"HTTP {status}")
 
 
-__all__ = ["carry", "Carried", "GeminiStream", "chat_request", "gemini_answer", "json_schema"]  # documented in CODE_APPENDIX.md
+__all__ = ["carry", "Carried", "GeminiStream", "gemini_answer"]  # documented in CODE_APPENDIX.md

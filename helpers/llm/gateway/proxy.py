@@ -1,13 +1,12 @@
 """The gateway's proxy: a loopback aiohttp server that swaps a run's token for the provider's key, keeps to
 each upstream's concurrency and Retry-After pauses, retries with the one policy (helpers.llm.retries),
-meters every call and enforces the budget; relay.py ends a broken answer cleanly. See the package docstring
-for the contract."""
+meters every call and enforces the budget; relay.py ends a broken answer cleanly, upstream_leg.py makes the
+upstream call. See the package docstring for the contract."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import random
 import secrets
 import threading
 import time
@@ -18,39 +17,28 @@ from urllib.parse import urlsplit
 import aiohttp
 import uvloop
 from aiohttp import web
-from tenacity import AsyncRetrying
-from yarl import URL
 
 from helpers.core import config
 from helpers.llm.gateway.checks import checked_call
 from helpers.llm.gateway.budget import Ledger, worst_case_usd
-from helpers.llm.gateway.gemini_to_openai import Carried, carry
+from helpers.llm.gateway.gemini_to_openai import carry
 from helpers.llm.gateway.intake import BodyBytes, BodyRefused, capped, read_body
 from helpers.llm.gateway.metering import Meter, decoded_body
 from helpers.llm.gateway.policy import (Refusal, api_of, error_response, healthz, model_of,
                                         no_more_retries, streams)
-from helpers.llm.gateway.pool import POOL_PAUSE_STATUS, Pool
 from helpers.llm.gateway.records import COUNTS, CallRecords, call_record
-from helpers.llm.gateway.relay import (READ_ERRORS, Limits, Stream, UpstreamFault, check_json, client_left, note,
-                                        read_fault, relay)
+from helpers.llm.gateway.relay import Limits, Stream, UpstreamFault, client_left, relay
 from helpers.llm.gateway.stages import StageTimes
-from helpers.llm.gateway.upstreams import Upstream, client_headers, scrub, scrub_bytes, token_of, upstream_headers
+from helpers.llm.gateway.upstreams import Upstream, client_headers, scrub_bytes, token_of, upstream_headers
 from helpers.llm.gateway.tracing import RECORD_FIELDS
-from helpers.llm.retries import TryAgain, is_retryable, policy, retry_after_s
+from helpers.llm.gateway.upstream_leg import UpstreamLeg
+from helpers.llm.retries import is_retryable
 
 GATEWAY_CONCURRENCY = config.GATEWAY_CONCURRENCY
 BACKOFF_S = config.GATEWAY_BACKOFF_S
-MAX_BACKOFF_S = config.GATEWAY_MAX_BACKOFF_S
-CONNECT_TIMEOUT_S = config.GATEWAY_CONNECT_TIMEOUT_S
 IDLE_TIMEOUT_S = config.GATEWAY_IDLE_TIMEOUT_S
 CALL_TIMEOUT_S = config.GATEWAY_CALL_TIMEOUT_S
 TRACE_CHARS = config.GATEWAY_TRACE_CHARS
-
-BUDGET_HEADER = "x-gateway-budget"
-# A spent budget stays spent, so a client should stop at once rather than back off and ask again: the OpenAI and
-# Anthropic SDKs honour x-should-retry; the AI SDK in Cline ignores it and retries a 429 five times, 2 s doubling
-# (62 s per run, measured), unless retry-after-ms names a shorter wait: 0, so its retries are refused at once.
-BUDGET_SPENT_HEADERS = {BUDGET_HEADER: "spent", "x-should-retry": "false", "retry-after-ms": "0"}
 
 
 class Gateway(CallRecords):
@@ -195,11 +183,8 @@ class Gateway(CallRecords):
 
     # --- the server (runs on the gateway's own event loop) --------------------------------------
     async def _open(self) -> None:
-        self._session = aiohttp.ClientSession(  # no cookie jar: one call's cookies are never another's
-            connector=aiohttp.TCPConnector(limit=0), auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(),
-            timeout=aiohttp.ClientTimeout(total=self.call_timeout_s, sock_connect=CONNECT_TIMEOUT_S,
-                                          sock_read=self.idle_timeout_s))
-        self._pools = {name: Pool(self.concurrency) for name in self.upstreams}
+        self._leg = UpstreamLeg(self.upstreams, self.concurrency, self._limits, max_retries=self.max_retries,
+                                backoff_s=self.backoff_s, max_retry_after_s=self.max_retry_after_s)
         app = web.Application(client_max_size=self.max_request_bytes)
         app.router.add_get("/healthz", healthz)
         app.router.add_route("*", "/u/{name}/{tail:.*}", self._handle)
@@ -217,7 +202,7 @@ class Gateway(CallRecords):
     async def _close(self) -> None:
         self._listener.close()
         await self._runner.cleanup()
-        await self._session.close()
+        await self._leg.close()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         """One model call, counted as under way until its record is written (see calls())."""
@@ -264,6 +249,12 @@ class Gateway(CallRecords):
         finally:
             self._held.give(len(body))
 
+    def _unsent(self, token: str | None, record: dict, started: float, body: bytes, asked: Any, answer: bytes = b"",
+                **outcome: Any) -> None:
+        """The record of a call answered here, never sent upstream: counted and named like any, nothing spent."""
+        record.update(input_tokens=0, output_tokens=0, cost_usd=0.0, **outcome)
+        self._finish(token, record, started, body, asked, answer, Meter())
+
     async def _forward(self, request: web.Request, name: str, upstream: Upstream, token: str | None, client: dict,
                        body: bytes, started: float, started_at: float, lap: float) -> web.StreamResponse:
         api = api_of(request.path, request.headers)
@@ -273,8 +264,7 @@ class Gateway(CallRecords):
         if isinstance(checked, Refusal):  # recorded like any call (counted, named); nothing of it is kept or sent
             record = call_record(client, name, request.method, request.path.removeprefix(f"/u/{name}")[:300],
                                   checked.model, False, [], started_at)
-            record.update(status=checked.status, input_tokens=0, output_tokens=0, cost_usd=0.0, error=checked.message)
-            self._finish(token, record, started, b"", None, b"", Meter())
+            self._unsent(token, record, started, b"", None, status=checked.status, error=checked.message)
             return error_response(checked.status, f"gateway: {checked.message}", checked.kind, api=api)
         path, query, asked, screened = checked
         body = json.dumps(screened.body).encode() if screened is not None else b""  # what was checked, as sent
@@ -282,30 +272,17 @@ class Gateway(CallRecords):
                               streams(path, asked), screened.changes if screened is not None else [], started_at)
         carried = carry(upstream, request.method, path, screened.body if screened is not None else {})
         if carried is not None and carried.local is not None:  # a token count for a chat server: answered here
-            record.update(status=200, input_tokens=0, output_tokens=0, cost_usd=0.0)
-            self._finish(token, record, started, body, asked, carried.local, Meter())
+            self._unsent(token, record, started, body, asked, carried.local, status=200)
             return web.Response(status=200, body=carried.local, content_type="application/json")
         counts = path.endswith(COUNTS) or screened is None
         lap = self._stages.lap("policy", lap)
         worst = 0.0 if counts or screened is None or self.budget_usd is None else \
             worst_case_usd(record["model"], len(body), screened.media_parts, screened.output_tokens)
-        if self.budget_usd is not None and worst > self.budget_usd:  # never fits, spent or not: the caller's own
-            record.update(status=413, input_tokens=0, output_tokens=0, cost_usd=0.0, error="worst case over the budget")
-            self._finish(token, record, started, body, asked, b"", Meter())
-            return error_response(413, f"gateway: refused: this call's worst case (${worst:.4f}: its input and "
-                                       f"output cap at the model's prices) is more than the whole budget of "
-                                       f"${self.budget_usd:.2f}; send less or ask for fewer output tokens",
-                                  "call_exceeds_budget", api=api)
-        if self.budget_usd is not None and not await self._ledger.reserve(worst):  # the ledger's own budget
-            record.update(status="budget", input_tokens=0, output_tokens=0, cost_usd=0.0,
-                          error=f"budget of ${self.budget_usd:.2f} spent")
-            self._finish(token, record, started, body, asked, b"", Meter())
-            spent = self.spent_usd
-            why = "is spent" if self._ledger.spent() else \
-                f"cannot cover this call's worst case (${worst:.4f}; ${self.budget_usd - spent:.4f} left)"
-            return error_response(429, f"gateway: the budget of ${self.budget_usd:.2f} for model calls {why} "
-                                       f"(${spent:.2f} used); no new model calls are made.", "budget_exceeded",
-                                  BUDGET_SPENT_HEADERS, api=api)
+        refused = await self._ledger.admit(worst, api)
+        if refused is not None:  # over the whole budget (413) or the ledger's own budget ("budget", 429)
+            status, error, reply = refused
+            self._unsent(token, record, started, body, asked, status=status, error=error)
+            return reply
         lap = self._stages.lap("budget", lap)
         meter, kept = Meter(output=self.trace is not None), [b""]
         response: aiohttp.ClientResponse | None = None
@@ -317,7 +294,7 @@ class Gateway(CallRecords):
                 finished = True
                 if response is not None:  # closes the upstream connection unless its answer was read whole
                     response.release()
-                    self._pools[name].slots.release()
+                    self._leg.pools[name].slots.release()
                 lap = perf_counter()
                 self._meter_record(record, meter)
                 lap = self._stages.lap("metering", lap)
@@ -336,7 +313,7 @@ class Gateway(CallRecords):
         try:
             sent = upstream_headers(request.headers, upstream)  # the client's credentials out, the key in
             lap = self._stages.lap("key_swap", lap)
-            response, head = await self._send(request.method, upstream, sent, body, record, carried)
+            response, head = await self._leg.send(request.method, upstream, sent, body, record, carried)
             lap = self._stages.lap("upstream", lap)
             record["status"] = response.status
             headers = client_headers(response.headers)
@@ -358,74 +335,3 @@ class Gateway(CallRecords):
             raise
         finally:
             finish()
-
-    async def _send(self, method: str, upstream: Upstream, headers: dict[str, str], body: bytes,
-                    record: dict, carried: Carried | None = None) -> tuple[aiohttp.ClientResponse, bytes | Stream]:
-        """The upstream's answer to be relayed with what of it was read (a whole body, or a stream's first
-        events), holding one of the pool's slots (released by the caller). Retries (the one policy,
-        helpers.llm.retries) 429/5xx and UpstreamFaults while nothing has been sent to the client; an answer
-        passed on after that carries GATEWAY_RETRIES_HEADER, so that clients do not retry it again: one failing
-        call reaches the upstream at most 1 + max_retries times. Raises the last UpstreamFault. `carried`: the call
-        as it goes to a chat-completions server, its answer translated back (gemini_to_openai.py)."""
-        target = urlsplit(upstream.url)
-        url = URL(f"{target.scheme}://{target.netloc}{carried.path if carried else record['path']}", encoded=True)
-        body = carried.body if carried else body
-        headers.pop("Content-Type", None) if method == "GET" else headers.update({"Content-Type": "application/json"})
-
-        async def sleep(seconds: float) -> None:
-            record["waited_s"] += seconds
-            await asyncio.sleep(seconds)
-
-        try:  # the first attempt outside tenacity, whose machinery costs more than the rest of a call's set-up
-            return await self._try(method, url, headers, body, record, self.max_retries == 0, carried)
-        except TryAgain as failed:
-            first = [failed]
-        try:  # the policy from there: the first attempt's failure is its attempt 1 (waits and counts as they were)
-            async for attempt in AsyncRetrying(**policy(self.max_retries, self.backoff_s, MAX_BACKOFF_S, sleep=sleep)):
-                with attempt:
-                    record["retries"] = tried = attempt.retry_state.attempt_number - 1
-                    if first:
-                        raise first.pop()
-                    return await self._try(method, url, headers, body, record, tried == self.max_retries, carried)
-        except TryAgain as exhausted:
-            raise exhausted.cause
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _try(self, method: str, url: URL, headers: dict[str, str], body: bytes, record: dict, last: bool,
-                   carried: Carried | None = None) -> tuple[aiohttp.ClientResponse, bytes | Stream]:
-        """One attempt; on success it keeps its pool slot and the open answer for the caller. A fault is
-        logged (one line) and raised as TryAgain, its cause the UpstreamFault."""
-        pool, key = self._pools[record["upstream"]], self.upstreams[record["upstream"]].api_key
-        await pool.slots.acquire()
-        response, kept = None, False
-        try:
-            record["waited_s"] += await pool.wait_turn()
-            response = await self._session.request(method, url, headers=headers, data=body, allow_redirects=False)
-            asked = retry_after_s(response.headers)
-            if is_retryable(response.status) and not last and (asked is None or asked <= self.max_retry_after_s):
-                await response.read()
-                if asked is not None or response.status in POOL_PAUSE_STATUS:
-                    pool.pause((asked if asked is not None else self.backoff_s) * random.uniform(1.0, 1.2))
-                    raise TryAgain(0.0)  # everyone waits on the pool's pause, not only this request
-                raise TryAgain(None)
-            if response.headers.get("Content-Type", "").startswith("text/event-stream"):
-                head: bytes | Stream = await (carried.stream if carried else Stream)(response, self._limits).start()
-            else:
-                head = await response.read()
-                check_json(head, response.status)
-                head = carried.answer(response.status, head) if carried else head
-            kept = True
-            return response, head
-        except READ_ERRORS as error:
-            fault = read_fault(error, self._limits, answered=response is not None)
-        except UpstreamFault as error:
-            fault = error
-        finally:
-            if not kept:  # closes the connection unless the answer was read whole
-                if response is not None:
-                    response.release()
-                pool.slots.release()
-        fault.message = scrub(fault.message, key)
-        note(record, fault.message + ("" if last else "; retrying"))
-        raise TryAgain(None, fault)
-

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import pytest
 
 from helpers.core import config
-from helpers.isolation.sandbox import RELAY_SOCKET, reach_relay
+from helpers.isolation.sandbox_reach import RELAY_SOCKET, reach_relay
 
 
 def fds() -> set[str]:

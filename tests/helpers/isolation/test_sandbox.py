@@ -109,7 +109,8 @@ import threading  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
 
-from helpers.isolation.processes import reached_at, run_cli  # noqa: E402
+from helpers.isolation.processes import run_cli  # noqa: E402
+from helpers.isolation.sandboxed_command import reached_at  # noqa: E402
 
 PAGE = "page-of-the-server-" + "3" * 12
 
@@ -259,7 +260,7 @@ def test_a_run_killed_with_a_call_in_flight_leaves_nothing_either(tmp_path, own_
     import signal
     import time
 
-    from helpers.isolation.processes import relayed
+    from helpers.isolation.sandboxed_command import relayed
 
     workspace, home = tmp_path / "ws", tmp_path / "home"
     workspace.mkdir(), home.mkdir()

@@ -23,7 +23,7 @@ from google import genai
 from google.genai import errors, types
 
 from helpers.llm.gateway import Gateway, Upstream, is_transient
-from helpers.llm.gateway.gemini_to_openai import chat_request, json_schema
+from helpers.llm.gateway.gemini_request import chat_request, json_schema
 from helpers.llm.pricing import call_cost_usd
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, tool_call
 
