@@ -14,7 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from helpers.continual.feedback import FEEDBACK_KINDS, BadFeedback, Feedback, _only_new, capped, load_source, parse
+from helpers.continual.feedback import FEEDBACK_KINDS, Feedback, _only_new, capped, parse
+from helpers.continual.feedback_files import BadFeedback, load_source
 from helpers.continual.proposals import Proposal
 from helpers.continual.health import RuleHealth
 from helpers.continual.trust import TrustPolicy
