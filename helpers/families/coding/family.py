@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from helpers.core.protocols import Evaluator, GradedLines, Patch, RulesText, SandboxPolicy, Task
-from helpers.families.coding import patches, tasks, workspaces
+from helpers.families.coding import patches, tasks, workspace_rules, workspaces
 
 
 class CodingFamily:
@@ -45,7 +45,7 @@ class CodingFamily:
         return workspaces.prepare_workspace(task, root)
 
     def write_rules(self, workspace: Path, rules_file: str, ruleset: RulesText) -> Callable[[], None]:
-        return workspaces.write_rules(workspace, rules_file, ruleset)
+        return workspace_rules.write_rules(workspace, rules_file, ruleset)
 
     def take_patch(self, workspace: Path, task: Task) -> Patch:
         """The agent's change against the base commit (workspaces.workspace_patch: refused output raises), with

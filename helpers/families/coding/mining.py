@@ -14,7 +14,8 @@ A repository whose tests need its pytest configuration names that file (`test_co
 text at each task's base commit is recorded in the task, and mining and grading use that copy, never the
 version a commit or a patch brings. The problem statement is the commit message (plus the
 title and body of an issue or pull request it names as #N, from an export file given), and a statement
-that quotes a line the fix adds is refused: the task would hand the agent its answer.
+that quotes a line the fix adds is refused: the task would hand the agent its answer
+(helpers.families.coding.mined_statements).
 
 Each commit's verdict is appended to act_results/<experiment>/mining.jsonl the moment it is known, with a
 digest of the settings: a rerun with the same settings never runs a decided commit again, and a run that
@@ -43,6 +44,7 @@ from helpers.isolation.sandbox import SandboxPolicy
 from helpers.core.progress import progress_bar
 from helpers.core.wording import counted
 from helpers.families.coding.git import git
+from helpers.families.coding.mined_statements import problem_statement, quoted_line, read_issues
 from helpers.families.coding.repo_tests import (DEFAULT_SETUP_COMMAND, PYTEST_CONFIG_NAMES, TestRun, is_test_file,
                                                 run_repo_tests, run_setup, runnable_test_files)
 from helpers.families.coding.workspaces import prepare_workspace, remove_workspace
@@ -65,8 +67,6 @@ DROPS = {
     "statement quotes the fix": "the commit message (or issue) quotes a line of the fix",
     "error": "mining it failed (the reason is recorded)",
 }
-QUOTE_MIN_CHARS = 20  # an added line this long, found verbatim in the statement, is a leak
-ISSUE_REF = re.compile(r"(?:^|[\s(])#(\d+)\b")
 
 
 @dataclass
@@ -121,7 +121,7 @@ def mine_repository(repo: Path | str, experiment: str, *, branch: str = "HEAD", 
     if test_config is not None and test_config not in PYTEST_CONFIG_NAMES:
         raise ValueError(f"test_config must name a pytest configuration file at the repository's root (one of "
                          f"{', '.join(PYTEST_CONFIG_NAMES)}), or be None, not {test_config!r}.")
-    issues = _read_issues(issues_json) if issues_json else {}
+    issues = read_issues(issues_json) if issues_json else {}
     shas = _commits(repo, branch, commits, max_commits)
     folder = experiment_dir(experiment, results_root)
     folder.mkdir(parents=True, exist_ok=True)
@@ -193,8 +193,8 @@ def _judge(repo: Path, sha: str, scratch: Path, issues: dict[int, str], settings
         return "no source change", ", ".join(test_paths[:8]), None
     test_patch = _diff(repo, parent, sha, test_paths)
     patch = _diff(repo, parent, sha, source_paths)
-    statement = _statement(repo, sha, issues)
-    leaked = _quoted_line(statement, patch)
+    statement = problem_statement(repo, sha, issues)
+    leaked = quoted_line(statement, patch)
     if leaked:
         return "statement quotes the fix", f"quotes {leaked[:120]!r}", None
     files = [p for p in runnable if _exists_at(repo, sha, p)]
@@ -308,37 +308,6 @@ def _exists_at(repo: Path, sha: str, path: str) -> bool:
 def _apply(workspace: Path, patch: str, what: str) -> None:
     if patch.strip():
         git("apply", "--whitespace=nowarn", "-", cwd=workspace, input=patch, check=True)
-
-
-def _statement(repo: Path, sha: str, issues: dict[int, str]) -> str:
-    message = git("log", "-1", "--format=%B", sha, cwd=repo).stdout.strip()
-    linked = [issues[int(n)] for n in dict.fromkeys(ISSUE_REF.findall(message)) if int(n) in issues]
-    return "\n\n".join([message, *linked])
-
-
-def _quoted_line(statement: str, patch: str) -> str:
-    """An added line of `patch` (at least QUOTE_MIN_CHARS long) that `statement` quotes verbatim, or ''."""
-    flat = " ".join(statement.split())
-    for line in patch.splitlines():
-        if line.startswith("+") and not line.startswith("+++"):
-            text = " ".join(line[1:].split())
-            if len(text) >= QUOTE_MIN_CHARS and text in flat:
-                return text
-    return ""
-
-
-def _read_issues(path: Path | str) -> dict[int, str]:
-    """number -> "title\\n\\nbody" of a JSON list of GitHub issues or pull requests (REST API shape)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ValueError(f"ISSUES_JSON {str(path)!r} cannot be read as JSON: {error}") from None
-    if isinstance(data, dict):
-        data = [data]
-    if not isinstance(data, list) or not all(isinstance(i, dict) and "number" in i for i in data):
-        raise ValueError(f"ISSUES_JSON {str(path)!r} must be a JSON list of issues or pull requests, each with a "
-                         "`number` (gh api repos/O/R/issues > issues.json).")
-    return {int(i["number"]): f"{i.get('title') or ''}\n\n{i.get('body') or ''}".strip() for i in data}
 
 
 def _digest(*parts: Any) -> str:

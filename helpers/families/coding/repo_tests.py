@@ -16,7 +16,8 @@ of the work tree stands in for the standard library, pytest, its plugins or any 
 no plugin autoloads, and the repository's pytest configuration is not read: only the copy recorded when the
 task was mined (`test_config`: {"path": "pyproject.toml", "text": ...}), written over whatever the work tree
 holds at that name just before pytest starts. The workspace and its `src/` folder are on sys.path after the
-harness's paths. Test ids are pytest's node ids, read from the junit report pytest writes outside the workspace;
+harness's paths. Test ids are pytest's node ids, read from the junit report pytest writes outside the workspace
+(helpers.families.coding.pytest_results);
 a file that fails to import is one ERROR under the file's own path.
 
 What the host takes from a run, it takes from no channel the code under test shares (docs/security.md): the exit
@@ -32,13 +33,11 @@ grading's tripwires (helpers.families.coding.tripwires) catch that.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import shutil
 import sys
 import sysconfig
 import threading
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Sequence
@@ -46,8 +45,9 @@ from typing import Sequence
 from helpers.core import config
 from helpers.core.names import check_inside
 from helpers.isolation.processes import remove_scratch, run_cli, safe_environment, scratch_dir
-from helpers.isolation.untrusted import RefusedOutput, read_untrusted
+from helpers.isolation.untrusted import RefusedOutput
 from helpers.isolation.sandbox import SandboxPolicy
+from helpers.families.coding.pytest_results import junit_outcomes
 
 DEFAULT_SETUP_COMMAND = ""
 # pytest's configuration file names (pytest 9): the only names a mined task may record its configuration under.
@@ -77,11 +77,8 @@ os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
 import pytest
 sys.exit(pytest.main(sys.argv[3:]))
 """
-SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S.*?)(?: - .*)?$")
-OUTCOMES = {"PASSED": "PASSED", "XPASS": "PASSED", "FAILED": "FAILED", "XFAIL": "FAILED", "ERROR": "ERROR"}
 TEST_DIRS = {"test", "tests", "testing"}
 LOG_TAIL_CHARS = 20_000
-MAX_REPORT_BYTES = 16 * 2**20  # the most of a junit report the host reads (thousands of tests fit)
 _live: set = set()
 _live_lock = threading.Lock()
 
@@ -113,20 +110,6 @@ def runnable_test_files(paths: Sequence[str]) -> list[str]:
     """The test files pytest collects tests from (conftest.py and helpers under tests/ are not run alone)."""
     return [p for p in paths if is_test_file(p) and (PurePosixPath(p).name.startswith("test_")
                                                       or PurePosixPath(p).name.endswith("_test.py"))]
-
-
-def pytest_outcomes(output: str) -> dict[str, str]:
-    """node id -> PASSED | FAILED | ERROR from pytest's -rA short summary (XPASS counts as passed, XFAIL as
-    failed; skipped tests are not listed). A test listed twice keeps its worst outcome."""
-    outcomes: dict[str, str] = {}
-    rank = {"PASSED": 0, "FAILED": 1, "ERROR": 2}
-    for line in output.splitlines():
-        match = SUMMARY_LINE.match(line.rstrip())
-        if match:
-            node, outcome = match.group(2).strip(), OUTCOMES[match.group(1)]
-            if rank[outcome] >= rank[outcomes.get(node, "PASSED")]:
-                outcomes[node] = outcome
-    return outcomes
 
 
 def run_repo_tests(workspace: Path | str, tests: Sequence[str], *, setup_command: str = DEFAULT_SETUP_COMMAND,
@@ -248,43 +231,6 @@ def _place_config(workspace: Path, name: str, test_config: dict[str, str]) -> st
     return str(target)
 
 
-def junit_outcomes(report: Path | str, root: Path | str | None = None) -> dict[str, str]:
-    """node id -> PASSED | FAILED | ERROR | SKIPPED from pytest's junit XML (junit_family=xunit1, which names
-    each case's file), {} when there is no readable report. An xfail counts as FAILED, as in pytest_outcomes;
-    a file that cannot be imported is one ERROR under its path; a test listed twice keeps its worst outcome.
-    With `root` (a folder above the report), the report is a file the code under test could have written: it is
-    read through helpers.isolation.untrusted.read_untrusted (at most MAX_REPORT_BYTES, no link followed on the way,
-    never a FIFO or a device), and a link or special file in its place is a RefusedOutput naming it."""
-    try:
-        data = read_untrusted(report, root, MAX_REPORT_BYTES) if root is not None else Path(report).read_bytes()
-        tree = ET.fromstring(data)
-    except (OSError, ET.ParseError):
-        return {}
-    outcomes: dict[str, str] = {}
-    rank = {"PASSED": 0, "SKIPPED": 1, "FAILED": 2, "ERROR": 3}
-    for case in tree.iter("testcase"):
-        node = _node_id(case.get("file") or "", case.get("classname") or "", case.get("name") or "")
-        kinds = {child.tag: child.get("type") or "" for child in case}
-        outcome = ("ERROR" if "error" in kinds else "FAILED" if "failure" in kinds
-                   else "FAILED" if kinds.get("skipped") == "pytest.xfail" else "SKIPPED" if "skipped" in kinds
-                   else "PASSED")
-        if rank[outcome] >= rank[outcomes.get(node, "PASSED")]:
-            outcomes[node] = outcome
-    return outcomes
-
-
-def _node_id(file: str, classname: str, name: str) -> str:
-    """pytest's node id of a junit case (tests/test_a.py, tests.test_a.TestX, test_y ->
-    tests/test_a.py::TestX::test_y); a collection error has no classname and names the module: its file's path."""
-    if not classname:
-        return file or name.replace(".", "/") + ".py"
-    module = file[:-3].replace("/", ".") if file.endswith(".py") else ""
-    if not module or not (classname == module or classname.startswith(module + ".")):
-        module, file = classname, classname.replace(".", "/") + ".py"  # no file attribute: a module-level test
-    classes = classname[len(module) + 1:].split(".") if classname != module else []
-    return "::".join([file, *classes, name])
-
-
 def _environment(workspace: Path, home: Path) -> dict[str, str]:
     paths = [str(workspace)] + ([str(workspace / "src")] if (workspace / "src").is_dir() else [])
     venv_bin = str(Path(sys.executable).parent)
@@ -317,5 +263,5 @@ def _tail(text: str) -> str:
     return text if len(text) <= LOG_TAIL_CHARS else "[... earlier output cut ...]\n" + text[-LOG_TAIL_CHARS:]
 
 
-__all__ = ["run_repo_tests", "run_setup", "protected_paths", "run_pytest_args", "check_test_config", "pytest_outcomes", "junit_outcomes", "is_test_file",
-           "runnable_test_files", "TestRun", "DEFAULT_SETUP_COMMAND", "PYTEST_CONFIG_NAMES", "BOOTSTRAP", "MAX_REPORT_BYTES"]  # documented in CODE_APPENDIX.md
+__all__ = ["run_repo_tests", "run_setup", "protected_paths", "run_pytest_args", "check_test_config", "is_test_file",
+           "runnable_test_files", "TestRun", "DEFAULT_SETUP_COMMAND", "PYTEST_CONFIG_NAMES", "BOOTSTRAP"]  # documented in CODE_APPENDIX.md

@@ -8,8 +8,8 @@ import nbformat
 import pytest
 
 from helpers.core.config import REPO_ROOT
-from helpers.app.notebook_runner import (check_parameters, main, output_path_for, parse_parameters, parse_value, run_notebook,
-                                     scrub_notebook)
+from helpers.app.notebook_parameters import check_parameters, parse_parameters, parse_value
+from helpers.app.notebook_runner import main, output_path_for, run_notebook, scrub_notebook
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.continual.feedback import BadFeedback
+from helpers.continual.feedback_files import BadFeedback
 from helpers.continual.inbox import Inbox
 from helpers.continual.trust import TrustPolicy, flags_of, owners_of, parse_codeowners
 from helpers.rules.ruleset import import_rules_file

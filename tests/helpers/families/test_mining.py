@@ -9,7 +9,8 @@ from helpers.isolation.sandbox import unavailable_reason
 from helpers.families.coding.evaluation import LocalEvaluator
 from helpers.families.coding.mining import mine_repository
 from helpers.families.coding.tasks import load_mined_tasks
-from helpers.families.coding.repo_tests import is_test_file, pytest_outcomes
+from helpers.families.coding.pytest_results import pytest_outcomes
+from helpers.families.coding.repo_tests import is_test_file
 
 # one xdist worker mines the history (make test runs with --dist loadgroup): spread over two, each would mine it
 # again for its share of this module's tests

@@ -2,7 +2,8 @@
 
 import ast
 
-from helpers.families.coding.repo_tests import junit_outcomes, protected_paths, run_repo_tests
+from helpers.families.coding.pytest_results import junit_outcomes
+from helpers.families.coding.repo_tests import protected_paths, run_repo_tests
 
 TESTS = '''import pytest
 

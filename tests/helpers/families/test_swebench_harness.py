@@ -9,9 +9,9 @@ import pytest
 
 from helpers.core.config import REPO_ROOT
 from helpers.families.coding.evaluation import evaluate_patch
+from helpers.families.coding.swebench_grading import grade_log, read_report, swebench_test_spec
 from helpers.families.coding.swebench_harness import (HARNESS_COMMAND, HarnessUnavailable, SWEbenchEvaluator, docker_available,
-                                      grade_log, harness_run_id, modal_available, read_report, require_backend,
-                                      swebench_test_spec)
+                                      harness_run_id, modal_available, require_backend)
 from helpers.families.coding.swebench_harness import testbed_workspace as copy_testbed  # a name pytest would collect as a test
 from helpers.families.coding.tasks import load_swebench
 

@@ -246,7 +246,7 @@ from helpers.core import config  # noqa: E402
 from helpers.stats.outcomes import RULES, run_outcome  # noqa: E402
 from helpers.rules.file_formats import FORMATS  # noqa: E402
 from helpers.isolation.untrusted import RefusedOutput  # noqa: E402
-from helpers.families.coding.workspaces import write_rules  # noqa: E402
+from helpers.families.coding.workspace_rules import write_rules  # noqa: E402
 
 
 def test_a_repository_inside_the_work_tree_is_refused_by_name_and_none_of_its_git_config_runs(house_task, tmp_path):

@@ -10,7 +10,7 @@ import yaml
 from helpers.rules.planted import PlantedTextWarning
 from helpers.rules.ruleset import import_rules_file, parse_rules_text, remove_section
 from helpers.rules.file_formats import FORMATS, front_matter_for, learned_path
-from helpers.families.coding.workspaces import write_rules
+from helpers.families.coding.workspace_rules import write_rules
 from helpers.store.rulesets import RulesetStore
 
 PLAIN_TEAM = "# Our conventions\r\n\nRaise `LedgerError`, never `ValueError`. ünïcødé ✓ 漢字 🙂\r\nNo newline at the end"

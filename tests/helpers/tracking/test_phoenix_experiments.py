@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from helpers.tracking.phoenix_experiments import (PhoenixUnavailableWarning, flush_pending, log_experiment_to_phoenix,
-                                         log_ruleset_version, pending_path, run_output, upload_dataset)
+                                         log_ruleset_version, pending_path, upload_dataset)
+from helpers.tracking.phoenix_runs import run_output
 from helpers.store.records import ruleset_sha
 from helpers.tracking import phoenix_client
 
