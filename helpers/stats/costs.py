@@ -24,7 +24,7 @@ from helpers.stats.comparisons import CONFIDENCE, N_BOOT, FloatArray, paired_boo
 METHOD = "per-task mean over attempts; paired percentile bootstrap over tasks; no test (reported, not tested)"
 # Why a cost has no dollars, in the words every table, line and figure uses (never "$0.00" for them).
 SCRIPTED_NO_CHARGE, LOCAL_NO_CHARGE, UNPRICED = "scripted: no charge", "local: no charge", "unpriced"
-# What a run costs, from its record (helpers.engine.runs.COLUMNS): measure -> (columns summed, wording, unit).
+# What a run costs, from its record (helpers.engine.run_records.COLUMNS): measure -> (columns summed, wording, unit).
 RUN_MEASURES = {"tokens": (("input_tokens", "output_tokens"), "tokens per run", "tokens"),
                 "cost_usd": (("cost_usd",), "cost per run", "USD"),
                 "duration_s": (("duration_s",), "wall time per run", "s")}
