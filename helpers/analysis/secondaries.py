@@ -20,7 +20,8 @@ from typing import Any
 import pandas as pd
 
 from helpers.core import config
-from helpers.stats.comparisons import Comparison, holm_adjust, paired_comparison
+from helpers.stats.comparisons import Comparison, paired_comparison
+from helpers.stats.intervals import holm_adjust
 from helpers.stats.outcomes import plan_scored as scored
 
 

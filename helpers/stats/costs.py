@@ -6,7 +6,7 @@
 Rules are read on every model call of every run, so a ruleset that helps may also cost. The change is
 measured on the same tasks and the same counted runs as the accuracy test (helpers.stats.comparisons.paired_values),
 each task's run under b against its run under a, with a percentile bootstrap over tasks
-(helpers.stats.comparisons.paired_bootstrap). It is reported, never tested for significance: accuracy is the one
+(helpers.stats.intervals.paired_bootstrap). It is reported, never tested for significance: accuracy is the one
 pre-declared test, and the cost of the rules is a price to weigh, not a hypothesis.
 """
 
@@ -19,7 +19,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from helpers.stats.comparisons import CONFIDENCE, N_BOOT, FloatArray, paired_bootstrap, paired_values
+from helpers.stats.comparisons import paired_values
+from helpers.stats.intervals import CONFIDENCE, N_BOOT, FloatArray, paired_bootstrap
 
 METHOD = "per-task mean over attempts; paired percentile bootstrap over tasks; no test (reported, not tested)"
 # Why a cost has no dollars, in the words every table, line and figure uses (never "$0.00" for them).

@@ -276,7 +276,7 @@ def arm_frame(outcomes, tokens=1000.0, cost=None, seconds=30.0, errored=()):
 
 def test_secondary_comparisons_are_each_a_paired_mcnemar_test_holm_corrected_together():
     from helpers.analysis.secondaries import secondary_comparisons
-    from helpers.stats.comparisons import mcnemar_exact
+    from helpers.stats.intervals import mcnemar_exact
 
     none = arm_frame([0] * 30)
     learned = arm_frame([1] * 20 + [0] * 10)
@@ -303,7 +303,7 @@ def test_secondary_comparisons_are_each_a_paired_mcnemar_test_holm_corrected_tog
 
 def test_a_missing_arm_is_skipped_and_an_errored_arm_is_named_never_read_as_no_rules():
     from helpers.analysis.secondaries import answer_sentence, secondary_comparisons
-    from helpers.stats.comparisons import mcnemar_exact
+    from helpers.stats.intervals import mcnemar_exact
 
     frames = {"none": arm_frame([0] * 20), "learned": arm_frame([1] * 12 + [0] * 8), "init": None}
     states = {"init": {"status": "errored", "why": "codex's init run wrote no AGENTS.md"},
