@@ -242,7 +242,7 @@ def choose_start_version(store: RulesetStore, settings: LoopSettings, loop: int)
 def meta_prompt(optimizer: Any, judged: pd.DataFrame, ruleset: str | RulesFile, examples: int = 3) -> str:
     """The optimizer's request (system and user messages) for `ruleset` (its learned rules: text is parsed here)
     and the first `examples` rows."""
-    from helpers.learn.optimizer import render_example
+    from helpers.learn.examples import render_example
 
     rows = [render_example(row, "output", FEEDBACK_COLUMNS) for row in judged.head(examples).to_dict("records")]
     messages = optimizer.messages(RulesFile.parse(ruleset).rules, rows)
