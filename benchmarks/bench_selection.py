@@ -35,7 +35,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from helpers.stats.selection import choose_on_validation, decision, primary_test  # noqa: E402
-from helpers.stats.comparisons import mcnemar_exact  # noqa: E402
+from helpers.stats.intervals import mcnemar_exact  # noqa: E402
 
 LOOPS = 10
 TRAIN_POOL, TEST = 50, 50

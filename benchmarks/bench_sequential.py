@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from helpers.core import config  # noqa: E402
 from helpers.stats.sequential import SequentialDesign, sequential_test  # noqa: E402
-from helpers.stats.comparisons import mcnemar_exact  # noqa: E402
+from helpers.stats.intervals import mcnemar_exact  # noqa: E402
 
 SIZES = (16, 50, 150)
 DISCORDANCE = (0.10, 0.20, 0.40)

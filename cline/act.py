@@ -30,7 +30,7 @@ def run_act(dataset_name: str | None = None, instance_ids: Any = None, run_id: s
             progress: bool = True, gateway: Any = None) -> pd.DataFrame:
     """Run Cline on every task (`workers` at a time), test each patch, and return one row per task.
 
-    Columns: helpers.engine.runs.COLUMNS (instance_id, ..., output, pass_or_fail "pass" | "fail" |
+    Columns: helpers.engine.run_records.COLUMNS (instance_id, ..., output, pass_or_fail "pass" | "fail" |
     "not_evaluated", status "completed" | "error" | "timeout", error, cost_usd, ...) plus `cline_patch`
     and `plan`. A task whose agent run failed is a "fail" row with the reason in `error`; setup problems
     (no Cline binary, no key, bad arguments) raise before any task starts. `gateway` (the session's):

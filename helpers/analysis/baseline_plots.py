@@ -11,7 +11,7 @@ from typing import Any, Mapping
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from helpers.analysis.evidence import against_none
+from helpers.analysis.secondaries import against_none
 
 
 def plot_baselines(result: Mapping[str, Any], experiment: str = "") -> Figure:

@@ -3,28 +3,31 @@
     result = primary_result("quickstart")       # the kept version, how it was chosen, its test against the start
     print(evidence_summary("quickstart"))        # the same, in one honest paragraph with the decision rule
 
-The three roles of the data (helpers.stats.selection): the optimizer learned on train; validation chose the kept
-version; the test split compares it once with the start (loop 0's rows: no rules by default), task by task (exact
-McNemar, Newcombe's paired interval, infrastructure errors left out of both sides and counted). A gain inside the
-noise is called noise, and the summary says how much the test split can show at its size.
-Beside the gain, what the kept rules cost on the same test tasks and runs: the paired change in tokens, dollars
-(when priced) and wall time per run, each with a 95% bootstrap interval over tasks (helpers.stats.costs), and the
-rules' own weight in tokens, read with every agent call. Cost is reported, never tested: accuracy is the one test.
+The three roles of the data (helpers.stats.selection): the optimizer learned on train; validation chose
+the kept version; the test split compares it once with the start (loop 0's rows: no rules by default),
+task by task (exact McNemar, Newcombe's paired interval, infrastructure errors left out of both sides
+and counted). A gain inside the noise is called noise, and the summary says how much the test split can
+show at its size.
+
+Beside the gain, what the kept rules cost on the same test tasks and runs: the paired change in tokens,
+dollars (when priced) and wall time per run, each with a 95% bootstrap interval over tasks
+(helpers.stats.costs.paired_change), and the rules' own weight in tokens, read with every agent call. The
+cost is reported, never tested: accuracy stays the one pre-declared test (the measures are
+helpers.analysis.run_costs'; the baselines' declared comparisons are helpers.analysis.secondaries').
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from helpers.analysis.captions import wrap
+from helpers.analysis.run_costs import arm_cost, cost_changes, cost_lines, no_charge_note, per_run, recorded
+from helpers.analysis.secondaries import QUESTIONS, SECONDARY_RULE, against_none, answer_sentence, secondary_comparisons
 from helpers.core import config
 from helpers.stats.outcomes import errored_note, plan_scored as scored
-from helpers.stats.comparisons import Comparison
 from helpers.core.wording import counted
 from helpers.store.loops import (completed_loops, kept_version, load_one_test, load_split, loop_records, loop_rows,
                                  one_test_rows)
@@ -43,52 +46,6 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str) -> Any
     from helpers.stats.comparisons import paired_comparison
 
     return paired_comparison(scored(a), scored(b), label_a=label_a, label_b=label_b)
-
-
-def cost_changes(start_rows: pd.DataFrame, kept_rows: pd.DataFrame, label_start: str,
-                 label_kept: str) -> dict[str, PairedChange]:
-    """The paired change per run from the start to the kept version on the same tasks, for each of
-    helpers.stats.costs.RUN_MEASURES (tokens, cost_usd, duration_s): {measure: PairedChange}."""
-    from helpers.stats.costs import RUN_MEASURES, paired_change
-
-    return {measure: paired_change(scored(start_rows), scored(kept_rows), measure, label_a=label_start,
-                                   label_b=label_kept) for measure in RUN_MEASURES}
-
-
-def no_charge_note(records: list[dict[str, Any]]) -> str:
-    """Why the agent's runs carry no dollars: "scripted: no charge" (the dry run), "local: no charge" (a model
-    server on this machine) or "unpriced" (a model with no price)."""
-    from helpers.stats.costs import LOCAL_NO_CHARGE, SCRIPTED_NO_CHARGE, UNPRICED
-
-    if any(r.get("dry_run") for r in records):
-        return SCRIPTED_NO_CHARGE
-    if any("agent" in (r.get("local") or []) for r in records):
-        return LOCAL_NO_CHARGE
-    return UNPRICED
-
-
-def _cost_lines(result: dict[str, Any]) -> list[str]:
-    """The cost beside the gain, a line per measure, and the rules' weight; [] when nothing was compared."""
-    changes = result.get("cost") or {}
-    if not changes:
-        return []
-    lines = ["What the kept rules cost on the same test runs (reported beside the test, not tested):"]
-    for measure, change in changes.items():
-        if measure == "cost_usd" and change.n == 0:
-            lines.append(f"- cost per run: {result['no_charge']}")
-        elif not _recorded(change):
-            lines.append(f"- {change.wording}: not recorded by these runs")
-        else:
-            lines.append(f"- {change.summary()}: {change.details()}")
-    weight = result["rules_tokens"]
-    lines.append(f"- the rules' own weight: {weight['kept']:,} tokens in the kept rules (start: {weight['start']:,}), "
-                 "read with every agent call")
-    return lines
-
-
-def _recorded(change: PairedChange | None) -> TypeGuard[PairedChange]:
-    """Whether the runs recorded the measure at all (an agent whose usage nobody metered has 0 tokens everywhere)."""
-    return change is not None and change.n > 0 and bool(change.mean_a or change.mean_b)
 
 
 def primary_result(experiment: str) -> dict[str, Any] | None:
@@ -118,12 +75,12 @@ def primary_result(experiment: str) -> dict[str, Any] | None:
         comparison = primary_test(start_rows, kept_rows, start_label, f"v{choice.version}")
         changes = cost_changes(start_rows, kept_rows, start_label, f"v{choice.version}")
     tokens = changes.get("tokens")
-    verdict = (decision(comparison, tokens.summary() if _recorded(tokens) else "")
+    verdict = (decision(comparison, tokens.summary() if recorded(tokens) else "")
                if comparison is not None else
                f"No test: the kept version is the start ({start_label}), so nothing learned is claimed.")
     rule = DECISION_RULE
     if comparison is not None and one_test is not None and "decision" in one_test:
-        verdict = sequential_verdict(one_test, start_rows, kept_rows, tokens.summary() if _recorded(tokens) else "",
+        verdict = sequential_verdict(one_test, start_rows, kept_rows, tokens.summary() if recorded(tokens) else "",
                                      no_charge=no_charge_note(done))
         rule = (f"Primary test, declared before any run: the kept version (chosen on validation) against the start "
                 f"on the test split, task by task in a seeded order: {one_test['method']}. \"The rules help\" or "
@@ -168,111 +125,13 @@ def evidence_summary(experiment: str) -> str:
                   "reading, not the decision).", result["errored"]]
     elif result["comparison"] is not None:
         lines += [f"Primary test: {result['comparison'].summary()} (test split).", result["errored"]]
-    lines += [result["decision"], *_cost_lines(result), wrap(result["power"]), wrap(result["rule"])]  # a notebook's width
+    lines += [result["decision"], *cost_lines(result), wrap(result["power"]), wrap(result["rule"])]  # a notebook's width
     baselines = baselines_result(experiment)  # the secondary answers, when baseline arms ran (baselines_summary: all)
     lines += baselines["answers"] if baselines is not None else []
     return "\n".join(lines)
 
 
-# --- the baselines: secondary comparisons, declared with the primary --------------------------------
-ARMS = ("none", "learned", "init", "team")  # no rules, the kept (learned) rules, the agent's own /init file, the team's
-# (b, a): "b vs a", diff = b - a; declared before any run with the primary test, corrected together (Holm)
-SECONDARY = (("learned", "init"), ("learned", "team"), ("init", "none"), ("team", "none"))
-SECONDARY_RULE = ("Secondary comparisons, declared with the primary before any run, on the same test tasks: learned vs "
-                  "init, learned vs team, init vs none, team vs none; each an exact McNemar test with Newcombe's paired "
-                  "interval, their p-values Holm-corrected together (family-wise level {alpha:g} over those that ran). "
-                  "They are labeled secondary: the primary test alone says whether the rules help.")
-QUESTIONS = {"init": "Do the learned rules beat what the agent's own /init writes?",
-             "team": "Do the learned rules beat the file the team already has?"}
-
-
-@dataclass(frozen=True)
-class Secondary:
-    """One declared secondary comparison: arm `b` against arm `a` (`pair` = (b, a)). `status` is "compared",
-    "skipped" (an arm absent: no team file) or "errored" (an arm that failed: an init run that wrote nothing),
-    with `why`; `comparison` (the paired Comparison) and `p_holm` (Holm-adjusted over the compared ones) are
-    set only when compared; `significant` is p_holm < alpha."""
-
-    pair: tuple[str, str]
-    status: str
-    why: str = ""
-    comparison: Comparison | None = None
-    p_holm: float = math.nan
-    significant: bool = False
-
-    def summary(self) -> str:
-        head = f"Secondary: {self.pair[0]} vs {self.pair[1]}"
-        if self.comparison is None:
-            return f"{head}: {self.status} ({self.why})"
-        verdict = "significant" if self.significant else "not significant"
-        return f"{head}: {self.comparison.summary()}; Holm-adjusted p = {self.p_holm:.2g}: {verdict}"
-
-
-def secondary_comparisons(frames: Mapping[str, pd.DataFrame | None], states: Mapping[str, Mapping[str, Any]] | None = None,
-                          labels: Mapping[str, str] | None = None, alpha: float = config.STATS_ALPHA) -> list[Secondary]:
-    """The declared SECONDARY comparisons over the arms' test rows (`frames`: {arm: rows}, None or absent for an
-    arm that did not run), in declared order. `states` ({arm: {"status", "why"}}) says why an arm has no rows: an
-    "errored" arm is named as errored (never read as "no rules"), any other absent arm is skipped. Each compared
-    pair: exact McNemar with a paired interval (paired_comparison); their p-values Holm-adjusted together."""
-    from helpers.stats.comparisons import holm_adjust
-
-    states, labels = states or {}, labels or {}
-    found: list[Secondary] = []
-    for b, a in SECONDARY:
-        missing = [arm for arm in (b, a) if frames.get(arm) is None]
-        errored = [arm for arm in missing if (states.get(arm) or {}).get("status") == "errored"]
-        if errored:
-            why = "; ".join(f"the {arm} arm errored: {(states[arm].get('why') or 'no reason recorded')}" for arm in errored)
-            found.append(Secondary((b, a), "errored", why))
-        elif missing:
-            why = "; ".join(f"no {arm} arm: {(states.get(arm) or {}).get('why') or 'not run'}" for arm in missing)
-            found.append(Secondary((b, a), "skipped", why))
-        else:
-            found.append(Secondary((b, a), "compared", comparison=compare(frames[a], frames[b], labels.get(a, a),
-                                                                          labels.get(b, b))))
-    adjusted = iter(holm_adjust([s.comparison.p_value for s in found if s.comparison is not None]))
-    return [replace(s, p_holm=(p := next(adjusted)), significant=p < alpha) if s.comparison is not None else s
-            for s in found]
-
-
-def answer_sentence(arm: str, secondary: Secondary) -> str:
-    """The one sentence answering QUESTIONS[arm] from the learned-vs-`arm` secondary comparison."""
-    question = QUESTIONS[arm]
-    if secondary.comparison is None:
-        return f"{question} Not answered: {secondary.why}."
-    c = secondary.comparison
-    if c.n == 0:
-        return f"{question} Not answered: no test task both arms could be scored on."
-    if secondary.significant and c.diff > 0:
-        verdict = "Yes"
-    elif secondary.significant and c.diff < 0:
-        verdict = f"No: the {arm} file did better"
-    else:
-        verdict = "Not shown: the difference is noise at this size"
-    return (f"{question} {verdict} ({c.headline().split(' (')[0]} (95% CI {c.ci_low * 100:+.1f} to "
-            f"{c.ci_high * 100:+.1f}) on {c.n} tasks, Holm-adjusted p = {secondary.p_holm:.2g}; secondary).")
-
-
-def arm_cost(rows: pd.DataFrame | None) -> dict[str, float | None]:
-    """An arm's mean per counted run (the rows paired_comparison counts) of tokens, dollars and seconds; None
-    for a measure the runs did not record (an unpriced cost)."""
-    from helpers.stats.costs import RUN_MEASURES
-    from helpers.stats.outcomes import INFRA, run_outcome
-
-    if rows is None or rows.empty:
-        return {measure: None for measure in RUN_MEASURES}
-    counted = scored(rows)
-    counted = counted[[run_outcome(r) != INFRA for r in counted.to_dict("records")]]
-    means: dict[str, float | None] = {}
-    for measure, (columns, _, _) in RUN_MEASURES.items():
-        if counted.empty or any(c not in counted for c in columns):
-            means[measure] = None
-            continue
-        values = counted[list(columns)].apply(pd.to_numeric, errors="coerce").sum(axis=1, min_count=len(columns))
-        means[measure] = None if values.isna().any() else float(values.mean())
-    return means
-
-
+# --- the baselines: secondary comparisons, declared with the primary (helpers.analysis.secondaries) ------------
 def baselines_result(experiment: str) -> dict[str, Any] | None:
     """The baselines as plain data, None before any baseline arm was saved (helpers.engine.baselines): `arms`
     ({arm: its record, with `accuracy`, `n`, `cost` (arm_cost) and `size`}), `primary` (learned vs none, the
@@ -323,18 +182,6 @@ def baselines_result(experiment: str) -> dict[str, Any] | None:
             "dry_run": primary["dry_run"] or any(r.get("dry_run") for r in saved.values())}
 
 
-def against_none(result: Mapping[str, Any]) -> dict[str, Any]:
-    """{arm: (its comparison against no rules or None, its p as the test states it, which test)}: learned vs none is
-    the primary test (its own p), init and team vs none are secondaries (Holm-adjusted p)."""
-    found: dict[str, Any] = {"none": (None, math.nan, "")}
-    found["learned"] = (result["primary"], result["primary"].p_value if result["primary"] is not None else math.nan,
-                        "primary")
-    for s in result["secondaries"]:
-        if s.pair[1] == "none":
-            found[s.pair[0]] = (s.comparison, s.p_holm, "secondary, Holm-adjusted")
-    return found
-
-
 def baselines_table(experiment: str) -> pd.DataFrame:
     """One row per arm (none, learned, init, team): its label and status, test accuracy and tasks, the difference
     from no rules with its 95% interval and p (the primary's for learned, Holm-adjusted for the secondaries), its
@@ -361,13 +208,6 @@ def baselines_table(experiment: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _per_run(cost: Mapping[str, float | None], no_charge: str) -> str:
-    tokens, dollars, seconds = cost.get("tokens"), cost.get("cost_usd"), cost.get("duration_s")
-    return ", ".join([f"{tokens:,.0f} tokens" if tokens is not None else "tokens not recorded",
-                      f"${dollars:.4f}" if dollars else no_charge,
-                      f"{seconds:.0f} s" if seconds is not None else "time not recorded"]) + " per run"
-
-
 def baselines_summary(experiment: str) -> str:
     """The baselines in a few lines: the two answers (learned vs init, learned vs team), each arm's cost per
     run and file size, every secondary comparison (Holm-corrected, labeled secondary; skipped and errored
@@ -385,7 +225,7 @@ def baselines_summary(experiment: str) -> str:
             continue
         size = record["size"]
         lines.append(f"- {arm} ({label}): {record['accuracy']:.2f} on {record['n']} test tasks; "
-                     f"{_per_run(record['cost'], result['no_charge'])}; file {size['bytes']:,} bytes, "
+                     f"{per_run(record['cost'], result['no_charge'])}; file {size['bytes']:,} bytes, "
                      f"{size['tokens']:,} tokens, {counted(size['rules'], 'rule')}")
     lines += [s.summary() for s in result["secondaries"]]
     lines += [f"Size warning: {w}" for w in result["warnings"]]
@@ -445,6 +285,5 @@ def transfer_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(table)
 
 
-__all__ = ["primary_result", "evidence_summary", "compare", "side_by_side", "cost_changes", "no_charge_note",
-           "transfer_table", "sequential_verdict", "Secondary", "secondary_comparisons", "answer_sentence", "arm_cost", "ARMS", "SECONDARY",
-           "SECONDARY_RULE", "QUESTIONS", "baselines_result", "baselines_summary", "baselines_table", "against_none"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = ["primary_result", "evidence_summary", "compare", "side_by_side", "transfer_table", "sequential_verdict",
+           "baselines_result", "baselines_summary", "baselines_table"]  # the public API, documented in CODE_APPENDIX.md

@@ -5,7 +5,7 @@ forest plot (03), the latent-rules benchmark beside its published figures (06), 
                 caption=describe_ablation(effects))
 
 Labels are wrapped between words (never cut mid-word), every kind of mark is in the legend, counts tick at
-whole numbers, and lines that coincide stay visible (helpers.analysis.plots.series_style and spread).
+whole numbers, and lines that coincide stay visible (helpers.analysis.figure_style.series_style and spread).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from helpers.analysis.plots import DRY_RUN_TITLE, OKABE_ITO, _dry, _figure, series_style, spread
+from helpers.analysis.figure_style import DRY_RUN_TITLE, OKABE_ITO, is_dry_run, new_figure, series_style, spread
 from helpers.store.loops import loop_records
 
 ABLATION_MARKS = {"tab:blue": "removing it hurt or showed no effect: keep", "tab:red": "removing it helped: delete?",
@@ -43,7 +43,7 @@ def plot_ablation(effects: pd.DataFrame, experiment: str = "", dry_run: bool = F
     orange: candidates for deletion. The legend names every colour the plot uses."""
     labels = [ablation_label(r.rule, r.text, int(r.tokens) if "tokens" in effects else None) for r in effects.itertuples()]
     height = 1.8 + 0.22 * sum(label.count("\n") + 1 for label in labels) + 0.2 * len(labels)
-    figure, ax = _figure(9.0, height)
+    figure, ax = new_figure(9.0, height)
     used = []
     for row, effect in enumerate(effects.itertuples()):
         color = "tab:red" if effect.harmful else "tab:orange" if getattr(effect, "dead_weight", False) else "tab:blue"
@@ -71,14 +71,14 @@ def plot_latent_rules(prefix: str, rule_counts: Sequence[int], feedback: str = "
     hollow diamonds of the same colour. Loops not run have no point."""
     from helpers.families.latent_rules.report import PUBLISHED, experiment_name
 
-    figure, ax = _figure(7.5, 4.2)
+    figure, ax = new_figure(7.5, 4.2)
     dry = False
     for index, count in enumerate(rule_counts):
         style, offset = series_style(index), spread(index, len(rule_counts), step=0.06)
         records = loop_records(experiment_name(prefix, count, feedback), results_root)
         if records:
             loops = pd.DataFrame(records).sort_values("loop")
-            dry = dry or _dry(loops)
+            dry = dry or is_dry_run(loops)
             values = pd.to_numeric(loops["test_accuracy"], errors="coerce")
             low = pd.to_numeric(loops.get("test_ci_low"), errors="coerce")
             high = pd.to_numeric(loops.get("test_ci_high"), errors="coerce")
@@ -107,7 +107,7 @@ def plot_mining(table: pd.DataFrame, experiment: str = "", why: dict[str, str] |
     dropped = table.loc[~table["kept"].astype(bool), "reason"].value_counts() if len(table) else pd.Series(dtype=int)
     labels = ["kept as tasks", *[f"dropped: {reason}" for reason in dropped.index]]
     counts = [kept, *dropped.tolist()]
-    figure, ax = _figure(7.5, 1.4 + 0.45 * len(labels))
+    figure, ax = new_figure(7.5, 1.4 + 0.45 * len(labels))
     colours = [OKABE_ITO[2]] + [OKABE_ITO[1]] * len(dropped)
     bars = ax.barh(range(len(labels)), counts, color=colours)
     ax.bar_label(bars, [f"{count:,}" for count in counts], padding=3, fontsize="small")

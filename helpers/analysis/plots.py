@@ -4,43 +4,38 @@
 
 Figures: train and test accuracy per loop; ruleset size per loop (rules and tokens); resolved rate per
 repository per loop; tokens per role per loop with the cost as labels; tokens per run against validation
-accuracy, per version (the kept one marked); which test tasks passed in which loop (the flips). Every title
+accuracy, per version (the kept one marked: these two are helpers.analysis.cost_plots'); which test tasks
+passed in which loop (the flips). Every title
 says SCRIPTED DRY RUN when the results came from the scripted model server; no legend sits on a title; the
 cost figures never draw what has no price as $0 (they say "unpriced", "local: no charge" or "scripted: no
 charge"); token bars start at 0, the tokens-per-run axis where the versions are; counts tick at whole
 numbers; lines that coincide stay visible (each its own marker, dash and a small sideways offset). Shown,
 each figure is followed by a few sentences drawn from its data (helpers.analysis.captions). Figures are
-built with matplotlib's object API and saved with the Agg canvas: nothing here changes pyplot's backend.
+built with matplotlib's object API and saved with the Agg canvas: nothing here changes pyplot's backend
+(their shared style: helpers.analysis.figure_style).
 """
 
 from __future__ import annotations
 
 import io
-import textwrap
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.ticker import MaxNLocator
 
 from helpers.analysis import captions
-from helpers.analysis.captions import cost_labels, is_true
+from helpers.analysis.cost_plots import plot_cost, plot_cost_accuracy, version_costs
+from helpers.analysis.figure_style import OKABE_ITO, dry_run_title, is_dry_run, new_figure, series_style, spread
 from helpers.core.names import check_name
-from helpers.stats.costs import RUN_MEASURES
-from helpers.stats.outcomes import INFRA, plan_scored, run_outcome
-from helpers.store.loops import kept_version, loop_records, loop_rows
+from helpers.stats.outcomes import plan_scored
+from helpers.store.loops import loop_records, loop_rows
 from helpers.store.records import experiment_dir
 
-DRY_RUN_TITLE = "SCRIPTED DRY RUN (not real results)"
-OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")  # colour-blind safe
 OUTCOME_COLOURS = ListedColormap(["#E69F00", "#0072B2"]).with_extremes(bad="#BBBBBB")  # Okabe-Ito: failed, passed
-ROLES = ("agent", "judge", "optimizer")  # the model roles whose tokens a loop records (<role>_tokens)
-LINE_STYLES = ("-", "--", ":", "-.")  # with MARKERS: lines drawn on top of each other stay told apart
-MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
 def load_loops(experiment: str, results_root: Path | str | None = None) -> pd.DataFrame:
@@ -63,38 +58,11 @@ def load_split_rows(experiment: str, split: str, results_root: Path | str | None
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["instance_id", "repo", "loop", "pass_or_fail"])
 
 
-def _dry(loops: pd.DataFrame) -> bool:
-    """Whether any of these loops ran on the scripted model."""
-    return "dry_run" in loops and any(is_true(value) for value in loops["dry_run"])
-
-
-def _title(text: str, loops: pd.DataFrame) -> str:
-    return f"{text}\n{DRY_RUN_TITLE}" if _dry(loops) else text
-
-
-def spread(index: int, count: int, step: float = 0.04) -> float:
-    """A small sideways offset for the index-th of `count` series on a shared x axis, centred on 0, so that
-    series with equal values sit side by side instead of one hiding the other."""
-    return (index - (count - 1) / 2) * step
-
-
-def series_style(index: int) -> dict[str, Any]:
-    """The index-th series' colour, marker and dash: two series never share all three."""
-    return {"color": OKABE_ITO[index % len(OKABE_ITO)], "marker": MARKERS[index % len(MARKERS)],
-            "linestyle": LINE_STYLES[index % len(LINE_STYLES)], "markerfacecolor": "none" if index % 2 else None}
-
-
-def _figure(width: float = 7.0, height: float = 4.0) -> tuple[Figure, Any]:
-    figure = Figure(figsize=(width, height), dpi=100, layout="constrained")
-    FigureCanvasAgg(figure)
-    return figure, figure.add_subplot()
-
-
 def plot_accuracy(loops: pd.DataFrame, experiment: str = "") -> Figure:
     """Train, validation and test accuracy per loop with their 95% intervals (infrastructure errors left
     out); a loop where no run could be scored has no point, never a zero. The test curve is exploratory:
     the one test is the kept version's (helpers.analysis.evidence)."""
-    figure, ax = _figure()
+    figure, ax = new_figure()
     sides = [(-0.06, "train", "o", "train"), (0.0, "val", "^", "validation"), (0.06, "test", "s", "test, exploratory")]
     for (offset, split, marker, name), colour in zip(sides, OKABE_ITO):
         if f"{split}_accuracy" not in loops or loops[f"{split}_accuracy"].isna().all():
@@ -106,7 +74,7 @@ def plot_accuracy(loops: pd.DataFrame, experiment: str = "") -> Figure:
         ax.errorbar(loops["loop"] + offset, values, yerr=errors, marker=marker, capsize=4, color=colour,
                     label=f"{name} (95% CI)")
     ax.set(xlabel="loop (ruleset version used)", ylabel="accuracy (resolved share)", ylim=(-0.02, 1.02),
-           title=_title(f"Accuracy per loop: {experiment}", loops))
+           title=dry_run_title(f"Accuracy per loop: {experiment}", loops))
     ax.set_xticks(list(loops["loop"]))
     errored = sum(loops.get(f"{split}_errors", pd.Series(0, index=loops.index)).fillna(0) for _, split, _, _ in sides)
     if errored.sum():
@@ -119,9 +87,9 @@ def plot_accuracy(loops: pd.DataFrame, experiment: str = "") -> Figure:
 
 def plot_ruleset_size(loops: pd.DataFrame, experiment: str = "") -> Figure:
     """Rules (bars) and tokens (line) of the ruleset each loop ran with; one legend for both, below the axes."""
-    figure, ax = _figure()
+    figure, ax = new_figure()
     ax.bar(loops["loop"], loops["ruleset_rules"], color="tab:blue", alpha=0.7, label="rules")
-    ax.set(xlabel="loop", ylabel="rules", title=_title(f"Size of the rules each loop ran with: {experiment}", loops))
+    ax.set(xlabel="loop", ylabel="rules", title=dry_run_title(f"Size of the rules each loop ran with: {experiment}", loops))
     ax.set_xticks(list(loops["loop"]))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # a count: never a tick at 0.5 rules
     tokens = ax.twinx()
@@ -135,7 +103,7 @@ def plot_ruleset_size(loops: pd.DataFrame, experiment: str = "") -> Figure:
 
 def plot_repo_resolved(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str = "") -> Figure:
     """Resolved share per repository per loop, train and test rows together."""
-    figure, ax = _figure()
+    figure, ax = new_figure()
     if len(rows):
         rates = rows.assign(resolved=rows["pass_or_fail"].eq("pass")).pivot_table(
             index="loop", columns="repo", values="resolved", aggfunc="mean")
@@ -144,106 +112,7 @@ def plot_repo_resolved(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str 
         ax.legend(fontsize="small")
         ax.set_xticks(list(rates.index))
     ax.set(xlabel="loop", ylabel="resolved share (train + test)", ylim=(-0.02, 1.02),
-           title=_title(f"Resolved rate per repository: {experiment}", loops))
-    ax.grid(alpha=0.3)
-    return figure
-
-
-def plot_cost(loops: pd.DataFrame, experiment: str = "") -> Figure:
-    """Tokens per loop, stacked by role (agent runs, judge, optimizer: known in every mode), each bar labeled
-    with the loop's cost (cost_labels: dollars where priced, "unpriced", "local: no charge", "scripted: no
-    charge"). The axis starts at 0; a loop with no token count recorded says so instead of an empty frame."""
-    figure, ax = _figure()
-    bottom = pd.Series(0.0, index=loops.index)
-    for role in ROLES:
-        if f"{role}_tokens" not in loops:
-            continue  # older loop records counted the agent's tokens only
-        values = pd.to_numeric(loops[f"{role}_tokens"], errors="coerce").fillna(0.0).clip(lower=0)
-        ax.bar(loops["loop"], values, bottom=bottom, label=role)
-        bottom = bottom + values
-    top = float(bottom.max()) if len(bottom) else 0.0
-    width = max(8, 90 // max(1, len(loops)))  # characters of x-small text a bar's slot holds (~90 across the axes)
-    for loop, height, label in zip(loops["loop"], bottom, cost_labels(loops)):
-        text = "\n".join(textwrap.fill(line, width) for line in label.replace(" (", "\n(").split("\n"))
-        ax.annotate(text, (loop, height), textcoords="offset points", xytext=(0, 3), ha="center", va="bottom",
-                    fontsize="x-small")
-    if top <= 0:
-        ax.annotate("no token counts recorded for these loops", (0.5, 0.5), xycoords="axes fraction", ha="center")
-    ax.set_ylim(0, top * 1.3 if top > 0 else 1.0)  # room for the labels above the bars
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
-    ax.set(xlabel="loop", ylabel="tokens (input + output)",
-           title=_title(f"Tokens per loop by role, cost as labels: {experiment}", loops))
-    ax.set_xticks(list(loops["loop"]))
-    if ax.containers:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")  # beside the axes, off the title
-    return figure
-
-
-def version_costs(experiment: str, results_root: Path | str | None = None) -> pd.DataFrame:
-    """Per ruleset version, at its first measurement: tokens per run and accuracy (with its 95% interval) on
-    validation, the split that chose the kept version; on train when the experiment has no validation side
-    (`split` says which). Columns: version, loop, split, accuracy, ci_low, ci_high, tokens_per_run (NaN when
-    no run recorded tokens), ruleset_tokens, kept. Tokens count the runs accuracy counts (infrastructure
-    errors left out)."""
-    columns = ["version", "loop", "split", "accuracy", "ci_low", "ci_high", "tokens_per_run", "ruleset_tokens", "kept"]
-    records = loop_records(experiment, results_root)
-    choice = kept_version(experiment, results_root=results_root)
-    if not records or choice is None:
-        return pd.DataFrame(columns=columns)
-    split = "val" if (choice.candidates["scored"] > 0).any() else "train"
-    points, seen = [], set()
-    for record in records:
-        version, loop = record["ruleset_version"], record["loop"]
-        rows = _scored_rows(experiment, split, loop, results_root)
-        if version in seen or rows is None:
-            continue
-        seen.add(version)
-        points.append({"version": version, "loop": loop, "split": split, "accuracy": record.get(f"{split}_accuracy"),
-                       "ci_low": record.get(f"{split}_ci_low"), "ci_high": record.get(f"{split}_ci_high"),
-                       "tokens_per_run": _tokens_per_run(rows), "ruleset_tokens": record.get("ruleset_tokens"),
-                       "kept": version == choice.version})
-    return pd.DataFrame(points, columns=columns)
-
-
-def plot_cost_accuracy(points: pd.DataFrame, experiment: str = "", dry_run: bool = False) -> Figure:
-    """Each version (version_costs) as a point: x its tokens per run, y its validation accuracy with the 95%
-    interval; versions joined in order; the kept version a star. Up and to the left is better: more accuracy
-    for fewer tokens. The y axis starts at 0; the x axis spans the versions' token counts."""
-    figure, ax = _figure()
-    split = points["split"].iloc[0] if len(points) else "val"
-    x = pd.to_numeric(points["tokens_per_run"], errors="coerce").fillna(0.0)
-    y = pd.to_numeric(points["accuracy"], errors="coerce")
-    low = pd.to_numeric(points["ci_low"], errors="coerce")
-    high = pd.to_numeric(points["ci_high"], errors="coerce")
-    if len(points):
-        ax.plot(x, y, color="grey", linestyle=":", linewidth=1)
-        ax.errorbar(x, y, yerr=[(y - low).clip(lower=0).fillna(0), (high - y).clip(lower=0).fillna(0)], fmt="o",
-                    capsize=4, color="tab:blue", label="version (95% CI)", clip_on=False)  # a point at 0 shows whole
-        kept = points["kept"].astype(bool)
-        ax.plot(x[kept], y[kept], marker="*", markersize=16, linestyle="none", color="tab:orange", label="kept version",
-                clip_on=False)
-        for i, (xi, yi, point) in enumerate(zip(x, y, points.itertuples())):
-            # short names, staggered, so that versions with close token counts stay readable
-            ax.annotate(f"v{point.version}", (xi, yi), textcoords="offset points", xytext=(6, 6 + 12 * (i % 2)),
-                        fontsize="small")
-        bare = [f"v{v}" for v, t in zip(points["version"], points["ruleset_tokens"]) if not t]
-        ax.legend(loc="best", fontsize="small", title=f"{', '.join(bare)}: no rules" if bare else None,
-                  title_fontsize="small")
-    if not (x > 0).any():
-        ax.annotate("no token counts recorded", (0.5, 0.5), xycoords="axes fraction", ha="center")
-    ax.set_xlim(*_data_range(x[x > 0]))
-    ax.set_ylim(0, 1.05)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
-    which = ("validation accuracy" if split == "val" else
-             "train accuracy (no validation side: the tasks the optimizer learned from)")
-    title = f"Tokens per run and {which.split(' (')[0]}, per version: {experiment}"
-    side = "validation" if split == "val" else "train"
-    ax.set(xlabel=f"tokens per agent run on {side} tasks (input + output, mean)",
-           ylabel=which if split == "val" else "train accuracy",
-           title=f"{title}\n{DRY_RUN_TITLE}" if dry_run else title)
-    if split != "val":
-        ax.annotate("no validation side: the kept version is the latest, not chosen by data", (0.01, 0.01),
-                    xycoords="axes fraction", fontsize="small", color="tab:red")
+           title=dry_run_title(f"Resolved rate per repository: {experiment}", loops))
     ax.grid(alpha=0.3)
     return figure
 
@@ -252,25 +121,6 @@ def _scored_rows(experiment: str, split: str, loop: int, results_root: Path | st
     """One loop's rows of one split, plan mode's scored by the judge (helpers.stats.outcomes.plan_scored)."""
     rows = loop_rows(experiment, split, loop, results_root)
     return None if rows is None else plan_scored(rows)
-
-
-def _data_range(values: pd.Series) -> tuple[float, float]:
-    """An axis range that starts where the data do: the values' span with a margin of a tenth of it (at least
-    5% of the largest value) on each side; (0, 1) without data."""
-    if values.empty:
-        return 0.0, 1.0
-    low, high = float(values.min()), float(values.max())
-    margin = max((high - low) * 0.1, high * 0.05, 1.0)
-    return max(0.0, low - margin), high + margin
-
-
-def _tokens_per_run(rows: pd.DataFrame) -> float:
-    """Mean input + output tokens over the runs accuracy counts (NaN when none recorded tokens)."""
-    columns = list(RUN_MEASURES["tokens"][0])
-    if rows.empty or not set(columns) <= set(rows.columns):
-        return float("nan")
-    counted = rows[[run_outcome(row) != INFRA for row in rows.to_dict("records")]]
-    return float(counted[columns].apply(pd.to_numeric, errors="coerce").sum(axis=1, min_count=len(columns)).mean())
 
 
 def flipped_tasks(experiment: str, results_root: Path | str | None = None) -> pd.DataFrame:
@@ -294,7 +144,7 @@ def plot_test_outcomes(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str 
     legend), grey not run or errored; flips stand out as colour changes."""
     table = (rows.assign(passed=rows["pass_or_fail"].eq("pass").astype(float))
              .pivot_table(index="instance_id", columns="loop", values="passed", aggfunc="last")) if len(rows) else pd.DataFrame()
-    figure, ax = _figure(7.0, max(2.5, 0.3 * len(table) + 1.5))
+    figure, ax = new_figure(7.0, max(2.5, 0.3 * len(table) + 1.5))
     if len(table):
         ax.imshow(table.values, cmap=OUTCOME_COLOURS, vmin=0, vmax=1, aspect="auto")
         ax.legend(handles=[Patch(color=OUTCOME_COLOURS(1.0), label="passed"),
@@ -302,7 +152,7 @@ def plot_test_outcomes(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str 
                   loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
         ax.set_yticks(range(len(table)), labels=table.index, fontsize="small")
         ax.set_xticks(range(len(table.columns)), labels=[str(c) for c in table.columns])
-    ax.set(xlabel="loop", title=_title(f"Test tasks passed per loop: {experiment}", loops))
+    ax.set(xlabel="loop", title=dry_run_title(f"Test tasks passed per loop: {experiment}", loops))
     return figure
 
 
@@ -320,7 +170,7 @@ def plot_all(experiment: str, results_root: Path | str | None = None,
     loops = load_loops(experiment, results_root)
     test_rows = load_split_rows(experiment, "test", results_root)
     both = pd.concat([load_split_rows(experiment, "train", results_root), test_rows], ignore_index=True)
-    points, dry = version_costs(experiment, results_root), _dry(loops)
+    points, dry = version_costs(experiment, results_root), is_dry_run(loops)
     figures = {  # each figure with what to read in it
         "accuracy": (plot_accuracy(loops, experiment), captions.describe_accuracy(loops)),
         "ruleset_size": (plot_ruleset_size(loops, experiment), captions.describe_ruleset_size(loops)),
@@ -361,6 +211,5 @@ def plot_path(experiment: str, name: str, results_root: Path | str | None = None
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
     "plot_all", "flipped_tasks", "load_loops", "load_split_rows", "plot_accuracy", "plot_ruleset_size",
-    "plot_repo_resolved", "plot_cost", "plot_test_outcomes", "version_costs", "plot_cost_accuracy", "show_figure",
-    "plot_path", "spread", "series_style",
+    "plot_repo_resolved", "plot_test_outcomes", "show_figure", "plot_path",
 ]

@@ -174,7 +174,7 @@ def transfer_test(experiment: str, agent: Any, *, split: str = "test", workers: 
     p_value, tokens_change (the paired change in tokens per run, a PairedChange, or None unrecorded),
     decision, dry_run (these runs or the experiment's were scripted: pass the session's). Runs are recorded, and resume, under "<experiment>-transfer", one run id per agent,
     model and version."""
-    from helpers.analysis.evidence import cost_changes
+    from helpers.analysis.run_costs import cost_changes
     from helpers.core.names import check_name
     from helpers.stats.selection import decision
     from helpers.engine.runs import run_tasks

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from helpers.engine.loop_family import FEEDBACK_COLUMNS
-from helpers.learn.optimizer import render_example
+from helpers.learn.examples import render_example
 from helpers.store.loops import completed_loops, loop_rows
 from helpers.store.rulesets import RulesetStore
 

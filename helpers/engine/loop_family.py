@@ -69,7 +69,7 @@ class CodingLoopFamily:
     def answer(self, ruleset: RulesFile, loop: int) -> dict[str, pd.DataFrame]:
         """Each split's rows; when loops do not run the test split (tests_each_loop), it is left to the
         one test (no rows here)."""
-        from helpers.engine.runs import COLUMNS
+        from helpers.engine.run_records import COLUMNS
 
         return {split: (run_attempts(self.agent, frame, f"{split}_{loop}", ruleset, self.settings, self.session,
                                      self.family)

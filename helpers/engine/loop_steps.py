@@ -96,7 +96,7 @@ class ShownLoopSteps(LoopSteps):
         """The meta-prompt's user message as the optimizer reads it (the current rules, then the first training
         example), the example's patch cut to `output_lines` lines; the instructions before it are section 3's."""
         from helpers.core.tokens import count_tokens
-        from helpers.learn.optimizer import render_example
+        from helpers.learn.examples import render_example
 
         train = self.judged()
         whole = meta_prompt(self.optimizer, train, self.ruleset, examples=len(train))

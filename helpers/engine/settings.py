@@ -66,3 +66,14 @@ class LoopSettings:
             raise ValueError(f"best_by must be 'val_accuracy', not {self.best_by!r}: versions are chosen on the "
                              "validation split, because train is what the optimizer learned from and test is the "
                              "final, pre-declared comparison (choosing on it would bias it).")
+
+
+def instructions(settings: LoopSettings) -> dict[str, str | None]:
+    """The judge's and the optimizer's instructions an experiment was given (None: the defaults), as every
+    ruleset version's metadata records them."""
+    return {"judge_prompt": settings.judge_prompt, "optimizer_prompt": settings.optimizer_prompt}
+
+
+def agent_name(settings: LoopSettings) -> str:
+    """The agent's registered name, whether the settings name it or hold the Agent object."""
+    return settings.agent if isinstance(settings.agent, str) else settings.agent.name

@@ -26,7 +26,7 @@
 - When the rules end as they started (no edit applied), optimize() returns its input byte for byte. Only answers
   that were used are cached (LLMClient.remember): a malformed one is asked for again.
 - The leakage guard flags rules that name something only one training task has (its instance id, a
-  file, test or identifier found in only its patches) and, by default, rejects them.
+  file, test or identifier found in only its patches: helpers.learn.leakage) and, by default, rejects them.
 - The planted-instruction guard: an edit whose text looks like an order smuggled in through the
   feedback (fetch and run a script, a link, send or show a secret, ignore instructions:
   helpers.rules.planted) is, by default, refused with its reasons (apply_edits(refuse_planted=True)), so
@@ -44,11 +44,6 @@
 
 from __future__ import annotations
 
-import builtins
-import keyword
-import re
-import sys
-from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any, Callable, Sequence, overload
@@ -57,7 +52,9 @@ import pandas as pd
 
 from helpers.core import config
 from helpers.llm.client import LLMClient, LLMError, cut_at_length, parse_json_object
-from helpers.core.fences import fence, fence_note, fence_token, inline, outside_fences
+from helpers.core.fences import fence_note, outside_fences
+from helpers.learn.examples import render_example
+from helpers.learn.leakage import leaks_in, leaky_identifiers
 from helpers.rules.planted import planted_note, planted_reasons
 from helpers.rules.edits import apply_edits, rules_tokens
 from helpers.rules.ruleset import Ruleset
@@ -92,8 +89,6 @@ REPAIR_PROMPT = ("Your answer could not be used: {problem}. Answer again with on
 NO_RULES = "(none yet: write the first rules from scratch)"
 LEAKAGE_MODES = ("reject", "flag", "off")
 PLANTED_MODES = ("reject", "flag")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_COMMON = set(keyword.kwlist) | set(dir(builtins)) | {"self", "cls", "None", "True", "False"}
 
 
 @dataclass
@@ -357,94 +352,6 @@ class PromptLearningOptimizer:
         return allowed, leaked
 
 
-def render_example(row: dict[str, Any], output_column: str, feedback_columns: Sequence[str],
-                   max_tokens: int | None = None) -> str:
-    """One example as the optimizer reads it: task, the agent's output, then every feedback column. Every text
-    the host did not write (the task, the output, a feedback value that is not a plain word or number) is fenced
-    as data (helpers.core.fences); the hidden tests' outcome is the host's own line. `max_tokens`: cut the
-    output first, then the task, then the feedback (each inside its fence, with a visible marker) to fit."""
-    fields = {"task": str(row.get("problem_statement") or row.get("input") or "").strip(),
-              "output": str(row.get(output_column) or "").strip(),
-              **{f"feedback {column}": _text(row.get(column, "")) for column in feedback_columns}}
-    text = _render_fields(row, output_column, feedback_columns, fields)
-    for name in ["output", "task", *(f"feedback {c}" for c in feedback_columns)]:
-        excess = count_tokens(text) - max_tokens if max_tokens else 0
-        if excess <= 0:
-            break
-        fields[name] = truncate_tokens(fields[name], max(0, count_tokens(fields[name]) - excess - 24))
-        text = _render_fields(row, output_column, feedback_columns, fields)
-    return text
-
-
-def _text(value: Any) -> str:
-    return "" if value is None or (isinstance(value, float) and value != value) else str(value)
-
-
-def _render_fields(row: dict[str, Any], output_column: str, feedback_columns: Sequence[str],
-                   fields: dict[str, str]) -> str:
-    token = fence_token(*fields.values())
-    feedback = []
-    if "pass_or_fail" in row and "pass_or_fail" not in feedback_columns:
-        feedback.append(f"- hidden tests (the host's grade): {inline(row['pass_or_fail'])}")
-    for column in feedback_columns:
-        value = fields[f"feedback {column}"]
-        plain = len(value) <= 40 and inline(value) == value
-        feedback.append(f"- {column}: " + (value if plain else "\n" + fence(token, f"feedback: {column}", value)))
-    task = fields["task"]
-    output = (fence(token, f"the agent's output ({output_column})", fields["output"]) if fields["output"]
-              else "(empty: the agent produced nothing)")
-    return (f"### Example {inline(row.get('instance_id', ''))}\n"
-            + (f"Task:\n{fence(token, 'the task, as its author wrote it', task)}\n\n" if task else "")
-            + f"Output ({output_column}):\n{output}\n\nFeedback:\n" + "\n".join(feedback))
-
-
-def _patch_identifiers(patch: str) -> set[str]:
-    names = set()
-    for line in (patch or "").splitlines():
-        if line.startswith("diff --git "):
-            for path in line.split()[2:]:
-                path = path[2:] if path[:2] in ("a/", "b/") else path
-                names.update({path, path.rsplit("/", 1)[-1]})
-        elif line[:1] in "+-" and not line.startswith(("+++", "---")):
-            names.update(_IDENTIFIER.findall(line[1:]))
-    return names
-
-
-def _specific(name: str) -> bool:
-    """Identifier-shaped enough to be a task's own (not an English word or a Python builtin)."""
-    if len(name) < 4 or name in _COMMON or name.startswith("__"):
-        return False
-    if "." in name and name.split(".")[0] in sys.stdlib_module_names:  # logging.getLogger: common API
-        return False
-    return "_" in name or "." in name or "/" in name or any(c.isupper() for c in name[1:])
-
-
-def leaky_identifiers(dataset: pd.DataFrame) -> dict[str, set[str]]:
-    """name -> the one training task it belongs to, for names found in only one task: instance ids,
-    files, test names and identifiers of its gold and test patches."""
-    owners: dict[str, set[str]] = defaultdict(set)
-    for row in dataset.to_dict("records"):
-        task = str(row["instance_id"])
-        names = {task}
-        for column in ("ground_truth_patch", "patch", "test_patch"):
-            names |= {n for n in _patch_identifiers(str(row.get(column) or "")) if _specific(n)}
-        for column in ("FAIL_TO_PASS", "PASS_TO_PASS"):
-            tests = row.get(column)
-            for test in tests if isinstance(tests, list) else []:
-                names.update({test, test.split("::")[-1].split("[")[0], test.split(" ")[0]})
-        for name in names:
-            owners[name].add(task)
-    return {name: tasks for name, tasks in owners.items() if len(tasks) == 1}
-
-
-def leaks_in(text: str, leaks: dict[str, set[str]]) -> dict[str, set[str]]:
-    """The task-specific names `text` mentions (whole words only)."""
-    found = {}
-    for name, tasks in leaks.items():
-        if name in text and re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", text):
-            found[name] = tasks
-    return found
-
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "PromptLearningOptimizer", "OptimizerReport", "render_example", "leaky_identifiers", "leaks_in",
+    "PromptLearningOptimizer", "OptimizerReport",
 ]

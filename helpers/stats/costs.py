@@ -6,7 +6,7 @@
 Rules are read on every model call of every run, so a ruleset that helps may also cost. The change is
 measured on the same tasks and the same counted runs as the accuracy test (helpers.stats.comparisons.paired_values),
 each task's run under b against its run under a, with a percentile bootstrap over tasks
-(helpers.stats.comparisons.paired_bootstrap). It is reported, never tested for significance: accuracy is the one
+(helpers.stats.intervals.paired_bootstrap). It is reported, never tested for significance: accuracy is the one
 pre-declared test, and the cost of the rules is a price to weigh, not a hypothesis.
 """
 
@@ -19,12 +19,13 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from helpers.stats.comparisons import CONFIDENCE, N_BOOT, FloatArray, paired_bootstrap, paired_values
+from helpers.stats.comparisons import paired_values
+from helpers.stats.intervals import CONFIDENCE, N_BOOT, FloatArray, paired_bootstrap
 
 METHOD = "per-task mean over attempts; paired percentile bootstrap over tasks; no test (reported, not tested)"
 # Why a cost has no dollars, in the words every table, line and figure uses (never "$0.00" for them).
 SCRIPTED_NO_CHARGE, LOCAL_NO_CHARGE, UNPRICED = "scripted: no charge", "local: no charge", "unpriced"
-# What a run costs, from its record (helpers.engine.runs.COLUMNS): measure -> (columns summed, wording, unit).
+# What a run costs, from its record (helpers.engine.run_records.COLUMNS): measure -> (columns summed, wording, unit).
 RUN_MEASURES = {"tokens": (("input_tokens", "output_tokens"), "tokens per run", "tokens"),
                 "cost_usd": (("cost_usd",), "cost per run", "USD"),
                 "duration_s": (("duration_s",), "wall time per run", "s")}

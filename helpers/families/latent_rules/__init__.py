@@ -5,6 +5,7 @@ and the page must follow latent rules nobody told the model. Importing this pack
 - rules: the catalogue of 100 latent rules, each with a statement and a deterministic checker
 - requests: a seeded generator of page requests
 - scoring: per-row and per-rule metrics, and the feedback columns the optimizer reads
+- ideal: the page that follows every rule, which the scripted generator starts from
 - scripted: the dry run's generator, which follows exactly the rules its prompt states
 - family: LatentRulesFamily, the task family's seam (tasks, split, run, score, feedback, base_prompt)
 """

@@ -286,8 +286,8 @@ def arm_frame(outcomes, tokens=1000.0, cost=None, seconds=30.0, errored=()):
 
 
 def test_secondary_comparisons_are_each_a_paired_mcnemar_test_holm_corrected_together():
-    from helpers.analysis.evidence import secondary_comparisons
-    from helpers.stats.comparisons import mcnemar_exact
+    from helpers.analysis.secondaries import secondary_comparisons
+    from helpers.stats.intervals import mcnemar_exact
 
     none = arm_frame([0] * 30)
     learned = arm_frame([1] * 20 + [0] * 10)
@@ -313,8 +313,8 @@ def test_secondary_comparisons_are_each_a_paired_mcnemar_test_holm_corrected_tog
 
 
 def test_a_missing_arm_is_skipped_and_an_errored_arm_is_named_never_read_as_no_rules():
-    from helpers.analysis.evidence import answer_sentence, secondary_comparisons
-    from helpers.stats.comparisons import mcnemar_exact
+    from helpers.analysis.secondaries import answer_sentence, secondary_comparisons
+    from helpers.stats.intervals import mcnemar_exact
 
     frames = {"none": arm_frame([0] * 20), "learned": arm_frame([1] * 12 + [0] * 8), "init": None}
     states = {"init": {"status": "errored", "why": "codex's init run wrote no AGENTS.md"},
@@ -338,7 +338,7 @@ def test_a_missing_arm_is_skipped_and_an_errored_arm_is_named_never_read_as_no_r
 
 
 def test_the_answer_says_yes_no_or_noise_from_the_corrected_test():
-    from helpers.analysis.evidence import answer_sentence, secondary_comparisons
+    from helpers.analysis.secondaries import answer_sentence, secondary_comparisons
 
     none = arm_frame([0] * 30)
     for learned, init, starts in (([1] * 20 + [0] * 10, [0] * 30, "Yes ("),
@@ -351,7 +351,7 @@ def test_the_answer_says_yes_no_or_noise_from_the_corrected_test():
 
 
 def test_an_arms_cost_per_run_leaves_infrastructure_errors_out_and_says_when_nothing_was_priced():
-    from helpers.analysis.evidence import arm_cost
+    from helpers.analysis.run_costs import arm_cost
 
     rows = arm_frame([1, 0, 1, 0], tokens=2000.0, cost=0.01, seconds=40.0, errored=(3,))
     rows.loc[3, "input_tokens"] = 10**9  # an errored run's usage says nothing about the arm

@@ -4,7 +4,7 @@ latent-rules lines and the mining counts stay readable."""
 import pandas as pd
 
 from helpers.analysis.notebook_plots import ablation_label, plot_ablation, plot_latent_rules
-from helpers.analysis.plots import DRY_RUN_TITLE
+from helpers.analysis.figure_style import DRY_RUN_TITLE
 from helpers.store.records import append_jsonl, loops_path
 
 

@@ -4,7 +4,8 @@
 import pandas as pd
 import pytest
 
-from helpers.analysis.plots import DRY_RUN_TITLE, flipped_tasks, load_loops, plot_accuracy, plot_all
+from helpers.analysis.figure_style import DRY_RUN_TITLE
+from helpers.analysis.plots import flipped_tasks, load_loops, plot_accuracy, plot_all
 from helpers.store.records import append_jsonl, loops_path, split_results_path, write_csv
 
 
@@ -80,7 +81,7 @@ def role_tokens(agent, judge, optimizer):
 
 def test_the_cost_plot_shows_tokens_per_role_and_labels_each_loops_cost_in_words_never_as_zero():
     from helpers.analysis.captions import cost_labels, cost_notes
-    from helpers.analysis.plots import plot_cost
+    from helpers.analysis.cost_plots import plot_cost
 
     loops = pd.DataFrame([
         {"loop": 0, "agent_cost_usd": None, "judge_cost_usd": None, "optimizer_cost_usd": None, "cost_usd": None,
@@ -99,7 +100,7 @@ def test_the_cost_plot_shows_tokens_per_role_and_labels_each_loops_cost_in_words
 
 
 def test_the_cost_plot_has_bars_in_the_dry_run_and_says_scripted_no_charge_on_an_axis_from_zero():
-    from helpers.analysis.plots import plot_cost
+    from helpers.analysis.cost_plots import plot_cost
 
     loops = pd.DataFrame([{"loop": loop, "agent_cost_usd": None, "judge_cost_usd": None, "optimizer_cost_usd": None,
                            "cost_usd": None, "unpriced": ["agent", "judge", "optimizer"], "local": [], "dry_run": True,
@@ -113,7 +114,7 @@ def test_the_cost_plot_has_bars_in_the_dry_run_and_says_scripted_no_charge_on_an
 
 
 def test_a_loop_record_with_no_token_counts_is_said_so_not_drawn_as_an_empty_frame():
-    from helpers.analysis.plots import plot_cost
+    from helpers.analysis.cost_plots import plot_cost
 
     loops = pd.DataFrame([{"loop": 0, "cost_usd": 0.5, "unpriced": [], "local": [], "dry_run": False}])
     ax = plot_cost(loops, "old").axes[0]
@@ -125,15 +126,16 @@ def overlaps(a, b):
 
 
 def test_no_legend_sits_on_a_title_or_an_axis_labels(tmp_path):
-    from helpers.analysis import plots
+    from helpers.analysis import cost_plots, plots
 
     fake_experiment(tmp_path)
     name = "a-team-experiment-with-a-long-name"  # titles as wide as real ones
     loops = load_loops("demo", tmp_path)
     rows = plots.load_split_rows("demo", "test", tmp_path)
     figures = {"accuracy": plots.plot_accuracy(loops, name), "ruleset_size": plots.plot_ruleset_size(loops, name),
-               "resolved_by_repo": plots.plot_repo_resolved(rows, loops, name), "cost": plots.plot_cost(loops, name),
-               "cost_accuracy": plots.plot_cost_accuracy(plots.version_costs("demo", tmp_path), name, dry_run=True)}
+               "resolved_by_repo": plots.plot_repo_resolved(rows, loops, name), "cost": cost_plots.plot_cost(loops, name),
+               "cost_accuracy": cost_plots.plot_cost_accuracy(cost_plots.version_costs("demo", tmp_path), name,
+                                                             dry_run=True)}
     for figure_name, figure in figures.items():
         figure.canvas.draw()
         renderer = figure.canvas.get_renderer()
@@ -148,7 +150,7 @@ def test_no_legend_sits_on_a_title_or_an_axis_labels(tmp_path):
 
 
 def test_the_cost_accuracy_figure_places_each_version_by_its_tokens_per_run_and_validation_accuracy(tmp_path):
-    from helpers.analysis.plots import plot_cost_accuracy, version_costs
+    from helpers.analysis.cost_plots import plot_cost_accuracy, version_costs
 
     for loop, (passed, tokens) in enumerate([(1, 10_000), (3, 12_000), (2, 14_000)]):
         append_jsonl(loops_path("costly", tmp_path), {
@@ -235,7 +237,8 @@ def test_counts_of_rules_tick_at_whole_numbers_only():
 
 
 def test_plan_mode_figures_count_the_judges_verdicts_as_the_loop_lines_do(tmp_path):
-    from helpers.analysis.plots import load_split_rows, version_costs
+    from helpers.analysis.cost_plots import version_costs
+    from helpers.analysis.plots import load_split_rows
 
     for loop, verdicts in enumerate([["incorrect", "incorrect"], ["correct", "incorrect"]]):
         append_jsonl(loops_path("plan", tmp_path), {"loop": loop, "ruleset_version": loop, "val_accuracy": loop / 2,

@@ -12,8 +12,9 @@ from helpers.agents.base import AgentBase
 
 from helpers.stand_ins.dry_run import DryRunScript
 from helpers.store.loops import completed_loops
-from helpers.engine.loop import (LoopSettings, LoopStopped, LoopUnfinished, describe_loop, outcome_counts,
-                          run_loop)
+from helpers.engine.loop import LoopSettings, describe_loop, run_loop
+from helpers.engine.loop_end import LoopStopped, LoopUnfinished
+from helpers.stats.outcomes import outcome_counts
 from helpers.core.protocols import AgentResult
 from helpers.store.records import loops_path, read_jsonl
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer
@@ -210,8 +211,8 @@ def test_the_notebook_steps_and_the_library_loop_are_one_loop_with_one_phoenix_s
     output column, and the Phoenix experiments named and tagged by one function."""
     from helpers.engine import loop as engine_loop
     from helpers.engine.loop_family import CodingLoopFamily
-    from helpers.engine.loop import (check_runs, choose_start_version, finish_loop, log_loop_to_phoenix,
-                                     start_experiment)
+    from helpers.engine.loop import choose_start_version, log_loop_to_phoenix, start_experiment
+    from helpers.engine.loop_end import check_runs, finish_loop
 
     logged = []
     monkeypatch.setattr(engine_loop, "log_loop_to_phoenix",
@@ -386,7 +387,8 @@ def test_a_loop_record_counts_each_roles_tokens_whatever_the_price(isolated, one
 
 
 def test_an_experiment_made_with_other_instructions_refuses_to_resume_under_new_ones(tmp_path):
-    from helpers.engine.loop import LoopSettings, check_same_instructions, instructions
+    from helpers.engine.loop import LoopSettings, check_same_instructions
+    from helpers.engine.settings import instructions
     from helpers.store.rulesets import RulesetStore
 
     store = RulesetStore("prompts", tmp_path)

@@ -299,7 +299,7 @@ def test_a_harness_failure_is_an_error_never_a_fail_and_only_the_evaluation_is_r
     with the harness's message, the loop cannot count it, and the next call evaluates it again without
     running the agent again."""
     from helpers.stats.outcomes import INFRA, run_outcome
-    from helpers.engine.loop import LoopUnfinished, check_runs
+    from helpers.engine.loop_end import LoopUnfinished, check_runs
 
     import sys
 

@@ -214,7 +214,7 @@ def test_every_convention_is_in_train_and_in_test_under_the_chronological_split(
 
 @pytest.mark.parametrize("train_size", [6, 32])
 def test_no_rule_names_what_only_one_training_task_shows_so_the_leakage_guard_lets_it_in(tasks, train_size):
-    from helpers.learn.optimizer import leaks_in, leaky_identifiers
+    from helpers.learn.leakage import leaks_in, leaky_identifiers
 
     train, _ = split_dataset(tasks, train_size, 16, "chronological")
     leaks = leaky_identifiers(train)

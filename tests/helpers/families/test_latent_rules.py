@@ -11,7 +11,8 @@ from helpers.families.latent_rules import (BASE_PROMPT, FEEDBACK_COLUMNS, RULES,
                                   active_rules, check_page, generate_requests, llm_generator, parse_page,
                                   prompt_with, scripted_generator, stated_rules)
 from helpers.families.latent_rules.catalog import CATEGORIES, DIFFICULTIES
-from helpers.families.latent_rules.scripted import BREAKS, ideal_page, read_request, scripted_optimizer_edits, scripted_page
+from helpers.families.latent_rules.ideal import ideal_page, read_request
+from helpers.families.latent_rules.scripted import BREAKS, scripted_optimizer_edits, scripted_page
 from helpers.llm.client import BudgetExceeded, LLMClient
 from helpers.learn.optimizer import PromptLearningOptimizer
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, message_text

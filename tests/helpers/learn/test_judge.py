@@ -162,7 +162,7 @@ def test_the_issues_45kb_patch_has_no_middle_cut_from_the_judges_view():
 
 @pytest.mark.parametrize("forger_at", [0.0, 0.5, 1.0])
 def test_graded_code_over_the_judges_budget_is_recorded_as_not_seen_whole_and_counted_in_the_loop_line(tmp_path, forger_at):
-    from helpers.engine.loop import judge_partial
+    from helpers.engine.loop_end import judge_partial
     from helpers.engine.loop_lines import describe_loop
 
     big = padded_patch(forger_at, graded_padding=True)

@@ -8,7 +8,8 @@ import pytest
 from helpers.families.coding.house_suite import CONVENTIONS
 from helpers.families.coding.tasks import load_house_suite
 from helpers.learn.judge import judge_messages
-from helpers.learn.optimizer import PromptLearningOptimizer, render_example
+from helpers.learn.examples import render_example
+from helpers.learn.optimizer import PromptLearningOptimizer
 from helpers.rules.ruleset import parse_ruleset
 from helpers.stand_ins.dry_run import KEY_WORDS, DryRunScript, named_conventions
 from helpers.stand_ins.file_edit_tools import PATCH_END, ShellTool

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from helpers.stats.costs import mean_diff, mean_ratio
-from helpers.stats.comparisons import accuracy_interval, mcnemar_exact, paired_bootstrap, paired_comparison, wilson_interval
+from helpers.stats.comparisons import accuracy_interval, paired_comparison
+from helpers.stats.intervals import mcnemar_exact, paired_bootstrap, wilson_interval
 
 
 def results(outcomes: list[str], ids: list[str] | None = None, **columns) -> pd.DataFrame:
@@ -313,7 +314,7 @@ def holm_by_hand(p_values):
 
 
 def test_holm_adjusted_p_values_match_the_definition_on_a_worked_example_and_on_random_families():
-    from helpers.stats.comparisons import holm_adjust
+    from helpers.stats.intervals import holm_adjust
 
     assert holm_adjust([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     assert holm_adjust([0.5, 0.9]) == [1.0, 1.0]  # capped at 1
@@ -325,7 +326,7 @@ def test_holm_adjusted_p_values_match_the_definition_on_a_worked_example_and_on_
 
 
 def test_holm_leaves_a_missing_p_value_out_of_the_family_and_missing():
-    from helpers.stats.comparisons import holm_adjust
+    from helpers.stats.intervals import holm_adjust
 
     adjusted = holm_adjust([0.02, math.nan, 0.04])
     assert math.isnan(adjusted[1]) and adjusted[0] == pytest.approx(0.04) and adjusted[2] == pytest.approx(0.04)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from helpers.stats.costs import mean_ratio, paired_change
-from helpers.stats.comparisons import paired_bootstrap
+from helpers.stats.intervals import paired_bootstrap
 
 from tests.helpers.stats.test_comparisons import TOKENS_A, TOKENS_B
 

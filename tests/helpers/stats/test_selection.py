@@ -6,7 +6,7 @@ import pytest
 
 from helpers.stats.selection import (choose_on_validation, mcnemar_power, minimum_detectable_gain, power_note,
                                     smallest_significant_gain)
-from helpers.stats.comparisons import mcnemar_exact
+from helpers.stats.intervals import mcnemar_exact
 
 
 def rows(passes, n=10):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from helpers.stats.sequential import SequentialDesign, sequential_test, spent_alpha
-from helpers.stats.comparisons import mcnemar_exact
+from helpers.stats.intervals import mcnemar_exact
 
 
 def pairs_from(signs_per_task: list[int]) -> list[tuple[bool, bool]]:
