@@ -368,6 +368,8 @@ def start_gateway(session: Session, budget_usd: float | None = None) -> Any:
 
     models = {"agent": session.agent_model, "judge": session.judge_model, "optimizer": session.optimizer_model}
     upstreams = role_upstreams(session)
+    from helpers.app.experiment_tracer import ExperimentTracer
+
     trace = ExperimentTracer(session.phoenix_url, session.phoenix_api_key) if session.phoenix_url else None
     # Each role's token opens its configured model only (docs/security.md): the agent CLIs are configured to make
     # their side calls (opencode's titles) on the run's model, and a call naming another gets a named 403.
@@ -378,26 +380,5 @@ def start_gateway(session: Session, budget_usd: float | None = None) -> Any:
     return gateway
 
 
-class ExperimentTracer:
-    """A gateway `trace` that sends each call to the Phoenix project of its experiment
-    ("<experiment> model calls"), so a run in Phoenix links to its agent's whole conversation."""
-
-    def __init__(self, endpoint: str, api_key: str | None = None):
-        self.endpoint, self._api_key = endpoint, api_key
-        self._tracers: dict[str, Any] = {}
-
-    def __call__(self, payload: dict) -> None:
-        from helpers.llm.gateway import phoenix_tracer
-
-        project = f"{payload.get('experiment') or 'prompt-learning'} model calls"
-        if project not in self._tracers:
-            self._tracers[project] = phoenix_tracer(self.endpoint, project, api_key=self._api_key)
-        self._tracers[project](payload)
-
-    def close(self) -> None:
-        for tracer in self._tracers.values():
-            tracer.flush()
-            tracer.close()
-
 __all__ = ["open_session", "readable_tables", "is_dry_run", "Session", "start_gateway", "role_upstream", "agent_upstream", "role_upstreams",
-           "require_key", "require_served_models", "ExperimentTracer", "default_agent_model"]  # the public API, documented in CODE_APPENDIX.md
+           "require_key", "require_served_models", "default_agent_model"]  # the public API, documented in CODE_APPENDIX.md

@@ -117,7 +117,7 @@ def run_repo_tests(workspace: Path | str, tests: Sequence[str], *, setup_command
                    sandbox: SandboxPolicy = "required", setup_network: bool = config.SETUP_NETWORK,
                    protect: Sequence[str] = ()) -> TestRun:
     """Run `setup_command` (run_setup), then the harness's pytest on `tests` (files or node ids) in `workspace`,
-    in the sandbox (`sandbox`: "required", "if-available" or None, as helpers.isolation.processes.sandboxed), each
+    in the sandbox (`sandbox`: "required", "if-available" or None, as helpers.isolation.sandboxed_command.sandboxed), each
     within `timeout_s`; the workspace keeps whatever they wrote (so a second run sees the first one's files).
     Whatever they start ends with them. The tests have no network. `test_config` (see check_test_config) is the
     pytest configuration recorded for the task, None for none: the work tree's own is never read. A bad
