@@ -108,10 +108,11 @@ quickstart: $(QUICKSTART) agent
 notebook: $(QUICKSTART) agent
 	$(PY) -m helpers.app.notebook_runner $(NB) --params "$$PARAMS"
 
-# The lint and the type check first, so a finding fails fast (configuration in pyproject.toml; mypy's cache,
-# .mypy_cache, makes a rerun after a small change take seconds).
+# The lint, the format check (`.venv/bin/ruff format` formats) and the type check first, so a finding fails fast
+# (configuration in pyproject.toml; mypy's cache, .mypy_cache, makes a rerun after a small change take seconds).
 check: setup
 	$(VENV)/bin/ruff check
+	$(VENV)/bin/ruff format --check
 	$(PY) -m mypy
 
 # The 25 slowest tests are printed at the end, and a test over its time budget fails the run (tests/test_budget.py).

@@ -61,11 +61,14 @@ INIT_PROMPT = (
     "several files to understand. Include the important parts of the README, CONTRIBUTING and any other "
     "rules files (.cursorrules, .github/copilot-instructions.md). Do not repeat yourself, do not list every "
     "file, and do not add generic practices. If there is already a CLAUDE.md, suggest improvements to it. "
-    "Start the file with \"# CLAUDE.md\" and one line saying it guides Claude Code in this repository."
+    'Start the file with "# CLAUDE.md" and one line saying it guides Claude Code in this repository.'
 )
 QUIET_ENV = {  # no telemetry, error reports, auto-update or other calls home
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
-    "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_ENABLE_TELEMETRY": "0",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_ENABLE_TELEMETRY": "0",
 }
 
 # Retries of a failed model request (Claude Code's default is 10). With 10, a 401 (a wrong key) took
@@ -76,7 +79,9 @@ MAX_RETRIES = 5
 
 def _binary_path() -> str:
     """Where the platform package puts Claude Code's native binary, under claude_code/."""
-    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower(), platform.machine())
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(
+        platform.machine().lower(), platform.machine()
+    )
     system = {"linux": "linux", "darwin": "darwin", "win32": "win32"}.get(sys.platform, sys.platform)
     return f"node_modules/@anthropic-ai/claude-code-{system}-{arch}/claude"
 
@@ -103,10 +108,16 @@ def state_environment(state: Path, base_url: str | None, key_fd: int) -> dict[st
     home, config_dir, tmp = state / "home", state / "config", state / "tmp"
     for folder in (home, config_dir, tmp):
         folder.mkdir()
-    settings = {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(config_dir), "CLAUDE_CODE_TMPDIR": str(tmp),
-                "TMPDIR": str(tmp), "CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR": str(key_fd),
-                "CLAUDE_CODE_MAX_RETRIES": str(MAX_RETRIES),
-                "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(config.agent_max_output_tokens()), **QUIET_ENV}
+    settings = {
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(config_dir),
+        "CLAUDE_CODE_TMPDIR": str(tmp),
+        "TMPDIR": str(tmp),
+        "CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR": str(key_fd),
+        "CLAUDE_CODE_MAX_RETRIES": str(MAX_RETRIES),
+        "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(config.agent_max_output_tokens()),
+        **QUIET_ENV,
+    }
     if base_url:
         settings["ANTHROPIC_BASE_URL"] = base_url
     if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -128,40 +139,78 @@ def trajectory_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 steps.append({"type": "message", "name": "assistant", "text": block["text"]})
             elif kind == "tool_use":
                 names[block.get("id")] = block.get("name", "")
-                steps.append({"type": "tool_call", "name": block.get("name", ""),
-                              "text": json.dumps(block.get("input") or {})})
+                steps.append(
+                    {"type": "tool_call", "name": block.get("name", ""), "text": json.dumps(block.get("input") or {})}
+                )
             elif kind == "tool_result":
                 result = block.get("content")
-                text = result if isinstance(result, str) else "\n".join(
-                    p.get("text", "") for p in result or [] if isinstance(p, dict))
-                steps.append({"type": "tool_result", "name": names.get(block.get("tool_use_id"), ""), "text": text,
-                              "is_error": bool(block.get("is_error"))})
+                text = (
+                    result
+                    if isinstance(result, str)
+                    else "\n".join(p.get("text", "") for p in result or [] if isinstance(p, dict))
+                )
+                steps.append(
+                    {
+                        "type": "tool_result",
+                        "name": names.get(block.get("tool_use_id"), ""),
+                        "text": text,
+                        "is_error": bool(block.get("is_error")),
+                    }
+                )
     return cut_trajectory(steps)
 
 
 def plan_of(events: list[dict[str, Any]]) -> str:
     """The plan of the last ExitPlanMode call (how a plan-mode run hands over its plan), or ""."""
-    plans = [str((block.get("input") or {}).get("plan") or "") for event in events if event.get("type") == "assistant"
-             for block in (event.get("message") or {}).get("content") or []
-             if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == "ExitPlanMode"]
+    plans = [
+        str((block.get("input") or {}).get("plan") or "")
+        for event in events
+        if event.get("type") == "assistant"
+        for block in (event.get("message") or {}).get("content") or []
+        if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == "ExitPlanMode"
+    ]
     return plans[-1] if plans else ""
 
 
-def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeout_s: float, model: str,
-              instance_id: str, mode: str, duration: float) -> AgentResult:
+def result_of(
+    events: list[dict[str, Any]],
+    stderr: str,
+    timed_out: bool,
+    timeout_s: float,
+    model: str,
+    instance_id: str,
+    mode: str,
+    duration: float,
+) -> AgentResult:
     """Claude Code's claim about its run, from its events: status and the final message from the `result` event.
     Agent data: the run's end is the host's (helpers.agents.base.ended_as_seen), usage and cost the gateway's meter."""
     final = next((e for e in reversed(events) if e.get("type") == "result"), None) or {}
     text = str(final.get("result") or "")
     plan = plan_of(events) or text if mode == "plan" else ""
     succeeded = bool(final) and final.get("subtype") == "success" and not final.get("is_error")
-    status, error = claimed_status(timed_out, timeout_s, succeeded, lambda: (
-        "; ".join(str(e) for e in final.get("errors") or []) or text or last_lines(stderr)
-        or "Claude Code ended without a result"))
+    status, error = claimed_status(
+        timed_out,
+        timeout_s,
+        succeeded,
+        lambda: (
+            "; ".join(str(e) for e in final.get("errors") or [])
+            or text
+            or last_lines(stderr)
+            or "Claude Code ended without a result"
+        ),
+    )
     turns = final.get("num_turns")
-    return AgentResult(instance_id, status, plan=plan, error=error[:4000],
-                       iterations=turns if isinstance(turns, int) else 0, duration_s=round(duration, 3),
-                       final_text=text, model=model, trajectory=trajectory_of(events))
+    return AgentResult(
+        instance_id,
+        status,
+        plan=plan,
+        error=error[:4000],
+        iterations=turns if isinstance(turns, int) else 0,
+        duration_s=round(duration, 3),
+        final_text=text,
+        model=model,
+        trajectory=trajectory_of(events),
+    )
 
 
 class ClaudeCodeAgent(CLIAgent):
@@ -173,10 +222,18 @@ class ClaudeCodeAgent(CLIAgent):
     rules_file = RULES_FILE
     # Claude Code reads CLAUDE.md whole but warns at start-up over 40,000 characters ("Large CLAUDE.md will impact
     # performance (44.1k chars > 40.0k)", as reported in meshery/schemas#885); its memory docs ask for short files
-    init_route = InitRoute(OWN_INIT, INIT_PROMPT, "claude -p <the older, headless /init prompt>", "CLAUDE.md",
-                           "Claude Code's /init before it asked questions, our pinned copy")
-    rules_limit = RulesLimit(chars=40_000, beyond="Claude Code warns that a large CLAUDE.md will impact performance",
-                             source="Claude Code's start-up warning at 40.0k characters; docs.anthropic.com/en/docs/claude-code/memory")
+    init_route = InitRoute(
+        OWN_INIT,
+        INIT_PROMPT,
+        "claude -p <the older, headless /init prompt>",
+        "CLAUDE.md",
+        "Claude Code's /init before it asked questions, our pinned copy",
+    )
+    rules_limit = RulesLimit(
+        chars=40_000,
+        beyond="Claude Code warns that a large CLAUDE.md will impact performance",
+        source="Claude Code's start-up warning at 40.0k characters; docs.anthropic.com/en/docs/claude-code/memory",
+    )
     base_prompt = BASE_PROMPT
     package_dir, binary_path = PACKAGE_DIR, _binary_path()
     title, version_env = "Claude Code", QUIET_ENV  # what installed() says, how it asks
@@ -194,15 +251,26 @@ class ClaudeCodeAgent(CLIAgent):
         permissions = ["--permission-mode", "plan"] if self.mode == "plan" else ["--dangerously-skip-permissions"]
         # an init run's prompt is -p's argument, as /init sends it; a task's text comes on stdin
         prompt, stdin = (task_text(task), "") if task.get("exact_prompt") else (PROMPT, task_text(task))
-        args = [str(self.binary()), "-p", prompt, "--output-format", "stream-json", "--verbose", *permissions,
-                "--model", self.model]
+        args = [
+            str(self.binary()),
+            "-p",
+            prompt,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            *permissions,
+            "--model",
+            self.model,
+        ]
         key_fd = key_pipe(key)
-        return Invocation(args, state_environment(state, url, key_fd), stdin, pass_fds=(key_fd,),
-                          close=[lambda: os.close(key_fd)])
+        return Invocation(
+            args, state_environment(state, url, key_fd), stdin, pass_fds=(key_fd,), close=[lambda: os.close(key_fd)]
+        )
 
     def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
-        return result_of(json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]),
-                         self.mode, duration)
+        return result_of(
+            json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), self.mode, duration
+        )
 
 
 def claude_binary() -> Path:

@@ -22,12 +22,27 @@ from helpers.core import config
 from helpers.engine.runs import run_tasks
 
 
-def run_act(dataset_name: str | None = None, instance_ids: Any = None, run_id: str = "run", ruleset: str = "",
-            workers: int = config.WORKERS, *, tasks: pd.DataFrame | None = None, experiment: str | None = None,
-            evaluate: bool = True, model: str | None = None, base_url: str | None = None,
-            api_key: str | None = None, provider: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S,
-            mode: str = "act", attempt: int = 0, results_root: Path | str | None = None,
-            progress: bool = True, gateway: Any = None) -> pd.DataFrame:
+def run_act(
+    dataset_name: str | None = None,
+    instance_ids: Any = None,
+    run_id: str = "run",
+    ruleset: str = "",
+    workers: int = config.WORKERS,
+    *,
+    tasks: pd.DataFrame | None = None,
+    experiment: str | None = None,
+    evaluate: bool = True,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    provider: str | None = None,
+    timeout_s: float = config.AGENT_TIMEOUT_S,
+    mode: str = "act",
+    attempt: int = 0,
+    results_root: Path | str | None = None,
+    progress: bool = True,
+    gateway: Any = None,
+) -> pd.DataFrame:
     """Run Cline on every task (`workers` at a time), test each patch, and return one row per task.
 
     Columns: helpers.engine.run_records.COLUMNS (instance_id, ..., output, pass_or_fail "pass" | "fail" |
@@ -38,14 +53,30 @@ def run_act(dataset_name: str | None = None, instance_ids: Any = None, run_id: s
     """
     agent = ClineAgent(model, base_url=base_url, api_key=api_key, provider=provider, timeout_s=timeout_s, mode=mode)
     frame = task_frame(dataset_name, instance_ids, tasks)
-    df = run_tasks(frame, agent, run_id=run_id, experiment=experiment, ruleset=ruleset, workers=workers,
-                   evaluate=evaluate, attempt=attempt, results_root=results_root, progress=progress,
-                   gateway=gateway)
+    df = run_tasks(
+        frame,
+        agent,
+        run_id=run_id,
+        experiment=experiment,
+        ruleset=ruleset,
+        workers=workers,
+        evaluate=evaluate,
+        attempt=attempt,
+        results_root=results_root,
+        progress=progress,
+        gateway=gateway,
+    )
     return with_cookbook_columns(df)
 
 
-def run_plan(dataset_name: str | None = None, instance_ids: Any = None, run_id: str = "plan", ruleset: str = "",
-             workers: int = config.WORKERS, **kwargs: Any) -> pd.DataFrame:
+def run_plan(
+    dataset_name: str | None = None,
+    instance_ids: Any = None,
+    run_id: str = "plan",
+    ruleset: str = "",
+    workers: int = config.WORKERS,
+    **kwargs: Any,
+) -> pd.DataFrame:
     """run_act in plan mode: Cline answers with a plan (the `output` and `plan` columns); nothing is tested."""
     return run_act(dataset_name, instance_ids, run_id, ruleset, workers, **{**kwargs, "mode": "plan"})
 
@@ -61,14 +92,19 @@ def task_frame(dataset_name: Any, instance_ids: Any, tasks: pd.DataFrame | None)
     from helpers.families.coding.tasks import load_tasks, select_tasks
 
     if isinstance(dataset_name, pd.DataFrame):
-        raise TypeError("dataset_name is a DataFrame: pass task rows as run_act(tasks=df, ...); dataset_name takes "
-                        "a data set id or file ('house', 'SWE-bench/SWE-bench_Lite', 'tasks.jsonl').")
+        raise TypeError(
+            "dataset_name is a DataFrame: pass task rows as run_act(tasks=df, ...); dataset_name takes "
+            "a data set id or file ('house', 'SWE-bench/SWE-bench_Lite', 'tasks.jsonl')."
+        )
     if tasks is None:
         if dataset_name is None:
-            raise ValueError("run_act needs tasks=<DataFrame> or dataset_name=... (e.g. 'house' or 'SWE-bench/SWE-bench_Lite').")
+            raise ValueError(
+                "run_act needs tasks=<DataFrame> or dataset_name=... (e.g. 'house' or 'SWE-bench/SWE-bench_Lite')."
+            )
         tasks = load_tasks(dataset_name)
     if instance_ids is not None:
         tasks = select_tasks(tasks, instance_ids)
     return tasks.reset_index(drop=True)
+
 
 __all__ = ["run_act", "run_plan"]  # the public API, documented in CODE_APPENDIX.md

@@ -41,8 +41,16 @@ from typing import Any
 from helpers.agents.base import CLIAgent, capped, ended_as_seen, task_text, unreadable
 from helpers.agents.init_route import PROJECT_INIT, PROJECT_INIT_PROMPT, InitRoute
 from helpers.core import config
-from helpers.isolation.processes import (CLIRun, die_with_parent, read_capped, remove_scratch, safe_environment,
-                                         scratch_dir, signal_group, stop_processes)
+from helpers.isolation.processes import (
+    CLIRun,
+    die_with_parent,
+    read_capped,
+    remove_scratch,
+    safe_environment,
+    scratch_dir,
+    signal_group,
+    stop_processes,
+)
 from helpers.isolation.sandboxed_command import reached_at, relayed, with_cap
 from helpers.isolation.sandbox import SandboxPolicy
 from helpers.stand_ins.file_edit_tools import ShellTool, WholeFileEditor
@@ -89,7 +97,9 @@ _live_lock = threading.Lock()
 
 def _binary_path() -> str:
     """Where the platform package puts Cline's executable, under cline/."""
-    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower(), platform.machine())
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(
+        platform.machine().lower(), platform.machine()
+    )
     system = {"linux": "linux", "darwin": "darwin", "win32": "win32"}.get(sys.platform, sys.platform)
     return f"node_modules/@cline/cli-{system}-{arch}/bin/cline"
 
@@ -99,15 +109,17 @@ def cline_binary() -> Path:
     return ClineAgent.binary()
 
 
-def provider_settings(model: str, base_url: str | None, api_key: str | None,
-                      provider: str | None = None) -> tuple[str, dict[str, Any], dict[str, str]]:
+def provider_settings(
+    model: str, base_url: str | None, api_key: str | None, provider: str | None = None
+) -> tuple[str, dict[str, Any], dict[str, str]]:
     """(Cline provider id, its settings, the environment that carries the key). Raises MissingCredentials."""
     settings = config.llm_settings(model, api_key, base_url)
     if not provider and settings.provider not in PROVIDER_IDS:
         raise ValueError(
             f"Cline runs here on OpenAI's or Anthropic's API, and {model!r} is a {settings.provider} model. Run it on "
             f"an OpenAI or Claude model (AGENT_MODEL={config.AGENT_MODEL!r}), or set OPENAI_BASE_URL to a server "
-            f"with /chat/completions for {model!r}.")
+            f"with /chat/completions for {model!r}."
+        )
     key = settings.require_key()
     provider_id = provider or PROVIDER_IDS[settings.provider]
     entry: dict[str, Any] = {"provider": provider_id, "model": model}
@@ -124,12 +136,22 @@ def write_cline_state(state: Path, provider_id: str, entry: dict[str, Any]) -> d
     settings_dir.mkdir(parents=True)
     home.mkdir()
     now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    providers = {"version": 1, "lastUsedProvider": provider_id, "modes": {},
-                 "providers": {provider_id: {"settings": entry, "updatedAt": now, "tokenSource": "manual"}}}
+    providers = {
+        "version": 1,
+        "lastUsedProvider": provider_id,
+        "modes": {},
+        "providers": {provider_id: {"settings": entry, "updatedAt": now, "tokenSource": "manual"}},
+    }
     (settings_dir / "providers.json").write_text(json.dumps(providers, indent=1))
-    (settings_dir / "global-settings.json").write_text(json.dumps({"telemetryOptOut": True, "autoUpdateEnabled": False}))
-    return {"HOME": str(home), "CLINE_DIR": str(cline_dir), "CLINE_SESSION_BACKEND_MODE": "local",
-            "CLINE_NO_AUTO_UPDATE": "1"}
+    (settings_dir / "global-settings.json").write_text(
+        json.dumps({"telemetryOptOut": True, "autoUpdateEnabled": False})
+    )
+    return {
+        "HOME": str(home),
+        "CLINE_DIR": str(cline_dir),
+        "CLINE_SESSION_BACKEND_MODE": "local",
+        "CLINE_NO_AUTO_UPDATE": "1",
+    }
 
 
 def child_environment(state_env: dict[str, str], key_env: dict[str, str]) -> dict[str, str]:
@@ -154,7 +176,9 @@ def parse_events(stdout: str) -> tuple[dict[str, Any] | None, list[str]]:
             result = event
         inner = found if isinstance(found := event.get("event"), dict) else {}
         for candidate in (event, inner):
-            message = candidate.get("error") or (candidate.get("message") if "error" in str(candidate.get("type", "")) else None)
+            message = candidate.get("error") or (
+                candidate.get("message") if "error" in str(candidate.get("type", "")) else None
+            )
             if isinstance(message, dict):  # {"name": "Error", "message": ..., "stack": ...}
                 message = message.get("message") or json.dumps(message)
             if message:
@@ -212,9 +236,16 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
-def _run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
-             home: Path | None = None, sandbox: SandboxPolicy = None,
-             reach: str | None = None) -> CLIRun:
+def _run_cli(
+    args: list[str],
+    workspace: Path,
+    env: dict[str, str],
+    stdin_text: str,
+    timeout_s: float,
+    home: Path | None = None,
+    sandbox: SandboxPolicy = None,
+    reach: str | None = None,
+) -> CLIRun:
     """One CLI run (stdout, stderr, timed_out, seconds it ran, the exit status of the host's wait), stopped as a
     process group on timeout; in the sandbox, `reach` (the gateway) is the one address in reach, for as long as
     the run lasts."""
@@ -223,8 +254,9 @@ def _run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: 
     return CLIRun(out, with_cap(err, command), timed_out, seconds, status)  # a sandbox cap that ended it, named last
 
 
-def _run_in_slots(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str,
-                  timeout_s: float) -> tuple[str, str, bool, float, int | None]:
+def _run_in_slots(
+    args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float
+) -> tuple[str, str, bool, float, int | None]:
     """Runs in this process start up a few at a time (STARTUP_SLOTS): a pool of workers that
     all start together otherwise stays in lockstep, every run burning CPU at once, then every run idle
     on the model at once.
@@ -236,15 +268,26 @@ def _run_in_slots(args: list[str], workspace: Path, env: dict[str, str], stdin_t
     err: deque[str] = deque()
     try:
         started = time.monotonic()
-        process = subprocess.Popen(args, cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True,
-                                   preexec_fn=die_with_parent())
+        process = subprocess.Popen(
+            args,
+            cwd=workspace,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+            preexec_fn=die_with_parent(),
+        )
         with _live_lock:
             _live.add(process)
         spoke = threading.Event()
-        threads = [threading.Thread(target=_feed, args=(process.stdin, stdin_text), daemon=True),
-                   threading.Thread(target=read_capped, args=(process.stdout, out, None, spoke), daemon=True),
-                   threading.Thread(target=read_capped, args=(process.stderr, err), daemon=True)]
+        threads = [
+            threading.Thread(target=_feed, args=(process.stdin, stdin_text), daemon=True),
+            threading.Thread(target=read_capped, args=(process.stdout, out, None, spoke), daemon=True),
+            threading.Thread(target=read_capped, args=(process.stderr, err), daemon=True),
+        ]
         for thread in threads:
             thread.start()
         timed_out = False
@@ -269,9 +312,18 @@ def _run_in_slots(args: list[str], workspace: Path, env: dict[str, str], stdin_t
     return "".join(out), "".join(err), timed_out, time.monotonic() - started, process.returncode
 
 
-def run_cline(task: Task, workspace: Path | str, *, model: str = DEFAULT_MODEL, base_url: str | None = None,
-              api_key: str | None = None, provider: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S,
-               mode: str = "act", sandbox: SandboxPolicy = "required") -> AgentResult:
+def run_cline(
+    task: Task,
+    workspace: Path | str,
+    *,
+    model: str = DEFAULT_MODEL,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    provider: str | None = None,
+    timeout_s: float = config.AGENT_TIMEOUT_S,
+    mode: str = "act",
+    sandbox: SandboxPolicy = "required",
+) -> AgentResult:
     """Run Cline once on `task` in `workspace` (a clean git tree at the task's base commit, its rules
     already in .clinerules). The result carries no patch: the caller takes it from the workspace."""
     if mode not in ("act", "plan"):
@@ -279,8 +331,14 @@ def run_cline(task: Task, workspace: Path | str, *, model: str = DEFAULT_MODEL, 
     workspace = Path(workspace)
     # In the sandbox only base_url (the gateway) is in reach: a remote one at 127.0.0.1 (reached_at)
     provider_id, entry, key_env = provider_settings(model, reached_at(base_url, sandbox), api_key, provider)
-    args = [str(cline_binary()), "--json", "-c", str(workspace), *(["-p"] if mode == "plan" else []),
-            "Resolve the task given below."]
+    args = [
+        str(cline_binary()),
+        "--json",
+        "-c",
+        str(workspace),
+        *(["-p"] if mode == "plan" else []),
+        "Resolve the task given below.",
+    ]
     instance_id = str(task["instance_id"])
     state = scratch_dir("cline-state")
     try:
@@ -306,9 +364,16 @@ def _claim_of(out: str, err: str, instance_id: str, mode: str, model: str, durat
         status = "error"
         error = "; ".join(dict.fromkeys(errors)) or text or _last_lines(err) or "Cline ended without a result"
     iterations = (final or {}).get("iterations")
-    return AgentResult(instance_id, status, plan=text if mode == "plan" else "", error=error[:4000],
-                       iterations=iterations if isinstance(iterations, int) else 0, duration_s=round(duration, 3),
-                       final_text=text, model=model)
+    return AgentResult(
+        instance_id,
+        status,
+        plan=text if mode == "plan" else "",
+        error=error[:4000],
+        iterations=iterations if isinstance(iterations, int) else 0,
+        duration_s=round(duration, 3),
+        final_text=text,
+        model=model,
+    )
 
 
 def run_task(task: Task, ruleset: str = "", *, scratch: Path | str | None = None, **settings: Any) -> AgentResult:
@@ -317,16 +382,27 @@ def run_task(task: Task, ruleset: str = "", *, scratch: Path | str | None = None
     then, in act mode, the patch the host takes from the workspace; the workspace is removed after. `settings`
     are ClineAgent's."""
     agent = ClineAgent(**settings)
-    result, output, _ = run_attempt(default_family(), agent, task, RulesFile.parse(ruleset or ""), RULES_FILE, agent.mode, None,
-                                    Path(scratch) if scratch is not None else None)
+    result, output, _ = run_attempt(
+        default_family(),
+        agent,
+        task,
+        RulesFile.parse(ruleset or ""),
+        RULES_FILE,
+        agent.mode,
+        None,
+        Path(scratch) if scratch is not None else None,
+    )
     if agent.mode == "act":
         result.patch = output.text if isinstance(output, Patch) else output
     return result
 
 
 def _last_lines(text: str, lines: int = 5) -> str:
-    kept = [line for line in text.strip().splitlines() if line.strip() and "DeprecationWarning" not in line
-            and not line.lstrip().startswith("at ")]
+    kept = [
+        line
+        for line in text.strip().splitlines()
+        if line.strip() and "DeprecationWarning" not in line and not line.lstrip().startswith("at ")
+    ]
     return "\n".join(kept[-lines:])
 
 
@@ -338,18 +414,34 @@ class ClineAgent(CLIAgent):
     default_model = DEFAULT_MODEL  # sessions with AGENT="cline" take it (helpers.app.session)
     rules_file = RULES_FILE
     # Cline has no init of its own: the project's own prompt, labeled so
-    init_route = InitRoute(PROJECT_INIT, PROJECT_INIT_PROMPT.format(file=".clinerules"), "cline <the project's init prompt>",
-                           ".clinerules", "helpers.agents.init_route.PROJECT_INIT_PROMPT (Cline has none)")
+    init_route = InitRoute(
+        PROJECT_INIT,
+        PROJECT_INIT_PROMPT.format(file=".clinerules"),
+        "cline <the project's init prompt>",
+        ".clinerules",
+        "helpers.agents.init_route.PROJECT_INIT_PROMPT (Cline has none)",
+    )
     rules_limit = None  # Cline's .clinerules docs (docs.cline.bot) state no size limit that we found
     base_prompt = BASE_PROMPT
     package_dir, binary_path = PACKAGE_DIR, _binary_path()
     title, version_env = "Cline CLI", {"CLINE_NO_AUTO_UPDATE": "1"}  # what installed() says, how it asks
     # its file editor, in the dry run; its shell (a list of commands), for scripted shell steps
-    dry_run_tools = (WholeFileEditor("editor", delete_tool="run_commands"), ShellTool("run_commands", "commands", listed=True))
+    dry_run_tools = (
+        WholeFileEditor("editor", delete_tool="run_commands"),
+        ShellTool("run_commands", "commands", listed=True),
+    )
 
-    def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
-                 provider: str | None = None, timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act",
-                 sandbox: SandboxPolicy = "required"):
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        provider: str | None = None,
+        timeout_s: float = config.AGENT_TIMEOUT_S,
+        mode: str = "act",
+        sandbox: SandboxPolicy = "required",
+    ):
         super().__init__(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s, mode=mode, sandbox=sandbox)
         self.provider = provider
 
@@ -357,16 +449,31 @@ class ClineAgent(CLIAgent):
         provider_settings(self.model, self.base_url, self._api_key, self.provider)
 
     def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult:
-        return run_cline(task, workspace, model=self.model, base_url=self.base_url, api_key=self._api_key,
-                         provider=self.provider, timeout_s=self.timeout_s, mode=self.mode, sandbox=self.sandbox)
+        return run_cline(
+            task,
+            workspace,
+            model=self.model,
+            base_url=self.base_url,
+            api_key=self._api_key,
+            provider=self.provider,
+            timeout_s=self.timeout_s,
+            mode=self.mode,
+            sandbox=self.sandbox,
+        )
 
     def through_gateway(self, base_url: str, api_key: str, kind: str) -> "ClineAgent":
         """This agent, calling the model gateway with a token: Cline's anthropic provider for an Anthropic
         upstream (it posts {baseUrl}/messages, hence /v1), its openai-compatible provider otherwise."""
         anthropic = kind == "anthropic"
-        return ClineAgent(self.model, base_url=base_url + "/v1" if anthropic else base_url, api_key=api_key,
-                          provider="anthropic" if anthropic else None, timeout_s=self.timeout_s, mode=self.mode,
-                          sandbox=self.sandbox)
+        return ClineAgent(
+            self.model,
+            base_url=base_url + "/v1" if anthropic else base_url,
+            api_key=api_key,
+            provider="anthropic" if anthropic else None,
+            timeout_s=self.timeout_s,
+            mode=self.mode,
+            sandbox=self.sandbox,
+        )
 
     def upstream(self) -> tuple[str | None, str, str]:
         """Its provider; an explicit anthropic provider posts {baseUrl}/messages, so its base URL ends in /v1."""
@@ -380,4 +487,10 @@ class ClineAgent(CLIAgent):
         stop_all()
 
 
-__all__ = ["run_task", "run_cline", "ClineAgent", "cline_binary", "stop_all"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = [
+    "run_task",
+    "run_cline",
+    "ClineAgent",
+    "cline_binary",
+    "stop_all",
+]  # the public API, documented in CODE_APPENDIX.md

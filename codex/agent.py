@@ -53,7 +53,7 @@ PROMPT = "Resolve the task given below."
 INIT_PROMPT = (
     "Generate a file named AGENTS.md that serves as a contributor guide for this repository: clear, concise and "
     "well structured, with descriptive headings and actionable explanations.\n\n"
-    "Requirements: title it \"Repository Guidelines\"; use Markdown headings; keep it concise (200-400 words "
+    'Requirements: title it "Repository Guidelines"; use Markdown headings; keep it concise (200-400 words '
     "is best); keep explanations short, direct and specific to this repository; give examples where they help "
     "(commands, paths, naming patterns); keep an instructional tone.\n\n"
     "Sections (adapt: add what is relevant, leave out what does not apply): Project Structure & Module "
@@ -65,7 +65,9 @@ INIT_PROMPT = (
 
 def _binary_path() -> str:
     """Where the platform package puts Codex's native binary, under codex/."""
-    arch = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine())
+    arch = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}.get(
+        platform.machine().lower(), platform.machine()
+    )
     triple = {"linux": f"{arch}-unknown-linux-musl", "darwin": f"{arch}-apple-darwin"}.get(sys.platform, sys.platform)
     package = {"x86_64": "x64", "aarch64": "arm64"}.get(arch, arch)
     system = {"linux": "linux", "darwin": "darwin"}.get(sys.platform, sys.platform)
@@ -74,29 +76,31 @@ def _binary_path() -> str:
 
 def config_toml(model: str, base_url: str) -> str:
     """CODEX_HOME/config.toml: the provider (its key read from KEY_VARIABLE, kept from commands), no calls home."""
-    return "\n".join([
-        f"model = {json.dumps(model)}",
-        'model_provider = "prompt-learning"',
-        "check_for_update_on_startup = false",
-        # Hosted tools only OpenAI serves (a `web_search` tool, a `namespace` of sub-agent tools): other
-        # Responses servers skip them with a warning per call, and a task needs neither.
-        'web_search = "disabled"',
-        "[features]",
-        "plugins = false",  # its start-up sync otherwise calls api.github.com and chatgpt.com
-        "multi_agent = false",
-        "[analytics]",
-        "enabled = false",
-        "[feedback]",
-        "enabled = false",
-        "[model_providers.prompt-learning]",
-        'name = "prompt-learning"',
-        f"base_url = {json.dumps(base_url)}",
-        f'env_key = "{KEY_VARIABLE}"',
-        'wire_api = "responses"',
-        "[shell_environment_policy]",
-        f'exclude = ["{KEY_VARIABLE}"]',
-        "",
-    ])
+    return "\n".join(
+        [
+            f"model = {json.dumps(model)}",
+            'model_provider = "prompt-learning"',
+            "check_for_update_on_startup = false",
+            # Hosted tools only OpenAI serves (a `web_search` tool, a `namespace` of sub-agent tools): other
+            # Responses servers skip them with a warning per call, and a task needs neither.
+            'web_search = "disabled"',
+            "[features]",
+            "plugins = false",  # its start-up sync otherwise calls api.github.com and chatgpt.com
+            "multi_agent = false",
+            "[analytics]",
+            "enabled = false",
+            "[feedback]",
+            "enabled = false",
+            "[model_providers.prompt-learning]",
+            'name = "prompt-learning"',
+            f"base_url = {json.dumps(base_url)}",
+            f'env_key = "{KEY_VARIABLE}"',
+            'wire_api = "responses"',
+            "[shell_environment_policy]",
+            f'exclude = ["{KEY_VARIABLE}"]',
+            "",
+        ]
+    )
 
 
 def state_environment(state: Path, model: str, base_url: str, key: str) -> dict[str, str]:
@@ -120,8 +124,14 @@ def trajectory_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             steps.append({"type": "message", "name": "assistant", "text": item.get("text", "")})
         elif kind == "command_execution":
             steps.append({"type": "tool_call", "name": "exec_command", "text": item.get("command", "")})
-            steps.append({"type": "tool_result", "name": "exec_command", "text": item.get("aggregated_output", ""),
-                          "exit_code": item.get("exit_code")})
+            steps.append(
+                {
+                    "type": "tool_result",
+                    "name": "exec_command",
+                    "text": item.get("aggregated_output", ""),
+                    "exit_code": item.get("exit_code"),
+                }
+            )
         elif kind == "file_change":
             steps.append({"type": "tool_call", "name": "apply_patch", "text": json.dumps(item.get("changes") or [])})
         elif kind in ("mcp_tool_call", "web_search"):
@@ -129,8 +139,15 @@ def trajectory_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return cut_trajectory(steps)
 
 
-def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeout_s: float, model: str,
-              instance_id: str, duration: float) -> AgentResult:
+def result_of(
+    events: list[dict[str, Any]],
+    stderr: str,
+    timed_out: bool,
+    timeout_s: float,
+    model: str,
+    instance_id: str,
+    duration: float,
+) -> AgentResult:
     """Codex's claim about its run: completed when its turn completed and none failed. Agent data: the run's end is
     the host's (helpers.agents.base.ended_as_seen), usage and cost the gateway's meter (turn.completed's not read)."""
     completed, failures, notices, text, calls = False, [], [], "", 0
@@ -146,10 +163,26 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
             text = str(item.get("text") or "")
         elif kind == "item.completed" and item.get("type") in ("command_execution", "file_change", "mcp_tool_call"):
             calls += 1
-    status, error = claimed_status(timed_out, timeout_s, completed and not failures, lambda: (
-        "; ".join(dict.fromkeys(failures or notices[-1:])) or last_lines(stderr) or "Codex ended without completing its turn"))
-    return AgentResult(instance_id, status, error=error[:4000], iterations=calls + 1 if events else 0,
-                       duration_s=round(duration, 3), final_text=text, model=model, trajectory=trajectory_of(events))
+    status, error = claimed_status(
+        timed_out,
+        timeout_s,
+        completed and not failures,
+        lambda: (
+            "; ".join(dict.fromkeys(failures or notices[-1:]))
+            or last_lines(stderr)
+            or "Codex ended without completing its turn"
+        ),
+    )
+    return AgentResult(
+        instance_id,
+        status,
+        error=error[:4000],
+        iterations=calls + 1 if events else 0,
+        duration_s=round(duration, 3),
+        final_text=text,
+        model=model,
+        trajectory=trajectory_of(events),
+    )
 
 
 class CodexAgent(CLIAgent):
@@ -159,10 +192,18 @@ class CodexAgent(CLIAgent):
     name = "codex"
     rules_file = RULES_FILE
     # Codex stops reading AGENTS.md at project_doc_max_bytes, 32 KiB by default, and drops the rest silently
-    init_route = InitRoute(OWN_INIT, INIT_PROMPT, "codex exec <the /init prompt's text>", "AGENTS.md",
-                           "openai/codex codex-rs/tui/prompt_for_init_command.md (the TUI's /init), our pinned copy")
-    rules_limit = RulesLimit(bytes=32 * 1024, beyond="Codex reads no further, silently (project_doc_max_bytes)",
-                             source="developers.openai.com/codex/guides/agents-md: project_doc_max_bytes, 32 KiB by default")
+    init_route = InitRoute(
+        OWN_INIT,
+        INIT_PROMPT,
+        "codex exec <the /init prompt's text>",
+        "AGENTS.md",
+        "openai/codex codex-rs/tui/prompt_for_init_command.md (the TUI's /init), our pinned copy",
+    )
+    rules_limit = RulesLimit(
+        bytes=32 * 1024,
+        beyond="Codex reads no further, silently (project_doc_max_bytes)",
+        source="developers.openai.com/codex/guides/agents-md: project_doc_max_bytes, 32 KiB by default",
+    )
     base_prompt = BASE_PROMPT
     package_dir, binary_path, plan_mode = PACKAGE_DIR, _binary_path(), False  # `codex exec` always acts
     title, version_prefix = "Codex CLI", "codex-cli "  # what installed() says, how it reads the version
@@ -175,12 +216,22 @@ class CodexAgent(CLIAgent):
         url, key = self.openai_settings()
         # an init run's prompt is the argument itself, as /init sends it; a task's text comes on stdin
         prompt, stdin = (task_text(task), "") if task.get("exact_prompt") else (PROMPT, task_text(task))
-        args = [str(self.binary()), "exec", "--json", "--skip-git-repo-check",
-                "--dangerously-bypass-approvals-and-sandbox", "-m", self.model, prompt]
+        args = [
+            str(self.binary()),
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "-m",
+            self.model,
+            prompt,
+        ]
         return Invocation(args, state_environment(state, self.model, url, key), stdin)
 
     def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
-        return result_of(json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration)
+        return result_of(
+            json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration
+        )
 
 
 def codex_binary() -> Path:

@@ -52,15 +52,20 @@ BASE_PROMPT = (
 )
 # settings.json in the run's ~/.gemini (names from the CLI's settings schema)
 SETTINGS = {
-    "security": {"auth": {"selectedType": "gemini-api-key"},
-                 # every variable named like a key, token or secret is kept out of the commands it runs
-                 "environmentVariableRedaction": {"enabled": True}},
+    "security": {
+        "auth": {"selectedType": "gemini-api-key"},
+        # every variable named like a key, token or secret is kept out of the commands it runs
+        "environmentVariableRedaction": {"enabled": True},
+    },
     "privacy": {"usageStatisticsEnabled": False},
     "telemetry": {"enabled": False},
     "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
 }
-QUIET = {"GEMINI_CLI_NO_RELAUNCH": "true",  # one node process, not a relaunched child with more heap
-         "GEMINI_CLI_TRUST_WORKSPACE": "true", "NO_BROWSER": "true"}
+QUIET = {
+    "GEMINI_CLI_NO_RELAUNCH": "true",  # one node process, not a relaunched child with more heap
+    "GEMINI_CLI_TRUST_WORKSPACE": "true",
+    "NO_BROWSER": "true",
+}
 
 
 @dataclass(frozen=True)
@@ -77,9 +82,12 @@ class WriteFileTool:
         return frozenset({"file_path", "content"})
 
     def calls(self, task: dict, patch: str) -> list[dict]:
-        return [tool_call(self.shell_tool, command=f"rm -f -- '{path}'") if new_text is None
-                else tool_call(self.tool, file_path=path, content=new_text)
-                for path, _, new_text in changed_files(task, patch)]
+        return [
+            tool_call(self.shell_tool, command=f"rm -f -- '{path}'")
+            if new_text is None
+            else tool_call(self.tool, file_path=path, content=new_text)
+            for path, _, new_text in changed_files(task, patch)
+        ]
 
 
 def provider_settings(base_url: str | None, api_key: str | None) -> tuple[str, str]:
@@ -91,7 +99,8 @@ def provider_settings(base_url: str | None, api_key: str | None) -> tuple[str, s
         raise config.MissingCredentials(
             "The Gemini CLI agent needs a Gemini API key: set GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment "
             f"or .env (and {BASE_URL_VARIABLE} for a server other than Google's), or OPENAI_BASE_URL for an "
-            "OpenAI-compatible server (the gateway carries its calls there as chat completions), or choose another AGENT.")
+            "OpenAI-compatible server (the gateway carries its calls there as chat completions), or choose another AGENT."
+        )
     return url, key
 
 
@@ -112,8 +121,9 @@ def state_environment(state: Path, base_url: str, key: str) -> dict[str, str]:
     for folder in (home / ".gemini", tmp):
         folder.mkdir(parents=True)
     (home / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS, indent=1))
-    return safe_environment({"HOME": str(home), "TMPDIR": str(tmp), BASE_URL_VARIABLE: base_url,
-                             "GEMINI_API_KEY": key, **QUIET})
+    return safe_environment(
+        {"HOME": str(home), "TMPDIR": str(tmp), BASE_URL_VARIABLE: base_url, "GEMINI_API_KEY": key, **QUIET}
+    )
 
 
 def trajectory_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -135,13 +145,26 @@ def trajectory_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif kind == "tool_result":
             error = event.get("error") or {}
             output = event.get("output") or (error.get("message") if isinstance(error, dict) else error) or ""
-            steps.append({"type": "tool_result", "name": names.get(str(event.get("tool_id")), "tool"),
-                          "text": str(output), "exit_code": None if event.get("status") == "success" else 1})
+            steps.append(
+                {
+                    "type": "tool_result",
+                    "name": names.get(str(event.get("tool_id")), "tool"),
+                    "text": str(output),
+                    "exit_code": None if event.get("status") == "success" else 1,
+                }
+            )
     return cut_trajectory(steps)
 
 
-def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeout_s: float, model: str,
-              instance_id: str, duration: float) -> AgentResult:
+def result_of(
+    events: list[dict[str, Any]],
+    stderr: str,
+    timed_out: bool,
+    timeout_s: float,
+    model: str,
+    instance_id: str,
+    duration: float,
+) -> AgentResult:
     """The Gemini CLI's claim about its run: completed when its `result` event says success; iterations are the
     model turns (each batch of tool calls, and the last answer). Agent data: the run's end is the host's
     (helpers.agents.base.ended_as_seen), usage and cost the gateway's meter (the result's stats are not read)."""
@@ -161,10 +184,22 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
             text = text + str(event.get("content") or "") if event.get("delta") else str(event.get("content") or "")
         elif kind == "tool_use":
             text = ""  # the final text is what it wrote after its last tool call
-    status, error = claimed_status(timed_out, timeout_s, status_seen == "success" and not errors, lambda: (
-        "; ".join(dict.fromkeys(errors)) or last_lines(stderr) or "Gemini CLI ended without a result"))
-    return AgentResult(instance_id, status, error=" ".join(error.split())[:4000], iterations=batches + 1 if events else 0,
-                       duration_s=round(duration, 3), final_text=text, model=model, trajectory=trajectory_of(events))
+    status, error = claimed_status(
+        timed_out,
+        timeout_s,
+        status_seen == "success" and not errors,
+        lambda: ("; ".join(dict.fromkeys(errors)) or last_lines(stderr) or "Gemini CLI ended without a result"),
+    )
+    return AgentResult(
+        instance_id,
+        status,
+        error=" ".join(error.split())[:4000],
+        iterations=batches + 1 if events else 0,
+        duration_s=round(duration, 3),
+        final_text=text,
+        model=model,
+        trajectory=trajectory_of(events),
+    )
 
 
 class GeminiCliAgent(CLIAgent):
@@ -174,9 +209,16 @@ class GeminiCliAgent(CLIAgent):
     name = "gemini-cli"
     rules_file = RULES_FILE
     # its /init runs non-interactively as `gemini -p "/init"` (the prompt is the slash command itself)
-    init_route = InitRoute(OWN_INIT, "/init", 'gemini -p "/init"', "GEMINI.md",
-                           "the Gemini CLI's built-in /init command (geminicli.com/docs/cli/commands)")
-    rules_limit = None  # the Gemini CLI's GEMINI.md docs (geminicli.com/docs/cli/gemini-md) state no size limit ("none stated")
+    init_route = InitRoute(
+        OWN_INIT,
+        "/init",
+        'gemini -p "/init"',
+        "GEMINI.md",
+        "the Gemini CLI's built-in /init command (geminicli.com/docs/cli/commands)",
+    )
+    rules_limit = (
+        None  # the Gemini CLI's GEMINI.md docs (geminicli.com/docs/cli/gemini-md) state no size limit ("none stated")
+    )
     base_prompt = BASE_PROMPT
     default_model = DEFAULT_MODEL  # a Gemini model: the CLI speaks only Gemini's API
     package_dir, binary_path, plan_mode = PACKAGE_DIR, "node_modules/@google/gemini-cli/bundle/gemini.js", False
@@ -187,16 +229,26 @@ class GeminiCliAgent(CLIAgent):
     # The session's base_url= is every role's OpenAI-compatible server: it hands it over as `openai_base_url`.
     speaks_gemini = True
 
-    def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
-                 timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act", sandbox: SandboxPolicy = "required",
-                 openai_base_url: str | None = None):
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = config.AGENT_TIMEOUT_S,
+        mode: str = "act",
+        sandbox: SandboxPolicy = "required",
+        openai_base_url: str | None = None,
+    ):
         """`openai_base_url`: an OpenAI-compatible server (llama.cpp, vLLM, ...) the gateway carries this CLI's
         Gemini calls to as chat completions (open_session(base_url=) gives it); its key is `api_key`, else
         OPENAI_API_KEY. Exclusive with `base_url` (a server speaking Gemini's API)."""
         super().__init__(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s, mode=mode, sandbox=sandbox)
         if openai_base_url and self.base_url:
-            raise ValueError("Give the Gemini CLI base_url= (a server speaking Gemini's API) or openai_base_url= (an "
-                             "OpenAI-compatible server the gateway carries its calls to), not both.")
+            raise ValueError(
+                "Give the Gemini CLI base_url= (a server speaking Gemini's API) or openai_base_url= (an "
+                "OpenAI-compatible server the gateway carries its calls to), not both."
+            )
         self.openai_base_url = openai_base_url.rstrip("/") if openai_base_url else None
 
     def _chat_server(self) -> tuple[str, str | None] | None:
@@ -209,8 +261,10 @@ class GeminiCliAgent(CLIAgent):
             return
         provider_settings(self.base_url, self._api_key)
         if self.model.startswith(("gpt-", "claude-", "o1", "o3", "o4")):
-            raise ValueError(f"The Gemini CLI speaks only Gemini's API, and {self.model!r} is not a Gemini model: run it "
-                             f"on one (its default: {DEFAULT_MODEL!r}).")
+            raise ValueError(
+                f"The Gemini CLI speaks only Gemini's API, and {self.model!r} is not a Gemini model: run it "
+                f"on one (its default: {DEFAULT_MODEL!r})."
+            )
 
     def upstream(self) -> tuple[str | None, str | None, str]:
         """Google's Gemini API, or the GOOGLE_GEMINI_BASE_URL server that speaks it; with neither configured, the
@@ -223,15 +277,30 @@ class GeminiCliAgent(CLIAgent):
 
     def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
         if self.openai_base_url:  # never its key sent to Google's API: only the gateway speaks chat completions for it
-            raise ValueError(f"The Gemini CLI reaches the OpenAI-compatible server {self.openai_base_url} only through "
-                             "the model gateway (run_tasks(gateway=), open_session(gateway=True)).")
+            raise ValueError(
+                f"The Gemini CLI reaches the OpenAI-compatible server {self.openai_base_url} only through "
+                "the model gateway (run_tasks(gateway=), open_session(gateway=True))."
+            )
         url, key = provider_settings(self.base_url, self._api_key)
-        args = [shutil.which("node") or "node", str(self.binary()), "-p", task_text(task),
-                "--output-format", "stream-json", "--approval-mode", "yolo", "--skip-trust", "-m", self.model]
+        args = [
+            shutil.which("node") or "node",
+            str(self.binary()),
+            "-p",
+            task_text(task),
+            "--output-format",
+            "stream-json",
+            "--approval-mode",
+            "yolo",
+            "--skip-trust",
+            "-m",
+            self.model,
+        ]
         return Invocation(args, state_environment(state, url, key))
 
     def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
-        return result_of(json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration)
+        return result_of(
+            json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration
+        )
 
 
 def gemini_cli_binary() -> Path:

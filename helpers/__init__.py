@@ -10,8 +10,23 @@ no side effects; `from helpers import evaluate_results` imports only the judge's
 
 from helpers.core.lazy import lazy_exports
 
-LAYERS = ("core", "isolation", "rules", "stats", "store", "llm", "tracking", "families", "learn", "analysis", "agents",
-          "engine", "stand_ins", "continual", "app")
+LAYERS = (
+    "core",
+    "isolation",
+    "rules",
+    "stats",
+    "store",
+    "llm",
+    "tracking",
+    "families",
+    "learn",
+    "analysis",
+    "agents",
+    "engine",
+    "stand_ins",
+    "continual",
+    "app",
+)
 
 _EXPORTS = {
     # core: the seams; rules: the rules format; stats: statistics

@@ -104,8 +104,10 @@ def run_config(task: Task, rules: str, base_url: str) -> dict[str, Any]:
         "run": {"task": task_text(task)},
         "agent": {"system_template": system_template(rules)},
         # max_tokens: the project's one output cap for agents (config.agent_max_output_tokens), as litellm sends it
-        "model": {"model_kwargs": {"api_base": base_url, "max_retries": 0, "max_tokens": config.agent_max_output_tokens()},
-                  "cost_tracking": "ignore_errors"},
+        "model": {
+            "model_kwargs": {"api_base": base_url, "max_retries": 0, "max_tokens": config.agent_max_output_tokens()},
+            "cost_tracking": "ignore_errors",
+        },
         # the commands inherit mini's environment with these on top: the key's variable blanked
         "environment": {"env": {KEY_VARIABLE: ""}},
     }
@@ -116,15 +118,22 @@ def state_environment(state: Path, key: str) -> dict[str, str]:
     home, settings, tmp = state / "home", state / "config", state / "tmp"
     for folder in (home, settings, tmp):
         folder.mkdir()
-    return safe_environment({
-        "HOME": str(home), "TMPDIR": str(tmp), "MSWEA_GLOBAL_CONFIG_DIR": str(settings),
-        "MSWEA_CONFIGURED": "true",  # else it asks set-up questions and aborts without a terminal
-        "MSWEA_COST_TRACKING": "ignore_errors",  # a model litellm cannot price is not an error
-        "MSWEA_SILENT_STARTUP": "1", "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": MODEL_ATTEMPTS,
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # litellm fetches its price map from GitHub at import otherwise
-        "HF_HUB_OFFLINE": "1", "PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1",
-        KEY_VARIABLE: key,
-    })
+    return safe_environment(
+        {
+            "HOME": str(home),
+            "TMPDIR": str(tmp),
+            "MSWEA_GLOBAL_CONFIG_DIR": str(settings),
+            "MSWEA_CONFIGURED": "true",  # else it asks set-up questions and aborts without a terminal
+            "MSWEA_COST_TRACKING": "ignore_errors",  # a model litellm cannot price is not an error
+            "MSWEA_SILENT_STARTUP": "1",
+            "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": MODEL_ATTEMPTS,
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # litellm fetches its price map from GitHub at import otherwise
+            "HF_HUB_OFFLINE": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "NO_COLOR": "1",
+            KEY_VARIABLE: key,
+        }
+    )
 
 
 def trajectory_of(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -145,8 +154,16 @@ def trajectory_of(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return cut_trajectory(steps)
 
 
-def result_of(trajectory: dict[str, Any] | None, out: str, err: str, timed_out: bool, timeout_s: float, model: str,
-              instance_id: str, duration: float) -> AgentResult:
+def result_of(
+    trajectory: dict[str, Any] | None,
+    out: str,
+    err: str,
+    timed_out: bool,
+    timeout_s: float,
+    model: str,
+    instance_id: str,
+    duration: float,
+) -> AgentResult:
     """mini-swe-agent's claim about its run, from its trajectory file (which its commands can write): completed when
     mini's exit status is "Submitted". Agent data: the run's end is the host's (helpers.agents.base.ended_as_seen),
     usage and cost the gateway's meter (the file's usage is not read)."""
@@ -156,19 +173,32 @@ def result_of(trajectory: dict[str, Any] | None, out: str, err: str, timed_out: 
     last = messages[-1] if messages else {}
 
     def failure() -> str:
-        said = str((last.get("extra") or {}).get("exception_str") or last.get("content") or "") if last.get("role") == "exit" else ""
+        said = (
+            str((last.get("extra") or {}).get("exception_str") or last.get("content") or "")
+            if last.get("role") == "exit"
+            else ""
+        )
         said = " ".join(said.split())  # one line: litellm's messages span several
-        return (f"mini-swe-agent ended with {exit_status}" + (f": {said}" if said and said != exit_status else "")
-                if exit_status else last_lines(err) or last_lines(out) or "mini-swe-agent ended without a trajectory")
+        return (
+            f"mini-swe-agent ended with {exit_status}" + (f": {said}" if said and said != exit_status else "")
+            if exit_status
+            else last_lines(err) or last_lines(out) or "mini-swe-agent ended without a trajectory"
+        )
 
     status, error = claimed_status(timed_out, timeout_s, exit_status == "Submitted", failure)
     answers = [m for m in messages if m.get("role") == "assistant"]
     final = info.get("submission") or (answers[-1].get("content") if answers else "") or ""
     calls = (info.get("model_stats") or {}).get("api_calls") if isinstance(info.get("model_stats"), dict) else None
-    return AgentResult(instance_id, status, error=error[:4000],
-                       iterations=calls if isinstance(calls, int) else len(answers),
-                       duration_s=round(duration, 3), final_text=str(final), model=model,
-                       trajectory=trajectory_of(messages))
+    return AgentResult(
+        instance_id,
+        status,
+        error=error[:4000],
+        iterations=calls if isinstance(calls, int) else len(answers),
+        duration_s=round(duration, 3),
+        final_text=str(final),
+        model=model,
+        trajectory=trajectory_of(messages),
+    )
 
 
 class SubmittingShellTool(ShellTool):
@@ -186,8 +216,13 @@ class MiniSweAgent(CLIAgent):
     name = "mini-swe-agent"
     rules_file = RULES_FILE
     # mini-swe-agent has no init of its own: the project's own prompt, labeled so
-    init_route = InitRoute(PROJECT_INIT, PROJECT_INIT_PROMPT.format(file="AGENTS.md"), "mini <the project's init prompt>",
-                           "AGENTS.md", "helpers.agents.init_route.PROJECT_INIT_PROMPT (mini-swe-agent has none)")
+    init_route = InitRoute(
+        PROJECT_INIT,
+        PROJECT_INIT_PROMPT.format(file="AGENTS.md"),
+        "mini <the project's init prompt>",
+        "AGENTS.md",
+        "helpers.agents.init_route.PROJECT_INIT_PROMPT (mini-swe-agent has none)",
+    )
     rules_limit = None  # mini-swe-agent reads no rules file of its own: the project puts AGENTS.md in its instance template, whole
     base_prompt = BASE_PROMPT
     package_dir, binary_path, plan_mode = PACKAGE_DIR, ".venv/bin/mini", False
@@ -206,7 +241,8 @@ class MiniSweAgent(CLIAgent):
         if not binary.exists():
             raise FileNotFoundError(
                 f"mini-swe-agent is not installed at {binary}. Run `make setup` (or `make mini-swe-agent`): it installs "
-                "the version pinned in mini_swe_agent/requirements.txt into mini_swe_agent/.venv, an environment of its own.")
+                "the version pinned in mini_swe_agent/requirements.txt into mini_swe_agent/.venv, an environment of its own."
+            )
         return binary
 
     def invoke(self, task: Task, workspace: Path, state: Path) -> Invocation:
@@ -214,8 +250,21 @@ class MiniSweAgent(CLIAgent):
         run_yaml, trajectory = state / "run.yaml", state / "traj.json"
         run_yaml.write_text(json.dumps(run_config(task, workspace_rules(workspace), url), indent=1))
         env = state_environment(state, key)
-        args = [str(self.binary()), "-y", "-m", f"openai/{self.model}", "-c", "mini.yaml", "-c", str(run_yaml),
-                "-l", "0", "--exit-immediately", "-o", str(trajectory)]
+        args = [
+            str(self.binary()),
+            "-y",
+            "-m",
+            f"openai/{self.model}",
+            "-c",
+            "mini.yaml",
+            "-c",
+            str(run_yaml),
+            "-l",
+            "0",
+            "--exit-immediately",
+            "-o",
+            str(trajectory),
+        ]
         self._kept.trajectory, self._kept.refused = None, ""
 
         def keep() -> None:
@@ -225,13 +274,15 @@ class MiniSweAgent(CLIAgent):
                 self._kept.refused = str(error)
             except OSError:
                 self._kept.trajectory = None
+
         return Invocation(args, env, close=[keep])
 
     def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
         trajectory, self._kept.trajectory = getattr(self._kept, "trajectory", None), None
         refused, self._kept.refused = getattr(self._kept, "refused", ""), ""
-        result = result_of(trajectory, out, err, timed_out, self.timeout_s, self.model, str(task["instance_id"]),
-                           duration)
+        result = result_of(
+            trajectory, out, err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration
+        )
         if refused:  # the agent's doing, whatever else happened: a rule-induced error naming the file
             result.status, result.error = "error", (refused + (f"; {result.error}" if result.error else ""))[:4000]
         return result

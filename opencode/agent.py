@@ -69,7 +69,9 @@ QUIET = {
 
 def _binary_path() -> str:
     """Where the platform package puts opencode's native binary, under opencode/."""
-    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower(), platform.machine())
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(
+        platform.machine().lower(), platform.machine()
+    )
     system = {"linux": "linux", "darwin": "darwin"}.get(sys.platform, sys.platform)
     return f"node_modules/opencode-{system}-{arch}/bin/opencode"
 
@@ -78,11 +80,16 @@ def opencode_config(model: str, base_url: str, key_fd: int) -> dict[str, Any]:
     """opencode's configuration: one OpenAI-compatible provider, its key read from the pipe `key_fd`, the output cap."""
     return {
         "$schema": "https://opencode.ai/config.json",
-        "provider": {PROVIDER: {"npm": "@ai-sdk/openai-compatible", "name": PROVIDER,
-                                "options": {"baseURL": base_url, "apiKey": f"{{file:/dev/fd/{key_fd}}}"},
-                                # limit.output: its output cap (config.agent_max_output_tokens; opencode's own
-                                # is 32,000); context 0, as when no limit is given: no compaction of its own
-                                "models": {model: {"limit": {"context": 0, "output": config.agent_max_output_tokens()}}}}},
+        "provider": {
+            PROVIDER: {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": PROVIDER,
+                "options": {"baseURL": base_url, "apiKey": f"{{file:/dev/fd/{key_fd}}}"},
+                # limit.output: its output cap (config.agent_max_output_tokens; opencode's own
+                # is 32,000); context 0, as when no limit is given: no compaction of its own
+                "models": {model: {"limit": {"context": 0, "output": config.agent_max_output_tokens()}}},
+            }
+        },
         "model": f"{PROVIDER}/{model}",
         "small_model": f"{PROVIDER}/{model}",  # its title request goes to the same model, not a default one
         "autoupdate": False,
@@ -97,11 +104,18 @@ def state_environment(state: Path, model: str, base_url: str, key_fd: int) -> di
         folder.mkdir()
     settings = state / "opencode.json"
     settings.write_text(json.dumps(opencode_config(model, base_url, key_fd), indent=1))
-    return safe_environment({
-        "HOME": str(folders["home"]), "XDG_CONFIG_HOME": str(folders["config"]),
-        "XDG_DATA_HOME": str(folders["data"]), "XDG_CACHE_HOME": str(folders["cache"]),
-        "XDG_STATE_HOME": str(folders["state"]), "TMPDIR": str(folders["tmp"]),
-        "OPENCODE_CONFIG": str(settings), **QUIET})
+    return safe_environment(
+        {
+            "HOME": str(folders["home"]),
+            "XDG_CONFIG_HOME": str(folders["config"]),
+            "XDG_DATA_HOME": str(folders["data"]),
+            "XDG_CACHE_HOME": str(folders["cache"]),
+            "XDG_STATE_HOME": str(folders["state"]),
+            "TMPDIR": str(folders["tmp"]),
+            "OPENCODE_CONFIG": str(settings),
+            **QUIET,
+        }
+    )
 
 
 def trajectory_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -117,8 +131,14 @@ def trajectory_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             arguments = state.get("input") or {}
             text = arguments.get("command") if name == "bash" else json.dumps(arguments)
             steps.append({"type": "tool_call", "name": name, "text": str(text or "")})
-            steps.append({"type": "tool_result", "name": name, "text": str(state.get("output") or state.get("error") or ""),
-                          "exit_code": (state.get("metadata") or {}).get("exit")})
+            steps.append(
+                {
+                    "type": "tool_result",
+                    "name": name,
+                    "text": str(state.get("output") or state.get("error") or ""),
+                    "exit_code": (state.get("metadata") or {}).get("exit"),
+                }
+            )
     return cut_trajectory(steps)
 
 
@@ -131,8 +151,15 @@ def _error_text(event: dict[str, Any]) -> str:
     return str(error)
 
 
-def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeout_s: float, model: str,
-              instance_id: str, duration: float) -> AgentResult:
+def result_of(
+    events: list[dict[str, Any]],
+    stderr: str,
+    timed_out: bool,
+    timeout_s: float,
+    model: str,
+    instance_id: str,
+    duration: float,
+) -> AgentResult:
     """opencode's claim about its run: completed when its last step finished without asking for tools and no error
     came. Agent data: the run's end is the host's (helpers.agents.base.ended_as_seen), usage and cost the gateway's
     meter (step_finish tokens are not read)."""
@@ -148,10 +175,22 @@ def result_of(events: list[dict[str, Any]], stderr: str, timed_out: bool, timeou
             text = str(part.get("text") or "")
         elif kind == "tool_use":
             calls += 1
-    status, error = claimed_status(timed_out, timeout_s, finished and not errors, lambda: (
-        "; ".join(dict.fromkeys(errors)) or last_lines(stderr) or "opencode ended without finishing its turn"))
-    return AgentResult(instance_id, status, error=error[:4000], iterations=steps, duration_s=round(duration, 3),
-                       final_text=text, model=model, trajectory=trajectory_of(events))
+    status, error = claimed_status(
+        timed_out,
+        timeout_s,
+        finished and not errors,
+        lambda: ("; ".join(dict.fromkeys(errors)) or last_lines(stderr) or "opencode ended without finishing its turn"),
+    )
+    return AgentResult(
+        instance_id,
+        status,
+        error=error[:4000],
+        iterations=steps,
+        duration_s=round(duration, 3),
+        final_text=text,
+        model=model,
+        trajectory=trajectory_of(events),
+    )
 
 
 class OpencodeAgent(CLIAgent):
@@ -161,8 +200,13 @@ class OpencodeAgent(CLIAgent):
     name = "opencode"
     rules_file = RULES_FILE
     # its built-in init command, run headless as `opencode run --command init` (opencode.ai/docs/rules: /init)
-    init_route = InitRoute(OWN_INIT, "/init", "opencode run --command init", "AGENTS.md",
-                           "opencode's built-in init command (opencode.ai/docs/rules, opencode.ai/docs/cli)")
+    init_route = InitRoute(
+        OWN_INIT,
+        "/init",
+        "opencode run --command init",
+        "AGENTS.md",
+        "opencode's built-in init command (opencode.ai/docs/rules, opencode.ai/docs/cli)",
+    )
     rules_limit = None  # opencode's rules docs (opencode.ai/docs/rules) state no size limit for AGENTS.md that we found
     base_prompt = BASE_PROMPT
     default_model = config.AGENT_MODEL  # an OpenAI model, which opencode reaches as an OpenAI-compatible provider
@@ -181,11 +225,17 @@ class OpencodeAgent(CLIAgent):
         # an init run's "/init" is opencode's own command, run as `--command init`
         message = ["--command", text[1:]] if task.get("exact_prompt") and text.startswith("/") else [text]
         args = [str(self.binary()), "run", "--format", "json", "--auto", "--pure", *message]
-        return Invocation(args, state_environment(state, self.model, url, key_fd), pass_fds=(key_fd,),
-                          close=[lambda: os.close(key_fd)])
+        return Invocation(
+            args,
+            state_environment(state, self.model, url, key_fd),
+            pass_fds=(key_fd,),
+            close=[lambda: os.close(key_fd)],
+        )
 
     def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
-        return result_of(json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration)
+        return result_of(
+            json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration
+        )
 
 
 def opencode_binary() -> Path:

@@ -43,8 +43,10 @@ def task_text(task: Task) -> str:
     helpers.agents.init_route) exactly as it is."""
     if task.get("exact_prompt"):
         return str(task["problem_statement"])
-    return (f"Task {task['instance_id']} in the repository {task.get('repo', '')} (the current directory):\n\n"
-            f"{task['problem_statement'].strip()}\n\nChange the repository's files to resolve this issue.")
+    return (
+        f"Task {task['instance_id']} in the repository {task.get('repo', '')} (the current directory):\n\n"
+        f"{task['problem_statement'].strip()}\n\nChange the repository's files to resolve this issue."
+    )
 
 
 def capped(result: AgentResult, err: str) -> AgentResult:
@@ -72,10 +74,16 @@ def ended_as_seen(claim: AgentResult, exit_status: int | None, timed_out: bool, 
     if timed_out:
         claim.status, claim.error = "timeout", f"stopped after {timeout_s:.0f} s (the agent's time limit)"
     elif exit_status != 0:
-        how = (f"died of signal {-exit_status}" if exit_status is not None and exit_status < 0
-               else f"exited with status {exit_status}")
+        how = (
+            f"died of signal {-exit_status}"
+            if exit_status is not None and exit_status < 0
+            else f"exited with status {exit_status}"
+        )
         said = f": {claim.error}" if claim.error else ""
-        claim.status, claim.error = "error", f"the agent's CLI {how} (the host's wait); its stream claimed {claim.status}{said}"[:4000]
+        claim.status, claim.error = (
+            "error",
+            f"the agent's CLI {how} (the host's wait); its stream claimed {claim.status}{said}"[:4000],
+        )
     if claim.status == "timeout":
         claim.limit = Limit.TIME
     elif claim.status == "error" and claim.limit is None:
@@ -85,15 +93,20 @@ def ended_as_seen(claim: AgentResult, exit_status: int | None, timed_out: bool, 
 
 def unreadable(instance_id: str, model: str, error: Exception) -> AgentResult:
     """The result of a run whose output could not be read: the output is the agent's, so is the failure."""
-    return AgentResult(instance_id, "error", model=model,
-                       error=f"the agent's output could not be read ({type(error).__name__}: {error})"[:4000])
+    return AgentResult(
+        instance_id,
+        "error",
+        model=model,
+        error=f"the agent's output could not be read ({type(error).__name__}: {error})"[:4000],
+    )
 
 
 PROVIDER_OWNERS = {"anthropic": "a Claude model served by Anthropic", "gemini": "a Gemini model served by Google"}
 
 
-def openai_provider(model: str, base_url: str | None, api_key: str | None, speaks: str,
-                    endpoint: str) -> tuple[str, str]:
+def openai_provider(
+    model: str, base_url: str | None, api_key: str | None, speaks: str, endpoint: str
+) -> tuple[str, str]:
     """(base URL, key) for a CLI that speaks only an OpenAI API: the OPENAI_BASE_URL server, else OpenAI's,
     resolved like every role (helpers.core.config.llm_settings). A Claude or Gemini id that resolves to its own
     provider is a ValueError saying what to set, so another provider's key never goes to OpenAI.
@@ -103,7 +116,8 @@ def openai_provider(model: str, base_url: str | None, api_key: str | None, speak
     if settings.provider in PROVIDER_OWNERS:
         raise ValueError(
             f"{speaks}, and {model!r} is {PROVIDER_OWNERS[settings.provider]}. Run it on an OpenAI model "
-            f"(AGENT_MODEL={config.AGENT_MODEL!r}), or set OPENAI_BASE_URL to a server with {endpoint} for it.")
+            f"(AGENT_MODEL={config.AGENT_MODEL!r}), or set OPENAI_BASE_URL to a server with {endpoint} for it."
+        )
     return settings.base_url or config.OPENAI_URL, settings.require_key()
 
 
@@ -149,22 +163,35 @@ def install_on_first_use(package_dir: Path, name: str) -> None:
         return
     npm = shutil.which("npm")
     if npm is None:
-        raise FileNotFoundError(f"The {name} CLI is not installed, and npm is not found to install it: install "
-                                f"Node.js 20+ (it brings npm), then run `make agent AGENT={name}`.")
+        raise FileNotFoundError(
+            f"The {name} CLI is not installed, and npm is not found to install it: install "
+            f"Node.js 20+ (it brings npm), then run `make agent AGENT={name}`."
+        )
     marker.parent.mkdir(exist_ok=True)
     with _installing, open(marker.parent / ".install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if marker.exists():  # another process installed it while this one waited
             return
-        print(f"Installing the {name} CLI on first use (npm install in {package_dir.name}/, the version pinned there; "
-              "once).", flush=True)
+        print(
+            f"Installing the {name} CLI on first use (npm install in {package_dir.name}/, the version pinned there; "
+            "once).",
+            flush=True,
+        )
         own = {k: v for k, v in os.environ.items() if k.lower().startswith("npm_config_") or k == "NODE_EXTRA_CA_CERTS"}
-        done = subprocess.run([npm, *NPM_INSTALL], cwd=package_dir, env=safe_environment(own), capture_output=True,
-                              text=True, timeout=1800)
+        done = subprocess.run(
+            [npm, *NPM_INSTALL],
+            cwd=package_dir,
+            env=safe_environment(own),
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         if done.returncode != 0:
-            raise FileNotFoundError(f"Installing the {name} CLI failed (npm install in {package_dir}, exit "
-                                    f"{done.returncode}): {(done.stderr or done.stdout).strip()[-800:]} Run "
-                                    f"`make agent AGENT={name}` to see it whole.")
+            raise FileNotFoundError(
+                f"Installing the {name} CLI failed (npm install in {package_dir}, exit "
+                f"{done.returncode}): {(done.stderr or done.stdout).strip()[-800:]} Run "
+                f"`make agent AGENT={name}` to see it whole."
+            )
         marker.touch()
 
 
@@ -234,10 +261,22 @@ class CLIAgent(AgentBase):
         super().__init_subclass__(**kwargs)
         cls._live, cls._live_lock = set(), threading.Lock()  # each agent's running processes, for stop_all
 
-    def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
-                 timeout_s: float = config.AGENT_TIMEOUT_S, mode: str = "act", sandbox: SandboxPolicy = "required"):
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = config.AGENT_TIMEOUT_S,
+        mode: str = "act",
+        sandbox: SandboxPolicy = "required",
+    ):
         if mode not in MODES or (mode == "plan" and not self.plan_mode):
-            allowed = "'act' (patches) or 'plan' (plans)" if self.plan_mode else f"'act' ({self.name} has no headless plan mode)"
+            allowed = (
+                "'act' (patches) or 'plan' (plans)"
+                if self.plan_mode
+                else f"'act' ({self.name} has no headless plan mode)"
+            )
             raise ValueError(f"mode must be {allowed}, not {mode!r}.")
         if not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or timeout_s <= 0:
             raise ValueError(f"timeout_s must be a positive number of seconds, not {timeout_s!r}.")
@@ -285,7 +324,8 @@ class CLIAgent(AgentBase):
         if not binary.exists():
             raise FileNotFoundError(
                 f"The {cls.name} CLI is not installed at {binary}. Run `make setup` (it installs the version pinned "
-                f"in {cls.package_dir.name}/package.json into {cls.package_dir.name}/node_modules; needs Node.js 20+).")
+                f"in {cls.package_dir.name}/package.json into {cls.package_dir.name}/node_modules; needs Node.js 20+)."
+            )
         return binary
 
     @classmethod
@@ -303,8 +343,14 @@ class CLIAgent(AgentBase):
             places = [str(p) for p in (binary.parent.parent / "lib").glob("python*/site-packages")]
             found = importlib.metadata.distributions(name=cls.python_package, path=places)
             return next((distribution.version for distribution in found), "?")
-        printed = subprocess.run([str(binary), *cls.version_args], capture_output=True, text=True, timeout=60,
-                                 env=safe_environment(cls.version_env), stdin=subprocess.DEVNULL)
+        printed = subprocess.run(
+            [str(binary), *cls.version_args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=safe_environment(cls.version_env),
+            stdin=subprocess.DEVNULL,
+        )
         lines = (printed.stdout or printed.stderr).strip().splitlines()
         return lines[-1].removeprefix(cls.version_prefix) if lines else "?"
 
@@ -319,11 +365,22 @@ class CLIAgent(AgentBase):
         invocation = None
         try:
             invocation = self._as_seen_inside().invoke(task, Path(workspace), state)
-            run = run_cli_observed(invocation.args, Path(workspace), invocation.env, invocation.stdin, self.timeout_s,
-                                   self._live, self._live_lock, pass_fds=invocation.pass_fds, home=state,
-                                   read_only=[self.package_dir], sandbox=self.sandbox, reach=self.base_url)
+            run = run_cli_observed(
+                invocation.args,
+                Path(workspace),
+                invocation.env,
+                invocation.stdin,
+                self.timeout_s,
+                self._live,
+                self._live_lock,
+                pass_fds=invocation.pass_fds,
+                home=state,
+                read_only=[self.package_dir],
+                sandbox=self.sandbox,
+                reach=self.base_url,
+            )
         finally:
-            for close in (invocation.close if invocation else []):
+            for close in invocation.close if invocation else []:
                 close()
             remove_scratch(state)
         try:
@@ -344,12 +401,30 @@ class CLIAgent(AgentBase):
 
     def through_gateway(self, base_url: str, api_key: str, kind: str) -> "CLIAgent":
         """This agent, calling the model gateway with a run token instead of the provider and its key."""
-        return type(self)(self.model, base_url=base_url, api_key=api_key, timeout_s=self.timeout_s, mode=self.mode,
-                          sandbox=self.sandbox)
+        return type(self)(
+            self.model,
+            base_url=base_url,
+            api_key=api_key,
+            timeout_s=self.timeout_s,
+            mode=self.mode,
+            sandbox=self.sandbox,
+        )
 
     def stop_all(self) -> None:
         stop_processes(self._live, self._live_lock)
 
 
-__all__ = ["AgentBase", "CLIAgent", "Invocation", "task_text", "key_pipe", "claimed_status", "capped", "ended_as_seen", "unreadable", "openai_provider", "openai_upstream",
-           "install_on_first_use"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "AgentBase",
+    "CLIAgent",
+    "Invocation",
+    "task_text",
+    "key_pipe",
+    "claimed_status",
+    "capped",
+    "ended_as_seen",
+    "unreadable",
+    "openai_provider",
+    "openai_upstream",
+    "install_on_first_use",
+]  # documented in CODE_APPENDIX.md

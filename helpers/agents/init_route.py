@@ -30,7 +30,7 @@ PROJECT_INIT = "the project's own init prompt"  # an agent without one: labeled 
 PROJECT_INIT_PROMPT = (
     "Write a file named {file} at the root of this repository: a short guide for a coding agent that will "
     "work on it. Read the repository first (its README, CONTRIBUTING and other docs, its layout and tests). "
-    "Title it \"Repository Guidelines\" and keep it to 200-400 words under Markdown headings: project "
+    'Title it "Repository Guidelines" and keep it to 200-400 words under Markdown headings: project '
     "structure, how to build and test, coding style and naming conventions, testing guidelines, commit and "
     "pull request guidelines. Be specific to this repository and state its conventions as instructions. "
     "Change no other file."
@@ -68,11 +68,20 @@ def init_task(task: dict[str, Any], route: InitRoute, agent: str) -> dict[str, A
     route's prompt sent as it is, no grading fields. Its instance id names the agent, repository and base
     commit, so a run id with the agent's version and the prompt's hash caches it once per all four."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", str(task.get("repo") or "repo")).strip("-.") or "repo"
-    return {**{k: task[k] for k in ("repo", "base_commit", "repo_path", "suite", "environment_setup_commit",
-                                     "version", "created_at") if k in task},
-            "instance_id": f"init-{agent}-{slug}-{str(task['base_commit'])[:12]}"[:120],
-            "problem_statement": route.prompt, "exact_prompt": True, "FAIL_TO_PASS": "[]", "PASS_TO_PASS": "[]",
-            "patch": "", "test_patch": ""}
+    return {
+        **{
+            k: task[k]
+            for k in ("repo", "base_commit", "repo_path", "suite", "environment_setup_commit", "version", "created_at")
+            if k in task
+        },
+        "instance_id": f"init-{agent}-{slug}-{str(task['base_commit'])[:12]}"[:120],
+        "problem_statement": route.prompt,
+        "exact_prompt": True,
+        "FAIL_TO_PASS": "[]",
+        "PASS_TO_PASS": "[]",
+        "patch": "",
+        "test_patch": "",
+    }
 
 
 def written_file(patch: str, path: str) -> str | None:
@@ -82,9 +91,9 @@ def written_file(patch: str, path: str) -> str | None:
     header = re.search(rf"(?m)^diff --git a/{re.escape(path)} b/{re.escape(path)}\n", text)
     if header is None:
         return None
-    section = text[header.end():]
+    section = text[header.end() :]
     following = re.search(r"(?m)^diff --git ", section)
-    section = section[:following.start()] if following else section
+    section = section[: following.start()] if following else section
     if not re.search(r"(?m)^new file mode", section) or "@@" not in section:
         return None
     lines, in_hunk = [], False

@@ -25,8 +25,13 @@ TEST_WORDS = ("pytest", "unittest", "npm test", "go test", "tox", "make test")
 SUMMARY_ITEMS = 8  # commands and files named in a summary
 
 
-def save_trajectory(experiment: str, run_id: str, instance_id: str, turns: Sequence[dict[str, Any]],
-                    results_root: Path | str | None = None) -> Path:
+def save_trajectory(
+    experiment: str,
+    run_id: str,
+    instance_id: str,
+    turns: Sequence[dict[str, Any]],
+    results_root: Path | str | None = None,
+) -> Path:
     """The turns as JSON under act_results/<experiment>/trajectories/<run_id>/<instance_id>.json."""
     path = experiment_dir(experiment, results_root) / "trajectories" / run_id / f"{instance_id}.json"
     return write_json(path, list(turns))
@@ -49,8 +54,13 @@ def as_turns(steps: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if "role" in step:
             turns.append(step)
         elif step.get("type") == "tool_call":
-            turns.append({"role": "assistant", "content": "",
-                          "tool_calls": [{"name": step.get("name"), "arguments": step.get("text")}]})
+            turns.append(
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [{"name": step.get("name"), "arguments": step.get("text")}],
+                }
+            )
         elif step.get("type") == "tool_result":
             turns.append({"role": "tool", "content": step.get("text", ""), "tool_calls": []})
         else:
@@ -75,8 +85,10 @@ def summarize(turns: Sequence[dict[str, Any]]) -> str:
         files += [str(arguments[key]) for key in PATH_KEYS if arguments.get(key)]
     tools = Counter(str(call.get("name")) for call in calls)
     last = next((str(t.get("content") or "").strip() for t in reversed(turns) if t.get("role") == "assistant"), "")
-    parts = [f"{sum(1 for t in turns if t.get('role') == 'assistant')} model turns",
-             "tools: " + (", ".join(f"{name} x{n}" for name, n in tools.most_common()) or "none")]
+    parts = [
+        f"{sum(1 for t in turns if t.get('role') == 'assistant')} model turns",
+        "tools: " + (", ".join(f"{name} x{n}" for name, n in tools.most_common()) or "none"),
+    ]
     if commands:
         parts.append("ran: " + "; ".join(c[:80] for c in commands[:SUMMARY_ITEMS]))
     if files:
@@ -85,8 +97,12 @@ def summarize(turns: Sequence[dict[str, Any]]) -> str:
     parts.append("ended: " + (last.splitlines()[0][:160] if last else "(no final message)"))
     return "; ".join(parts)
 
-def cut_trajectory(steps: Iterable[dict[str, Any]], budget: int = config.AGENT_TRAJECTORY_CHARS,
-                   step_chars: int = config.AGENT_TRAJECTORY_STEP_CHARS) -> list[dict[str, Any]]:
+
+def cut_trajectory(
+    steps: Iterable[dict[str, Any]],
+    budget: int = config.AGENT_TRAJECTORY_CHARS,
+    step_chars: int = config.AGENT_TRAJECTORY_STEP_CHARS,
+) -> list[dict[str, Any]]:
     """Steps in order, each text cut to step_chars, until `budget` characters; then one note of what was left."""
     kept, used, left = [], 0, 0
     for step in steps:
@@ -99,7 +115,15 @@ def cut_trajectory(steps: Iterable[dict[str, Any]], budget: int = config.AGENT_T
         kept.append({**step, "text": text})
         used += len(text)
     if left:
-        kept.append({"type": "message", "name": "note", "text": f"[{left} more steps cut to keep the trajectory short]"})
+        kept.append(
+            {"type": "message", "name": "note", "text": f"[{left} more steps cut to keep the trajectory short]"}
+        )
     return kept
 
-__all__ = ["save_trajectory", "summarize", "as_turns", "cut_trajectory"]  # the public API, documented in CODE_APPENDIX.md
+
+__all__ = [
+    "save_trajectory",
+    "summarize",
+    "as_turns",
+    "cut_trajectory",
+]  # the public API, documented in CODE_APPENDIX.md

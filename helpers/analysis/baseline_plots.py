@@ -34,16 +34,24 @@ def plot_baselines(result: Mapping[str, Any], experiment: str = "") -> Figure:
             continue
         colour = "tab:blue" if arm == "learned" else "tab:green" if arm == "team" else "tab:purple"
         diff = comparison.diff * 100
-        ax.errorbar([diff], [row], xerr=[[max(0.0, diff - comparison.ci_low * 100)],
-                                         [max(0.0, comparison.ci_high * 100 - diff)]],
-                    marker="o", capsize=4, color=colour)
+        ax.errorbar(
+            [diff],
+            [row],
+            xerr=[[max(0.0, diff - comparison.ci_low * 100)], [max(0.0, comparison.ci_high * 100 - diff)]],
+            marker="o",
+            capsize=4,
+            color=colour,
+        )
         labels.append(f"{arm} ({name[:32]}): p = {p:.2g} ({which})")
     ax.axvline(0, color="grey", linewidth=1)
     ax.set_yticks(range(len(arms)), labels, fontsize="small")
     ax.invert_yaxis()
     title = f"Each arm against no rules on the same test tasks (95% CI)\n{experiment}"
-    ax.set(xlabel="difference in test accuracy from no rules (points)", xlim=(-105, 105),
-           title=f"{title}\nSCRIPTED DRY RUN: not results" if result.get("dry_run") else title)
+    ax.set(
+        xlabel="difference in test accuracy from no rules (points)",
+        xlim=(-105, 105),
+        title=f"{title}\nSCRIPTED DRY RUN: not results" if result.get("dry_run") else title,
+    )
     ax.grid(alpha=0.3, axis="x")
     figure.tight_layout()
     return figure

@@ -43,14 +43,24 @@ def plot_cost(loops: pd.DataFrame, experiment: str = "") -> Figure:
     width = max(8, 90 // max(1, len(loops)))  # characters of x-small text a bar's slot holds (~90 across the axes)
     for loop, height, label in zip(loops["loop"], bottom, cost_labels(loops)):
         text = "\n".join(textwrap.fill(line, width) for line in label.replace(" (", "\n(").split("\n"))
-        ax.annotate(text, (loop, height), textcoords="offset points", xytext=(0, 3), ha="center", va="bottom",
-                    fontsize="x-small")
+        ax.annotate(
+            text,
+            (loop, height),
+            textcoords="offset points",
+            xytext=(0, 3),
+            ha="center",
+            va="bottom",
+            fontsize="x-small",
+        )
     if top <= 0:
         ax.annotate("no token counts recorded for these loops", (0.5, 0.5), xycoords="axes fraction", ha="center")
     ax.set_ylim(0, top * 1.3 if top > 0 else 1.0)  # room for the labels above the bars
     ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
-    ax.set(xlabel="loop", ylabel="tokens (input + output)",
-           title=dry_run_title(f"Tokens per loop by role, cost as labels: {experiment}", loops))
+    ax.set(
+        xlabel="loop",
+        ylabel="tokens (input + output)",
+        title=dry_run_title(f"Tokens per loop by role, cost as labels: {experiment}", loops),
+    )
     ax.set_xticks(list(loops["loop"]))
     if ax.containers:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")  # beside the axes, off the title
@@ -77,10 +87,19 @@ def version_costs(experiment: str, results_root: Path | str | None = None) -> pd
             continue
         seen.add(version)
         rows = plan_scored(rows)  # plan mode's rows scored by the judge, as the loop lines score them
-        points.append({"version": version, "loop": loop, "split": split, "accuracy": record.get(f"{split}_accuracy"),
-                       "ci_low": record.get(f"{split}_ci_low"), "ci_high": record.get(f"{split}_ci_high"),
-                       "tokens_per_run": _tokens_per_run(rows), "ruleset_tokens": record.get("ruleset_tokens"),
-                       "kept": version == choice.version})
+        points.append(
+            {
+                "version": version,
+                "loop": loop,
+                "split": split,
+                "accuracy": record.get(f"{split}_accuracy"),
+                "ci_low": record.get(f"{split}_ci_low"),
+                "ci_high": record.get(f"{split}_ci_high"),
+                "tokens_per_run": _tokens_per_run(rows),
+                "ruleset_tokens": record.get("ruleset_tokens"),
+                "kept": version == choice.version,
+            }
+        )
     return pd.DataFrame(points, columns=columns)
 
 
@@ -96,33 +115,65 @@ def plot_cost_accuracy(points: pd.DataFrame, experiment: str = "", dry_run: bool
     high = pd.to_numeric(points["ci_high"], errors="coerce")
     if len(points):
         ax.plot(x, y, color="grey", linestyle=":", linewidth=1)
-        ax.errorbar(x, y, yerr=[(y - low).clip(lower=0).fillna(0), (high - y).clip(lower=0).fillna(0)], fmt="o",
-                    capsize=4, color="tab:blue", label="version (95% CI)", clip_on=False)  # a point at 0 shows whole
+        ax.errorbar(
+            x,
+            y,
+            yerr=[(y - low).clip(lower=0).fillna(0), (high - y).clip(lower=0).fillna(0)],
+            fmt="o",
+            capsize=4,
+            color="tab:blue",
+            label="version (95% CI)",
+            clip_on=False,
+        )  # a point at 0 shows whole
         kept = points["kept"].astype(bool)
-        ax.plot(x[kept], y[kept], marker="*", markersize=16, linestyle="none", color="tab:orange", label="kept version",
-                clip_on=False)
+        ax.plot(
+            x[kept],
+            y[kept],
+            marker="*",
+            markersize=16,
+            linestyle="none",
+            color="tab:orange",
+            label="kept version",
+            clip_on=False,
+        )
         for i, (xi, yi, point) in enumerate(zip(x, y, points.itertuples())):
             # short names, staggered, so that versions with close token counts stay readable
-            ax.annotate(f"v{point.version}", (xi, yi), textcoords="offset points", xytext=(6, 6 + 12 * (i % 2)),
-                        fontsize="small")
+            ax.annotate(
+                f"v{point.version}",
+                (xi, yi),
+                textcoords="offset points",
+                xytext=(6, 6 + 12 * (i % 2)),
+                fontsize="small",
+            )
         bare = [f"v{v}" for v, t in zip(points["version"], points["ruleset_tokens"]) if not t]
-        ax.legend(loc="best", fontsize="small", title=f"{', '.join(bare)}: no rules" if bare else None,
-                  title_fontsize="small")
+        ax.legend(
+            loc="best", fontsize="small", title=f"{', '.join(bare)}: no rules" if bare else None, title_fontsize="small"
+        )
     if not (x > 0).any():
         ax.annotate("no token counts recorded", (0.5, 0.5), xycoords="axes fraction", ha="center")
     ax.set_xlim(*_data_range(x[x > 0]))
     ax.set_ylim(0, 1.05)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
-    which = ("validation accuracy" if split == "val" else
-             "train accuracy (no validation side: the tasks the optimizer learned from)")
+    which = (
+        "validation accuracy"
+        if split == "val"
+        else "train accuracy (no validation side: the tasks the optimizer learned from)"
+    )
     title = f"Tokens per run and {which.split(' (')[0]}, per version: {experiment}"
     side = "validation" if split == "val" else "train"
-    ax.set(xlabel=f"tokens per agent run on {side} tasks (input + output, mean)",
-           ylabel=which if split == "val" else "train accuracy",
-           title=f"{title}\n{DRY_RUN_TITLE}" if dry_run else title)
+    ax.set(
+        xlabel=f"tokens per agent run on {side} tasks (input + output, mean)",
+        ylabel=which if split == "val" else "train accuracy",
+        title=f"{title}\n{DRY_RUN_TITLE}" if dry_run else title,
+    )
     if split != "val":
-        ax.annotate("no validation side: the kept version is the latest, not chosen by data", (0.01, 0.01),
-                    xycoords="axes fraction", fontsize="small", color="tab:red")
+        ax.annotate(
+            "no validation side: the kept version is the latest, not chosen by data",
+            (0.01, 0.01),
+            xycoords="axes fraction",
+            fontsize="small",
+            color="tab:red",
+        )
     ax.grid(alpha=0.3)
     return figure
 
@@ -146,4 +197,9 @@ def _tokens_per_run(rows: pd.DataFrame) -> float:
     return float(counted[columns].apply(pd.to_numeric, errors="coerce").sum(axis=1, min_count=len(columns)).mean())
 
 
-__all__ = ["plot_cost", "version_costs", "plot_cost_accuracy", "ROLES"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = [
+    "plot_cost",
+    "version_costs",
+    "plot_cost_accuracy",
+    "ROLES",
+]  # the public API, documented in CODE_APPENDIX.md

@@ -29,8 +29,15 @@ from helpers.analysis.secondaries import QUESTIONS, SECONDARY_RULE, against_none
 from helpers.core import config
 from helpers.stats.outcomes import errored_note, plan_scored as scored
 from helpers.core.wording import counted
-from helpers.store.loops import (completed_loops, kept_version, load_one_test, load_split, loop_records, loop_rows,
-                                 one_test_rows)
+from helpers.store.loops import (
+    completed_loops,
+    kept_version,
+    load_one_test,
+    load_split,
+    loop_records,
+    loop_rows,
+    one_test_rows,
+)
 
 if TYPE_CHECKING:
     from helpers.stats.costs import PairedChange
@@ -68,35 +75,63 @@ def primary_result(experiment: str) -> dict[str, Any] | None:
     if one_test is not None:  # the one test ran on its own, pair by pair (helpers.engine.one_test)
         start_rows, kept_rows = one_test_rows(experiment, "start"), one_test_rows(experiment, "kept")
     else:  # every loop ran the test split: loop 0's rows against the kept version's
-        start_rows, kept_rows = loop_rows(experiment, "test", first["loop"]), loop_rows(experiment, "test", kept_loop["loop"])
+        start_rows, kept_rows = (
+            loop_rows(experiment, "test", first["loop"]),
+            loop_rows(experiment, "test", kept_loop["loop"]),
+        )
     comparison = None
     changes: dict[str, PairedChange] = {}
     if choice.version != first["ruleset_version"] and start_rows is not None and kept_rows is not None:
         comparison = primary_test(start_rows, kept_rows, start_label, f"v{choice.version}")
         changes = cost_changes(start_rows, kept_rows, start_label, f"v{choice.version}")
     tokens = changes.get("tokens")
-    verdict = (decision(comparison, tokens.summary() if recorded(tokens) else "")
-               if comparison is not None else
-               f"No test: the kept version is the start ({start_label}), so nothing learned is claimed.")
+    verdict = (
+        decision(comparison, tokens.summary() if recorded(tokens) else "")
+        if comparison is not None
+        else f"No test: the kept version is the start ({start_label}), so nothing learned is claimed."
+    )
     rule = DECISION_RULE
     if comparison is not None and one_test is not None and "decision" in one_test:
-        verdict = sequential_verdict(one_test, start_rows, kept_rows, tokens.summary() if recorded(tokens) else "",
-                                     no_charge=no_charge_note(done))
-        rule = (f"Primary test, declared before any run: the kept version (chosen on validation) against the start "
-                f"on the test split, task by task in a seeded order: {one_test['method']}. \"The rules help\" or "
-                "\"hurt\" only when a boundary is crossed; tasks after the stop are never run or counted.")
+        verdict = sequential_verdict(
+            one_test,
+            start_rows,
+            kept_rows,
+            tokens.summary() if recorded(tokens) else "",
+            no_charge=no_charge_note(done),
+        )
+        rule = (
+            f"Primary test, declared before any run: the kept version (chosen on validation) against the start "
+            f'on the test split, task by task in a seeded order: {one_test["method"]}. "The rules help" or '
+            '"hurt" only when a boundary is crossed; tasks after the stop are never run or counted.'
+        )
     split = load_split(experiment) or {}
-    sizes = (f"Split: {len(split.get('train', []))} train, {len(split.get('validation', []))} validation, "
-             f"{len(split.get('test', []))} test tasks (saved in act_results/{experiment}/split.json)." if split else
-             "Split: not saved with the experiment.")
-    return {"kept_version": choice.version, "how": choice.how, "candidates": choice.candidates, "split": sizes,
-            "start": start_label, "comparison": comparison, "decision": verdict,
-            "power": power_note(_test_split_size(one_test, split, start_rows)),
-            "rule": rule,
-            "dry_run": any(r.get("dry_run") for r in done), "loops": len(done), "cost": changes,
-            "rules_tokens": {"kept": int(kept_loop.get("ruleset_tokens") or 0), "start": int(first.get("ruleset_tokens") or 0)},
-            "no_charge": no_charge_note(done), "one_test": one_test,  # and how errored pairs were counted:
-            "errored": errored_note(comparison.n_excluded, start_rows, kept_rows) if comparison is not None else ""}
+    sizes = (
+        f"Split: {len(split.get('train', []))} train, {len(split.get('validation', []))} validation, "
+        f"{len(split.get('test', []))} test tasks (saved in act_results/{experiment}/split.json)."
+        if split
+        else "Split: not saved with the experiment."
+    )
+    return {
+        "kept_version": choice.version,
+        "how": choice.how,
+        "candidates": choice.candidates,
+        "split": sizes,
+        "start": start_label,
+        "comparison": comparison,
+        "decision": verdict,
+        "power": power_note(_test_split_size(one_test, split, start_rows)),
+        "rule": rule,
+        "dry_run": any(r.get("dry_run") for r in done),
+        "loops": len(done),
+        "cost": changes,
+        "rules_tokens": {
+            "kept": int(kept_loop.get("ruleset_tokens") or 0),
+            "start": int(first.get("ruleset_tokens") or 0),
+        },
+        "no_charge": no_charge_note(done),
+        "one_test": one_test,  # and how errored pairs were counted:
+        "errored": errored_note(comparison.n_excluded, start_rows, kept_rows) if comparison is not None else "",
+    }
 
 
 def _test_split_size(one_test: dict[str, Any] | None, split: dict[str, Any], start_rows: pd.DataFrame | None) -> int:
@@ -117,15 +152,26 @@ def evidence_summary(experiment: str) -> str:
     result = primary_result(experiment)
     if result is None:
         return "No finished loop yet: nothing to compare with the starting rules."
-    lines = (["SCRIPTED DRY RUN: every number below comes from the scripted model; these are not results."]
-             if result["dry_run"] else [])
+    lines = (
+        ["SCRIPTED DRY RUN: every number below comes from the scripted model; these are not results."]
+        if result["dry_run"]
+        else []
+    )
     lines += [result["split"], f"Kept version: {result['how']}."]
     if result["comparison"] is not None and result.get("one_test"):
-        lines += [f"Over the pairs it ran: {result['comparison'].summary()} (test split; the fixed test's "
-                  "reading, not the decision).", result["errored"]]
+        lines += [
+            f"Over the pairs it ran: {result['comparison'].summary()} (test split; the fixed test's "
+            "reading, not the decision).",
+            result["errored"],
+        ]
     elif result["comparison"] is not None:
         lines += [f"Primary test: {result['comparison'].summary()} (test split).", result["errored"]]
-    lines += [result["decision"], *cost_lines(result), wrap(result["power"]), wrap(result["rule"])]  # a notebook's width
+    lines += [
+        result["decision"],
+        *cost_lines(result),
+        wrap(result["power"]),
+        wrap(result["rule"]),
+    ]  # a notebook's width
     baselines = baselines_result(experiment)  # the secondary answers, when baseline arms ran (baselines_summary: all)
     lines += baselines["answers"] if baselines is not None else []
     return "\n".join(lines)
@@ -154,13 +200,24 @@ def baselines_result(experiment: str) -> dict[str, Any] | None:
     ran_alone = primary.get("one_test") is not None  # the one test ran the start and the kept rules itself
     start_rows = one_test_rows(experiment, "start") if ran_alone else loop_rows(experiment, "test", first["loop"])
     kept_rows = one_test_rows(experiment, "kept") if ran_alone else loop_rows(experiment, "test", kept["loop"])
-    arms["none"] = ({"status": "ran", "label": "no rules", "text": "", "rows": start_rows}
-                    if start_is_none else {**saved.get("none", {"status": "skipped", "why": "no run without rules"}),
-                                           "rows": arm_rows(experiment, "none")})
-    arms["learned"] = ({"status": "ran", "label": f"v{primary['kept_version']}",
-                        "text": store.load(primary["kept_version"]), "rows": kept_rows}
-                       if primary["comparison"] is not None else
-                       {"status": "skipped", "why": f"the kept version is the start ({primary['start']}): nothing learned"})
+    arms["none"] = (
+        {"status": "ran", "label": "no rules", "text": "", "rows": start_rows}
+        if start_is_none
+        else {
+            **saved.get("none", {"status": "skipped", "why": "no run without rules"}),
+            "rows": arm_rows(experiment, "none"),
+        }
+    )
+    arms["learned"] = (
+        {
+            "status": "ran",
+            "label": f"v{primary['kept_version']}",
+            "text": store.load(primary["kept_version"]),
+            "rows": kept_rows,
+        }
+        if primary["comparison"] is not None
+        else {"status": "skipped", "why": f"the kept version is the start ({primary['start']}): nothing learned"}
+    )
     for arm in ("init", "team"):
         arms[arm] = {**saved.get(arm, {"status": "skipped", "why": "not run"}), "rows": arm_rows(experiment, arm)}
     warnings = []
@@ -177,9 +234,16 @@ def baselines_result(experiment: str) -> dict[str, Any] | None:
     labels = {arm: record.get("label", arm) for arm, record in arms.items()}
     secondaries = secondary_comparisons(frames, arms, labels)
     answers = [answer_sentence(arm, next(s for s in secondaries if s.pair == ("learned", arm))) for arm in QUESTIONS]
-    return {"arms": arms, "primary": primary["comparison"], "secondaries": secondaries, "answers": answers,
-            "warnings": warnings, "agent": agent, "no_charge": primary["no_charge"],
-            "dry_run": primary["dry_run"] or any(r.get("dry_run") for r in saved.values())}
+    return {
+        "arms": arms,
+        "primary": primary["comparison"],
+        "secondaries": secondaries,
+        "answers": answers,
+        "warnings": warnings,
+        "agent": agent,
+        "no_charge": primary["no_charge"],
+        "dry_run": primary["dry_run"] or any(r.get("dry_run") for r in saved.values()),
+    }
 
 
 def baselines_table(experiment: str) -> pd.DataFrame:
@@ -194,17 +258,27 @@ def baselines_table(experiment: str) -> pd.DataFrame:
     for arm, record in result["arms"].items():
         comparison, p, which = tests.get(arm, (None, math.nan, ""))
         cost, size = record["cost"], record["size"]
-        rows.append({"arm": arm, "label": record.get("label", arm), "status": record["status"],
-                     "data": "SCRIPTED" if result["dry_run"] else "real",
-                     "test accuracy": None if record["n"] == 0 else round(record["accuracy"], 3), "tasks": record["n"],
-                     "vs none (points, 95% CI)": "" if comparison is None or comparison.n == 0 else
-                     f"{comparison.diff * 100:+.1f} ({comparison.ci_low * 100:+.1f} to {comparison.ci_high * 100:+.1f})",
-                     "p": "" if p != p else f"{p:.2g} ({which})",
-                     "tokens per run": None if cost["tokens"] is None else round(cost["tokens"]),
-                     "cost per run": f"${cost['cost_usd']:.4f}" if cost["cost_usd"] else result["no_charge"],
-                     "seconds per run": None if cost["duration_s"] is None else round(cost["duration_s"], 1),
-                     "bytes": size["bytes"], "file tokens": size["tokens"], "rules": size["rules"],
-                     "why": record.get("why", "")})
+        rows.append(
+            {
+                "arm": arm,
+                "label": record.get("label", arm),
+                "status": record["status"],
+                "data": "SCRIPTED" if result["dry_run"] else "real",
+                "test accuracy": None if record["n"] == 0 else round(record["accuracy"], 3),
+                "tasks": record["n"],
+                "vs none (points, 95% CI)": ""
+                if comparison is None or comparison.n == 0
+                else f"{comparison.diff * 100:+.1f} ({comparison.ci_low * 100:+.1f} to {comparison.ci_high * 100:+.1f})",
+                "p": "" if p != p else f"{p:.2g} ({which})",
+                "tokens per run": None if cost["tokens"] is None else round(cost["tokens"]),
+                "cost per run": f"${cost['cost_usd']:.4f}" if cost["cost_usd"] else result["no_charge"],
+                "seconds per run": None if cost["duration_s"] is None else round(cost["duration_s"], 1),
+                "bytes": size["bytes"],
+                "file tokens": size["tokens"],
+                "rules": size["rules"],
+                "why": record.get("why", ""),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -215,8 +289,11 @@ def baselines_summary(experiment: str) -> str:
     result = baselines_result(experiment)
     if result is None:
         return "No baselines yet: run helpers.engine.baselines.run_baselines after the loops."
-    lines = (["SCRIPTED DRY RUN: every number below comes from the scripted model; these are not results."]
-             if result["dry_run"] else [])
+    lines = (
+        ["SCRIPTED DRY RUN: every number below comes from the scripted model; these are not results."]
+        if result["dry_run"]
+        else []
+    )
     lines += result["answers"]
     for arm, record in result["arms"].items():
         label = record.get("label", arm)
@@ -224,17 +301,24 @@ def baselines_summary(experiment: str) -> str:
             lines.append(f"- {arm} ({label}): {record['status']}: {record.get('why') or 'no reason recorded'}")
             continue
         size = record["size"]
-        lines.append(f"- {arm} ({label}): {record['accuracy']:.2f} on {record['n']} test tasks; "
-                     f"{per_run(record['cost'], result['no_charge'])}; file {size['bytes']:,} bytes, "
-                     f"{size['tokens']:,} tokens, {counted(size['rules'], 'rule')}")
+        lines.append(
+            f"- {arm} ({label}): {record['accuracy']:.2f} on {record['n']} test tasks; "
+            f"{per_run(record['cost'], result['no_charge'])}; file {size['bytes']:,} bytes, "
+            f"{size['tokens']:,} tokens, {counted(size['rules'], 'rule')}"
+        )
     lines += [s.summary() for s in result["secondaries"]]
     lines += [f"Size warning: {w}" for w in result["warnings"]]
     lines.append(SECONDARY_RULE.format(alpha=config.STATS_ALPHA))
     return "\n".join(lines)
 
 
-def sequential_verdict(one_test: dict[str, Any], start_rows: pd.DataFrame, kept_rows: pd.DataFrame, cost: str = "",
-                       no_charge: str = "unpriced") -> str:
+def sequential_verdict(
+    one_test: dict[str, Any],
+    start_rows: pd.DataFrame,
+    kept_rows: pd.DataFrame,
+    cost: str = "",
+    no_charge: str = "unpriced",
+) -> str:
     """The one test's decision as it ran (where it stopped and why, its estimate with the interval valid at the
     stop), and the runs (and dollars, when priced; else `no_charge`, why not) it did not pay for against
     running every test task."""
@@ -244,8 +328,10 @@ def sequential_verdict(one_test: dict[str, Any], start_rows: pd.DataFrame, kept_
     if not saved_runs:
         saved = "It ran every test task, so nothing was saved."
     elif len(dollars) and dollars.sum() > 0:
-        saved = (f"It saved {saved_runs:,} agent runs against the fixed design (about "
-                 f"${dollars.mean() * saved_runs:,.2f} at this test's mean cost per run).")
+        saved = (
+            f"It saved {saved_runs:,} agent runs against the fixed design (about "
+            f"${dollars.mean() * saved_runs:,.2f} at this test's mean cost per run)."
+        )
     else:
         saved = f"It saved {saved_runs:,} agent runs against the fixed design ({no_charge})."
     at = f" Beside it, not tested: {cost}." if cost else ""
@@ -259,10 +345,15 @@ def side_by_side(experiments: list[str], split: str = "test") -> pd.DataFrame:
     for experiment in experiments:
         done = completed_loops(experiment)
         columns[experiment] = {
-            loop: (f"{r[f'{split}_accuracy']:.2f} ({r[f'{split}_ci_low']:.2f}-{r[f'{split}_ci_high']:.2f})"
-                   if r.get(f"{split}_ci_low") is not None else
-                   "n/a" if r.get(f"{split}_accuracy") is None else f"{r[f'{split}_accuracy']:.2f}")
-            for loop, r in sorted(done.items())}
+            loop: (
+                f"{r[f'{split}_accuracy']:.2f} ({r[f'{split}_ci_low']:.2f}-{r[f'{split}_ci_high']:.2f})"
+                if r.get(f"{split}_ci_low") is not None
+                else "n/a"
+                if r.get(f"{split}_accuracy") is None
+                else f"{r[f'{split}_accuracy']:.2f}"
+            )
+            for loop, r in sorted(done.items())
+        }
     return pd.DataFrame(columns).rename_axis("loop")
 
 
@@ -271,19 +362,37 @@ def transfer_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
     the start's and the kept rules' test accuracy, the gain with its 95% interval and p, the change in tokens
     per run, the tasks left out (errored runs among them) and the decision; `data` says "SCRIPTED" when the
     runs were scripted."""
+
     def points(value: float) -> str:
         return "n/a" if value != value else f"{value * 100:+.1f}"
 
-    table = [{"agent": r["agent"], "model": r["model"] or "default", "data": "SCRIPTED" if r["dry_run"] else "real",
-              "tasks": r["n"], "start": f"{r['start']}: {r['start_accuracy']:.2f}" if r["n"] else r["start"],
-              "kept": f"{r['kept']}: {r['kept_accuracy']:.2f}" if r["n"] else r["kept"],
-              "gain (points, 95% CI)": f"{points(r['gain'])} ({points(r['ci_low'])} to {points(r['ci_high'])})",
-              "p": "n/a" if r["p_value"] != r["p_value"] else f"{r['p_value']:.2f}",
-              "tokens per run": r["tokens_change"].summary() if r["tokens_change"] is not None else "not recorded",
-              "left out": ", ".join(f"{count} {why}" for why, count in r["excluded"].items()) or "none",
-              "decision": r["decision"]} for r in rows]
+    table = [
+        {
+            "agent": r["agent"],
+            "model": r["model"] or "default",
+            "data": "SCRIPTED" if r["dry_run"] else "real",
+            "tasks": r["n"],
+            "start": f"{r['start']}: {r['start_accuracy']:.2f}" if r["n"] else r["start"],
+            "kept": f"{r['kept']}: {r['kept_accuracy']:.2f}" if r["n"] else r["kept"],
+            "gain (points, 95% CI)": f"{points(r['gain'])} ({points(r['ci_low'])} to {points(r['ci_high'])})",
+            "p": "n/a" if r["p_value"] != r["p_value"] else f"{r['p_value']:.2f}",
+            "tokens per run": r["tokens_change"].summary() if r["tokens_change"] is not None else "not recorded",
+            "left out": ", ".join(f"{count} {why}" for why, count in r["excluded"].items()) or "none",
+            "decision": r["decision"],
+        }
+        for r in rows
+    ]
     return pd.DataFrame(table)
 
 
-__all__ = ["primary_result", "evidence_summary", "compare", "side_by_side", "transfer_table", "sequential_verdict",
-           "baselines_result", "baselines_summary", "baselines_table"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = [
+    "primary_result",
+    "evidence_summary",
+    "compare",
+    "side_by_side",
+    "transfer_table",
+    "sequential_verdict",
+    "baselines_result",
+    "baselines_summary",
+    "baselines_table",
+]  # the public API, documented in CODE_APPENDIX.md

@@ -44,8 +44,12 @@ def spread(index: int, count: int, step: float = 0.04) -> float:
 
 def series_style(index: int) -> dict[str, Any]:
     """The index-th series' colour, marker and dash: two series never share all three."""
-    return {"color": OKABE_ITO[index % len(OKABE_ITO)], "marker": MARKERS[index % len(MARKERS)],
-            "linestyle": LINE_STYLES[index % len(LINE_STYLES)], "markerfacecolor": "none" if index % 2 else None}
+    return {
+        "color": OKABE_ITO[index % len(OKABE_ITO)],
+        "marker": MARKERS[index % len(MARKERS)],
+        "linestyle": LINE_STYLES[index % len(LINE_STYLES)],
+        "markerfacecolor": "none" if index % 2 else None,
+    }
 
 
 def new_figure(width: float = 7.0, height: float = 4.0) -> tuple[Figure, Any]:
@@ -55,5 +59,14 @@ def new_figure(width: float = 7.0, height: float = 4.0) -> tuple[Figure, Any]:
     return figure, figure.add_subplot()
 
 
-__all__ = ["DRY_RUN_TITLE", "OKABE_ITO", "LINE_STYLES", "MARKERS", "is_dry_run", "dry_run_title", "spread", "series_style",
-           "new_figure"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = [
+    "DRY_RUN_TITLE",
+    "OKABE_ITO",
+    "LINE_STYLES",
+    "MARKERS",
+    "is_dry_run",
+    "dry_run_title",
+    "spread",
+    "series_style",
+    "new_figure",
+]  # the public API, documented in CODE_APPENDIX.md

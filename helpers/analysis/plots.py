@@ -42,8 +42,10 @@ def load_loops(experiment: str, results_root: Path | str | None = None) -> pd.Da
     """loops.jsonl as a DataFrame sorted by loop; a clear error when the experiment has none."""
     records = loop_records(experiment, results_root)
     if not records:
-        raise FileNotFoundError(f"No finished loop for experiment {experiment!r} in "
-                                f"{experiment_dir(experiment, results_root)}: run the quickstart or 02 first.")
+        raise FileNotFoundError(
+            f"No finished loop for experiment {experiment!r} in "
+            f"{experiment_dir(experiment, results_root)}: run the quickstart or 02 first."
+        )
     return pd.DataFrame(records).sort_values("loop").reset_index(drop=True)
 
 
@@ -55,7 +57,11 @@ def load_split_rows(experiment: str, split: str, results_root: Path | str | None
         rows = _scored_rows(experiment, split, int(loop), results_root)
         if rows is not None:
             frames.append(rows.assign(loop=int(loop)))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["instance_id", "repo", "loop", "pass_or_fail"])
+    return (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(columns=["instance_id", "repo", "loop", "pass_or_fail"])
+    )
 
 
 def plot_accuracy(loops: pd.DataFrame, experiment: str = "") -> Figure:
@@ -71,15 +77,31 @@ def plot_accuracy(loops: pd.DataFrame, experiment: str = "") -> Figure:
         low = pd.to_numeric(loops.get(f"{split}_ci_low", pd.Series(index=loops.index, dtype=float)), errors="coerce")
         high = pd.to_numeric(loops.get(f"{split}_ci_high", pd.Series(index=loops.index, dtype=float)), errors="coerce")
         errors = [(values - low).clip(lower=0).fillna(0), (high - values).clip(lower=0).fillna(0)]
-        ax.errorbar(loops["loop"] + offset, values, yerr=errors, marker=marker, capsize=4, color=colour,
-                    label=f"{name} (95% CI)")
-    ax.set(xlabel="loop (ruleset version used)", ylabel="accuracy (resolved share)", ylim=(-0.02, 1.02),
-           title=dry_run_title(f"Accuracy per loop: {experiment}", loops))
+        ax.errorbar(
+            loops["loop"] + offset,
+            values,
+            yerr=errors,
+            marker=marker,
+            capsize=4,
+            color=colour,
+            label=f"{name} (95% CI)",
+        )
+    ax.set(
+        xlabel="loop (ruleset version used)",
+        ylabel="accuracy (resolved share)",
+        ylim=(-0.02, 1.02),
+        title=dry_run_title(f"Accuracy per loop: {experiment}", loops),
+    )
     ax.set_xticks(list(loops["loop"]))
     errored = sum(loops.get(f"{split}_errors", pd.Series(0, index=loops.index)).fillna(0) for _, split, _, _ in sides)
     if errored.sum():
-        ax.annotate(f"{int(errored.sum())} errored runs left out of accuracy", (0.01, 0.01),
-                    xycoords="axes fraction", fontsize="small", color="tab:red")
+        ax.annotate(
+            f"{int(errored.sum())} errored runs left out of accuracy",
+            (0.01, 0.01),
+            xycoords="axes fraction",
+            fontsize="small",
+            color="tab:red",
+        )
     ax.legend()
     ax.grid(alpha=0.3)
     return figure
@@ -89,7 +111,9 @@ def plot_ruleset_size(loops: pd.DataFrame, experiment: str = "") -> Figure:
     """Rules (bars) and tokens (line) of the ruleset each loop ran with; one legend for both, below the axes."""
     figure, ax = new_figure()
     ax.bar(loops["loop"], loops["ruleset_rules"], color="tab:blue", alpha=0.7, label="rules")
-    ax.set(xlabel="loop", ylabel="rules", title=dry_run_title(f"Size of the rules each loop ran with: {experiment}", loops))
+    ax.set(
+        xlabel="loop", ylabel="rules", title=dry_run_title(f"Size of the rules each loop ran with: {experiment}", loops)
+    )
     ax.set_xticks(list(loops["loop"]))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # a count: never a tick at 0.5 rules
     tokens = ax.twinx()
@@ -106,13 +130,18 @@ def plot_repo_resolved(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str 
     figure, ax = new_figure()
     if len(rows):
         rates = rows.assign(resolved=rows["pass_or_fail"].eq("pass")).pivot_table(
-            index="loop", columns="repo", values="resolved", aggfunc="mean")
+            index="loop", columns="repo", values="resolved", aggfunc="mean"
+        )
         for i, repo in enumerate(rates.columns):
             ax.plot(rates.index + spread(i, len(rates.columns)), rates[repo], label=repo, **series_style(i))
         ax.legend(fontsize="small")
         ax.set_xticks(list(rates.index))
-    ax.set(xlabel="loop", ylabel="resolved share (train + test)", ylim=(-0.02, 1.02),
-           title=dry_run_title(f"Resolved rate per repository: {experiment}", loops))
+    ax.set(
+        xlabel="loop",
+        ylabel="resolved share (train + test)",
+        ylim=(-0.02, 1.02),
+        title=dry_run_title(f"Resolved rate per repository: {experiment}", loops),
+    )
     ax.grid(alpha=0.3)
     return figure
 
@@ -134,22 +163,37 @@ def flipped_tasks(experiment: str, results_root: Path | str | None = None) -> pd
     loops = list(table.columns)
     for before, after in zip(loops, loops[1:]):
         changed = table[(table[before] != table[after]) & table[before].notna() & table[after].notna()]
-        flips += [{"instance_id": iid, "from_loop": before, "to_loop": after, "before": row[before], "after": row[after]}
-                  for iid, row in changed.iterrows()]
+        flips += [
+            {"instance_id": iid, "from_loop": before, "to_loop": after, "before": row[before], "after": row[after]}
+            for iid, row in changed.iterrows()
+        ]
     return pd.DataFrame(flips, columns=columns)
 
 
 def plot_test_outcomes(rows: pd.DataFrame, loops: pd.DataFrame, experiment: str = "") -> Figure:
     """Each test task (row) in each loop (column): blue passed, orange failed (a colour-blind-safe pair, with a
     legend), grey not run or errored; flips stand out as colour changes."""
-    table = (rows.assign(passed=rows["pass_or_fail"].eq("pass").astype(float))
-             .pivot_table(index="instance_id", columns="loop", values="passed", aggfunc="last")) if len(rows) else pd.DataFrame()
+    table = (
+        (
+            rows.assign(passed=rows["pass_or_fail"].eq("pass").astype(float)).pivot_table(
+                index="instance_id", columns="loop", values="passed", aggfunc="last"
+            )
+        )
+        if len(rows)
+        else pd.DataFrame()
+    )
     figure, ax = new_figure(7.0, max(2.5, 0.3 * len(table) + 1.5))
     if len(table):
         ax.imshow(table.values, cmap=OUTCOME_COLOURS, vmin=0, vmax=1, aspect="auto")
-        ax.legend(handles=[Patch(color=OUTCOME_COLOURS(1.0), label="passed"),
-                           Patch(color=OUTCOME_COLOURS(0.0), label="failed")],
-                  loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+        ax.legend(
+            handles=[
+                Patch(color=OUTCOME_COLOURS(1.0), label="passed"),
+                Patch(color=OUTCOME_COLOURS(0.0), label="failed"),
+            ],
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            fontsize="small",
+        )
         ax.set_yticks(range(len(table)), labels=table.index, fontsize="small")
         ax.set_xticks(range(len(table.columns)), labels=[str(c) for c in table.columns])
     ax.set(xlabel="loop", title=dry_run_title(f"Test tasks passed per loop: {experiment}", loops))
@@ -162,8 +206,9 @@ def save_figure(figure: Figure, path: Path) -> Path:
     return path
 
 
-def plot_all(experiment: str, results_root: Path | str | None = None,
-             show: bool | Sequence[str] = False) -> dict[str, Path]:
+def plot_all(
+    experiment: str, results_root: Path | str | None = None, show: bool | Sequence[str] = False
+) -> dict[str, Path]:
     """Every figure of `experiment`, saved under act_results/<experiment>/plots/; shown inline if `show`
     (True: all; a list of names, e.g. ["accuracy"]: those), each followed by what to read in it
     (helpers.analysis.captions)."""
@@ -177,8 +222,10 @@ def plot_all(experiment: str, results_root: Path | str | None = None,
         "resolved_by_repo": (plot_repo_resolved(both, loops, experiment), captions.describe_repo_resolved(both, loops)),
         "cost": (plot_cost(loops, experiment), captions.describe_cost(loops)),
         "cost_accuracy": (plot_cost_accuracy(points, experiment, dry), captions.describe_cost_accuracy(points, dry)),
-        "test_outcomes": (plot_test_outcomes(test_rows, loops, experiment),
-                          captions.describe_test_outcomes(test_rows, loops)),
+        "test_outcomes": (
+            plot_test_outcomes(test_rows, loops, experiment),
+            captions.describe_test_outcomes(test_rows, loops),
+        ),
     }
     if test_rows.empty:  # the loops left the test split to the one test (TEST_EACH_LOOP): its summary says it all
         del figures["test_outcomes"]
@@ -209,7 +256,16 @@ def plot_path(experiment: str, name: str, results_root: Path | str | None = None
     """Where a figure of `experiment` is saved: act_results/<experiment>/plots/<name>.png."""
     return experiment_dir(experiment, results_root) / "plots" / f"{check_name(name, 'figure name')}.png"
 
+
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "plot_all", "flipped_tasks", "load_loops", "load_split_rows", "plot_accuracy", "plot_ruleset_size",
-    "plot_repo_resolved", "plot_test_outcomes", "show_figure", "plot_path",
+    "plot_all",
+    "flipped_tasks",
+    "load_loops",
+    "load_split_rows",
+    "plot_accuracy",
+    "plot_ruleset_size",
+    "plot_repo_resolved",
+    "plot_test_outcomes",
+    "show_figure",
+    "plot_path",
 ]

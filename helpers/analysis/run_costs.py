@@ -21,14 +21,17 @@ if TYPE_CHECKING:
     from helpers.stats.costs import PairedChange
 
 
-def cost_changes(start_rows: pd.DataFrame, kept_rows: pd.DataFrame, label_start: str,
-                 label_kept: str) -> dict[str, PairedChange]:
+def cost_changes(
+    start_rows: pd.DataFrame, kept_rows: pd.DataFrame, label_start: str, label_kept: str
+) -> dict[str, PairedChange]:
     """The paired change per run from the start to the kept version on the same tasks, for each of
     helpers.stats.costs.RUN_MEASURES (tokens, cost_usd, duration_s): {measure: PairedChange}."""
     from helpers.stats.costs import RUN_MEASURES, paired_change
 
-    return {measure: paired_change(scored(start_rows), scored(kept_rows), measure, label_a=label_start,
-                                   label_b=label_kept) for measure in RUN_MEASURES}
+    return {
+        measure: paired_change(scored(start_rows), scored(kept_rows), measure, label_a=label_start, label_b=label_kept)
+        for measure in RUN_MEASURES
+    }
 
 
 def no_charge_note(records: list[dict[str, Any]]) -> str:
@@ -57,8 +60,10 @@ def cost_lines(result: dict[str, Any]) -> list[str]:
         else:
             lines.append(f"- {change.summary()}: {change.details()}")
     weight = result["rules_tokens"]
-    lines.append(f"- the rules' own weight: {weight['kept']:,} tokens in the kept rules (start: {weight['start']:,}), "
-                 "read with every agent call")
+    lines.append(
+        f"- the rules' own weight: {weight['kept']:,} tokens in the kept rules (start: {weight['start']:,}), "
+        "read with every agent call"
+    )
     return lines
 
 
@@ -90,9 +95,16 @@ def arm_cost(rows: pd.DataFrame | None) -> dict[str, float | None]:
 def per_run(cost: Mapping[str, float | None], no_charge: str) -> str:
     """An arm's cost (arm_cost) in words: tokens, dollars (else `no_charge`, why none) and seconds per run."""
     tokens, dollars, seconds = cost.get("tokens"), cost.get("cost_usd"), cost.get("duration_s")
-    return ", ".join([f"{tokens:,.0f} tokens" if tokens is not None else "tokens not recorded",
-                      f"${dollars:.4f}" if dollars else no_charge,
-                      f"{seconds:.0f} s" if seconds is not None else "time not recorded"]) + " per run"
+    return (
+        ", ".join(
+            [
+                f"{tokens:,.0f} tokens" if tokens is not None else "tokens not recorded",
+                f"${dollars:.4f}" if dollars else no_charge,
+                f"{seconds:.0f} s" if seconds is not None else "time not recorded",
+            ]
+        )
+        + " per run"
+    )
 
 
 __all__ = ["cost_changes", "no_charge_note", "cost_lines", "recorded", "arm_cost", "per_run"]

@@ -28,12 +28,16 @@ from helpers.stats.outcomes import plan_scored as scored
 ARMS = ("none", "learned", "init", "team")  # no rules, the kept (learned) rules, the agent's own /init file, the team's
 # (b, a): "b vs a", diff = b - a; declared before any run with the primary test, corrected together (Holm)
 SECONDARY = (("learned", "init"), ("learned", "team"), ("init", "none"), ("team", "none"))
-SECONDARY_RULE = ("Secondary comparisons, declared with the primary before any run, on the same test tasks: learned vs "
-                  "init, learned vs team, init vs none, team vs none; each an exact McNemar test with Newcombe's paired "
-                  "interval, their p-values Holm-corrected together (family-wise level {alpha:g} over those that ran). "
-                  "They are labeled secondary: the primary test alone says whether the rules help.")
-QUESTIONS = {"init": "Do the learned rules beat what the agent's own /init writes?",
-             "team": "Do the learned rules beat the file the team already has?"}
+SECONDARY_RULE = (
+    "Secondary comparisons, declared with the primary before any run, on the same test tasks: learned vs "
+    "init, learned vs team, init vs none, team vs none; each an exact McNemar test with Newcombe's paired "
+    "interval, their p-values Holm-corrected together (family-wise level {alpha:g} over those that ran). "
+    "They are labeled secondary: the primary test alone says whether the rules help."
+)
+QUESTIONS = {
+    "init": "Do the learned rules beat what the agent's own /init writes?",
+    "team": "Do the learned rules beat the file the team already has?",
+}
 
 
 @dataclass(frozen=True)
@@ -58,8 +62,12 @@ class Secondary:
         return f"{head}: {self.comparison.summary()}; Holm-adjusted p = {self.p_holm:.2g}: {verdict}"
 
 
-def secondary_comparisons(frames: Mapping[str, pd.DataFrame | None], states: Mapping[str, Mapping[str, Any]] | None = None,
-                          labels: Mapping[str, str] | None = None, alpha: float = config.STATS_ALPHA) -> list[Secondary]:
+def secondary_comparisons(
+    frames: Mapping[str, pd.DataFrame | None],
+    states: Mapping[str, Mapping[str, Any]] | None = None,
+    labels: Mapping[str, str] | None = None,
+    alpha: float = config.STATS_ALPHA,
+) -> list[Secondary]:
     """The declared SECONDARY comparisons over the arms' test rows (`frames`: {arm: rows}, None or absent for an
     arm that did not run), in declared order. `states` ({arm: {"status", "why"}}) says why an arm has no rows: an
     "errored" arm is named as errored (never read as "no rules"), any other absent arm is skipped. Each compared
@@ -70,17 +78,28 @@ def secondary_comparisons(frames: Mapping[str, pd.DataFrame | None], states: Map
         missing = [arm for arm in (b, a) if frames.get(arm) is None]
         errored = [arm for arm in missing if (states.get(arm) or {}).get("status") == "errored"]
         if errored:
-            why = "; ".join(f"the {arm} arm errored: {(states[arm].get('why') or 'no reason recorded')}" for arm in errored)
+            why = "; ".join(
+                f"the {arm} arm errored: {(states[arm].get('why') or 'no reason recorded')}" for arm in errored
+            )
             found.append(Secondary((b, a), "errored", why))
         elif missing:
             why = "; ".join(f"no {arm} arm: {(states.get(arm) or {}).get('why') or 'not run'}" for arm in missing)
             found.append(Secondary((b, a), "skipped", why))
         else:
-            found.append(Secondary((b, a), "compared", comparison=paired_comparison(
-                scored(frames[a]), scored(frames[b]), label_a=labels.get(a, a), label_b=labels.get(b, b))))
+            found.append(
+                Secondary(
+                    (b, a),
+                    "compared",
+                    comparison=paired_comparison(
+                        scored(frames[a]), scored(frames[b]), label_a=labels.get(a, a), label_b=labels.get(b, b)
+                    ),
+                )
+            )
     adjusted = iter(holm_adjust([s.comparison.p_value for s in found if s.comparison is not None]))
-    return [replace(s, p_holm=(p := next(adjusted)), significant=p < alpha) if s.comparison is not None else s
-            for s in found]
+    return [
+        replace(s, p_holm=(p := next(adjusted)), significant=p < alpha) if s.comparison is not None else s
+        for s in found
+    ]
 
 
 def answer_sentence(arm: str, secondary: Secondary) -> str:
@@ -97,21 +116,34 @@ def answer_sentence(arm: str, secondary: Secondary) -> str:
         verdict = f"No: the {arm} file did better"
     else:
         verdict = "Not shown: the difference is noise at this size"
-    return (f"{question} {verdict} ({c.headline().split(' (')[0]} (95% CI {c.ci_low * 100:+.1f} to "
-            f"{c.ci_high * 100:+.1f}) on {c.n} tasks, Holm-adjusted p = {secondary.p_holm:.2g}; secondary).")
+    return (
+        f"{question} {verdict} ({c.headline().split(' (')[0]} (95% CI {c.ci_low * 100:+.1f} to "
+        f"{c.ci_high * 100:+.1f}) on {c.n} tasks, Holm-adjusted p = {secondary.p_holm:.2g}; secondary)."
+    )
 
 
 def against_none(result: Mapping[str, Any]) -> dict[str, Any]:
     """{arm: (its comparison against no rules or None, its p as the test states it, which test)}: learned vs none is
     the primary test (its own p), init and team vs none are secondaries (Holm-adjusted p)."""
     found: dict[str, Any] = {"none": (None, math.nan, "")}
-    found["learned"] = (result["primary"], result["primary"].p_value if result["primary"] is not None else math.nan,
-                        "primary")
+    found["learned"] = (
+        result["primary"],
+        result["primary"].p_value if result["primary"] is not None else math.nan,
+        "primary",
+    )
     for s in result["secondaries"]:
         if s.pair[1] == "none":
             found[s.pair[0]] = (s.comparison, s.p_holm, "secondary, Holm-adjusted")
     return found
 
 
-__all__ = ["ARMS", "SECONDARY", "SECONDARY_RULE", "QUESTIONS", "Secondary", "secondary_comparisons", "answer_sentence",
-           "against_none"]
+__all__ = [
+    "ARMS",
+    "SECONDARY",
+    "SECONDARY_RULE",
+    "QUESTIONS",
+    "Secondary",
+    "secondary_comparisons",
+    "answer_sentence",
+    "against_none",
+]

@@ -40,7 +40,9 @@ def pinned_requirements() -> dict[str, str]:
 
 def check_python() -> Check:
     ok = sys.version_info >= (3, 11)
-    return Check("Python", ok, sys.version.split()[0], "" if ok else "Use Python 3.11 or newer (make PYTHON=python3.11 setup).")
+    return Check(
+        "Python", ok, sys.version.split()[0], "" if ok else "Use Python 3.11 or newer (make PYTHON=python3.11 setup)."
+    )
 
 
 def check_packages() -> Check:
@@ -54,9 +56,17 @@ def check_packages() -> Check:
         if found != pin:
             wrong.append(f"{name} {found} (pinned {pin})")
     ok = not missing and not wrong
-    detail = "all pinned packages present" if ok else "; ".join(
-        ([f"missing: {', '.join(missing)}"] if missing else []) + ([f"other versions: {', '.join(wrong)}"] if wrong else []))
-    return Check("Python packages", ok, detail, "" if ok else "Run `make setup` (or `pip install -e .`) in this environment.")
+    detail = (
+        "all pinned packages present"
+        if ok
+        else "; ".join(
+            ([f"missing: {', '.join(missing)}"] if missing else [])
+            + ([f"other versions: {', '.join(wrong)}"] if wrong else [])
+        )
+    )
+    return Check(
+        "Python packages", ok, detail, "" if ok else "Run `make setup` (or `pip install -e .`) in this environment."
+    )
 
 
 def check_agents() -> list[Check]:
@@ -73,17 +83,34 @@ def check_agents() -> list[Check]:
         if package_dir and binary_path and not (Path(package_dir) / binary_path).exists():
             # ok only when choosing it would work: a Node CLI installs on its first run; anything else must be installed
             later = name != config.AGENT and (Path(package_dir) / "package.json").exists()
-            detail = ("not installed: it installs on its first run" if later else "not installed" if name == config.AGENT
-                      else f"not installed: needed only with AGENT={name!r}")
-            checks.append(Check(f"agent: {name}", later, detail,
-                                f"`make agent AGENT={name}` installs it now (`make setup`: every agent)."))
+            detail = (
+                "not installed: it installs on its first run"
+                if later
+                else "not installed"
+                if name == config.AGENT
+                else f"not installed: needed only with AGENT={name!r}"
+            )
+            checks.append(
+                Check(
+                    f"agent: {name}",
+                    later,
+                    detail,
+                    f"`make agent AGENT={name}` installs it now (`make setup`: every agent).",
+                )
+            )
             continue
         try:
             checks.append(Check(f"agent: {name}", True, getattr(cls, "installed")()))
         except Exception as error:  # a doctor reports, it does not raise
-            checks.append(Check(f"agent: {name}", False, str(error),
-                                f"Run `make agent AGENT={name}` (it installs the agent's pinned CLI into its package; "
-                                "needs Node 20+; `make setup`: every agent)."))
+            checks.append(
+                Check(
+                    f"agent: {name}",
+                    False,
+                    str(error),
+                    f"Run `make agent AGENT={name}` (it installs the agent's pinned CLI into its package; "
+                    "needs Node 20+; `make setup`: every agent).",
+                )
+            )
     return checks
 
 
@@ -102,32 +129,57 @@ def check_llm() -> Check:
     if config.has_credentials():
         which = [n for n in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY") if config.read_env(n)]
         return Check("LLM", True, f"key set: {', '.join(which)} (value not shown)")
-    return Check("LLM", True, "no key: the notebooks run the SCRIPTED DRY RUN (scripted model, not real results)",
-                 "For real runs set OPENAI_API_KEY (or ANTHROPIC_API_KEY, or OPENAI_BASE_URL for vLLM/Ollama/"
-                 "OpenRouter) in the environment or in .env at the repository root.")
+    return Check(
+        "LLM",
+        True,
+        "no key: the notebooks run the SCRIPTED DRY RUN (scripted model, not real results)",
+        "For real runs set OPENAI_API_KEY (or ANTHROPIC_API_KEY, or OPENAI_BASE_URL for vLLM/Ollama/"
+        "OpenRouter) in the environment or in .env at the repository root.",
+    )
 
 
-def check_models(agent: str | None = None, agent_model: str | None = None, judge_model: str | None = None,
-                 optimizer_model: str | None = None) -> Check:
+def check_models(
+    agent: str | None = None,
+    agent_model: str | None = None,
+    judge_model: str | None = None,
+    optimizer_model: str | None = None,
+) -> Check:
     """Whether each configured model (the agent's, the judge's, the optimizer's: the defaults in
     helpers/core/config.py unless given) is one its server lists, asked with the official SDKs as a session
     asks before any work (helpers.app.session.require_served_models)."""
-    from helpers.app.session import MODEL_SETTINGS, Session, default_agent_model, is_dry_run, require_key, require_served_models
+    from helpers.app.session import (
+        MODEL_SETTINGS,
+        Session,
+        default_agent_model,
+        is_dry_run,
+        require_key,
+        require_served_models,
+    )
     from helpers.llm.model_list import ModelNotServed
 
     if is_dry_run():
         return Check("models", True, "no key: every role is the scripted model (SCRIPTED DRY RUN)")
     agent = agent or config.AGENT
-    models = {"agent": agent_model or default_agent_model(agent), "judge": judge_model or config.JUDGE_MODEL,
-              "optimizer": optimizer_model or config.OPTIMIZER_MODEL}
+    models = {
+        "agent": agent_model or default_agent_model(agent),
+        "judge": judge_model or config.JUDGE_MODEL,
+        "optimizer": optimizer_model or config.OPTIMIZER_MODEL,
+    }
     chosen = ", ".join(f"{MODEL_SETTINGS[role]} {model!r}" for role, model in models.items())
     try:
         for role in ("judge", "optimizer"):
             require_key(role, models[role], None)
-        notes = require_served_models(Session(False, models["agent"], models["judge"], models["optimizer"], agent=agent))
+        notes = require_served_models(
+            Session(False, models["agent"], models["judge"], models["optimizer"], agent=agent)
+        )
     except ModelNotServed as error:
-        return Check("models", False, str(error), "Set the model ids named to ones their servers serve (the defaults "
-                     "are in helpers/core/config.py; notebooks take AGENT_MODEL, JUDGE_MODEL and OPTIMIZER_MODEL).")
+        return Check(
+            "models",
+            False,
+            str(error),
+            "Set the model ids named to ones their servers serve (the defaults "
+            "are in helpers/core/config.py; notebooks take AGENT_MODEL, JUDGE_MODEL and OPTIMIZER_MODEL).",
+        )
     except Exception as error:  # a doctor reports: a missing key, an agent that cannot run on its model
         return Check("models", False, f"{chosen}: {error}", "Set what the message names.")
     return Check("models", True, f"{chosen}: " + ("; ".join(notes) or "each one its server lists"))
@@ -146,12 +198,17 @@ def check_sandbox() -> Check:
         return Check("agent sandbox", True, "bubblewrap: agents run in their own namespaces")
     detail = f"{reason} ({UNSAFE_OPT_OUT} is set: agents run unsandboxed)" if opted_out() else reason
     fix = SANDBOX_FIXES.get(platform_of(), "install bubblewrap (sudo apt-get install bubblewrap)")
-    return Check("agent sandbox", False, detail, f"{fix[0].upper()}{fix[1:]}; until then only the scripted dry run "
-                 f"runs agents ({UNSAFE_OPT_OUT}=1 runs real ones unsandboxed, as you). docs/security.md.")
+    return Check(
+        "agent sandbox",
+        False,
+        detail,
+        f"{fix[0].upper()}{fix[1:]}; until then only the scripted dry run "
+        f"runs agents ({UNSAFE_OPT_OUT}=1 runs real ones unsandboxed, as you). docs/security.md.",
+    )
 
 
 def platform_of(system: str = sys.platform, kernel: str | None = None, container: bool | None = None) -> str:
-    """"linux", "wsl2", "wsl1", "container" (Linux inside Docker/Podman), "macos", "windows" or the system's own
+    """ "linux", "wsl2", "wsl1", "container" (Linux inside Docker/Podman), "macos", "windows" or the system's own
     name; `kernel` (/proc/version) and `container` are read from this machine when None."""
     if system == "darwin":
         return "macos"
@@ -172,9 +229,9 @@ PLATFORM_NOTES = {
     "linux": "Linux: everything runs, real agent runs in the bubblewrap sandbox.",
     "wsl2": "Windows, in WSL2: a Linux, so everything runs as on Linux (keep the checkout in the WSL file system).",
     "container": "Linux in a container: everything runs when bubblewrap can create its namespaces (the container "
-                 "needs unprivileged user namespaces, or --privileged).",
+    "needs unprivileged user namespaces, or --privileged).",
     "macos": "macOS: the scripted dry run and the notebooks run (Homebrew Python 3.11+ and Node); real agent runs "
-             "need the sandbox, which is Linux only: run them in a Linux VM or container, or opt out knowingly.",
+    "need the sandbox, which is Linux only: run them in a Linux VM or container, or opt out knowingly.",
     "windows": "Windows: run the cookbook in WSL2 (a Linux); natively nothing here is supported.",
     "wsl1": "Windows, in WSL1: it has no Linux namespaces for the sandbox; convert it to WSL2 (wsl --set-version).",
 }
@@ -182,8 +239,9 @@ PLATFORM_NOTES = {
 
 SANDBOX_FIXES = {  # what makes the sandbox start, by platform_of
     "container": "run the container with --privileged, or allow unprivileged user namespaces on its host "
-                 "(sysctl kernel.unprivileged_userns_clone=1)",
-    "macos": "run real agent runs in a Linux VM or container", "windows": "install WSL2 and run the cookbook there",
+    "(sysctl kernel.unprivileged_userns_clone=1)",
+    "macos": "run real agent runs in a Linux VM or container",
+    "windows": "install WSL2 and run the cookbook there",
     "wsl1": "convert it to WSL2 (wsl --set-version <distro> 2)",
 }
 
@@ -208,17 +266,27 @@ def check_swebench_runtime() -> Check:
     except Exception as error:
         return Check("SWE-bench evaluation", False, f"cannot check: {error}", "")
     if docker or modal:
-        return Check("SWE-bench evaluation", True, ", ".join(n for n, ok in (("Docker", docker), ("Modal", modal)) if ok))
-    return Check("SWE-bench evaluation", False, "no Docker engine and no Modal credentials",
-                 "SWE-bench tasks need Docker (start the engine) or Modal (`modal token new`); the house suite "
-                 "(TASK_SOURCE='house') needs neither.")
+        return Check(
+            "SWE-bench evaluation", True, ", ".join(n for n, ok in (("Docker", docker), ("Modal", modal)) if ok)
+        )
+    return Check(
+        "SWE-bench evaluation",
+        False,
+        "no Docker engine and no Modal credentials",
+        "SWE-bench tasks need Docker (start the engine) or Modal (`modal token new`); the house suite "
+        "(TASK_SOURCE='house') needs neither.",
+    )
 
 
 def check_phoenix(url: str | None = None) -> Check:
     url = url or config.read_env("PHOENIX_COLLECTOR_ENDPOINT")
     if not url:
-        return Check("Phoenix", True, "none configured: the notebooks start an embedded local Phoenix",
-                     "Set PHOENIX_COLLECTOR_ENDPOINT (and PHOENIX_API_KEY) to use a team server.")
+        return Check(
+            "Phoenix",
+            True,
+            "none configured: the notebooks start an embedded local Phoenix",
+            "Set PHOENIX_COLLECTOR_ENDPOINT (and PHOENIX_API_KEY) to use a team server.",
+        )
     import httpx
 
     try:
@@ -245,22 +313,46 @@ def check_cluster(executor: str = "local") -> Check:
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
         nodes = [n for n in ray.nodes() if n.get("Alive")]
     except Exception as error:  # no Ray, no cluster at that address, a wrong token
-        return Check("executor", False, f"{executor}: {type(error).__name__}: {str(error).splitlines()[0][:200]}",
-                     "pip install 'prompt-learning-coding-agents[cluster]'; start the cluster (docs/cluster.md) "
-                     "and check its address and RAY_AUTH_TOKEN")
+        return Check(
+            "executor",
+            False,
+            f"{executor}: {type(error).__name__}: {str(error).splitlines()[0][:200]}",
+            "pip install 'prompt-learning-coding-agents[cluster]'; start the cluster (docs/cluster.md) "
+            "and check its address and RAY_AUTH_TOKEN",
+        )
     cpus = sum(n.get("Resources", {}).get("CPU", 0) for n in nodes)
-    return Check("executor", bool(nodes), f"{executor}: {len(nodes)} nodes, {cpus:g} CPUs",
-                 "" if nodes else "start at least one Ray node")
+    return Check(
+        "executor",
+        bool(nodes),
+        f"{executor}: {len(nodes)} nodes, {cpus:g} CPUs",
+        "" if nodes else "start at least one Ray node",
+    )
 
 
 def check_environment(phoenix_url: str | None = None, executor: str = "local"):
     """All checks as a DataFrame (component, ok, detail, fix)."""
     import pandas as pd
 
-    checks = [check_platform(), check_python(), check_packages(), check_node(), *check_agents(), check_git(),
-              check_sandbox(), check_llm(),
-              check_models(), check_phoenix(phoenix_url), check_swebench_runtime(), check_cluster(executor)]
+    checks = [
+        check_platform(),
+        check_python(),
+        check_packages(),
+        check_node(),
+        *check_agents(),
+        check_git(),
+        check_sandbox(),
+        check_llm(),
+        check_models(),
+        check_phoenix(phoenix_url),
+        check_swebench_runtime(),
+        check_cluster(executor),
+    ]
     return pd.DataFrame([asdict(c) for c in checks])
 
 
-__all__ = ["check_environment", "check_cluster", "check_models", "Check"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = [
+    "check_environment",
+    "check_cluster",
+    "check_models",
+    "Check",
+]  # the public API, documented in CODE_APPENDIX.md

@@ -89,7 +89,9 @@ def check_parameters(notebook: Path | str, params: dict[str, Any]) -> dict[str, 
 
     notebook = Path(notebook).resolve()
     if not notebook.is_file():
-        raise FileNotFoundError(f"No notebook at {notebook}; the cookbook's notebooks are in {REPO_ROOT / 'notebooks'}.")
+        raise FileNotFoundError(
+            f"No notebook at {notebook}; the cookbook's notebooks are in {REPO_ROOT / 'notebooks'}."
+        )
     declared = papermill.inspect_notebook(str(notebook))
     checked, problems = {}, []
     for name, value in params.items():

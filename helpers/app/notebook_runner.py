@@ -36,8 +36,14 @@ from helpers.app.notebook_parameters import check_parameters, parse_parameters, 
 from helpers.isolation.processes import terminate_as_interrupt
 from helpers.store.records import check_name, write_atomic
 
-SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PHOENIX_API_KEY", "OPENROUTER_API_KEY",
-                    "MODAL_TOKEN_SECRET", "HF_TOKEN")
+SECRET_VARIABLES = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "PHOENIX_API_KEY",
+    "OPENROUTER_API_KEY",
+    "MODAL_TOKEN_SECRET",
+    "HF_TOKEN",
+)
 SECRET_SHAPES = re.compile(r"(sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|hf_[A-Za-z0-9]{20,})")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # The kernel's own start-up warnings ("Kernel is running over TCP without encryption": it only talks to
@@ -102,14 +108,18 @@ def scrub_notebook(path: Path, log: Path | None = None) -> str | None:
         return value
 
     notebook = walk(json.loads(path.read_text(encoding="utf-8")))
-    errors = [o for cell in notebook.get("cells", []) for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    errors = [
+        o for cell in notebook.get("cells", []) for o in cell.get("outputs", []) if o.get("output_type") == "error"
+    ]
     if errors:
         log = log or log_path_for(path)
         detail = "\n\n".join(ANSI.sub("", "\n".join(o.get("traceback") or [])) for o in errors)
         write_atomic(log, detail + "\n")
         for output in errors:
-            output["traceback"] = [f"{output.get('ename')}: {output.get('evalue')}",
-                                   f"(the full traceback is in {log.name}, beside this notebook)"]
+            output["traceback"] = [
+                f"{output.get('ename')}: {output.get('evalue')}",
+                f"(the full traceback is in {log.name}, beside this notebook)",
+            ]
     write_atomic(path, json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
     return f"{errors[0].get('ename')}: {errors[0].get('evalue')}" if errors else None
 
@@ -213,8 +223,13 @@ def _self_name(notebook: Path, params: dict[str, Any]) -> str:
     return SELF_NAMES.get(notebook.stem, notebook.stem)
 
 
-def run_notebook(notebook: Path | str, params: dict[str, Any] | None = None,
-                 output: Path | str | None = None, timeout_s: int | None = None, echo: bool = False) -> Path:
+def run_notebook(
+    notebook: Path | str,
+    params: dict[str, Any] | None = None,
+    output: Path | str | None = None,
+    timeout_s: int | None = None,
+    echo: bool = False,
+) -> Path:
     """Execute `notebook` with `params`; returns the scrubbed executed copy's path. `echo` prints each
     section's heading and the cells' printed output as the run goes.
 
@@ -240,8 +255,15 @@ def run_notebook(notebook: Path | str, params: dict[str, Any] | None = None,
     try:
         with terminate_as_interrupt(), _echo(notebook, params, echo) as printing:
             papermill.execute_notebook(
-                str(notebook), str(running), parameters=params, kernel_name="python3", cwd=str(notebook.parent),
-                progress_bar=False, execution_timeout=timeout_s, extra_arguments=KERNEL_ARGUMENTS, **printing,
+                str(notebook),
+                str(running),
+                parameters=params,
+                kernel_name="python3",
+                cwd=str(notebook.parent),
+                progress_bar=False,
+                execution_timeout=timeout_s,
+                extra_arguments=KERNEL_ARGUMENTS,
+                **printing,
             )
     except BaseException as error:  # main() says where the stopped run's copy is
         error.executed_copy = settle_executed_copy(running, output, failed=True)  # type: ignore[attr-defined]
@@ -300,7 +322,9 @@ def stop_message(error: BaseException, output: Path) -> str:
     if hasattr(error, "ename") and hasattr(error, "evalue"):  # papermill's PapermillExecutionError: a cell raised
         fault = f"{error.ename}: {ANSI.sub('', str(error.evalue)).strip()}"
     else:  # the kernel died, a timeout, an interrupt
-        fault = f"{type(error).__name__}: {ANSI.sub('', str(error)).strip().splitlines()[0] if str(error).strip() else ''}"
+        fault = (
+            f"{type(error).__name__}: {ANSI.sub('', str(error)).strip().splitlines()[0] if str(error).strip() else ''}"
+        )
         import traceback
 
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -316,9 +340,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebook", type=Path)
     parser.add_argument("params", nargs="*", help="NAME=VALUE parameters")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
-    parser.add_argument("--params", dest="params_string", default="", metavar="'NAME=VALUE ...'",
-                        help="more NAME=VALUE pairs in one string, split as a shell splits words (make's PARAMS: "
-                             "quoted values may span lines)")
+    parser.add_argument(
+        "--params",
+        dest="params_string",
+        default="",
+        metavar="'NAME=VALUE ...'",
+        help="more NAME=VALUE pairs in one string, split as a shell splits words (make's PARAMS: "
+        "quoted values may span lines)",
+    )
     parser.add_argument("-o", "--output", type=Path, help="where to write the executed notebook")
     parser.add_argument("--timeout", type=int, default=None, help="seconds allowed per cell")
     args = parser.parse_args(argv)
@@ -339,13 +368,18 @@ def main(argv: list[str] | None = None) -> int:
         run_notebook(args.notebook, params, output, args.timeout, echo=True)
     except BaseException as error:  # papermill's error names the failing cell; an interrupt stops the run
         kept = getattr(error, "executed_copy", None) or output
-        earlier = (f"\nThe earlier executed copy, which finished, is kept as it was: {shown_path(output)}"
-                   if kept != output else "")
-        print(f"\nStopped after {time.monotonic() - started:.0f} s. {stop_message(error, kept)}{earlier}",
-              file=sys.stderr)
+        earlier = (
+            f"\nThe earlier executed copy, which finished, is kept as it was: {shown_path(output)}"
+            if kept != output
+            else ""
+        )
+        print(
+            f"\nStopped after {time.monotonic() - started:.0f} s. {stop_message(error, kept)}{earlier}", file=sys.stderr
+        )
         return 130 if isinstance(error, KeyboardInterrupt) else 1
     print(f"Done in {time.monotonic() - started:.0f} s. Executed notebook: {shown_path(output)}")
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -53,7 +53,11 @@ class Session:
 
     def _llm(self, model: str, role: str) -> dict[str, Any]:
         if self.gateway is not None and role != "agent":  # agents get a token per task from the engine
-            return {"model": model, "base_url": self.gateway.url_for(role), "api_key": self.gateway.issue_token(role, role=role)}
+            return {
+                "model": model,
+                "base_url": self.gateway.url_for(role),
+                "api_key": self.gateway.issue_token(role, role=role),
+            }
         return {"model": model, "base_url": self.base_url, "api_key": self.api_key}
 
     def agent_kwargs(self) -> dict[str, Any]:
@@ -67,20 +71,27 @@ class Session:
 
     def optimizer_kwargs(self) -> dict[str, Any]:
         settings = self._llm(self.optimizer_model, "optimizer")
-        return {"model_choice": settings["model"], "base_url": settings["base_url"], "openai_api_key": settings["api_key"]}
+        return {
+            "model_choice": settings["model"],
+            "base_url": settings["base_url"],
+            "openai_api_key": settings["api_key"],
+        }
 
     def usage(self, **filters: Any) -> dict[str, Any] | None:
         """Calls, tokens and cost through the gateway (e.g. usage(role="judge", experiment="x")); None without one."""
         return self.gateway.usage(**filters) if self.gateway is not None else None
 
     def describe(self) -> str:
-        lines = [f"{'SCRIPTED DRY RUN (no key configured): every number below is scripted' if self.dry_run else 'Real models'}",
-                 f"  agent model:   {self.agent_model}", f"  judge:         {self.judge_model}",
-                 f"  optimizer:     {self.optimizer_model}",
-                 f"  base URL:      {'scripted model server on loopback' if self.dry_run else self._where()}",
-                 *self._carried(),
-                 f"  model check:   {self._checked()}",
-                 f"  Phoenix:       {self.phoenix_url or 'off'}"]
+        lines = [
+            f"{'SCRIPTED DRY RUN (no key configured): every number below is scripted' if self.dry_run else 'Real models'}",
+            f"  agent model:   {self.agent_model}",
+            f"  judge:         {self.judge_model}",
+            f"  optimizer:     {self.optimizer_model}",
+            f"  base URL:      {'scripted model server on loopback' if self.dry_run else self._where()}",
+            *self._carried(),
+            f"  model check:   {self._checked()}",
+            f"  Phoenix:       {self.phoenix_url or 'off'}",
+        ]
         capped = self.gateway.max_output_tokens if self.gateway is not None else None
         if capped:  # the model server's own limit on every answer (config.max_output_tokens)
             lines.insert(5, f"  answers:       at most {capped:,} tokens each ({config.MAX_OUTPUT_TOKENS_VARIABLE})")
@@ -93,8 +104,10 @@ class Session:
         upstream = self.gateway.upstreams["agent"] if self.gateway is not None else None
         if upstream is None or upstream.kind != GEMINI_TO_OPENAI:
             return []
-        return [f"  agent calls:   the {self.agent} agent speaks Gemini's API; the gateway carries each call to "
-                f"{upstream.url}/chat/completions (OpenAI-compatible) and its answer back"]
+        return [
+            f"  agent calls:   the {self.agent} agent speaks Gemini's API; the gateway carries each call to "
+            f"{upstream.url}/chat/completions (OpenAI-compatible) and its answer back"
+        ]
 
     def _checked(self) -> str:
         if self.model_check is None:
@@ -105,8 +118,10 @@ class Session:
         """Where the roles' requests really go beyond the gateway (OPENAI_BASE_URL, ANTHROPIC_BASE_URL included)."""
         if self.gateway is not None:
             return ", ".join(sorted({upstream.url for upstream in self.gateway.upstreams.values()}))
-        urls = {config.llm_settings(m, base_url=self.base_url).base_url or f"{config.llm_settings(m).provider} default"
-                for m in (self.agent_model, self.judge_model, self.optimizer_model)}
+        urls = {
+            config.llm_settings(m, base_url=self.base_url).base_url or f"{config.llm_settings(m).provider} default"
+            for m in (self.agent_model, self.judge_model, self.optimizer_model)
+        }
         return ", ".join(sorted(urls))
 
     def model_requests(self) -> int | None:
@@ -116,18 +131,24 @@ class Session:
     def summary(self) -> str:
         """What the session's models did, and where its Phoenix is once the session is closed."""
         if self.dry_run:
-            text = (f"{DRY_RUN_LABEL}. Model requests answered by the scripted server in this session: "
-                    f"{self.model_requests():,}.")
+            text = (
+                f"{DRY_RUN_LABEL}. Model requests answered by the scripted server in this session: "
+                f"{self.model_requests():,}."
+            )
         elif self.gateway is not None:
             spent = self.gateway.usage()
             cost = "unpriced" if spent["cost_usd"] is None else f"${spent['cost_usd']:.2f}"
-            text = (f"Real models: {spent['calls']:,} calls through the gateway this session, {cost}; costs per loop "
-                    "are in act_results/<experiment>/loops.jsonl (cost_usd).")
+            text = (
+                f"Real models: {spent['calls']:,} calls through the gateway this session, {cost}; costs per loop "
+                "are in act_results/<experiment>/loops.jsonl (cost_usd)."
+            )
         else:
             text = "Real models: costs per loop are in act_results/<experiment>/loops.jsonl (cost_usd)."
         if self.phoenix_owned:  # its address dies with the session: say how to see it again
-            text += (f"\nPhoenix ({self.phoenix_url}) stops when the session closes; `make phoenix` serves it again, "
-                     "with every experiment, at http://127.0.0.1:6006.")
+            text += (
+                f"\nPhoenix ({self.phoenix_url}) stops when the session closes; `make phoenix` serves it again, "
+                "with every experiment, at http://127.0.0.1:6006."
+            )
         return text
 
     def close(self) -> None:
@@ -147,8 +168,13 @@ def is_dry_run(dry_run: bool | None = None, base_url: str | None = None) -> bool
     GOOGLE_GEMINI_BASE_URL) is configured."""
     if dry_run is not None:
         return bool(dry_run)
-    return not (config.has_credentials() or base_url or config.read_env("OPENAI_BASE_URL")
-                or config.anthropic_base_url() or config.gemini_base_url())
+    return not (
+        config.has_credentials()
+        or base_url
+        or config.read_env("OPENAI_BASE_URL")
+        or config.anthropic_base_url()
+        or config.gemini_base_url()
+    )
 
 
 def readable_tables() -> None:
@@ -175,12 +201,22 @@ def _in_a_kernel() -> bool:
     return bool(shell) and type(shell).__name__ == "ZMQInteractiveShell"  # Jupyter's, papermill's: not a terminal
 
 
-def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
-                 judge_model: str | None = None, optimizer_model: str | None = None,
-                 base_url: str | None = None, phoenix: bool = True, phoenix_url: str | None = None,
-                 phoenix_api_key: str | None = None, gateway: bool = True,
-                 budget_usd: float | None = None, agent: str | None = None, dry_run_tasks: Any = None,
-                 check_models: bool = True) -> Session:
+def open_session(
+    *,
+    dry_run: bool | None = None,
+    agent_model: str | None = None,
+    judge_model: str | None = None,
+    optimizer_model: str | None = None,
+    base_url: str | None = None,
+    phoenix: bool = True,
+    phoenix_url: str | None = None,
+    phoenix_api_key: str | None = None,
+    gateway: bool = True,
+    budget_usd: float | None = None,
+    agent: str | None = None,
+    dry_run_tasks: Any = None,
+    check_models: bool = True,
+) -> Session:
     """Resolve models and Phoenix for a run. Fails early, with what to set, when a key is missing or a
     configured model is not one its server lists (ModelNotServed; check_models=False skips that check, for a
     server that serves ids it does not list).
@@ -200,8 +236,9 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
 
         server = start_dry_run_server(dry_run_tasks, agent or config.AGENT)
         model = config.SCRIPTED_MODEL
-        session = Session(True, model, model, model, server.base_url, DRY_RUN_KEY, scripted_server=server,
-                          agent=agent or config.AGENT)
+        session = Session(
+            True, model, model, model, server.base_url, DRY_RUN_KEY, scripted_server=server, agent=agent or config.AGENT
+        )
         session._closers.append(server.stop)
     else:
         for role, model in (("judge", judge_model), ("optimizer", optimizer_model)):
@@ -211,8 +248,10 @@ def open_session(*, dry_run: bool | None = None, agent_model: str | None = None,
         from helpers.llm.gateway.upstreams import GEMINI_TO_OPENAI
 
         if own.kind == GEMINI_TO_OPENAI and not gateway:
-            raise ValueError(f"The {session.agent} agent speaks only Gemini's API and reaches the OpenAI-compatible "
-                             f"server {own.url} only through the model gateway: open the session with gateway=True.")
+            raise ValueError(
+                f"The {session.agent} agent speaks only Gemini's API and reaches the OpenAI-compatible "
+                f"server {own.url} only through the model gateway: open the session with gateway=True."
+            )
     if phoenix:
         from helpers.tracking.phoenix_server import ensure_phoenix
 
@@ -291,7 +330,8 @@ def require_key(role: str, model: str, base_url: str | None) -> None:
         raise config.MissingCredentials(
             f"The {role} ({model!r}) speaks the OpenAI API, and only ANTHROPIC_BASE_URL is set: set OPENAI_BASE_URL "
             f"(and OPENAI_API_KEY) to a server that speaks it, or {role.upper()}_MODEL to a Claude model id, which "
-            "goes to ANTHROPIC_BASE_URL's OpenAI-compatible path (/v1/chat/completions) with ANTHROPIC_API_KEY.")
+            "goes to ANTHROPIC_BASE_URL's OpenAI-compatible path (/v1/chat/completions) with ANTHROPIC_API_KEY."
+        )
     settings.require_key()
 
 
@@ -333,8 +373,9 @@ def agent_upstream(session: Session) -> Any:
     if session.dry_run:  # the scripted server speaks every API; an agent that speaks only Gemini's is sent there
         scripted = role_upstream(session.agent_model, session.base_url, session.api_key, "agent")
         try:
-            own = make_agent(session.agent, model=session.agent_model, base_url=session.base_url,
-                             api_key=session.api_key).upstream()
+            own = make_agent(
+                session.agent, model=session.agent_model, base_url=session.base_url, api_key=session.api_key
+            ).upstream()
         except Exception:  # noqa: BLE001 - an agent that cannot say in the dry run gets the OpenAI-style upstream
             own = None
         return Upstream(session.base_url, session.api_key, "gemini") if own and own[2] == "gemini" else scripted
@@ -356,8 +397,10 @@ def _agent_settings(session: Session) -> dict[str, Any]:
 
 def role_upstreams(session: Session) -> dict[str, Any]:
     """Where each role's calls go beyond the gateway: {"agent", "judge", "optimizer"} -> Upstream."""
-    upstreams = {role: role_upstream(model, session.base_url, session.api_key, role)
-                 for role, model in (("judge", session.judge_model), ("optimizer", session.optimizer_model))}
+    upstreams = {
+        role: role_upstream(model, session.base_url, session.api_key, role)
+        for role, model in (("judge", session.judge_model), ("optimizer", session.optimizer_model))
+    }
     return {"agent": agent_upstream(session), **upstreams}
 
 
@@ -380,5 +423,16 @@ def start_gateway(session: Session, budget_usd: float | None = None) -> Any:
     return gateway
 
 
-__all__ = ["open_session", "readable_tables", "is_dry_run", "Session", "start_gateway", "role_upstream", "agent_upstream", "role_upstreams",
-           "require_key", "require_served_models", "default_agent_model"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = [
+    "open_session",
+    "readable_tables",
+    "is_dry_run",
+    "Session",
+    "start_gateway",
+    "role_upstream",
+    "agent_upstream",
+    "role_upstreams",
+    "require_key",
+    "require_served_models",
+    "default_agent_model",
+]  # the public API, documented in CODE_APPENDIX.md

@@ -48,8 +48,17 @@ class Feedback:
 
 
 # --- each source ------------------------------------------------------------------------
-def parse(kind: str, data: Any, *, agent_login: str | None = None, context: str = "", author: str = "", url: str = "",
-          at: str = "", many_notes: bool = False) -> list[Feedback]:
+def parse(
+    kind: str,
+    data: Any,
+    *,
+    agent_login: str | None = None,
+    context: str = "",
+    author: str = "",
+    url: str = "",
+    at: str = "",
+    many_notes: bool = False,
+) -> list[Feedback]:
     """The Feedback records of raw `data` of `kind` (FEEDBACK_KINDS); notes: one per line when `many_notes`."""
     if kind == "github-review-comments":
         return github_review_comments(data, agent_login=agent_login, context=context)
@@ -67,8 +76,10 @@ def github_items(data: Any, kind: str) -> list[dict[str, Any]]:
     """The items of a GitHub REST answer, checked: BadFeedback for GitHub's error body ({"message": ...}),
     anything that is not a list of objects, or an item without its `id` or `user` (an object)."""
     if isinstance(data, dict) and "message" in data and "id" not in data:
-        raise BadFeedback(f"a GitHub error, not {kind}: {data['message']!r} (check the repository, the pull request "
-                          "number and the token's access, then export again).")
+        raise BadFeedback(
+            f"a GitHub error, not {kind}: {data['message']!r} (check the repository, the pull request "
+            "number and the token's access, then export again)."
+        )
     items = data if isinstance(data, list) else None
     if items is None or not all(isinstance(item, dict) for item in items):
         raise BadFeedback(f"expected {EXPECTED[kind]}, got {type(data).__name__}.")
@@ -76,8 +87,10 @@ def github_items(data: Any, kind: str) -> list[dict[str, Any]]:
         for name, kind_of in (("id", (int, str)), ("user", dict)):
             if not isinstance(item.get(name), kind_of):
                 which = f"item {n}" + (f" (id {item['id']})" if "id" in item else "")
-                raise BadFeedback(f"{which} has {'no' if name not in item else 'a malformed'} {name!r} field "
-                                  f"({'an object with a login' if name == 'user' else 'a number'} expected).")
+                raise BadFeedback(
+                    f"{which} has {'no' if name not in item else 'a malformed'} {name!r} field "
+                    f"({'an object with a login' if name == 'user' else 'a number'} expected)."
+                )
     return items
 
 
@@ -114,19 +127,31 @@ def github_review_comments(data: Any, *, agent_login: str | None = None, context
             who = "the agent" if _is_agent(root["user"], agent_login) else root["user"].get("login")
             quoted = f"(in reply to {who}: {_one_line(root.get('body', ''))})\n"
         line = first.get("line") or first.get("original_line")
-        result.append(Feedback(
-            "github-review-comments", quoted + "\n".join(c["body"].strip() for c in thread),
-            f"{first.get('path', '')}{f':{line}' if line else ''}", login, first.get("html_url", ""),
-            first.get("created_at", ""), f"github-comment-{first['id']}", context,
-            "incorrect: a reviewer asked for a change",
-            _clip(first.get("diff_hunk") or (root or {}).get("diff_hunk") or ""),
-            [f"github-comment:{c['id']}" for c in thread], str(first.get("author_association") or ""),
-            str(first["user"].get("type") or "")))
+        result.append(
+            Feedback(
+                "github-review-comments",
+                quoted + "\n".join(c["body"].strip() for c in thread),
+                f"{first.get('path', '')}{f':{line}' if line else ''}",
+                login,
+                first.get("html_url", ""),
+                first.get("created_at", ""),
+                f"github-comment-{first['id']}",
+                context,
+                "incorrect: a reviewer asked for a change",
+                _clip(first.get("diff_hunk") or (root or {}).get("diff_hunk") or ""),
+                [f"github-comment:{c['id']}" for c in thread],
+                str(first.get("author_association") or ""),
+                str(first["user"].get("type") or ""),
+            )
+        )
     return result
 
 
-REVIEW_OUTCOMES = {"CHANGES_REQUESTED": "incorrect: the reviewer requested changes",
-                   "APPROVED": "correct: the reviewer approved", "COMMENTED": "a reviewer's comment"}
+REVIEW_OUTCOMES = {
+    "CHANGES_REQUESTED": "incorrect: the reviewer requested changes",
+    "APPROVED": "correct: the reviewer approved",
+    "COMMENTED": "a reviewer's comment",
+}
 
 
 def github_reviews(data: Any, *, agent_login: str | None = None, context: str = "") -> list[Feedback]:
@@ -140,11 +165,23 @@ def github_reviews(data: Any, *, agent_login: str | None = None, context: str = 
             continue
         if not str(review.get("body") or "").strip():
             continue
-        result.append(Feedback("github-reviews", review["body"].strip(), "the pull request",
-                               review["user"].get("login", ""), review.get("html_url", ""),
-                               review.get("submitted_at", ""), f"github-review-{review['id']}", context,
-                               REVIEW_OUTCOMES[state], "", [f"github-review:{review['id']}"],
-                               str(review.get("author_association") or ""), str(review["user"].get("type") or "")))
+        result.append(
+            Feedback(
+                "github-reviews",
+                review["body"].strip(),
+                "the pull request",
+                review["user"].get("login", ""),
+                review.get("html_url", ""),
+                review.get("submitted_at", ""),
+                f"github-review-{review['id']}",
+                context,
+                REVIEW_OUTCOMES[state],
+                "",
+                [f"github-review:{review['id']}"],
+                str(review.get("author_association") or ""),
+                str(review["user"].get("type") or ""),
+            )
+        )
     return result
 
 
@@ -165,12 +202,27 @@ def junit_failures(xml_text: str, *, context: str = "", url: str = "") -> list[F
                 continue
             name = f"{case.get('classname') or suite.get('name') or ''}::{case.get('name', '')}".strip(":")
             message = (bad.get("message") or "").strip()
-            output = "\n".join(part for part in ((bad.text or "").strip(), _text_of(case, "system-out"),
-                                                 _text_of(case, "system-err")) if part)
+            output = "\n".join(
+                part
+                for part in ((bad.text or "").strip(), _text_of(case, "system-out"), _text_of(case, "system-err"))
+                if part
+            )
             key = _digest(stamp, suite.get("hostname", ""), name, message, output)
-            result.append(Feedback("junit", f"CI test {name} failed: {message or (bad.get('type') or 'failure')}",
-                                   case.get("file") or name, "CI", url, _iso(stamp), f"junit-{key}", context,
-                                   "incorrect: a CI test failed", _clip(output), [f"junit:{key}"]))
+            result.append(
+                Feedback(
+                    "junit",
+                    f"CI test {name} failed: {message or (bad.get('type') or 'failure')}",
+                    case.get("file") or name,
+                    "CI",
+                    url,
+                    _iso(stamp),
+                    f"junit-{key}",
+                    context,
+                    "incorrect: a CI test failed",
+                    _clip(output),
+                    [f"junit:{key}"],
+                )
+            )
     return result
 
 
@@ -191,30 +243,46 @@ def phoenix_annotations(data: Any, *, context: str = "") -> list[Feedback]:
     for item in _items(data):
         if "annotations" in item and "example_id" in item:  # one experiment run with its annotations
             for note in item.get("annotations") or []:
-                key = _digest(item["example_id"], item.get("repetition_number"), note.get("name"),
-                              note.get("start_time"), note.get("explanation"), note.get("label"))
-                feedback = _annotation(note, note, f"example {item['example_id']}", note.get("end_time", ""),
-                                       f"phoenix-run-{key}", context)
+                key = _digest(
+                    item["example_id"],
+                    item.get("repetition_number"),
+                    note.get("name"),
+                    note.get("start_time"),
+                    note.get("explanation"),
+                    note.get("label"),
+                )
+                feedback = _annotation(
+                    note, note, f"example {item['example_id']}", note.get("end_time", ""), f"phoenix-run-{key}", context
+                )
                 result += [feedback] if feedback else []
             continue
         outcome = {k.removeprefix("result."): v for k, v in item.items() if k.startswith("result.")}
         outcome = outcome or dict(item.get("result") or {})
         name = item.get("name") or item.get("annotation_name")
-        feedback = _annotation({**item, "name": name}, outcome, f"span {item.get('span_id', '')}",
-                               item.get("updated_at") or item.get("created_at", ""),
-                               f"phoenix-span-{item.get('id') or _digest(item.get('span_id'), name, str(outcome))}",
-                               context, author=str(item.get("user_id") or item.get("identifier") or ""))
+        feedback = _annotation(
+            {**item, "name": name},
+            outcome,
+            f"span {item.get('span_id', '')}",
+            item.get("updated_at") or item.get("created_at", ""),
+            f"phoenix-span-{item.get('id') or _digest(item.get('span_id'), name, str(outcome))}",
+            context,
+            author=str(item.get("user_id") or item.get("identifier") or ""),
+        )
         result += [feedback] if feedback else []
     return result
 
 
-def _annotation(item: dict, outcome: dict, where: str, at: str, feedback_id: str, context: str,
-                author: str = "") -> Feedback | None:
+def _annotation(
+    item: dict, outcome: dict, where: str, at: str, feedback_id: str, context: str, author: str = ""
+) -> Feedback | None:
     if str(item.get("annotator_kind", "")).upper() != "HUMAN":
         return None
     label, score, explanation = outcome.get("label"), outcome.get("score"), outcome.get("explanation")
-    text = " ".join(str(part).strip() for part in (f"{item.get('name')}:", label, explanation)
-                    if part is not None and str(part).strip() and str(part) != "nan")
+    text = " ".join(
+        str(part).strip()
+        for part in (f"{item.get('name')}:", label, explanation)
+        if part is not None and str(part).strip() and str(part) != "nan"
+    )
     verdict, number = str(label or "").strip().lower(), _number(score)
     if verdict in PHOENIX_NEGATIVE or (verdict not in PHOENIX_POSITIVE and number is not None and number < 0.5):
         judged = "incorrect: a person marked it as bad"
@@ -222,21 +290,39 @@ def _annotation(item: dict, outcome: dict, where: str, at: str, feedback_id: str
         judged = "correct: a person marked it as good"
     else:
         judged = "a person's annotation"
-    return Feedback("phoenix", text, where, author or "a person in Phoenix", "", _iso(at), feedback_id, context,
-                    judged, "", [f"phoenix:{feedback_id}"])
+    return Feedback(
+        "phoenix",
+        text,
+        where,
+        author or "a person in Phoenix",
+        "",
+        _iso(at),
+        feedback_id,
+        context,
+        judged,
+        "",
+        [f"phoenix:{feedback_id}"],
+    )
 
 
-def read_phoenix_annotations(client: Any, *, experiment_id: str | None = None, span_ids: Iterable[str] | None = None,
-                             project: str = "default") -> list[dict[str, Any]]:
+def read_phoenix_annotations(
+    client: Any, *, experiment_id: str | None = None, span_ids: Iterable[str] | None = None, project: str = "default"
+) -> list[dict[str, Any]]:
     """Fetch annotations live with a phoenix.client Client, for ingest(..., "phoenix"): an experiment's
     evaluations (client.experiments.get_experiment, one record per run) or spans' annotations
     (client.spans.get_span_annotations). Not exercised against a live server by the tests."""
     if experiment_id:
         runs: dict[str, list[dict[str, Any]]] = {}
         for evaluation in client.experiments.get_experiment(experiment_id=experiment_id)["evaluation_runs"]:
-            runs.setdefault(evaluation.experiment_run_id, []).append({
-                "name": evaluation.name, "annotator_kind": evaluation.annotator_kind, **dict(evaluation.result or {}),
-                "start_time": evaluation.start_time.isoformat(), "end_time": evaluation.end_time.isoformat()})
+            runs.setdefault(evaluation.experiment_run_id, []).append(
+                {
+                    "name": evaluation.name,
+                    "annotator_kind": evaluation.annotator_kind,
+                    **dict(evaluation.result or {}),
+                    "start_time": evaluation.start_time.isoformat(),
+                    "end_time": evaluation.end_time.isoformat(),
+                }
+            )
         return [{"example_id": run_id, "repetition_number": 1, "annotations": notes} for run_id, notes in runs.items()]
     return list(client.spans.get_span_annotations(span_ids=list(span_ids or []), project_identifier=project))
 
@@ -244,24 +330,30 @@ def read_phoenix_annotations(client: Any, *, experiment_id: str | None = None, s
 def note(text: str, *, author: str = "", url: str = "", context: str = "", at: str = "") -> Feedback:
     """A line a person writes, as Feedback (its id is the digest of author and text)."""
     key = _digest(author, " ".join(text.split()))
-    return Feedback("note", text.strip(), "", author, url, at, f"note-{key}", context, "a note from the team",
-                    "", [f"note:{key}"])
-
+    return Feedback(
+        "note", text.strip(), "", author, url, at, f"note-{key}", context, "a note from the team", "", [f"note:{key}"]
+    )
 
 
 # --- small helpers ---------------------------------------------------------------------------------------
 def _only_new(record: Feedback, fresh: list[str]) -> Feedback:
     """A thread record cut down to its new comments (the earlier ones were ingested before)."""
     first = fresh[0].split(":", 1)[1]
-    return replace(record, text=f"(a new reply in the thread of {record.id})\n{record.text}", id=f"{record.id}-{first}",
-                   items=fresh)
+    return replace(
+        record,
+        text=f"(a new reply in the thread of {record.id})\n{record.text}",
+        id=f"{record.id}-{first}",
+        items=fresh,
+    )
 
 
 def capped(record: Feedback, max_chars: int) -> Feedback:
     """`record` with its text and detail cut to `max_chars` each, the cut marked."""
+
     def cut(text: str) -> str:
         extra = len(text) - max_chars
         return text if extra <= 0 else f"{text[:max_chars]}\n[... truncated: {extra:,} more characters]"
+
     return replace(record, text=cut(record.text), detail=cut(record.detail))
 
 
@@ -276,7 +368,7 @@ def _clip(text: str) -> str:
 
 def _one_line(text: str, limit: int = 160) -> str:
     flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def _number(value: Any) -> float | None:
@@ -303,6 +395,15 @@ def _parse_time(stamp: str) -> datetime:
 
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "Feedback", "github_review_comments", "github_reviews", "junit_failures", "phoenix_annotations",
-    "read_phoenix_annotations", "note", "parse", "github_items", "capped", "FEEDBACK_KINDS",
+    "Feedback",
+    "github_review_comments",
+    "github_reviews",
+    "junit_failures",
+    "phoenix_annotations",
+    "read_phoenix_annotations",
+    "note",
+    "parse",
+    "github_items",
+    "capped",
+    "FEEDBACK_KINDS",
 ]

@@ -20,8 +20,9 @@ class BadFeedback(ValueError):
 def load_source(path_or_data: Any, kind: str, max_bytes: int) -> tuple[Any, str]:
     """(the raw data, where it came from): a file's content (JSON, XML or text) or the data as given.
     BadFeedback, naming the file, when it is missing, empty, over `max_bytes`, not UTF-8 or not JSON."""
-    is_file = isinstance(path_or_data, Path) or (isinstance(path_or_data, str) and kind != "note"
-                                                 and not path_or_data.lstrip().startswith(("<", "[", "{")))
+    is_file = isinstance(path_or_data, Path) or (
+        isinstance(path_or_data, str) and kind != "note" and not path_or_data.lstrip().startswith(("<", "[", "{"))
+    )
     origin = str(path_or_data) if is_file else "the data given"
     text: str | None
     if is_file:
@@ -30,8 +31,10 @@ def load_source(path_or_data: Any, kind: str, max_bytes: int) -> tuple[Any, str]
             raise BadFeedback(f"{path}: no such file (give the path of a {kind} export).")
         size = path.stat().st_size
         if size > max_bytes:
-            raise BadFeedback(f"{path}: {size:,} bytes, over the {max_bytes:,}-byte cap for one feedback file "
-                              "(Inbox(max_file_bytes=...) raises it; split the export otherwise).")
+            raise BadFeedback(
+                f"{path}: {size:,} bytes, over the {max_bytes:,}-byte cap for one feedback file "
+                "(Inbox(max_file_bytes=...) raises it; split the export otherwise)."
+            )
         try:
             text = path.read_bytes().decode("utf-8")
         except UnicodeDecodeError as error:
@@ -48,9 +51,13 @@ def load_source(path_or_data: Any, kind: str, max_bytes: int) -> tuple[Any, str]
         raise BadFeedback(f"{origin}: not JSON ({error}); expected {EXPECTED[kind]}.") from None
 
 
-EXPECTED = {"github-review-comments": "a JSON list of review comments (gh api repos/O/R/pulls/N/comments)",
-            "github-reviews": "a JSON list of reviews (gh api repos/O/R/pulls/N/reviews)",
-            "junit": "a JUnit XML report", "phoenix": "Phoenix annotations (JSON)", "note": "a line of text"}
+EXPECTED = {
+    "github-review-comments": "a JSON list of review comments (gh api repos/O/R/pulls/N/comments)",
+    "github-reviews": "a JSON list of reviews (gh api repos/O/R/pulls/N/reviews)",
+    "junit": "a JUnit XML report",
+    "phoenix": "Phoenix annotations (JSON)",
+    "note": "a line of text",
+}
 
 
 def _json_values(text: str) -> Any:

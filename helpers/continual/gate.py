@@ -30,13 +30,21 @@ def replay_decision(current: pd.DataFrame, proposed: pd.DataFrame, label: str, a
     if n == 0:
         return GateDecision(False, "no replay task has a usable result under both rulesets", comparison)
     if n < needed:
-        return GateDecision(False, f"with {n} replay tasks no difference can be significant at {alpha:g}, so the gate "
-                                   f"could never refuse a worse proposal and does not accept one: it needs at least "
-                                   f"{needed} tasks with a usable result (REPLAY_TASKS)", comparison)
+        return GateDecision(
+            False,
+            f"with {n} replay tasks no difference can be significant at {alpha:g}, so the gate "
+            f"could never refuse a worse proposal and does not accept one: it needs at least "
+            f"{needed} tasks with a usable result (REPLAY_TASKS)",
+            comparison,
+        )
     if comparison.diff < 0 and comparison.significant:
         return GateDecision(False, "the proposal is significantly worse", comparison)
     drop = minimum_detectable_gain(n, alpha)
-    catch = f"a true drop of {drop * 100:.0f} points would be caught with 80% power" if drop else "no drop is caught reliably"
+    catch = (
+        f"a true drop of {drop * 100:.0f} points would be caught with 80% power"
+        if drop
+        else "no drop is caught reliably"
+    )
     return GateDecision(True, f"the proposal is not significantly worse on {n} tasks ({catch})", comparison)
 
 

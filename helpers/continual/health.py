@@ -18,10 +18,22 @@ from helpers.store.records import write_json
 
 HARMFUL_AFTER = config.CONTINUAL_HARMFUL_AFTER
 # Words that, next to a rule's id, say the rule did harm (a heuristic; ablations are the real evidence).
-HARM_WORDS = re.compile(r"\b(wrong|harmful|outdated|obsolete|misled|misleading|stale|no longer|remove|"
-                        r"delete|drop|contradicts?|ignore)\b", re.IGNORECASE)
-COLUMNS = ["id", "text", "added_at", "last_confirmed", "confirmations", "implicated", "days_unconfirmed", "stale",
-           "harmful"]
+HARM_WORDS = re.compile(
+    r"\b(wrong|harmful|outdated|obsolete|misled|misleading|stale|no longer|remove|"
+    r"delete|drop|contradicts?|ignore)\b",
+    re.IGNORECASE,
+)
+COLUMNS = [
+    "id",
+    "text",
+    "added_at",
+    "last_confirmed",
+    "confirmations",
+    "implicated",
+    "days_unconfirmed",
+    "stale",
+    "harmful",
+]
 
 
 class RuleHealth:
@@ -86,17 +98,28 @@ class RuleHealth:
         for rule in rules:
             s = stats[rule.id]
             age = (now - _parse_time(s.get("last_confirmed") or s["added_at"])).total_seconds() / 86400
-            rows.append({"id": rule.id, "text": rule.text, "added_at": s["added_at"],
-                         "last_confirmed": s.get("last_confirmed"), "confirmations": s.get("confirmations", 0),
-                         "implicated": s.get("implicated", 0), "days_unconfirmed": round(age, 1),
-                         "stale": age > max_age_days, "harmful": harmful(s)})
+            rows.append(
+                {
+                    "id": rule.id,
+                    "text": rule.text,
+                    "added_at": s["added_at"],
+                    "last_confirmed": s.get("last_confirmed"),
+                    "confirmations": s.get("confirmations", 0),
+                    "implicated": s.get("implicated", 0),
+                    "days_unconfirmed": round(age, 1),
+                    "stale": age > max_age_days,
+                    "harmful": harmful(s),
+                }
+            )
         return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def harmful(stats: dict[str, Any]) -> bool:
     """Shown harmful by an ablation, or implicated HARMFUL_AFTER times and more often than confirmed."""
     implicated = stats.get("implicated", 0)
-    return bool(stats.get("ablation_harmful")) or (implicated >= HARMFUL_AFTER and implicated > stats.get("confirmations", 0))
+    return bool(stats.get("ablation_harmful")) or (
+        implicated >= HARMFUL_AFTER and implicated > stats.get("confirmations", 0)
+    )
 
 
 __all__ = ["RuleHealth", "harmful", "HARM_WORDS"]  # documented in CODE_APPENDIX.md

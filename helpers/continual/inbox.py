@@ -40,9 +40,20 @@ from typing import Any
 
 import pandas as pd
 
-from helpers.continual.proposals import (FEEDBACK_COLUMNS, OUTPUT_COLUMN, Proposal, ProposalUnfinished, _commit_message,
-                                         _diff_text, _motivating, _plain_edit, _provenance, _render, edit_key,
-                                         feedback_frame)
+from helpers.continual.proposals import (
+    FEEDBACK_COLUMNS,
+    OUTPUT_COLUMN,
+    Proposal,
+    ProposalUnfinished,
+    _commit_message,
+    _diff_text,
+    _motivating,
+    _plain_edit,
+    _provenance,
+    _render,
+    edit_key,
+    feedback_frame,
+)
 from helpers.continual.inbox_state import InboxState
 from helpers.continual.repository import branch_exists, commit_rules
 from helpers.continual.trust import flags_of
@@ -84,8 +95,10 @@ class Inbox(InboxState):
         optimizer.optimize(dataset, OUTPUT_COLUMN, FEEDBACK_COLUMNS, ruleset=base_text, context_size_k=context_size_k)
         report = optimizer.last_report
         if report.transient_error:
-            raise ProposalUnfinished(f"The optimizer failed transiently ({report.transient_error}); nothing was "
-                                     "stored and the feedback is still new: run propose() again.")
+            raise ProposalUnfinished(
+                f"The optimizer failed transiently ({report.transient_error}); nothing was "
+                "stored and the feedback is still new: run propose() again."
+            )
         refused = {r["key"] for r in rejected}
         kept = [e for e in report.edits_applied if edit_key(e) not in refused]
         filtered = [e for e in report.edits_applied if edit_key(e) in refused]
@@ -94,22 +107,48 @@ class Inbox(InboxState):
         cost = None if getattr(optimizer.client, "unpriced", False) else report.cost_usd
         ids = [f.id for f in fresh]
         if not applied:
-            why = ("every edit it proposed was rejected before" if filtered else
-                   "the optimizer changed nothing" + (f" ({'; '.join(report.errors)})" if report.errors else ""))
+            why = (
+                "every edit it proposed was rejected before"
+                if filtered
+                else "the optimizer changed nothing" + (f" ({'; '.join(report.errors)})" if report.errors else "")
+            )
             self.last_note = f"No proposal from {counted(len(fresh), 'new feedback record')}: {why}."
-            append_jsonl(self.dir / "events.jsonl", {"at": self._now(), "outcome": "unchanged", "why": why,
-                                                     "feedback_ids": ids, "cost_usd": cost,
-                                                     "filtered": filtered, "errors": report.errors})
+            append_jsonl(
+                self.dir / "events.jsonl",
+                {
+                    "at": self._now(),
+                    "outcome": "unchanged",
+                    "why": why,
+                    "feedback_ids": ids,
+                    "cost_usd": cost,
+                    "filtered": filtered,
+                    "errors": report.errors,
+                },
+            )
             return None
         for edit in applied:
             edit["feedback"] = _motivating(edit.get("sources") or [], fresh)
             edit["flags"] = flags_of(f"{edit.get('text') or ''} {edit.get('reason') or ''}", edit)
-        proposal = Proposal(self._next_id(), "learn", base, applied, _render(rules),
-                            _diff_text(start, rules, base), ids, cost, self._now(),
-                            filtered=filtered, model=str(report.model), dry_run=bool(report.dry_run),
-                            errors=list(report.errors), sources=[_provenance(f, self.trusted(f)[1]) for f in fresh])
+        proposal = Proposal(
+            self._next_id(),
+            "learn",
+            base,
+            applied,
+            _render(rules),
+            _diff_text(start, rules, base),
+            ids,
+            cost,
+            self._now(),
+            filtered=filtered,
+            model=str(report.model),
+            dry_run=bool(report.dry_run),
+            errors=list(report.errors),
+            sources=[_provenance(f, self.trusted(f)[1]) for f in fresh],
+        )
         self._save(proposal)
-        self.last_note = f"Proposal {proposal.id}: {counted(len(applied), 'edit')} from {counted(len(fresh), 'feedback record')}."
+        self.last_note = (
+            f"Proposal {proposal.id}: {counted(len(applied), 'edit')} from {counted(len(fresh), 'feedback record')}."
+        )
         return proposal
 
     def approve(self, proposal_id: str, *, reason: str = "approved by a person") -> int:
@@ -127,12 +166,27 @@ class Inbox(InboxState):
             text = _render(rules)
         sources = {f.id: f for f in self.feedback()}
         version = self.store.save(
-            text, parent=head, kind="continual" if proposal.kind == "learn" else "expiry", model=proposal.model,
-            dry_run=proposal.dry_run, report={"edits_applied": proposal.edits, "cost_usd": proposal.cost_usd or 0.0},
-            proposal_id=proposal.id, evidence=proposal.evidence,
-            feedback=[_provenance(sources[i], self.trusted(sources[i])[1])
-                      for e in proposal.edits for i in e.get("feedback", []) if i in sources])
-        proposal.status, proposal.version, proposal.decided_at, proposal.reason = "approved", version, self._now(), reason
+            text,
+            parent=head,
+            kind="continual" if proposal.kind == "learn" else "expiry",
+            model=proposal.model,
+            dry_run=proposal.dry_run,
+            report={"edits_applied": proposal.edits, "cost_usd": proposal.cost_usd or 0.0},
+            proposal_id=proposal.id,
+            evidence=proposal.evidence,
+            feedback=[
+                _provenance(sources[i], self.trusted(sources[i])[1])
+                for e in proposal.edits
+                for i in e.get("feedback", [])
+                if i in sources
+            ],
+        )
+        proposal.status, proposal.version, proposal.decided_at, proposal.reason = (
+            "approved",
+            version,
+            self._now(),
+            reason,
+        )
         self._save(proposal)
         self._track_rules()
         return version
@@ -144,8 +198,16 @@ class Inbox(InboxState):
             raise ValueError("Say why the proposal is rejected: the optimizer reads the reason.")
         proposal = self._decidable(proposal_id)
         for edit in proposal.edits:
-            append_jsonl(self.dir / "rejected.jsonl", {"key": edit_key(edit), "edit": _plain_edit(edit),
-                                                       "reason": reason, "proposal_id": proposal.id, "at": self._now()})
+            append_jsonl(
+                self.dir / "rejected.jsonl",
+                {
+                    "key": edit_key(edit),
+                    "edit": _plain_edit(edit),
+                    "reason": reason,
+                    "proposal_id": proposal.id,
+                    "at": self._now(),
+                },
+            )
             if edit["op"] == "delete":
                 self._track_rules()
                 self.health.confirm(edit["id"], self._now(), f"{proposal.id} rejected: {reason}")
@@ -154,8 +216,16 @@ class Inbox(InboxState):
         return proposal
 
     # --- the replay gate ---
-    def replay_gate(self, proposal_id: str, agent: Any, tasks: pd.DataFrame, *, workers: int = 1,
-                    results_root: Path | str | None = None, progress: bool = False) -> Any:
+    def replay_gate(
+        self,
+        proposal_id: str,
+        agent: Any,
+        tasks: pd.DataFrame,
+        *,
+        workers: int = 1,
+        results_root: Path | str | None = None,
+        progress: bool = False,
+    ) -> Any:
         """Run `agent` on `tasks` with the current rules and with the proposal's, and decide
         (helpers.continual.gate.replay_decision: a GateDecision that refuses when too few tasks could
         ever show the proposal worse). The verdict and its summary are stored in the proposal's `evidence`."""
@@ -163,13 +233,27 @@ class Inbox(InboxState):
         from helpers.engine.runs import run_tasks
 
         proposal = self._decidable(proposal_id)
-        runs = {label: run_tasks(tasks, agent, run_id=f"replay-{proposal.id}-{label}", experiment=self.name,
-                                 ruleset=text, workers=workers, results_root=results_root, progress=progress)
-                for label, text in (("current", self.store.load(self._head())), ("proposal", proposal.ruleset))}
+        runs = {
+            label: run_tasks(
+                tasks,
+                agent,
+                run_id=f"replay-{proposal.id}-{label}",
+                experiment=self.name,
+                ruleset=text,
+                workers=workers,
+                results_root=results_root,
+                progress=progress,
+            )
+            for label, text in (("current", self.store.load(self._head())), ("proposal", proposal.ruleset))
+        }
         decision = replay_decision(runs["current"], runs["proposal"], f"proposal {proposal.id}")
-        proposal.evidence = {"accept": decision.accept, "reason": decision.reason,
-                             "summary": decision.comparison.summary(), "tasks": list(map(str, tasks["instance_id"])),
-                             "at": self._now()}
+        proposal.evidence = {
+            "accept": decision.accept,
+            "reason": decision.reason,
+            "summary": decision.comparison.summary(),
+            "tasks": list(map(str, tasks["instance_id"])),
+            "at": self._now(),
+        }
         self._save(proposal)
         return decision
 
@@ -182,7 +266,8 @@ class Inbox(InboxState):
         records = {f.id: f for f in self.feedback()}
         outsiders = [i for i in proposal.feedback_ids if i in records and not self.trust.decide(records[i])[0]]
         blockers = ([f"flagged ({', '.join(proposal.flags)})"] if proposal.flags else []) + (
-            [f"built on feedback the policy does not trust ({', '.join(outsiders)})"] if outsiders else [])
+            [f"built on feedback the policy does not trust ({', '.join(outsiders)})"] if outsiders else []
+        )
         if not blockers:
             decision = self.replay_gate(proposal_id, agent, tasks, **gate)
             blockers += [] if decision.accept else [f"the replay gate refused: {decision.reason}"]
@@ -213,18 +298,28 @@ class Inbox(InboxState):
         for row in health.itertuples():
             if not (row.stale or row.harmful) or f"delete:{row.id}" in refused or row.id in waiting:
                 continue
-            reason = (f"implicated {row.implicated} time(s), confirmed {row.confirmations} time(s)" if row.harmful
-                      else f"unconfirmed for {row.days_unconfirmed:g} days (limit {self.max_age_days:g})")
-            edits.append({"op": "delete", "id": row.id, "reason": reason,
-                          "feedback": list(stats[row.id].get("implicated_by", []))})
+            reason = (
+                f"implicated {row.implicated} time(s), confirmed {row.confirmations} time(s)"
+                if row.harmful
+                else f"unconfirmed for {row.days_unconfirmed:g} days (limit {self.max_age_days:g})"
+            )
+            edits.append(
+                {
+                    "op": "delete",
+                    "id": row.id,
+                    "reason": reason,
+                    "feedback": list(stats[row.id].get("implicated_by", [])),
+                }
+            )
         if not edits:
             self.last_note = "No rule is stale or harmful."
             return None
         base = self._head()
         start = self.store.rules(base)
         rules, applied, _ = apply_edits(start, [_plain_edit(e) for e in edits])
-        proposal = Proposal(self._next_id(), "expiry", base, edits, _render(rules),
-                            _diff_text(start, rules, base), [], 0.0, self._now())
+        proposal = Proposal(
+            self._next_id(), "expiry", base, edits, _render(rules), _diff_text(start, rules, base), [], 0.0, self._now()
+        )
         self._save(proposal)
         self.last_note = f"Proposal {proposal.id}: delete {', '.join(e['id'] for e in edits)}."
         return proposal
@@ -250,9 +345,17 @@ class Inbox(InboxState):
         if commit is None:
             self.last_note = f"{rules_file} on {branch} already holds v{version}: nothing to commit."
             return None
-        record = {"op": "apply", "repo": str(Path(repo).resolve()), "branch": branch, "rules_file": rules_file,
-                  "version": version, "previous_version": stack[-1] if stack else None, "commit": commit,
-                  "proposal_id": proposal.id if proposal else None, "at": self._now()}
+        record = {
+            "op": "apply",
+            "repo": str(Path(repo).resolve()),
+            "branch": branch,
+            "rules_file": rules_file,
+            "version": version,
+            "previous_version": stack[-1] if stack else None,
+            "commit": commit,
+            "proposal_id": proposal.id if proposal else None,
+            "at": self._now(),
+        }
         append_jsonl(self.dir / "applies.jsonl", record)
         return record
 
@@ -266,20 +369,33 @@ class Inbox(InboxState):
         if not stack:
             raise LookupError(f"Nothing applied to {repo} on {branch} to roll back.")
         if not branch_exists(repo, branch):
-            raise LookupError(f"{branch} no longer exists in {repo} (deleted after v{stack[-1]} was applied): nothing "
-                              "to roll back there. Apply again to recreate it.")
+            raise LookupError(
+                f"{branch} no longer exists in {repo} (deleted after v{stack[-1]} was applied): nothing "
+                "to roll back there. Apply again to recreate it."
+            )
         replaced = stack.pop()
         target = stack[-1] if stack else None
         rules_file = [r for r in records if r["branch"] == branch][-1]["rules_file"]
         text = self.store.load(target) if target is not None else ""
-        message = (f"prompt-learning: roll back the learned rules to "
-                   f"{f'v{target}' if target is not None else 'none'} (was v{replaced})\n\nInbox: {self.name}\n")
+        message = (
+            f"prompt-learning: roll back the learned rules to "
+            f"{f'v{target}' if target is not None else 'none'} (was v{replaced})\n\nInbox: {self.name}\n"
+        )
         commit = commit_rules(repo, branch, rules_file, text, message)
-        version = self.store.rollback(target if target is not None else 0,
-                                      reason=f"rollback of v{replaced} on {branch} in {repo}")
-        record = {"op": "rollback", "repo": str(Path(repo).resolve()), "branch": branch, "rules_file": rules_file,
-                  "version": target, "replaced_version": replaced, "store_version": version, "commit": commit,
-                  "at": self._now()}
+        version = self.store.rollback(
+            target if target is not None else 0, reason=f"rollback of v{replaced} on {branch} in {repo}"
+        )
+        record = {
+            "op": "rollback",
+            "repo": str(Path(repo).resolve()),
+            "branch": branch,
+            "rules_file": rules_file,
+            "version": target,
+            "replaced_version": replaced,
+            "store_version": version,
+            "commit": commit,
+            "at": self._now(),
+        }
         append_jsonl(self.dir / "applies.jsonl", record)
         self._track_rules()
         return record
@@ -296,7 +412,6 @@ class Inbox(InboxState):
             elif stack:
                 stack.pop()
         return stack
-
 
 
 __all__ = ["Inbox"]  # the public API, documented in CODE_APPENDIX.md

@@ -30,10 +30,18 @@ class InboxState:
     changed nothing), rules.json (each rule's confirmations), applies.jsonl (commits made). The versions
     themselves are in RulesetStore(name). `clock` returns the current UTC time (tests pass their own)."""
 
-    def __init__(self, name: str, *, root: Path | str | None = None, agent_login: str | None = None,
-                 max_age_days: float = config.CONTINUAL_EXPIRY_DAYS, clock: Callable[[], datetime] | None = None,
-                 trust: TrustPolicy | None = None, max_file_bytes: int = config.CONTINUAL_MAX_FILE_BYTES,
-                 max_signal_chars: int = config.CONTINUAL_MAX_SIGNAL_CHARS):
+    def __init__(
+        self,
+        name: str,
+        *,
+        root: Path | str | None = None,
+        agent_login: str | None = None,
+        max_age_days: float = config.CONTINUAL_EXPIRY_DAYS,
+        clock: Callable[[], datetime] | None = None,
+        trust: TrustPolicy | None = None,
+        max_file_bytes: int = config.CONTINUAL_MAX_FILE_BYTES,
+        max_signal_chars: int = config.CONTINUAL_MAX_SIGNAL_CHARS,
+    ):
         self.name = check_name(name, "inbox name")
         self.store = RulesetStore(name, root or config.rulesets_root())
         self.dir = self.store.dir / "continual"
@@ -49,7 +57,9 @@ class InboxState:
         return f"Inbox({self.name!r}, feedback={len(self.feedback())}, pending={len(self.pending())})"
 
     # --- feedback ---
-    def ingest(self, path_or_data: Any, kind: str, *, context: str = "", author: str = "", url: str = "") -> list[Feedback]:
+    def ingest(
+        self, path_or_data: Any, kind: str, *, context: str = "", author: str = "", url: str = ""
+    ) -> list[Feedback]:
         """The new Feedback records from a file or data of `kind` (FEEDBACK_KINDS), stored; items seen
         before are left out. `context` says what the work was (e.g. "PR #12: fix rounding"); `author`
         and `url` are for notes (and the CI run's url for JUnit)."""
@@ -57,8 +67,16 @@ class InboxState:
             raise ValueError(f"Unknown feedback kind {kind!r}: use one of {', '.join(FEEDBACK_KINDS)}.")
         data, origin = load_source(path_or_data, kind, self.max_file_bytes)
         try:
-            found = parse(kind, data, agent_login=self.agent_login, context=context, author=author, url=url,
-                          at=self._now(), many_notes=isinstance(path_or_data, Path))
+            found = parse(
+                kind,
+                data,
+                agent_login=self.agent_login,
+                context=context,
+                author=author,
+                url=url,
+                at=self._now(),
+                many_notes=isinstance(path_or_data, Path),
+            )
         except BadFeedback as error:
             raise BadFeedback(f"{origin}: {error}") from None
         seen = {key for record in self.feedback() for key in record.items}
@@ -110,7 +128,9 @@ class InboxState:
             raise ValueError("Say who promotes the feedback and why (by=..., reason=...): both are recorded.")
         record = next((f for f in self.feedback() if f.id == feedback_id), None)
         if record is None:
-            raise LookupError(f"No feedback {feedback_id!r} in {self.dir}; untrusted: {[f.id for f, _ in self.untrusted()]}.")
+            raise LookupError(
+                f"No feedback {feedback_id!r} in {self.dir}; untrusted: {[f.id for f, _ in self.untrusted()]}."
+            )
         append_jsonl(self.dir / "promotions.jsonl", {"id": feedback_id, "by": by, "reason": reason, "at": self._now()})
         return record
 

@@ -36,9 +36,11 @@ def commit_rules(repo: Path | str, branch: str, rules_file: str, ruleset: str, m
         try:
             old.decode("utf-8")
         except UnicodeDecodeError as error:
-            raise ValueError(f"{path} on {branch if tip else 'HEAD'} in {repo} is not UTF-8 ({error.reason} at byte "
-                             f"{error.start}): the learned section cannot be added without changing the team's text. "
-                             f"Convert it (e.g. iconv -f latin1 -t utf-8), commit, and apply again.") from None
+            raise ValueError(
+                f"{path} on {branch if tip else 'HEAD'} in {repo} is not UTF-8 ({error.reason} at byte "
+                f"{error.start}): the learned section cannot be added without changing the team's text. "
+                f"Convert it (e.g. iconv -f latin1 -t utf-8), commit, and apply again."
+            ) from None
     new = _with_section(old, ruleset, path)
     if new == old:
         return None
@@ -63,16 +65,19 @@ def check_repository(repo: Path | str) -> Path:
         raise ValueError(f"{repo} is not a folder: pass the path of the team's git repository.")
     if git("rev-parse", "--verify", "-q", "HEAD^{commit}", cwd=repo, check=False).returncode:
         inside = not git("rev-parse", "--git-dir", cwd=repo, check=False).returncode
-        raise ValueError(f"{repo} {'has no commit yet' if inside else 'is not a git repository'}: the learned rules "
-                         "are committed on a branch of the team's repository (git init and a first commit, or the "
-                         "repository's own path).")
+        raise ValueError(
+            f"{repo} {'has no commit yet' if inside else 'is not a git repository'}: the learned rules "
+            "are committed on a branch of the team's repository (git init and a first commit, or the "
+            "repository's own path)."
+        )
     return repo
 
 
 def branch_exists(repo: Path | str, branch: str) -> bool:
     """Whether refs/heads/`branch` exists in `repo` (a git repository: check_repository)."""
-    return not git("rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{commit}}", cwd=check_repository(repo),
-                   check=False).returncode
+    return not git(
+        "rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{commit}}", cwd=check_repository(repo), check=False
+    ).returncode
 
 
 def _blob_at(repo: Path, commit: str, rules_file: str) -> tuple[str, str, bytes | None]:
@@ -106,7 +111,9 @@ def _with_section(old: bytes | None, ruleset: str, path: str) -> bytes | None:
 def _git_bytes(args: list[str], repo: Path, data: bytes | None = None) -> bytes:
     env = {**os.environ, **GIT_IDENTITY, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
     # the host's git by absolute path: a relative PATH entry would run a `git` the repository holds (host_program)
-    return subprocess.run([host_program("git"), *args], cwd=repo, env=env, input=data, capture_output=True, check=True).stdout
+    return subprocess.run(
+        [host_program("git"), *args], cwd=repo, env=env, input=data, capture_output=True, check=True
+    ).stdout
 
 
 # --- the bundled examples (the dry run) -------------------------------------------------------------------
@@ -131,4 +138,10 @@ def demo_repository(dest: Path | str | None = None) -> Path:
     return dest
 
 
-__all__ = ["commit_rules", "check_repository", "branch_exists", "example_feedback", "demo_repository"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "commit_rules",
+    "check_repository",
+    "branch_exists",
+    "example_feedback",
+    "demo_repository",
+]  # documented in CODE_APPENDIX.md

@@ -28,8 +28,13 @@ SIGNALS: dict[str, str] = {
     "logging": r"\bprint\(|\blogger\b",
     "docs_types": r"type hints?|docstring",
 }
-SOURCE_WORDS = {"github-review-comments": "review comment", "github-reviews": "review", "junit": "CI report",
-                "note": "note", "phoenix": "Phoenix annotation"}
+SOURCE_WORDS = {
+    "github-review-comments": "review comment",
+    "github-reviews": "review",
+    "junit": "CI report",
+    "note": "note",
+    "phoenix": "Phoenix annotation",
+}
 EXAMPLE = re.compile(r"(?m)^### Example (\S+)\n")
 # who wrote a record: on the feedback line, or on the first line of its fence (helpers.core.fences)
 WHO = re.compile(r"- feedback: (?:\n<<<DATA-\w+ [^\n]*>>>\n)?(.+?) \(([\w-]+)[,)]")
@@ -44,8 +49,14 @@ def feedback_examples(text: str) -> list[dict[str, str]]:
         who = WHO.search(chunk)
         quoted = chunk.rsplit(CONTINUAL_MARK, 1)[-1].split(QUOTE_END, 1)[0] if CONTINUAL_MARK in chunk else ""
         quoted = quoted.split(">>>", 1)[-1].strip()
-        found.append({"id": record_id, "author": who.group(1) if who else "someone",
-                      "source": who.group(2) if who else "", "text": " ".join(quoted.split())})
+        found.append(
+            {
+                "id": record_id,
+                "author": who.group(1) if who else "someone",
+                "source": who.group(2) if who else "",
+                "text": " ".join(quoted.split()),
+            }
+        )
     return found
 
 
@@ -78,8 +89,14 @@ def continual_edits(text: str) -> list[dict[str, Any]]:
     for cid, records in carriers.items():
         if CONVENTIONS[cid]["rule"] in current:
             continue
-        edits.append({"op": "add", "text": CONVENTIONS[cid]["rule"], "sources": [r["id"] for r in records],
-                      "reason": "; ".join(signal_reason(r) for r in records) + " (scripted dry run)."})
+        edits.append(
+            {
+                "op": "add",
+                "text": CONVENTIONS[cid]["rule"],
+                "sources": [r["id"] for r in records],
+                "reason": "; ".join(signal_reason(r) for r in records) + " (scripted dry run).",
+            }
+        )
     return edits
 
 
@@ -91,11 +108,20 @@ def enable_dry_run(session: Any) -> None:
     """Let a dry-run session's scripted model server answer continual proposals (no effect on a real session)."""
     server = getattr(session, "scripted_server", None)
     if server is not None and not any(getattr(r, "family", None) == "continual" for r in server.script.rules):
-        rule = Rule(match=lambda request: CONTINUAL_MARK in message_text(request, "user")
-                    and "## Current rules" in message_text(request, "user"), reply=continual_reply)
+        rule = Rule(
+            match=lambda request: CONTINUAL_MARK in message_text(request, "user")
+            and "## Current rules" in message_text(request, "user"),
+            reply=continual_reply,
+        )
         rule.family = "continual"  # type: ignore[attr-defined]
         server.script.rules[:0] = [rule]
 
 
-__all__ = ["enable_dry_run", "continual_edits", "feedback_examples", "conventions_in", "signal_reason",
-           "SIGNALS"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "enable_dry_run",
+    "continual_edits",
+    "feedback_examples",
+    "conventions_in",
+    "signal_reason",
+    "SIGNALS",
+]  # documented in CODE_APPENDIX.md

@@ -34,8 +34,11 @@ from helpers.rules.planted import planted_reasons
 TRUSTED_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
 TEAM_CHANNELS = ("junit", "note", "phoenix")  # sources with no outside author
 # Bot-like logins GitHub does not mark as bots (a "User" account run by automation).
-BOT_NAME = re.compile(r"\[bot\]$|[-_.]bot$|^bot[-_.]|^(dependabot|renovate|github-actions|codecov|sonarcloud|snyk|"
-                      r"mergify|greenkeeper|imgbot|allcontributors|netlify|vercel|coderabbit(ai)?|copilot)\b", re.I)
+BOT_NAME = re.compile(
+    r"\[bot\]$|[-_.]bot$|^bot[-_.]|^(dependabot|renovate|github-actions|codecov|sonarcloud|snyk|"
+    r"mergify|greenkeeper|imgbot|allcontributors|netlify|vercel|coderabbit(ai)?|copilot)\b",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -76,8 +79,10 @@ class TrustPolicy:
         path = str(record.where or "").rsplit(":", 1)[0]
         if login and path and login in {o.lstrip("@").lower() for o in owners_of(path, self.codeowners)}:
             return True, f"{record.author} is a code owner of {path}"
-        return False, (f"{record.author or 'the author'} is {association or 'of unknown association'} here: not a "
-                       f"member, owner or collaborator, not allow-listed, not a code owner of the file")
+        return False, (
+            f"{record.author or 'the author'} is {association or 'of unknown association'} here: not a "
+            f"member, owner or collaborator, not allow-listed, not a code owner of the file"
+        )
 
 
 def is_bot(record: Any) -> bool:
@@ -107,8 +112,12 @@ def owners_of(path: str, codeowners: tuple[tuple[str, tuple[str, ...]], ...]) ->
     found: tuple[str, ...] = ()
     for pattern, owners in codeowners:
         anchored = pattern.lstrip("/")
-        if (fnmatch.fnmatch(path, anchored) or fnmatch.fnmatch(path, anchored.rstrip("/") + "/*")
-                or (not pattern.startswith("/") and fnmatch.fnmatch(path, "*/" + anchored)) or pattern == "*"):
+        if (
+            fnmatch.fnmatch(path, anchored)
+            or fnmatch.fnmatch(path, anchored.rstrip("/") + "/*")
+            or (not pattern.startswith("/") and fnmatch.fnmatch(path, "*/" + anchored))
+            or pattern == "*"
+        ):
             found = owners
     return found
 

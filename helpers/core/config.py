@@ -38,6 +38,7 @@ def state_root() -> Path:
     """.state/, this checkout's own (never shared: a worktree links .cache/ parts, never .state/), or $PL_STATE_DIR."""
     return Path(os.environ.get("PL_STATE_DIR") or STATE_DIR)
 
+
 # --- the agent and model ids: change them here, not in notebooks -----------------------------------
 # Each default is an id its provider serves and lists as current on 2026-11-25, priced in genai-prices 0.2.3 (a
 # test fails when the table drops one, or on the day a shutdown below passes); a session stops before any work
@@ -157,8 +158,10 @@ def max_output_tokens() -> int | None:
     if not text:
         return None
     if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise ValueError(f"{MAX_OUTPUT_TOKENS_VARIABLE}={value!r}: it must be a whole number of tokens of at least 1 "
-                         "(the most one model answer may take, for every role), or unset.")
+        raise ValueError(
+            f"{MAX_OUTPUT_TOKENS_VARIABLE}={value!r}: it must be a whole number of tokens of at least 1 "
+            "(the most one model answer may take, for every role), or unset."
+        )
     return int(text)
 
 
@@ -168,6 +171,8 @@ def agent_max_output_tokens() -> int:
     the gateway would let through."""
     server_cap = max_output_tokens()
     return min(AGENT_MAX_OUTPUT_TOKENS, server_cap) if server_cap else AGENT_MAX_OUTPUT_TOKENS
+
+
 # The input tokens reserved for one image or document part (its JSON bytes bound a text's tokens, not a picture's):
 # above what Anthropic, OpenAI and Google count for one image at their largest sizes.
 GATEWAY_MEDIA_PART_TOKENS = 10_000
@@ -318,8 +323,22 @@ def has_credentials() -> bool:
     """True when a real provider key is configured (used to choose the dry run by default)."""
     return bool(read_env("OPENAI_API_KEY") or read_env("ANTHROPIC_API_KEY") or gemini_key())
 
+
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "llm_settings", "LLMSettings", "MissingCredentials", "read_env", "has_credentials",
-    "results_root", "rulesets_root", "cache_root", "anthropic_base_url", "anthropic_openai_url", "gateway_host",
-    "gemini_key", "gemini_base_url", "gemini_openai_url", "max_output_tokens", "agent_max_output_tokens",
+    "llm_settings",
+    "LLMSettings",
+    "MissingCredentials",
+    "read_env",
+    "has_credentials",
+    "results_root",
+    "rulesets_root",
+    "cache_root",
+    "anthropic_base_url",
+    "anthropic_openai_url",
+    "gateway_host",
+    "gemini_key",
+    "gemini_base_url",
+    "gemini_openai_url",
+    "max_output_tokens",
+    "agent_max_output_tokens",
 ]

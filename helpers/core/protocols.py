@@ -32,10 +32,10 @@ TASK_FIELDS = (
 Task = Mapping[str, Any]
 
 
-
 # Whether a run must be sandboxed: "required" (fail when bubblewrap cannot run), "if-available", or None (never).
 # Defined here, on the ground floor, so that the seams can name it; helpers.isolation.sandbox checks a value.
 SandboxPolicy = Literal["required", "if-available"] | None
+
 
 class Limit(str, Enum):
     """What ended a failed run that the rules can cause (helpers.stats.outcomes: "errored: rules"), named where it
@@ -299,8 +299,9 @@ class WorkspaceFamily(Protocol):
 
     def select_tasks(self, tasks: "pd.DataFrame", ids: Sequence[str]) -> "pd.DataFrame": ...
 
-    def split_tasks(self, tasks: "pd.DataFrame", train_size: int, test_size: int, strategy: str,
-                    seed: int) -> "tuple[pd.DataFrame, pd.DataFrame]": ...
+    def split_tasks(
+        self, tasks: "pd.DataFrame", train_size: int, test_size: int, strategy: str, seed: int
+    ) -> "tuple[pd.DataFrame, pd.DataFrame]": ...
 
     def evaluator_for(self, tasks: "pd.DataFrame", *, model_name: str, sandbox: SandboxPolicy) -> Evaluator: ...
 
@@ -398,6 +399,19 @@ class RunContext(Protocol):
 
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "Agent", "Evaluator", "LLM", "PromptFamily", "WorkspaceFamily", "RunContext", "SandboxPolicy", "AgentResult", "EvalResult",
-    "BatchedEvaluator", "Completion", "Patch", "GradedLines", "Limit", "RulesText",
+    "Agent",
+    "Evaluator",
+    "LLM",
+    "PromptFamily",
+    "WorkspaceFamily",
+    "RunContext",
+    "SandboxPolicy",
+    "AgentResult",
+    "EvalResult",
+    "BatchedEvaluator",
+    "Completion",
+    "Patch",
+    "GradedLines",
+    "Limit",
+    "RulesText",
 ]

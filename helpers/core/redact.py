@@ -18,8 +18,9 @@ from functools import lru_cache
 def _patterns() -> list[tuple[re.Pattern[str], str]]:
     tmp = re.escape(tempfile.gettempdir().rstrip("/"))
     prefixes = sorted({p for p in (sys.prefix, sys.base_prefix, sys.exec_prefix) if len(p) > 1}, key=len, reverse=True)
-    return ([(re.compile(tmp + r"/pl-runs/[\w.-]+"), "<scratch>"), (re.compile(tmp + r"/eval-[\w.-]+"), "<eval>")]
-            + [(re.compile(re.escape(p) + r"(?=/|\b)"), "<python>") for p in prefixes])
+    return [(re.compile(tmp + r"/pl-runs/[\w.-]+"), "<scratch>"), (re.compile(tmp + r"/eval-[\w.-]+"), "<eval>")] + [
+        (re.compile(re.escape(p) + r"(?=/|\b)"), "<python>") for p in prefixes
+    ]
 
 
 def scrub_machine_paths(text: str) -> str:

@@ -47,12 +47,25 @@ def _a_class(name: str, found: object) -> type:
 def make_agent(name: str, **settings: Any) -> Agent:
     """An agent by name with its settings (model, base_url, api_key, timeout_s, mode, ...)."""
     agent: Agent = agent_class(name)(**settings)
-    members = ("name", "rules_file", "mode", "model", "base_prompt", "dry_run_tools", "check", "run", "through_gateway",
-               "stop_all")
+    members = (
+        "name",
+        "rules_file",
+        "mode",
+        "model",
+        "base_prompt",
+        "dry_run_tools",
+        "check",
+        "run",
+        "through_gateway",
+        "stop_all",
+    )
     missing = [a for a in members if not hasattr(agent, a)]
     if missing:
-        raise TypeError(f"Agent {name!r} lacks {missing} of the Agent protocol (helpers.core.protocols.Agent): "
-                        "subclass helpers.agents.base.AgentBase (or CLIAgent), which gives the defaults.")
+        raise TypeError(
+            f"Agent {name!r} lacks {missing} of the Agent protocol (helpers.core.protocols.Agent): "
+            "subclass helpers.agents.base.AgentBase (or CLIAgent), which gives the defaults."
+        )
     return agent
+
 
 __all__ = ["make_agent", "agent_class", "registered_agents"]  # the public API, documented in CODE_APPENDIX.md

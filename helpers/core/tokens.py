@@ -58,14 +58,20 @@ def truncate_tokens(text: str, max_tokens: int) -> str:
     keep = max(0, max_tokens - marker_budget)
     head, tail = keep - keep // 3, keep // 3
     cut = len(tokens) - head - tail
-    result = (encoding.decode(tokens[:head]) + TRUNCATION_MARKER.format(n=cut)
-              + (encoding.decode(tokens[-tail:]) if tail else ""))
+    result = (
+        encoding.decode(tokens[:head])
+        + TRUNCATION_MARKER.format(n=cut)
+        + (encoding.decode(tokens[-tail:]) if tail else "")
+    )
     # Decoding at a cut can merge into a few more tokens; trim the head until it fits.
     while count_tokens(result) > max_tokens and head > 0:
         head -= max(1, head // 10)
         cut = len(tokens) - head - tail
-        result = (encoding.decode(tokens[:head]) + TRUNCATION_MARKER.format(n=cut)
-                  + (encoding.decode(tokens[-tail:]) if tail else ""))
+        result = (
+            encoding.decode(tokens[:head])
+            + TRUNCATION_MARKER.format(n=cut)
+            + (encoding.decode(tokens[-tail:]) if tail else "")
+        )
     return result
 
 
@@ -77,6 +83,10 @@ def truncate_chars(text: str, max_chars: int) -> str:
     tail = max_chars - head
     return f"{text[:head]}\n[... {len(text) - head - tail} characters cut here ...]\n{text[-tail:] if tail else ''}"
 
+
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "count_tokens", "count_message_tokens", "truncate_tokens", "truncate_chars",
+    "count_tokens",
+    "count_message_tokens",
+    "truncate_tokens",
+    "truncate_chars",
 ]

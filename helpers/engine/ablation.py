@@ -65,8 +65,11 @@ def rule_tokens(ruleset: str | RulesFile) -> dict[str, int]:
 
     given = RulesFile.parse(ruleset)
     whole = count_tokens(render_ruleset(given.rules))
-    return {name.removeprefix("without "): whole - count_tokens(render_ruleset(variant.rules))
-            for name, variant in ablation_rulesets(given).items() if name.startswith("without ")}
+    return {
+        name.removeprefix("without "): whole - count_tokens(render_ruleset(variant.rules))
+        for name, variant in ablation_rulesets(given).items()
+        if name.startswith("without ")
+    }
 
 
 def ablation_cost(experiment: str, runs: int) -> tuple[float | None, str]:
@@ -96,9 +99,17 @@ def loop_run_holding(experiment: str, split: str, ruleset: str, tasks: pd.DataFr
     return None
 
 
-def ablate(experiment: str, version: int, split: str = "test", rules: list[str] | None = None,
-           tasks: pd.DataFrame | None = None, *, agent: Any, workers: int = config.WORKERS,
-           progress: bool = False) -> pd.DataFrame:
+def ablate(
+    experiment: str,
+    version: int,
+    split: str = "test",
+    rules: list[str] | None = None,
+    tasks: pd.DataFrame | None = None,
+    *,
+    agent: Any,
+    workers: int = config.WORKERS,
+    progress: bool = False,
+) -> pd.DataFrame:
     """Each rule's measured effect: the agent on `tasks` (default: the experiment's `split` tasks) with the
     whole ruleset, with no rules, and with each rule left out. One row per rule: the paired change when
     it is removed (negative: the rule helps), its interval and p-value, `harmful` when removing it
@@ -116,12 +127,28 @@ def ablate(experiment: str, version: int, split: str = "test", rules: list[str] 
     # back, not paid for again
     held = {name: loop_run_holding(experiment, split, variant.text, tasks, agent) for name, variant in variants.items()}
     fresh = [name for name, run_id in held.items() if run_id is None]
-    print(f"Ablation of v{version} on {len(tasks)} {split} tasks, {len(variants)} variants"
-          + (f" ({', '.join(f'{name}: the loop run {run_id}' for name, run_id in held.items() if run_id)}, read back)"
-             if len(fresh) < len(variants) else "") + ": " + ablation_cost(experiment, len(fresh) * len(tasks))[1])
-    frames = {name: run_tasks(tasks, agent, run_id=held[name] or f"ablate_v{version}_{split}_{name.replace(' ', '_')}",
-                              experiment=experiment, ruleset=variant, workers=workers, progress=progress)
-              for name, variant in variants.items()}
+    print(
+        f"Ablation of v{version} on {len(tasks)} {split} tasks, {len(variants)} variants"
+        + (
+            f" ({', '.join(f'{name}: the loop run {run_id}' for name, run_id in held.items() if run_id)}, read back)"
+            if len(fresh) < len(variants)
+            else ""
+        )
+        + ": "
+        + ablation_cost(experiment, len(fresh) * len(tasks))[1]
+    )
+    frames = {
+        name: run_tasks(
+            tasks,
+            agent,
+            run_id=held[name] or f"ablate_v{version}_{split}_{name.replace(' ', '_')}",
+            experiment=experiment,
+            ruleset=variant,
+            workers=workers,
+            progress=progress,
+        )
+        for name, variant in variants.items()
+    }
     rows = []
     texts, weights = {r.id: r.text for r in ruleset.rules.rules}, rule_tokens(ruleset)
     for name, frame in frames.items():
@@ -130,12 +157,23 @@ def ablate(experiment: str, version: int, split: str = "test", rules: list[str] 
         rule_id = name.removeprefix("without ")
         comparison = compare(frames["all"], frame, f"v{version}", f"v{version} without {rule_id}")
         dead_weight = weights[rule_id] > 0 and comparison.n > 0 and comparison.diff >= 0
-        rows.append({"rule": rule_id, "text": texts[rule_id], "effect_of_removal": comparison.diff,
-                     "ci_low": comparison.ci_low, "ci_high": comparison.ci_high, "p_value": comparison.p_value,
-                     "significant": comparison.significant, "harmful": comparison.diff > 0,
-                     "tokens": weights[rule_id], "dead_weight": dead_weight,
-                     "summary": comparison.summary() + f"; the rule weighs {weights[rule_id]:,} tokens on every call"
-                                + (": it costs tokens and shows no effect" if dead_weight else "")})
+        rows.append(
+            {
+                "rule": rule_id,
+                "text": texts[rule_id],
+                "effect_of_removal": comparison.diff,
+                "ci_low": comparison.ci_low,
+                "ci_high": comparison.ci_high,
+                "p_value": comparison.p_value,
+                "significant": comparison.significant,
+                "harmful": comparison.diff > 0,
+                "tokens": weights[rule_id],
+                "dead_weight": dead_weight,
+                "summary": comparison.summary()
+                + f"; the rule weighs {weights[rule_id]:,} tokens on every call"
+                + (": it costs tokens and shows no effect" if dead_weight else ""),
+            }
+        )
     reference = compare(frames["none"], frames["all"], "no rules", f"v{version}")
     result = pd.DataFrame(rows)
     result.attrs["reference"] = reference.summary()
@@ -143,9 +181,11 @@ def ablate(experiment: str, version: int, split: str = "test", rules: list[str] 
 
 
 # the heading every transfer table carries: it answers a second question, never the experiment's own
-TRANSFER_QUESTION = ("A second, separate question (not the primary test): do the rules this experiment kept help "
-                     "another agent or model on the same tasks (the test split's, unless TRANSFER_SPLIT names "
-                     "another)? Each row is its own paired test, with the primary test's decision rule.")
+TRANSFER_QUESTION = (
+    "A second, separate question (not the primary test): do the rules this experiment kept help "
+    "another agent or model on the same tasks (the test split's, unless TRANSFER_SPLIT names "
+    "another)? Each row is its own paired test, with the primary test's decision rule."
+)
 
 
 def transfer_targets(targets: str | list[str] | None) -> list[tuple[str, str | None]]:
@@ -155,16 +195,28 @@ def transfer_targets(targets: str | list[str] | None) -> list[tuple[str, str | N
 
     items = [targets] if isinstance(targets, str) else list(targets or [])
     known = registered_agents()
-    parsed = [(agent.strip(), model.strip() or None) for agent, _, model in (str(item).partition(":") for item in items)]
+    parsed = [
+        (agent.strip(), model.strip() or None) for agent, _, model in (str(item).partition(":") for item in items)
+    ]
     unknown = [agent for agent, _ in parsed if agent not in known]
     if unknown:
-        raise ValueError(f"Unknown agent {unknown} for a transfer test: use one of {sorted(known)}, optionally as "
-                         "'<agent>:<model id>'.")
+        raise ValueError(
+            f"Unknown agent {unknown} for a transfer test: use one of {sorted(known)}, optionally as "
+            "'<agent>:<model id>'."
+        )
     return parsed
 
 
-def transfer_test(experiment: str, agent: Any, *, split: str = "test", workers: int = config.WORKERS,
-                  gateway: Any = None, progress: bool = False, dry_run: bool = False) -> dict[str, Any]:
+def transfer_test(
+    experiment: str,
+    agent: Any,
+    *,
+    split: str = "test",
+    workers: int = config.WORKERS,
+    gateway: Any = None,
+    progress: bool = False,
+    dry_run: bool = False,
+) -> dict[str, Any]:
     """Do `experiment`'s kept rules help another agent (or model)? `agent` (a runner: its `name` and `model`
     say which) runs the experiment's `split` tasks with the start ruleset and with the kept one (validation's
     choice, as in the primary test): one paired test, the same decision rule, reported as a second question.
@@ -186,26 +238,61 @@ def transfer_test(experiment: str, agent: Any, *, split: str = "test", workers: 
         raise ValueError(f"Experiment {experiment!r} has no finished loop: there are no kept rules to transfer.")
     start, kept, store = done[0]["ruleset_version"], choice.version, RulesetStore(experiment)
     model = str(getattr(agent, "model", "") or "")
-    who = check_name("_".join(re.sub(r"[^A-Za-z0-9._-]+", "-", part) for part in (agent.name, model) if part),
-                     "agent and model")
+    who = check_name(
+        "_".join(re.sub(r"[^A-Za-z0-9._-]+", "-", part) for part in (agent.name, model) if part), "agent and model"
+    )
     tasks = split_tasks(experiment, split)
-    frames = {version: run_tasks(tasks, agent, run_id=f"{who}_{split}_v{version}", experiment=f"{experiment}-transfer",
-                                 ruleset=store.load_rules(version), workers=workers, gateway=gateway, progress=progress)
-              for version in dict.fromkeys((start, kept))}
+    frames = {
+        version: run_tasks(
+            tasks,
+            agent,
+            run_id=f"{who}_{split}_v{version}",
+            experiment=f"{experiment}-transfer",
+            ruleset=store.load_rules(version),
+            workers=workers,
+            gateway=gateway,
+            progress=progress,
+        )
+        for version in dict.fromkeys((start, kept))
+    }
     label_start = "no rules" if not store.load(start).strip() else f"v{start}"
-    comparison = compare(frames[start], frames[kept], f"{agent.name} with {label_start}",
-                         f"{agent.name} with {experiment}'s v{kept}")
+    comparison = compare(
+        frames[start], frames[kept], f"{agent.name} with {label_start}", f"{agent.name} with {experiment}'s v{kept}"
+    )
     tokens = cost_changes(frames[start], frames[kept], label_start, f"v{kept}")["tokens"]
     recorded = tokens.n > 0 and bool(tokens.mean_a or tokens.mean_b)
-    verdict = (f"No test: {experiment} kept its start ({label_start}), so there is nothing learned to transfer."
-               if kept == start else decision(comparison, tokens.summary() if recorded else ""))
-    return {"agent": agent.name, "model": model, "start": label_start, "kept": f"v{kept}", "n": comparison.n,
-            "excluded": dict(comparison.excluded), "start_accuracy": comparison.accuracy_a,
-            "kept_accuracy": comparison.accuracy_b, "gain": comparison.diff, "ci_low": comparison.ci_low,
-            "ci_high": comparison.ci_high, "p_value": comparison.p_value,
-            "tokens_change": tokens if recorded else None, "decision": verdict,
-            "dry_run": dry_run or any(r.get("dry_run") for r in done)}
+    verdict = (
+        f"No test: {experiment} kept its start ({label_start}), so there is nothing learned to transfer."
+        if kept == start
+        else decision(comparison, tokens.summary() if recorded else "")
+    )
+    return {
+        "agent": agent.name,
+        "model": model,
+        "start": label_start,
+        "kept": f"v{kept}",
+        "n": comparison.n,
+        "excluded": dict(comparison.excluded),
+        "start_accuracy": comparison.accuracy_a,
+        "kept_accuracy": comparison.accuracy_b,
+        "gain": comparison.diff,
+        "ci_low": comparison.ci_low,
+        "ci_high": comparison.ci_high,
+        "p_value": comparison.p_value,
+        "tokens_change": tokens if recorded else None,
+        "decision": verdict,
+        "dry_run": dry_run or any(r.get("dry_run") for r in done),
+    }
 
 
-__all__ = ["ablate", "loop_run_holding", "ablation_rulesets", "ablation_cost", "rule_tokens", "split_tasks", "transfer_test",
-           "transfer_targets", "TRANSFER_QUESTION"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = [
+    "ablate",
+    "loop_run_holding",
+    "ablation_rulesets",
+    "ablation_cost",
+    "rule_tokens",
+    "split_tasks",
+    "transfer_test",
+    "transfer_targets",
+    "TRANSFER_QUESTION",
+]  # the public API, documented in CODE_APPENDIX.md

@@ -35,7 +35,9 @@ from helpers.store.arms import baselines_store_name, save_arm
 if TYPE_CHECKING:  # the functions below import it where they use it
     from helpers.store.rulesets import RulesetStore
 
-TEAM_FILE_MAX_BYTES = 1_000_000  # a rules file is read whole by the agent on every call; anything larger is no rules file
+TEAM_FILE_MAX_BYTES = (
+    1_000_000  # a rules file is read whole by the agent on every call; anything larger is no rules file
+)
 HOUSE_TEAM_FILE = Path(__file__).resolve().parents[1] / "families" / "coding" / "house_suite" / "team_rules.md"
 
 
@@ -97,15 +99,18 @@ def named_team_file(path: Path | str) -> tuple[str, str]:
     if not path.is_file():
         raise FileNotFoundError(f"The team's rules file {path} does not exist (TEAM_FILE).")
     if path.stat().st_size > TEAM_FILE_MAX_BYTES:
-        raise ValueError(f"The team's rules file {path} is over {TEAM_FILE_MAX_BYTES:,} bytes: no agent reads that much.")
+        raise ValueError(
+            f"The team's rules file {path} is over {TEAM_FILE_MAX_BYTES:,} bytes: no agent reads that much."
+        )
     text = path.read_text(encoding="utf-8")
     if not text.strip():
         raise ValueError(f"The team's rules file {path} is empty: nothing to compare.")
     return text, str(path)
 
 
-def init_rules(agent: Any, task: dict[str, Any], *, experiment: str, gateway: Any = None,
-               results_root: Path | str | None = None) -> dict[str, Any]:
+def init_rules(
+    agent: Any, task: dict[str, Any], *, experiment: str, gateway: Any = None, results_root: Path | str | None = None
+) -> dict[str, Any]:
     """One init run of `agent` on `task`'s repository at its base commit (the engine's run: sandbox, gateway,
     records), cached by its run id (agent, version, prompt hash) and task id (repository, base commit). Returns
     {"status": "ran" or "errored", "why", "text", "agent_version", "prompt_sha", "label", "route", "run_id",
@@ -113,8 +118,15 @@ def init_rules(agent: Any, task: dict[str, Any], *, experiment: str, gateway: An
     return init_files(agent, [task], experiment=experiment, gateway=gateway, results_root=results_root)[0]
 
 
-def init_files(agent: Any, tasks: list[dict[str, Any]], *, experiment: str, gateway: Any = None,
-               results_root: Path | str | None = None, workers: int = config.WORKERS) -> list[dict[str, Any]]:
+def init_files(
+    agent: Any,
+    tasks: list[dict[str, Any]],
+    *,
+    experiment: str,
+    gateway: Any = None,
+    results_root: Path | str | None = None,
+    workers: int = config.WORKERS,
+) -> list[dict[str, Any]]:
     """init_rules for several repositories at once: one engine call, `workers` init runs at a time; one record
     per task, in order."""
     from helpers.engine.runs import run_tasks
@@ -123,29 +135,56 @@ def init_files(agent: Any, tasks: list[dict[str, Any]], *, experiment: str, gate
     version, name = agent_version(agent), str(agent.name)
     run_id = f"init_{name}_{version}_{route.prompt_sha}"
     asked = [init_task(task, route, name) for task in tasks]
-    rows = run_tasks(pd.DataFrame(asked), agent, run_id=run_id, experiment=experiment, evaluate=False, gateway=gateway,
-                     progress=False, results_root=results_root, workers=workers)
+    rows = run_tasks(
+        pd.DataFrame(asked),
+        agent,
+        run_id=run_id,
+        experiment=experiment,
+        evaluate=False,
+        gateway=gateway,
+        progress=False,
+        results_root=results_root,
+        workers=workers,
+    )
     by_id = {str(r["instance_id"]): r for r in rows.to_dict("records")}
     found = []
     for task, init in zip(tasks, asked):
-        record = {"agent_version": version, "prompt_sha": route.prompt_sha, "label": route.label(name),
-                  "route": route.command, "init_kind": route.kind, "run_id": run_id,
-                  "base_commit": str(task["base_commit"]), "repo": task.get("repo"), "source": route.source}
+        record = {
+            "agent_version": version,
+            "prompt_sha": route.prompt_sha,
+            "label": route.label(name),
+            "route": route.command,
+            "init_kind": route.kind,
+            "run_id": run_id,
+            "base_commit": str(task["base_commit"]),
+            "repo": task.get("repo"),
+            "source": route.source,
+        }
         row = by_id.get(init["instance_id"], {})
         text = written_file(str(row.get("output") or ""), route.writes) if row.get("status") == "completed" else None
         if row.get("status") != "completed":
             why = f"{name}'s init run ended {row.get('status') or 'without a record'}: {row.get('error') or 'no error given'}"
             found.append({**record, "status": "errored", "why": why[:500], "text": ""})
         elif not text or not text.strip():
-            found.append({**record, "status": "errored", "why": f"{name}'s init run wrote no {route.writes}", "text": ""})
+            found.append(
+                {**record, "status": "errored", "why": f"{name}'s init run wrote no {route.writes}", "text": ""}
+            )
         else:
             found.append({**record, "status": "ran", "why": "", "text": text})
     return found
 
 
-def run_baselines(experiment: str, agent: Any, *, arms: tuple[str, ...] = ("init", "team"),
-                  team_file: Path | str | None = None, workers: int = config.WORKERS, gateway: Any = None,
-                  progress: bool = False, dry_run: bool = False) -> dict[str, dict[str, Any]]:
+def run_baselines(
+    experiment: str,
+    agent: Any,
+    *,
+    arms: tuple[str, ...] = ("init", "team"),
+    team_file: Path | str | None = None,
+    workers: int = config.WORKERS,
+    gateway: Any = None,
+    progress: bool = False,
+    dry_run: bool = False,
+) -> dict[str, dict[str, Any]]:
     """Run each baseline arm (`arms`: "init", "team") on the experiment's test tasks, saving each arm's ruleset
     as a version of the "<experiment>-baselines" store and its record and rows (helpers.store.arms); returns
     {arm: record}. `team_file`: the team's file to use instead of the repository's (the house suite's bundled
@@ -163,15 +202,23 @@ def run_baselines(experiment: str, agent: Any, *, arms: tuple[str, ...] = ("init
     newest = newest_training_tasks(train)
     done = {}
     if _starts_with_rules(experiment):  # the loop started from a file (START_RULES): "none" is an arm of its own
-        none = {repo: {"status": "ran", "text": "", "label": "no rules"} for repo in dict.fromkeys(test["repo"].astype(str))}
+        none = {
+            repo: {"status": "ran", "text": "", "label": "no rules"} for repo in dict.fromkeys(test["repo"].astype(str))
+        }
         done["none"] = _run_arm(experiment, "none", none, test, agent, workers, gateway, progress, dry_run)
     repos = list(dict.fromkeys(test["repo"].astype(str)))
     for arm in arms:
         per_repo = {}
         if arm == "init":  # every repository's init at once
             readable = [repo for repo in repos if repo in newest]
-            per_repo = dict(zip(readable, init_files(agent, [newest[r] for r in readable], experiment=experiment,
-                                                     gateway=gateway, workers=workers)))
+            per_repo = dict(
+                zip(
+                    readable,
+                    init_files(
+                        agent, [newest[r] for r in readable], experiment=experiment, gateway=gateway, workers=workers
+                    ),
+                )
+            )
         for repo in repos:
             if repo not in newest:
                 per_repo[repo] = {"status": "errored", "why": f"no training task of {repo} to read it at"}
@@ -179,10 +226,20 @@ def run_baselines(experiment: str, agent: Any, *, arms: tuple[str, ...] = ("init
                 continue
             else:
                 found = named or team_rules(newest[repo], agent.rules_file)
-                per_repo[repo] = ({"status": "ran", "text": found[0], "path": found[1], "label": f"the team's {Path(found[1]).name}",
-                                   "in_every_workspace": named is None and found[1] == agent.rules_file}
-                                  if found else {"status": "skipped", "why": f"{repo} holds no rules file at its newest "
-                                                                             "training task's base commit"})
+                per_repo[repo] = (
+                    {
+                        "status": "ran",
+                        "text": found[0],
+                        "path": found[1],
+                        "label": f"the team's {Path(found[1]).name}",
+                        "in_every_workspace": named is None and found[1] == agent.rules_file,
+                    }
+                    if found
+                    else {
+                        "status": "skipped",
+                        "why": f"{repo} holds no rules file at its newest training task's base commit",
+                    }
+                )
         done[arm] = _run_arm(experiment, arm, per_repo, test, agent, workers, gateway, progress, dry_run)
     return done
 
@@ -200,12 +257,26 @@ def _saved_version(store: RulesetStore, text: str, arm: str, repo: str) -> int |
     from helpers.store.records import ruleset_sha
 
     sha = ruleset_sha(text)
-    return next((v for v in store.versions() if (m := store.metadata(v)).get("arm") == arm and m.get("repo") == repo
-                 and m.get("ruleset_sha") == sha), None)
+    return next(
+        (
+            v
+            for v in store.versions()
+            if (m := store.metadata(v)).get("arm") == arm and m.get("repo") == repo and m.get("ruleset_sha") == sha
+        ),
+        None,
+    )
 
 
-def baseline_start_rules(which: str, train: pd.DataFrame, agent: Any, *, experiment: str, team_file: Path | str | None = None,
-                gateway: Any = None, results_root: Path | str | None = None) -> str:
+def baseline_start_rules(
+    which: str,
+    train: pd.DataFrame,
+    agent: Any,
+    *,
+    experiment: str,
+    team_file: Path | str | None = None,
+    gateway: Any = None,
+    results_root: Path | str | None = None,
+) -> str:
     """The rules text START_RULES="init" or "team" starts the loop from: the agent's own init file, or the team's,
     read at the newest training task's base commit of each repository (one section per repository when the
     training tasks span several). An init that fails or writes nothing, or no team file, is one ValueError
@@ -226,8 +297,10 @@ def baseline_start_rules(which: str, train: pd.DataFrame, agent: Any, *, experim
         else:
             team = team_rules(task, agent.rules_file)
             if team is None:
-                raise ValueError(f"START_RULES='team': {repo} holds no rules file at its newest training task's base "
-                                 "commit; name one (TEAM_FILE) or start from a path or a text.")
+                raise ValueError(
+                    f"START_RULES='team': {repo} holds no rules file at its newest training task's base "
+                    "commit; name one (TEAM_FILE) or start from a path or a text."
+                )
             texts[repo] = team[0]
     if len(texts) == 1:
         return next(iter(texts.values()))
@@ -241,8 +314,17 @@ def _pre_test_sides(experiment: str) -> list[str]:
     return ["train"] + (["val"] if split.get("validation") else [])
 
 
-def _run_arm(experiment: str, arm: str, per_repo: dict[str, dict[str, Any]], test: pd.DataFrame, agent: Any,
-             workers: int, gateway: Any, progress: bool, dry_run: bool) -> dict[str, Any]:
+def _run_arm(
+    experiment: str,
+    arm: str,
+    per_repo: dict[str, dict[str, Any]],
+    test: pd.DataFrame,
+    agent: Any,
+    workers: int,
+    gateway: Any,
+    progress: bool,
+    dry_run: bool,
+) -> dict[str, Any]:
     """Save the arm's ruleset (a version per repository) and run it on that repository's test tasks; the arm's
     record: errored (any repository's init failed, named), skipped (nothing to run) or ran."""
     from helpers.engine.runs import run_tasks
@@ -251,28 +333,67 @@ def _run_arm(experiment: str, arm: str, per_repo: dict[str, dict[str, Any]], tes
     bad = {repo: r for repo, r in per_repo.items() if r["status"] != "ran"}
     if bad:
         status = "errored" if any(r["status"] == "errored" for r in bad.values()) else "skipped"
-        record = {"status": status, "why": "; ".join(r["why"] for r in bad.values()), "dry_run": dry_run,
-                  **{k: v for k, v in next(iter(bad.values())).items() if k not in ("status", "why", "text")}}
+        record = {
+            "status": status,
+            "why": "; ".join(r["why"] for r in bad.values()),
+            "dry_run": dry_run,
+            **{k: v for k, v in next(iter(bad.values())).items() if k not in ("status", "why", "text")},
+        }
         save_arm(experiment, arm, record)
         return record
     store, frames, versions = RulesetStore(baselines_store_name(experiment)), [], {}
     for repo, found in per_repo.items():
         meta = {k: v for k, v in found.items() if k not in ("status", "why", "text", "repo")}
         version = _saved_version(store, found["text"], arm, repo)  # version 0 is a version: no `or`
-        versions[repo] = version if version is not None else store.save(
-            found["text"], kind=arm, model=str(getattr(agent, "model", "") or ""), dry_run=dry_run, arm=arm,
-            agent=str(agent.name), repo=repo, **meta)
+        versions[repo] = (
+            version
+            if version is not None
+            else store.save(
+                found["text"],
+                kind=arm,
+                model=str(getattr(agent, "model", "") or ""),
+                dry_run=dry_run,
+                arm=arm,
+                agent=str(agent.name),
+                repo=repo,
+                **meta,
+            )
+        )
         slug = re.sub(r"[^A-Za-z0-9._-]+", "-", repo).strip("-.") or "repo"
-        frames.append(run_tasks(test[test["repo"].astype(str) == repo], agent, run_id=f"baseline_{arm}_{slug}_v{versions[repo]}",
-                                experiment=experiment, ruleset=found["text"], workers=workers, gateway=gateway,
-                                progress=progress))
+        frames.append(
+            run_tasks(
+                test[test["repo"].astype(str) == repo],
+                agent,
+                run_id=f"baseline_{arm}_{slug}_v{versions[repo]}",
+                experiment=experiment,
+                ruleset=found["text"],
+                workers=workers,
+                gateway=gateway,
+                progress=progress,
+            )
+        )
     first = next(iter(per_repo.values()))
     largest = max(per_repo.values(), key=lambda r: len(r["text"].encode("utf-8")))  # the size check's binding file
-    record = {"status": "ran", "label": first.get("label", arm), "versions": versions, "text": largest["text"],
-              "dry_run": dry_run, **{k: v for k, v in first.items() if k not in ("status", "why", "text", "label")}}
+    record = {
+        "status": "ran",
+        "label": first.get("label", arm),
+        "versions": versions,
+        "text": largest["text"],
+        "dry_run": dry_run,
+        **{k: v for k, v in first.items() if k not in ("status", "why", "text", "label")},
+    }
     save_arm(experiment, arm, record, pd.concat(frames, ignore_index=True))
     return record
 
 
-__all__ = ["run_baselines", "baseline_start_rules", "init_rules", "init_files", "team_rules", "named_team_file", "newest_training_tasks", "agent_version",
-           "HOUSE_TEAM_FILE"]
+__all__ = [
+    "run_baselines",
+    "baseline_start_rules",
+    "init_rules",
+    "init_files",
+    "team_rules",
+    "named_team_file",
+    "newest_training_tasks",
+    "agent_version",
+    "HOUSE_TEAM_FILE",
+]

@@ -65,17 +65,30 @@ class LocalExecutor:
 class RayExecutor:
     """Attempts as Ray tasks: on a local Ray (address None), or on the cluster at `address`."""
 
-    def __init__(self, address: str | None = None, cpus_per_run: float = RAY_CPUS_PER_RUN,
-                 memory_per_run: int = RAY_MEMORY_PER_RUN, max_retries: int = RAY_MAX_RETRIES):
+    def __init__(
+        self,
+        address: str | None = None,
+        cpus_per_run: float = RAY_CPUS_PER_RUN,
+        memory_per_run: int = RAY_MEMORY_PER_RUN,
+        max_retries: int = RAY_MAX_RETRIES,
+    ):
         import ray
 
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no calls home from the driver
         if not ray.is_initialized():
-            ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                     runtime_env={"env_vars": {"RAY_USAGE_STATS_ENABLED": "0"}})
+            ray.init(
+                address=address,
+                include_dashboard=False,
+                log_to_driver=False,
+                runtime_env={"env_vars": {"RAY_USAGE_STATS_ENABLED": "0"}},
+            )
         self._ray = ray
-        self._options: dict[str, Any] = {"num_cpus": cpus_per_run, "memory": memory_per_run, "max_retries": max_retries,
-                         "retry_exceptions": False}
+        self._options: dict[str, Any] = {
+            "num_cpus": cpus_per_run,
+            "memory": memory_per_run,
+            "max_retries": max_retries,
+            "retry_exceptions": False,
+        }
         self._refs: list[Any] = []
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
@@ -101,9 +114,11 @@ def parse_executor(executor: str) -> tuple[str, str | None]:
         return "ray", executor
     if executor == "ray:auto":
         return "ray", "auto"
-    raise ValueError(f"executor must be 'local' (threads here), 'ray' (a Ray on this machine), 'ray:auto' (the Ray "
-                     f"cluster this machine is part of) or 'ray://<head>:10001' (a cluster's client address), "
-                     f"not {executor!r}.")
+    raise ValueError(
+        f"executor must be 'local' (threads here), 'ray' (a Ray on this machine), 'ray:auto' (the Ray "
+        f"cluster this machine is part of) or 'ray://<head>:10001' (a cluster's client address), "
+        f"not {executor!r}."
+    )
 
 
 def make_executor(executor: str, workers: int) -> Executor:
@@ -114,13 +129,22 @@ def make_executor(executor: str, workers: int) -> Executor:
     try:
         import ray  # noqa: F401
     except ImportError:
-        raise ValueError("executor='ray' needs Ray: pip install 'prompt-learning-coding-agents[cluster]' "
-                         "(or pip install ray).") from None
+        raise ValueError(
+            "executor='ray' needs Ray: pip install 'prompt-learning-coding-agents[cluster]' (or pip install ray)."
+        ) from None
     return RayExecutor(address)
 
 
-def run_attempt(family: WorkspaceFamily, runner: Any, task: Task, ruleset: RulesText, rules_file: str, mode: str,
-                evaluator: Any, scratch: Path | None = None) -> tuple[AgentResult, Patch | str, EvalResult | None]:
+def run_attempt(
+    family: WorkspaceFamily,
+    runner: Any,
+    task: Task,
+    ruleset: RulesText,
+    rules_file: str,
+    mode: str,
+    evaluator: Any,
+    scratch: Path | None = None,
+) -> tuple[AgentResult, Patch | str, EvalResult | None]:
     """One attempt at one task, wherever it runs: (the agent's result, its Patch (act mode) or plan, the verdict
     when `evaluator` grades one task at a time, else None). `family` makes the workspace and takes the patch.
     Never raises for a task's failure: a broken workspace or agent is an error result, output the host refuses
@@ -141,9 +165,15 @@ def run_attempt(family: WorkspaceFamily, runner: Any, task: Task, ruleset: Rules
     except Exception as error:  # a broken workspace or agent fails this task only
         said = f"{type(error).__name__}: {error}"[:4000]
         host = "" if ready else f"the host could not prepare the workspace: {said}"[:4000]  # run again (capped)
-        result = AgentResult(str(task["instance_id"]), "error", error=said, model=getattr(runner, "model", ""),
-                             transient=bool(host), host_error=host,
-                             limit=Limit.REFUSED_OUTPUT if ready and isinstance(error, RefusedOutput) else None)
+        result = AgentResult(
+            str(task["instance_id"]),
+            "error",
+            error=said,
+            model=getattr(runner, "model", ""),
+            transient=bool(host),
+            host_error=host,
+            limit=Limit.REFUSED_OUTPUT if ready and isinstance(error, RefusedOutput) else None,
+        )
     finally:
         if workspace is not None:
             kill_processes_in(workspace)
@@ -155,8 +185,9 @@ def run_attempt(family: WorkspaceFamily, runner: Any, task: Task, ruleset: Rules
         try:
             verdict = evaluator.evaluate(task, output.text if isinstance(output, Patch) else output)
         except Exception as error:  # the contract says it never raises for a bad patch: the evaluator broke
-            verdict = EvalResult(str(task["instance_id"]), False, log=str(error),
-                                 error=f"{type(error).__name__}: {error}", infra=True)
+            verdict = EvalResult(
+                str(task["instance_id"]), False, log=str(error), error=f"{type(error).__name__}: {error}", infra=True
+            )
     return result, output, verdict
 
 
@@ -164,9 +195,19 @@ def _capped_plan(plan: str) -> str:
     """A plan, unless it is over config.MAX_PATCH_BYTES (like a patch: refused naming its size, never recorded)."""
     size = len((plan or "").encode("utf-8", errors="surrogatepass"))
     if size > config.MAX_PATCH_BYTES:
-        raise refused("the plan", f"is {size} bytes, over the {config.MAX_PATCH_BYTES} bytes a plan may hold "
-                                  "(MAX_PATCH_BYTES); it is not recorded")
+        raise refused(
+            "the plan",
+            f"is {size} bytes, over the {config.MAX_PATCH_BYTES} bytes a plan may hold "
+            "(MAX_PATCH_BYTES); it is not recorded",
+        )
     return plan
 
 
-__all__ = ["Executor", "LocalExecutor", "RayExecutor", "make_executor", "parse_executor", "run_attempt"]  # CODE_APPENDIX.md
+__all__ = [
+    "Executor",
+    "LocalExecutor",
+    "RayExecutor",
+    "make_executor",
+    "parse_executor",
+    "run_attempt",
+]  # CODE_APPENDIX.md

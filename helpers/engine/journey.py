@@ -35,12 +35,16 @@ def pick_journey_task(experiment: str, results_root: Any = None) -> tuple[str | 
         return None, f"{experiment} has no finished loop with training rows."
     first, later = outcomes.columns[0], list(outcomes.columns[1:])
     checks: tuple[tuple[Callable[[Any], bool], str], ...] = (
-                      (lambda row: row[first] == "fail" and any(row[c] == "pass" for c in later),
-                       "it failed in the first loop and passed in a later one"),
-                      (lambda row: any(row[c] not in ("", row[first]) for c in later),
-                       "its outcome changed between loops"),
-                      (lambda row: row[first] == "fail",
-                       "no training task changed its outcome between loops: this one failed first and kept failing"))
+        (
+            lambda row: row[first] == "fail" and any(row[c] == "pass" for c in later),
+            "it failed in the first loop and passed in a later one",
+        ),
+        (lambda row: any(row[c] not in ("", row[first]) for c in later), "its outcome changed between loops"),
+        (
+            lambda row: row[first] == "fail",
+            "no training task changed its outcome between loops: this one failed first and kept failing",
+        ),
+    )
     for want, why in checks:
         chosen = [iid for iid, row in outcomes.iterrows() if want(row)]
         if chosen:
@@ -61,8 +65,7 @@ def _train_outcomes(experiment: str, results_root: Any) -> pd.DataFrame:
     return both.pivot_table(index="instance_id", columns="loop", values="pass_or_fail", aggfunc="last", fill_value="")
 
 
-def journey(experiment: str, instance_id: str, results_root: Any = None,
-            rulesets_root: Any = None) -> dict[str, Any]:
+def journey(experiment: str, instance_id: str, results_root: Any = None, rulesets_root: Any = None) -> dict[str, Any]:
     """The journey of one training task as plain data: `issue`, `first` and `later` (each: loop, version,
     patch, pass_or_fail, failed_tests, test_log, explanation, status, error), `carried` (the task's block of
     the meta-prompt), `edits` (the optimizer's edits after the first loop: op, text, reason, sources, and
@@ -77,14 +80,21 @@ def journey(experiment: str, instance_id: str, results_root: Any = None,
     version = loops[first_loop]["ruleset_version"]
     store = RulesetStore(experiment, rulesets_root)
     made = [v for v in store.versions() if store.metadata(v).get("loop") == first_loop]
-    edits = [{**edit, "from_this_task": instance_id in (edit.get("sources") or [])}
-             for v in made for edit in store.metadata(v).get("edits", [])]
-    return {"experiment": experiment, "instance_id": instance_id,
-            "issue": str(first.get("problem_statement") or ""),
-            "first": _step(first_loop, version, first),
-            "carried": render_example(first, "output", FEEDBACK_COLUMNS),
-            "edits": edits, "new_version": made[-1] if made else None,
-            "later": _step(later[0], loops[later[0]]["ruleset_version"], later[1]) if later else None}
+    edits = [
+        {**edit, "from_this_task": instance_id in (edit.get("sources") or [])}
+        for v in made
+        for edit in store.metadata(v).get("edits", [])
+    ]
+    return {
+        "experiment": experiment,
+        "instance_id": instance_id,
+        "issue": str(first.get("problem_statement") or ""),
+        "first": _step(first_loop, version, first),
+        "carried": render_example(first, "output", FEEDBACK_COLUMNS),
+        "edits": edits,
+        "new_version": made[-1] if made else None,
+        "later": _step(later[0], loops[later[0]]["ruleset_version"], later[1]) if later else None,
+    }
 
 
 def _row(experiment: str, loop: int, instance_id: str, results_root: Any) -> dict[str, Any] | None:
@@ -96,11 +106,17 @@ def _row(experiment: str, loop: int, instance_id: str, results_root: Any) -> dic
 
 
 def _step(loop: int, version: int, row: dict[str, Any]) -> dict[str, Any]:
-    return {"loop": loop, "version": version, "patch": str(row.get("output") or ""),
-            "pass_or_fail": str(row.get("pass_or_fail") or "not graded"),
-            "failed_tests": _listed(row.get("failed_tests")), "test_log": str(row.get("test_log") or ""),
-            "explanation": str(row.get("explanation") or ""), "status": str(row.get("status") or ""),
-            "error": str(row.get("error") or "")}
+    return {
+        "loop": loop,
+        "version": version,
+        "patch": str(row.get("output") or ""),
+        "pass_or_fail": str(row.get("pass_or_fail") or "not graded"),
+        "failed_tests": _listed(row.get("failed_tests")),
+        "test_log": str(row.get("test_log") or ""),
+        "explanation": str(row.get("explanation") or ""),
+        "status": str(row.get("status") or ""),
+        "error": str(row.get("error") or ""),
+    }
 
 
 def _listed(cell: Any) -> str:
@@ -116,28 +132,50 @@ def _listed(cell: Any) -> str:
 def journey_sections(story: dict[str, Any]) -> list[tuple[str, str, str]]:
     """The journey as (heading, kind, text) sections, kind "text" or "diff", in the order a reader follows."""
     first, later = story["first"], story["later"]
-    sections = [("The task's issue", "text", _cut(story["issue"], 25)),
-                (f"Loop {first['loop']}: the agent's diff, with rules version {first['version']}", "diff",
-                 first["patch"] or "(empty: the agent changed nothing)"),
-                (f"Loop {first['loop']}: the hidden tests", "text", _outcome(first)),
-                (f"Loop {first['loop']}: the judge's explanation", "text", first["explanation"] or
-                 "(none: the judge gave no explanation for this row)"),
-                ("What the meta-prompt carried to the optimizer (this task's block)", "text", story["carried"])]
+    sections = [
+        ("The task's issue", "text", _cut(story["issue"], 25)),
+        (
+            f"Loop {first['loop']}: the agent's diff, with rules version {first['version']}",
+            "diff",
+            first["patch"] or "(empty: the agent changed nothing)",
+        ),
+        (f"Loop {first['loop']}: the hidden tests", "text", _outcome(first)),
+        (
+            f"Loop {first['loop']}: the judge's explanation",
+            "text",
+            first["explanation"] or "(none: the judge gave no explanation for this row)",
+        ),
+        ("What the meta-prompt carried to the optimizer (this task's block)", "text", story["carried"]),
+    ]
     if story["edits"]:
         lines = []
         for edit in story["edits"]:
             mark = "  <- from this task" if edit["from_this_task"] else ""
-            lines.append(f"{edit.get('op')}: {edit.get('text') or edit.get('id')}{mark}\n"
-                         f"    why: {edit.get('reason') or '(no reason given)'}\n"
-                         f"    from: {', '.join(edit.get('sources') or []) or '(no source named)'}")
-        sections.append((f"The optimizer's edits after loop {first['loop']} (version {story['new_version']})", "text",
-                         "\n".join(lines)))
+            lines.append(
+                f"{edit.get('op')}: {edit.get('text') or edit.get('id')}{mark}\n"
+                f"    why: {edit.get('reason') or '(no reason given)'}\n"
+                f"    from: {', '.join(edit.get('sources') or []) or '(no source named)'}"
+            )
+        sections.append(
+            (
+                f"The optimizer's edits after loop {first['loop']} (version {story['new_version']})",
+                "text",
+                "\n".join(lines),
+            )
+        )
     else:
-        sections.append((f"The optimizer's edits after loop {first['loop']}", "text", "(none: the rules did not change)"))
+        sections.append(
+            (f"The optimizer's edits after loop {first['loop']}", "text", "(none: the rules did not change)")
+        )
     if later:
-        sections += [(f"Loop {later['loop']}: the same task with rules version {later['version']}", "diff",
-                      later["patch"] or "(empty: the agent changed nothing)"),
-                     (f"Loop {later['loop']}: the hidden tests", "text", _outcome(later))]
+        sections += [
+            (
+                f"Loop {later['loop']}: the same task with rules version {later['version']}",
+                "diff",
+                later["patch"] or "(empty: the agent changed nothing)",
+            ),
+            (f"Loop {later['loop']}: the hidden tests", "text", _outcome(later)),
+        ]
     else:
         sections.append(("A later loop", "text", "(none: the experiment finished one loop only)"))
     return sections
@@ -149,7 +187,9 @@ def _outcome(step: dict[str, Any]) -> str:
         text += f" (agent {step['status']}: {step['error'] or 'no details'})"
     if step["failed_tests"]:
         text += f"\nfailing tests: {step['failed_tests']}"
-    message = [line for line in step["test_log"].splitlines() if line.strip().startswith(("E ", "FAILED", "AssertionError"))]
+    message = [
+        line for line in step["test_log"].splitlines() if line.strip().startswith(("E ", "FAILED", "AssertionError"))
+    ]
     if message:
         text += "\n" + "\n".join(message[:MAX_LOG_LINES])
     return text
@@ -157,8 +197,9 @@ def _outcome(step: dict[str, Any]) -> str:
 
 def _cut(text: str, lines: int) -> str:
     kept = text.splitlines()
-    return "\n".join(kept[:lines]) + (f"\n... ({len(kept) - lines} more lines; journey() has them all)"
-                                       if len(kept) > lines else "")
+    return "\n".join(kept[:lines]) + (
+        f"\n... ({len(kept) - lines} more lines; journey() has them all)" if len(kept) > lines else ""
+    )
 
 
 class ShownDiff:
@@ -196,4 +237,10 @@ def show_journey(experiment: str, instance_id: str | None = None, results_root: 
     return story
 
 
-__all__ = ["show_journey", "ShownDiff", "journey", "journey_sections", "pick_journey_task"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "show_journey",
+    "ShownDiff",
+    "journey",
+    "journey_sections",
+    "pick_journey_task",
+]  # documented in CODE_APPENDIX.md

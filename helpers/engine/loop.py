@@ -34,8 +34,16 @@ import pandas as pd
 from helpers.engine.loop_end import check_runs, finish_loop
 from helpers.engine.loop_family import FEEDBACK_COLUMNS, CodingLoopFamily, LoopFamily, PromptLoopFamily
 from helpers.store.loops import completed_loops, loop_rows
-from helpers.engine.loop_lines import (SPLITS, cost_label, cost_text, describe_loop, kept_line, loop_cost, loop_evidence,
-                                      loops_table)
+from helpers.engine.loop_lines import (
+    SPLITS,
+    cost_label,
+    cost_text,
+    describe_loop,
+    kept_line,
+    loop_cost,
+    loop_evidence,
+    loops_table,
+)
 from helpers.engine.settings import LoopSettings, agent_name, instructions
 from helpers.core.protocols import RunContext
 from helpers.rules.rules_file import RulesFile
@@ -57,8 +65,12 @@ def check_same_kind(experiment: str, done: dict[int, dict[str, Any]], dry_run: b
         )
 
 
-def start_experiment(settings: LoopSettings, session: RunContext, initial_ruleset: str | RulesFile = "",
-                     tasks: tuple[pd.DataFrame, ...] = ()) -> Any:
+def start_experiment(
+    settings: LoopSettings,
+    session: RunContext,
+    initial_ruleset: str | RulesFile = "",
+    tasks: tuple[pd.DataFrame, ...] = (),
+) -> Any:
     """The experiment's RulesetStore, with the starting ruleset saved as version 0 on a first run.
 
     Refuses to mix scripted dry-run loops with real ones under one name, to resume from other starting rules
@@ -71,7 +83,9 @@ def start_experiment(settings: LoopSettings, session: RunContext, initial_rulese
     initial_ruleset = initial_ruleset.text if isinstance(initial_ruleset, RulesFile) else initial_ruleset
     check_same_kind(settings.experiment, completed_loops(settings.experiment), session.dry_run)
     if session.dry_run:
-        unknown = sorted({str(s) for frame in tasks for s in frame.get("suite", pd.Series(["?"] * len(frame)))} - {"house", "mined"})
+        unknown = sorted(
+            {str(s) for frame in tasks for s in frame.get("suite", pd.Series(["?"] * len(frame)))} - {"house", "mined"}
+        )
         if unknown:
             raise ValueError(
                 "The scripted dry run plays only the bundled house suite (TASK_SOURCE='house') and tasks mined "
@@ -82,12 +96,21 @@ def start_experiment(settings: LoopSettings, session: RunContext, initial_rulese
     store = RulesetStore(settings.experiment)
     check_same_instructions(settings, store)
     if store.versions() and initial_ruleset.strip() and store.load(0) != initial_ruleset:
-        raise ValueError(f"Experiment {settings.experiment!r} started from other rules (version 0) than this run's "
-                         "START_RULES. Choose another EXPERIMENT name for the new start, or give the one it was made "
-                         "with (None resumes from what it holds).")
+        raise ValueError(
+            f"Experiment {settings.experiment!r} started from other rules (version 0) than this run's "
+            "START_RULES. Choose another EXPERIMENT name for the new start, or give the one it was made "
+            "with (None resumes from what it holds)."
+        )
     if not store.versions():
-        store.save(initial_ruleset, parent=None, loop=None, report=None, model=None, dry_run=session.dry_run,
-                   **instructions(settings))
+        store.save(
+            initial_ruleset,
+            parent=None,
+            loop=None,
+            report=None,
+            model=None,
+            dry_run=session.dry_run,
+            **instructions(settings),
+        )
     return store
 
 
@@ -104,7 +127,8 @@ def check_same_instructions(settings: LoopSettings, store: RulesetStore) -> None
             raise ValueError(
                 f"Experiment {settings.experiment!r} was made with other {names} (see version {version}'s "
                 f"metadata) than this run's. Resuming would mix rules learned under both. Choose another "
-                f"EXPERIMENT name for the new instructions, or give the ones it was made with (None: the defaults).")
+                f"EXPERIMENT name for the new instructions, or give the ones it was made with (None: the defaults)."
+            )
 
 
 # --- the loop --------------------------------------------------------------------------------------
@@ -113,8 +137,15 @@ class LoopSteps:
     notebook can call them one by one (helpers.engine.loop_steps shows each). A loop already finished is read
     back from its saved rows and the version it made: nothing runs, no model is asked, nothing is saved again."""
 
-    def __init__(self, loop: int, family: LoopFamily, settings: LoopSettings, session: RunContext, store: RulesetStore,
-                 datasets: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        loop: int,
+        family: LoopFamily,
+        settings: LoopSettings,
+        session: RunContext,
+        store: RulesetStore,
+        datasets: dict[str, Any] | None = None,
+    ):
         self.loop, self.family, self.settings, self.session, self.store = loop, family, settings, session, store
         self.datasets, self.started = datasets, time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self.recorded = completed_loops(settings.experiment).get(loop)
@@ -143,8 +174,17 @@ class LoopSteps:
             self.train, self.test = self.runs["train"], self.runs["test"]
             return self.train
         self.train, self.test = self.family.feedback(self.runs)
-        log_loop_to_phoenix(self.loop, self.version, self.ruleset.text, self.train, self.test, self.settings, self.session,
-                            self.datasets, val=self.runs.get("val"))
+        log_loop_to_phoenix(
+            self.loop,
+            self.version,
+            self.ruleset.text,
+            self.train,
+            self.test,
+            self.settings,
+            self.session,
+            self.datasets,
+            val=self.runs.get("val"),
+        )
         return self.train
 
     def optimize(self) -> dict[str, Any]:
@@ -154,14 +194,29 @@ class LoopSteps:
             self.report = (self.store.metadata(made).get("optimizer_report") or {}) if made != self.version else {}
             self.record = record = self.recorded
             return record
-        new_ruleset = self.optimizer.optimize(dataset=self.train, output_column="output",
-                                              feedback_columns=list(self.family.feedback_columns),
-                                              ruleset=self.ruleset, context_size_k=self.settings.context_size_k)
+        new_ruleset = self.optimizer.optimize(
+            dataset=self.train,
+            output_column="output",
+            feedback_columns=list(self.family.feedback_columns),
+            ruleset=self.ruleset,
+            context_size_k=self.settings.context_size_k,
+        )
         report = self.optimizer.last_report
         self.report = report.to_dict() if report is not None else {}
-        self.record = record = finish_loop(self.loop, self.version, self.ruleset, self.train, self.test, new_ruleset,
-                                           report, self.settings, self.session, self.store, started=self.started,
-                                           val=self.runs.get("val"))
+        self.record = record = finish_loop(
+            self.loop,
+            self.version,
+            self.ruleset,
+            self.train,
+            self.test,
+            new_ruleset,
+            report,
+            self.settings,
+            self.session,
+            self.store,
+            started=self.started,
+            val=self.runs.get("val"),
+        )
         return record
 
     def judged(self) -> pd.DataFrame:
@@ -171,18 +226,30 @@ class LoopSteps:
         return self.train
 
 
-def run_one_loop(loop: int, family: LoopFamily, settings: LoopSettings, session: RunContext, store: RulesetStore,
-                 datasets: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_one_loop(
+    loop: int,
+    family: LoopFamily,
+    settings: LoopSettings,
+    session: RunContext,
+    store: RulesetStore,
+    datasets: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """One full loop, by its steps (LoopSteps); returns its loops.jsonl record (also saved there)."""
     steps = LoopSteps(loop, family, settings, session, store, datasets)  # the version: choose_start_version
-    steps.run_agent()         # 1. answer every split with the rules, each patch tested
-    steps.judge()             # 2. feedback in English; 3. both splits logged to Phoenix
-    return steps.optimize()   # 4. the next rules; 5. everything saved
+    steps.run_agent()  # 1. answer every split with the rules, each patch tested
+    steps.judge()  # 2. feedback in English; 3. both splits logged to Phoenix
+    return steps.optimize()  # 4. the next rules; 5. everything saved
 
 
-def loop_over(family: LoopFamily, settings: LoopSettings, session: RunContext, initial_ruleset: str | RulesFile = "",
-              tasks: tuple[pd.DataFrame, ...] = (), datasets: dict[str, Any] | None = None,
-              verbose: bool = True) -> pd.DataFrame:
+def loop_over(
+    family: LoopFamily,
+    settings: LoopSettings,
+    session: RunContext,
+    initial_ruleset: str | RulesFile = "",
+    tasks: tuple[pd.DataFrame, ...] = (),
+    datasets: dict[str, Any] | None = None,
+    verbose: bool = True,
+) -> pd.DataFrame:
     """All loops of an experiment over `family`, resuming after the last finished one; the loop records."""
     store = start_experiment(settings, session, initial_ruleset, tasks=tasks)
     done = completed_loops(settings.experiment)
@@ -195,9 +262,16 @@ def loop_over(family: LoopFamily, settings: LoopSettings, session: RunContext, i
     return loops_table(completed_loops(settings.experiment).values())
 
 
-def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: RunContext,
-             initial_ruleset: str | RulesFile = "", datasets: dict[str, Any] | None = None, verbose: bool = True,
-             val_df: pd.DataFrame | None = None) -> pd.DataFrame:
+def run_loop(
+    train_df: pd.DataFrame,
+    test_df: pd.DataFrame,
+    settings: LoopSettings,
+    session: RunContext,
+    initial_ruleset: str | RulesFile = "",
+    datasets: dict[str, Any] | None = None,
+    verbose: bool = True,
+    val_df: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """All loops of a coding experiment (settings.agent on train_df, val_df and test_df); the loop records."""
     family = CodingLoopFamily(train_df, test_df, settings, session, val_df=val_df)
     frames = tuple(f for f in (train_df, val_df, test_df) if f is not None)
@@ -206,14 +280,21 @@ def run_loop(train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettin
     from helpers.engine.one_test import run_one_test
 
     if not tests_each_loop(settings, session.dry_run):
-
         run_one_test(test_df, settings, session, verbose=verbose)
     return loops
 
 
-def run_prompt_loop(family: Any, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: RunContext,
-                    datasets: dict[str, Any] | None = None, feedback_kind: str = "explanations",
-                    verbose: bool = True, val_df: pd.DataFrame | None = None) -> pd.DataFrame:
+def run_prompt_loop(
+    family: Any,
+    train_df: pd.DataFrame,
+    test_df: pd.DataFrame,
+    settings: LoopSettings,
+    session: RunContext,
+    datasets: dict[str, Any] | None = None,
+    feedback_kind: str = "explanations",
+    verbose: bool = True,
+    val_df: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """All loops of a prompt family's experiment (helpers.core.protocols.PromptFamily): the same loop, the
     family's prompt in the agent's place and its grader in the judge's (`feedback_kind` "explanations" or
     "scores")."""
@@ -249,15 +330,32 @@ def meta_prompt(optimizer: Any, judged: pd.DataFrame, ruleset: str | RulesFile, 
     return "\n\n".join(f"===== {m['role']} =====\n{m['content']}" for m in messages)
 
 
-def phoenix_metadata(loop: int, version: int, settings: LoopSettings, session: RunContext, split: str) -> dict[str, Any]:
+def phoenix_metadata(
+    loop: int, version: int, settings: LoopSettings, session: RunContext, split: str
+) -> dict[str, Any]:
     """What a loop's Phoenix experiment for `split` ("Train", "Val", "Test") is tagged with."""
-    return {"loop": loop, "ruleset_version": version, "agent": agent_name(settings), "agent_model": session.agent_model,
-            "judge_model": session.judge_model, "dry_run": session.dry_run, "split": split.lower()}
+    return {
+        "loop": loop,
+        "ruleset_version": version,
+        "agent": agent_name(settings),
+        "agent_model": session.agent_model,
+        "judge_model": session.judge_model,
+        "dry_run": session.dry_run,
+        "split": split.lower(),
+    }
 
 
-def log_loop_to_phoenix(loop: int, version: int, ruleset: str, train: pd.DataFrame, test: pd.DataFrame,
-                        settings: LoopSettings, session: RunContext, datasets: dict[str, Any] | None,
-                        val: pd.DataFrame | None = None) -> None:
+def log_loop_to_phoenix(
+    loop: int,
+    version: int,
+    ruleset: str,
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    settings: LoopSettings,
+    session: RunContext,
+    datasets: dict[str, Any] | None,
+    val: pd.DataFrame | None = None,
+) -> None:
     """Every split as a Phoenix experiment ("Train <loop>", "Val <loop>" when the split has a validation
     side and its dataset was uploaded, "Test <loop>") and the ruleset as a prompt version."""
     if not (session.phoenix_url and datasets):
@@ -266,18 +364,48 @@ def log_loop_to_phoenix(loop: int, version: int, ruleset: str, train: pd.DataFra
 
     sides = [("Train", train), *([("Val", val)] if val is not None and "val" in datasets else []), ("Test", test)]
     for split, frame in sides:
-        log_experiment_to_phoenix(hostname=session.phoenix_url, api_key=session.phoenix_api_key,
-                                  dataset_obj=datasets[split.lower()], experiment_name=f"{split} {loop}",
-                                  experiment_df=frame, metadata=phoenix_metadata(loop, version, settings, session, split),
-                                  experiment=settings.experiment)
-    log_ruleset_version(session.phoenix_url, session.phoenix_api_key, settings.experiment, version, ruleset,
-                        loop=loop, dry_run=session.dry_run, model=session.agent_model)
+        log_experiment_to_phoenix(
+            hostname=session.phoenix_url,
+            api_key=session.phoenix_api_key,
+            dataset_obj=datasets[split.lower()],
+            experiment_name=f"{split} {loop}",
+            experiment_df=frame,
+            metadata=phoenix_metadata(loop, version, settings, session, split),
+            experiment=settings.experiment,
+        )
+    log_ruleset_version(
+        session.phoenix_url,
+        session.phoenix_api_key,
+        settings.experiment,
+        version,
+        ruleset,
+        loop=loop,
+        dry_run=session.dry_run,
+        model=session.agent_model,
+    )
 
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "LoopSettings", "LoopSteps", "run_loop", "run_prompt_loop", "loop_over", "run_one_loop", "start_experiment",
-    "meta_prompt", "log_loop_to_phoenix", "loop_evidence", "loop_cost",
-    "choose_start_version", "FEEDBACK_COLUMNS", "check_same_instructions", "phoenix_metadata",
+    "LoopSettings",
+    "LoopSteps",
+    "run_loop",
+    "run_prompt_loop",
+    "loop_over",
+    "run_one_loop",
+    "start_experiment",
+    "meta_prompt",
+    "log_loop_to_phoenix",
+    "loop_evidence",
+    "loop_cost",
+    "choose_start_version",
+    "FEEDBACK_COLUMNS",
+    "check_same_instructions",
+    "phoenix_metadata",
     # the loop in words, from helpers.engine.loop_lines (importable from here too)
-    "describe_loop", "kept_line", "cost_text", "cost_label", "loops_table", "SPLITS",
+    "describe_loop",
+    "kept_line",
+    "cost_text",
+    "cost_label",
+    "loops_table",
+    "SPLITS",
 ]

@@ -70,15 +70,19 @@ def check_runs(loop: int, runs: dict[str, pd.DataFrame]) -> None:
     frames = [f for f in runs.values() if len(f)]
     stopped = sum(int((f["status"] == "budget").sum()) for f in frames)
     if stopped:
-        raise LoopUnfinished(f"Loop {loop} is unfinished: the experiment's budget is spent and {stopped} agent runs "
-                             "were stopped. Their finished tasks are kept; raise the budget and run again.")
+        raise LoopUnfinished(
+            f"Loop {loop} is unfinished: the experiment's budget is spent and {stopped} agent runs "
+            "were stopped. Their finished tasks are kept; raise the budget and run again."
+        )
     rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["status"])
     harness = rows[(rows.get("pass_or_fail", pd.Series(dtype=str)) == "error") & (rows["status"] == "completed")]
     if len(harness):
         top = harness["eval_error"].astype(str).str[:300].value_counts()
-        raise LoopUnfinished(f"Loop {loop} is unfinished: the test harness failed on {len(harness)} patches (not the "
-                             f"patches' fault; most common, {top.iloc[0]}x: {top.index[0]!r}). The agents' results "
-                             "are kept; fix the harness (Docker, Modal) and run again: only the evaluations are redone.")
+        raise LoopUnfinished(
+            f"Loop {loop} is unfinished: the test harness failed on {len(harness)} patches (not the "
+            f"patches' fault; most common, {top.iloc[0]}x: {top.index[0]!r}). The agents' results "
+            "are kept; fix the harness (Docker, Modal) and run again: only the evaluations are redone."
+        )
     # every agent run errored, whoever's doing (a plan not judged yet, or a patch not tested yet, is no error here)
     errored = rows[rows["status"] == "error"]
     if len(rows) and len(errored) == len(rows):
@@ -90,10 +94,20 @@ def check_runs(loop: int, runs: dict[str, pd.DataFrame]) -> None:
         )
 
 
-def finish_loop(loop: int, version: int, ruleset: str | RulesFile, train: pd.DataFrame, test: pd.DataFrame,
-                new_ruleset: str | RulesFile,
-                report: Any, settings: LoopSettings, session: RunContext, store: RulesetStore, started: str = "",
-                val: pd.DataFrame | None = None) -> dict[str, Any]:
+def finish_loop(
+    loop: int,
+    version: int,
+    ruleset: str | RulesFile,
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    new_ruleset: str | RulesFile,
+    report: Any,
+    settings: LoopSettings,
+    session: RunContext,
+    store: RulesetStore,
+    started: str = "",
+    val: pd.DataFrame | None = None,
+) -> dict[str, Any]:
     """Save a loop: its rows as CSVs (train, val when there is a validation side, test), the new ruleset
     version (none when the optimizer changed nothing: the next loop runs the same version), and its record
     in loops.jsonl (returned).
@@ -105,10 +119,15 @@ def finish_loop(loop: int, version: int, ruleset: str | RulesFile, train: pd.Dat
     report = report.to_dict() if hasattr(report, "to_dict") else dict(report or {})
     judge_failed, judge_transient = judge_failures(train)
     if judge_transient or report.get("transient_error"):
-        why = (f"the judge could not answer {judge_transient} training rows (rate limit, outage or spent budget)"
-               if judge_transient else f"the optimizer's request failed: {report['transient_error']}")
-        raise LoopUnfinished(f"Loop {loop} is unfinished: {why}. Nothing of it was recorded as final; run again "
-                             "to complete it (finished agent runs and cached answers are reused).")
+        why = (
+            f"the judge could not answer {judge_transient} training rows (rate limit, outage or spent budget)"
+            if judge_transient
+            else f"the optimizer's request failed: {report['transient_error']}"
+        )
+        raise LoopUnfinished(
+            f"Loop {loop} is unfinished: {why}. Nothing of it was recorded as final; run again "
+            "to complete it (finished agent runs and cached answers are reused)."
+        )
     plan = settings.mode == "plan"
     sides = {"train": train, **({"val": val} if val is not None and len(val) else {}), "test": test}
     # Every record has every split's fields, so tables and plots read one shape: a split without a
@@ -116,29 +135,61 @@ def finish_loop(loop: int, version: int, ruleset: str | RulesFile, train: pd.Dat
     every_side = {split: sides.get(split, train.iloc[:0]) for split in SPLITS}
     counts = {split: outcome_counts(frame, plan) for split, frame in every_side.items()}
     changed = new_ruleset.text != ruleset.text
-    new_version = (store.save(new_ruleset.text, parent=version, loop=loop, report=report, model=session.optimizer_model,
-                              dry_run=session.dry_run, **instructions(settings)) if changed else version)
+    new_version = (
+        store.save(
+            new_ruleset.text,
+            parent=version,
+            loop=loop,
+            report=report,
+            model=session.optimizer_model,
+            dry_run=session.dry_run,
+            **instructions(settings),
+        )
+        if changed
+        else version
+    )
     cost = loop_cost(sides, report, session)
     stats = ruleset.stats()
     evidence = loop_evidence(every_side)
     record = {
-        "experiment": settings.experiment, "loop": loop, "ruleset_version": version,
+        "experiment": settings.experiment,
+        "loop": loop,
+        "ruleset_version": version,
         **{f"{split}_{key}": value for split, c in counts.items() for key, value in c.items()},
-        **{f"{split}_size": len(frame) for split, frame in every_side.items()}, "ruleset_rules": stats["rules"],
-        "ruleset_tokens": stats["tokens"], "judge_errors": judge_failed, "judge_top_error": judge_top_error(train),
+        **{f"{split}_size": len(frame) for split, frame in every_side.items()},
+        "ruleset_rules": stats["rules"],
+        "ruleset_tokens": stats["tokens"],
+        "judge_errors": judge_failed,
+        "judge_top_error": judge_top_error(train),
         "judge_partial": judge_partial(train),
-        "optimizer_changed": changed, "optimizer_edits": len(report.get("edits_applied") or []),
-        "optimizer_rejected": len(report.get("edits_rejected") or []), "optimizer_errors": report.get("errors") or [],
+        "optimizer_changed": changed,
+        "optimizer_edits": len(report.get("edits_applied") or []),
+        "optimizer_rejected": len(report.get("edits_rejected") or []),
+        "optimizer_errors": report.get("errors") or [],
         **cost,
-        "agent": agent_name(settings), "agent_model": session.agent_model, "judge_model": session.judge_model,
-        "optimizer_model": session.optimizer_model, "dry_run": session.dry_run, "next_ruleset_version": new_version,
-        "started_at": started, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **evidence,
+        "agent": agent_name(settings),
+        "agent_model": session.agent_model,
+        "judge_model": session.judge_model,
+        "optimizer_model": session.optimizer_model,
+        "dry_run": session.dry_run,
+        "next_ruleset_version": new_version,
+        "started_at": started,
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **evidence,
         **role_tokens(sides, report),  # beside agent_tokens (loop_cost): the cost figure's bars
     }
     assert set(LOOP_RECORD_FIELDS) <= set(record), set(LOOP_RECORD_FIELDS) - set(record)
-    save_loop(settings.experiment, record, {split: frame.assign(loop=loop, split=split, ruleset_version=version)
-                                            for split, frame in sides.items()})
+    save_loop(
+        settings.experiment,
+        record,
+        {split: frame.assign(loop=loop, split=split, ruleset_version=version) for split, frame in sides.items()},
+    )
     return record
 
 
-__all__ = ["finish_loop", "check_runs", "LoopStopped", "LoopUnfinished"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = [
+    "finish_loop",
+    "check_runs",
+    "LoopStopped",
+    "LoopUnfinished",
+]  # the public API, documented in CODE_APPENDIX.md

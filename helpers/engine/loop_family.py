@@ -58,8 +58,15 @@ class CodingLoopFamily:
 
     feedback_columns = FEEDBACK_COLUMNS
 
-    def __init__(self, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: RunContext,
-                 val_df: pd.DataFrame | None = None, family: WorkspaceFamily | None = None):
+    def __init__(
+        self,
+        train_df: pd.DataFrame,
+        test_df: pd.DataFrame,
+        settings: LoopSettings,
+        session: RunContext,
+        val_df: pd.DataFrame | None = None,
+        family: WorkspaceFamily | None = None,
+    ):
         self.splits = splits_of(train_df, test_df, val_df)
         self.family = family or default_family()  # the workspaces, patches, grader and judge's evidence
         self.settings, self.session = settings, session
@@ -71,17 +78,25 @@ class CodingLoopFamily:
         one test (no rows here)."""
         from helpers.engine.run_records import COLUMNS
 
-        return {split: (run_attempts(self.agent, frame, f"{split}_{loop}", ruleset, self.settings, self.session,
-                                     self.family)
-                        if split != "test" or tests_each_loop(self.settings, self.session.dry_run)
-                        else pd.DataFrame(columns=list(COLUMNS)))
-                for split, frame in self.splits.items()}
+        return {
+            split: (
+                run_attempts(self.agent, frame, f"{split}_{loop}", ruleset, self.settings, self.session, self.family)
+                if split != "test" or tests_each_loop(self.settings, self.session.dry_run)
+                else pd.DataFrame(columns=list(COLUMNS))
+            )
+            for split, frame in self.splits.items()
+        }
 
     def feedback(self, runs: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:
         from helpers.learn.judge import evaluate_results
 
-        judge = dict(workers=self.settings.workers, budget_usd=self.settings.judge_budget_usd,
-                     system_prompt=self.settings.judge_prompt, family=self.family, **self.session.judge_kwargs())
+        judge = dict(
+            workers=self.settings.workers,
+            budget_usd=self.settings.judge_budget_usd,
+            system_prompt=self.settings.judge_prompt,
+            family=self.family,
+            **self.session.judge_kwargs(),
+        )
         train = evaluate_results(runs["train"], **judge)
         if self.settings.mode != "plan":
             return train, runs["test"]
@@ -94,27 +109,48 @@ class CodingLoopFamily:
         from helpers.learn.optimizer import PromptLearningOptimizer
         from helpers.learn.rule_check import RuleCheck
 
-        chosen: dict[str, Any] = {"system_prompt": self.settings.optimizer_prompt} if self.settings.optimizer_prompt else {}
+        chosen: dict[str, Any] = (
+            {"system_prompt": self.settings.optimizer_prompt} if self.settings.optimizer_prompt else {}
+        )
         # learned rules are also checked by meaning, with the judge's model
         check = RuleCheck.of(**self.session.judge_kwargs(), budget_usd=self.settings.judge_budget_usd)
-        return PromptLearningOptimizer(prompt=self.base_prompt, budget_usd=self.settings.optimizer_budget_usd,
-                                       rules_max_tokens=self.settings.rules_max_tokens, rule_check=check, **chosen,
-                                       **self.session.optimizer_kwargs())
+        return PromptLearningOptimizer(
+            prompt=self.base_prompt,
+            budget_usd=self.settings.optimizer_budget_usd,
+            rules_max_tokens=self.settings.rules_max_tokens,
+            rule_check=check,
+            **chosen,
+            **self.session.optimizer_kwargs(),
+        )
 
 
 class PromptLoopFamily:
     """A prompt family: the prompt (version i) answers every request through the session's agent model; the
     family's grader scores and explains (`feedback_kind` "explanations" or "scores")."""
 
-    def __init__(self, family: Any, train_df: pd.DataFrame, test_df: pd.DataFrame, settings: LoopSettings, session: RunContext,
-                 feedback_kind: str = "explanations", val_df: pd.DataFrame | None = None):
+    def __init__(
+        self,
+        family: Any,
+        train_df: pd.DataFrame,
+        test_df: pd.DataFrame,
+        settings: LoopSettings,
+        session: RunContext,
+        feedback_kind: str = "explanations",
+        val_df: pd.DataFrame | None = None,
+    ):
         from helpers.llm.client import LLMClient, llm_generator
 
-        self.family, self.splits, self.settings, self.session = family, splits_of(train_df, test_df, val_df), settings, session
+        self.family, self.splits, self.settings, self.session = (
+            family,
+            splits_of(train_df, test_df, val_df),
+            settings,
+            session,
+        )
         self.feedback_kind, self.base_prompt = feedback_kind, family.base_prompt
         self.feedback_columns = tuple(family.feedback_columns)
-        self.client = LLMClient(session.agent_model, base_url=session.base_url, api_key=session.api_key,
-                                max_concurrency=settings.workers)
+        self.client = LLMClient(
+            session.agent_model, base_url=session.base_url, api_key=session.api_key, max_concurrency=settings.workers
+        )
         self.generate = llm_generator(self.client)
 
     def answer(self, ruleset: RulesFile, loop: int) -> dict[str, pd.DataFrame]:
@@ -125,8 +161,9 @@ class PromptLoopFamily:
             spent = self.client.total_cost_usd
             answers = self.family.run(ruleset.text, frame, self.generate, workers=self.settings.workers)
             # the generator's cost, from the client's meter, spread over the split's rows
-            graded = self.family.feedback(answers.assign(cost_usd=(self.client.total_cost_usd - spent) / max(1, len(frame))),
-                                          self.feedback_kind)
+            graded = self.family.feedback(
+                answers.assign(cost_usd=(self.client.total_cost_usd - spent) / max(1, len(frame))), self.feedback_kind
+            )
             verdict = graded["correctness"].map({"correct": "pass", "incorrect": "fail"}).fillna("fail")
             rows[split] = graded.assign(pass_or_fail=verdict.where(graded["status"] != "error", "fail"), mode="act")
         return rows
@@ -138,10 +175,14 @@ class PromptLoopFamily:
     def optimizer(self) -> Any:
         from helpers.learn.optimizer import PromptLearningOptimizer
 
-        return PromptLearningOptimizer(prompt="", system_prompt=self.settings.optimizer_prompt or self.family.optimizer_prompt,
-                                       leaks=self.family.leaks,
-                                       budget_usd=self.settings.optimizer_budget_usd,
-                                       rules_max_tokens=self.settings.rules_max_tokens, **self.session.optimizer_kwargs())
+        return PromptLearningOptimizer(
+            prompt="",
+            system_prompt=self.settings.optimizer_prompt or self.family.optimizer_prompt,
+            leaks=self.family.leaks,
+            budget_usd=self.settings.optimizer_budget_usd,
+            rules_max_tokens=self.settings.rules_max_tokens,
+            **self.session.optimizer_kwargs(),
+        )
 
 
 def splits_of(train_df: pd.DataFrame, test_df: pd.DataFrame, val_df: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
@@ -169,19 +210,45 @@ def tests_each_loop(settings: LoopSettings, dry_run: bool) -> bool:
     return dry_run or settings.attempts != 1 or settings.mode != "act"
 
 
-def run_attempts(agent: Any, tasks: pd.DataFrame, run_id: str, ruleset: str | RulesFile, settings: LoopSettings,
-                 session: RunContext | None = None, family: WorkspaceFamily | None = None) -> pd.DataFrame:
+def run_attempts(
+    agent: Any,
+    tasks: pd.DataFrame,
+    run_id: str,
+    ruleset: str | RulesFile,
+    settings: LoopSettings,
+    session: RunContext | None = None,
+    family: WorkspaceFamily | None = None,
+) -> pd.DataFrame:
     """Every task `settings.attempts` times (run ids `<run_id>`, or `<run_id>_a<k>` with several attempts),
     through the session's model gateway when it has one, in `family`'s workspaces (None: the default)."""
     from helpers.engine.runs import run_tasks
 
     gateway = session.gateway if session is not None else None
-    frames = [run_tasks(tasks, agent, run_id=run_id if settings.attempts == 1 else f"{run_id}_a{attempt}",
-                        experiment=settings.experiment, ruleset=ruleset, workers=settings.workers, attempt=attempt,
-                        gateway=gateway, executor=settings.executor, family=family)
-              for attempt in range(settings.attempts)]
+    frames = [
+        run_tasks(
+            tasks,
+            agent,
+            run_id=run_id if settings.attempts == 1 else f"{run_id}_a{attempt}",
+            experiment=settings.experiment,
+            ruleset=ruleset,
+            workers=settings.workers,
+            attempt=attempt,
+            gateway=gateway,
+            executor=settings.executor,
+            family=family,
+        )
+        for attempt in range(settings.attempts)
+    ]
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
-__all__ = ["tests_each_loop", "LoopFamily", "CodingLoopFamily", "PromptLoopFamily", "make_loop_agent", "run_attempts", "splits_of",
-           "FEEDBACK_COLUMNS"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "tests_each_loop",
+    "LoopFamily",
+    "CodingLoopFamily",
+    "PromptLoopFamily",
+    "make_loop_agent",
+    "run_attempts",
+    "splits_of",
+    "FEEDBACK_COLUMNS",
+]  # documented in CODE_APPENDIX.md

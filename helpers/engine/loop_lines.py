@@ -42,12 +42,16 @@ def cost_label(record: dict[str, Any]) -> str:
     cost = None if isinstance(cost, float) and cost != cost else cost  # NaN from a frame
     notes = [f"{', '.join(unpriced)} unpriced"] if unpriced else []
     if local:
-        notes.append(f"{', '.join(local)} local: no charge, {record.get('agent_tokens', 0):,} agent tokens"
-                     if "agent" in local else f"{', '.join(local)} local: no charge")
+        notes.append(
+            f"{', '.join(local)} local: no charge, {record.get('agent_tokens', 0):,} agent tokens"
+            if "agent" in local
+            else f"{', '.join(local)} local: no charge"
+        )
     if cost is None and not notes:
         return "unpriced"
-    return (f"${cost:.2f}" if cost is not None else "") + (f" ({'; '.join(notes)})" if notes and cost is not None
-                                                          else "; ".join(notes))
+    return (f"${cost:.2f}" if cost is not None else "") + (
+        f" ({'; '.join(notes)})" if notes and cost is not None else "; ".join(notes)
+    )
 
 
 def tokens_text(record: dict[str, Any]) -> str:
@@ -55,12 +59,17 @@ def tokens_text(record: dict[str, Any]) -> str:
     "47,000 tokens (agent 46,411, judge 589)" when other roles' `<role>_tokens` are recorded too. A role with no
     tokens made no call this loop (a prompt family has no judge; its pages' model is metered apart): it is left
     out, never shown as 0."""
-    counted = [(role, int(n)) for role in ROLES
-               if isinstance(n := record.get(f"{role}_tokens"), (int, float)) and n == n and n > 0]
+    counted = [
+        (role, int(n))
+        for role in ROLES
+        if isinstance(n := record.get(f"{role}_tokens"), (int, float)) and n == n and n > 0
+    ]
     if len(counted) == 1:
         return f"{counted[0][1]:,} {counted[0][0]} tokens"
     total = sum(n for _, n in counted)
-    return f"{total:,} tokens ({', '.join(f'{role} {n:,}' for role, n in counted)})" if counted else "tokens not counted"
+    return (
+        f"{total:,} tokens ({', '.join(f'{role} {n:,}' for role, n in counted)})" if counted else "tokens not counted"
+    )
 
 
 def cost_text(record: dict[str, Any]) -> str:
@@ -73,8 +82,11 @@ def kept_line(experiment: str) -> str:
     from helpers.store.loops import kept_version
 
     choice = kept_version(experiment)
-    return "No loop finished yet." if choice is None else (
-        f"Kept version: {choice.how}. Its one test against the start: evidence_summary({experiment!r}).")
+    return (
+        "No loop finished yet."
+        if choice is None
+        else (f"Kept version: {choice.how}. Its one test against the start: evidence_summary({experiment!r}).")
+    )
 
 
 def describe_loop(record: dict[str, Any], label: str = "") -> str:
@@ -95,11 +107,18 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
         text += f", {counted(rule_errors, 'rule-induced error')} counted as fails" if rule_errors else ""
         forged = record.get(f"{name}_forged") or 0  # among the fails: outcomes forged from inside the test run
         text += f", {counted(forged, 'forged grade')} counted as fails (a test made to fail passed)" if forged else ""
-        text += (f", {counted(suspect, 'suspect pass', 'suspect passes')} left out (the patch reaches into the test machinery)"
-                 if suspect else "")
+        text += (
+            f", {counted(suspect, 'suspect pass', 'suspect passes')} left out (the patch reaches into the test machinery)"
+            if suspect
+            else ""
+        )
         return text + (f", {counted(errors - suspect, 'errored run')} left out" if errors - suspect else "")
 
-    names = [("train", "train"), *([("val", "validation")] if record.get("val_size") else []), ("test", "test (exploratory)")]
+    names = [
+        ("train", "train"),
+        *([("val", "validation")] if record.get("val_size") else []),
+        ("test", "test (exploratory)"),
+    ]
     parts = [split(name, label) for name, label in names]
     errors = sum((record.get(f"{name}_errors") or 0) - (record.get(f"{name}_suspect") or 0) for name, _ in names)
     if errors:
@@ -118,13 +137,20 @@ def describe_loop(record: dict[str, Any], label: str = "") -> str:
         why = f" ({record['judge_top_error']})" if record.get("judge_top_error") else ""
         parts.append(f"judge failed on {counted(record['judge_errors'], 'row')}{why}")
     if record.get("judge_partial"):  # a verdict on part of the graded code is no review of it
-        parts.append(f"judge not shown all the graded code on {counted(record['judge_partial'], 'row')} "
-                     "(not counted as reviewed)")
+        parts.append(
+            f"judge not shown all the graded code on {counted(record['judge_partial'], 'row')} "
+            "(not counted as reviewed)"
+        )
     if "optimizer_changed" in record:
-        change = (f"rules changed ({counted(record.get('optimizer_edits', 0), 'edit')})" if record["optimizer_changed"]
-                  else "optimizer changed nothing")
+        change = (
+            f"rules changed ({counted(record.get('optimizer_edits', 0), 'edit')})"
+            if record["optimizer_changed"]
+            else "optimizer changed nothing"
+        )
         if record.get("optimizer_errors"):
-            change += f" ({counted(len(record['optimizer_errors']), 'optimizer error')}: {record['optimizer_errors'][0]})"
+            change += (
+                f" ({counted(len(record['optimizer_errors']), 'optimizer error')}: {record['optimizer_errors'][0]})"
+            )
         parts.append(change)
     parts.append(cost_text(record))
     if record.get("next_ruleset_version") == record.get("ruleset_version"):
@@ -143,27 +169,47 @@ def loop_cost(sides: dict[str, pd.DataFrame], report: dict[str, Any], session: R
 
     rows = pd.concat(list(sides.values()), ignore_index=True)
     counted = [c for c in ("input_tokens", "output_tokens") if c in rows]  # a prompt family's rows have none
-    tokens = rows[counted].apply(pd.to_numeric, errors="coerce").fillna(0).sum(axis=1) if counted else \
-        pd.Series(0, index=rows.index)
-    judged = rows[rows.get("judge_raw", pd.Series("", index=rows.index)).fillna("").astype(str).ne("")] if len(rows) else rows
-    spent = {"agent": (rows.get("cost_usd", pd.Series(dtype=float)), tokens.gt(0)),
-             "judge": (judged.get("judge_cost_usd", pd.Series(dtype=float)), pd.Series(True, index=judged.index))}
+    tokens = (
+        rows[counted].apply(pd.to_numeric, errors="coerce").fillna(0).sum(axis=1)
+        if counted
+        else pd.Series(0, index=rows.index)
+    )
+    judged = (
+        rows[rows.get("judge_raw", pd.Series("", index=rows.index)).fillna("").astype(str).ne("")]
+        if len(rows)
+        else rows
+    )
+    spent = {
+        "agent": (rows.get("cost_usd", pd.Series(dtype=float)), tokens.gt(0)),
+        "judge": (judged.get("judge_cost_usd", pd.Series(dtype=float)), pd.Series(True, index=judged.index)),
+    }
     costs, unpriced = {}, []
     for role, (values, used) in spent.items():
         values = pd.to_numeric(values, errors="coerce")
         costs[role] = float(values.sum()) if values.notna().any() else None
         if (values.isna() & used).any():
             unpriced.append(role)
-    costs["optimizer"] = None if report.get("unpriced") and not report.get("cost_usd") else float(report.get("cost_usd") or 0.0)
+    costs["optimizer"] = (
+        None if report.get("unpriced") and not report.get("cost_usd") else float(report.get("cost_usd") or 0.0)
+    )
     if report.get("unpriced"):
         unpriced.append("optimizer")
     gateway = getattr(session, "gateway", None)
-    local = [] if session.dry_run or gateway is None else sorted(
-        role for role in costs if role in gateway.upstreams and is_local_server(gateway.upstreams[role].url))
+    local = (
+        []
+        if session.dry_run or gateway is None
+        else sorted(
+            role for role in costs if role in gateway.upstreams and is_local_server(gateway.upstreams[role].url)
+        )
+    )
     priced = [c for role, c in costs.items() if c is not None and role not in local]
-    return {**{f"{role}_cost_usd": (None if role in local else c) for role, c in costs.items()},
-            "cost_usd": sum(priced) if priced else None, "unpriced": sorted(set(unpriced) - set(local)),
-            "local": local, "agent_tokens": int(tokens.sum()) if len(tokens) else 0}
+    return {
+        **{f"{role}_cost_usd": (None if role in local else c) for role, c in costs.items()},
+        "cost_usd": sum(priced) if priced else None,
+        "unpriced": sorted(set(unpriced) - set(local)),
+        "local": local,
+        "agent_tokens": int(tokens.sum()) if len(tokens) else 0,
+    }
 
 
 def loop_evidence(sides: dict[str, pd.DataFrame]) -> dict[str, Any]:
@@ -174,8 +220,21 @@ def loop_evidence(sides: dict[str, pd.DataFrame]) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for split, frame in sides.items():
         _, low, high, _ = accuracy_interval(plan_scored(frame))
-        fields[f"{split}_ci_low"], fields[f"{split}_ci_high"] = (None if pd.isna(low) else low), (None if pd.isna(high) else high)
+        fields[f"{split}_ci_low"], fields[f"{split}_ci_high"] = (
+            (None if pd.isna(low) else low),
+            (None if pd.isna(high) else high),
+        )
     return fields
 
 
-__all__ = ["loop_cost", "loop_evidence", "describe_loop", "kept_line", "cost_label", "cost_text", "tokens_text", "loops_table", "SPLITS"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "loop_cost",
+    "loop_evidence",
+    "describe_loop",
+    "kept_line",
+    "cost_label",
+    "cost_text",
+    "tokens_text",
+    "loops_table",
+    "SPLITS",
+]  # documented in CODE_APPENDIX.md

@@ -39,8 +39,16 @@ def task_order(ids: list[str], experiment: str, seed: int) -> list[str]:
     return order
 
 
-def run_one_test(test_df: pd.DataFrame, settings: LoopSettings, session: RunContext, *, start: tuple[str, str] | None = None,
-                 kept: tuple[str, str] | None = None, seed: int = 0, verbose: bool = True) -> SequentialResult | None:
+def run_one_test(
+    test_df: pd.DataFrame,
+    settings: LoopSettings,
+    session: RunContext,
+    *,
+    start: tuple[str, str] | None = None,
+    kept: tuple[str, str] | None = None,
+    seed: int = 0,
+    verbose: bool = True,
+) -> SequentialResult | None:
     """The one test of `kept` against `start` ((label, ruleset text) each; default: the experiment's version 0
     and the version kept on validation) on `test_df`, run batch by batch until it decides: sequential when
     settings.sequential (a look after every settings.workers tasks), else one look after every task (the
@@ -62,7 +70,7 @@ def run_one_test(test_df: pd.DataFrame, settings: LoopSettings, session: RunCont
     rows: dict[str, list[pd.DataFrame]] = {"start": [], "kept": []}
     result = sequential_test([], design)
     for tasks in design.looks():
-        batch = by_id.loc[record["order"][len(pairs):tasks]].reset_index(drop=True)
+        batch = by_id.loc[record["order"][len(pairs) : tasks]].reset_index(drop=True)
         for side, (_, text) in (("start", start), ("kept", kept)):
             rows[side].append(run_attempts(agent, batch, RUN_IDS[side], text, settings, session))
         pairs += _pairs(batch, rows["start"][-1], rows["kept"][-1])
@@ -92,28 +100,42 @@ def _stored(experiment: str, side: str) -> tuple[str, str]:
     return f"v{choice.version}", store.load(choice.version)
 
 
-def _begin(experiment: str, test_df: pd.DataFrame, design: SequentialDesign, start: tuple[str, str],
-           kept: tuple[str, str], seed: int) -> dict[str, Any]:
+def _begin(
+    experiment: str,
+    test_df: pd.DataFrame,
+    design: SequentialDesign,
+    start: tuple[str, str],
+    kept: tuple[str, str],
+    seed: int,
+) -> dict[str, Any]:
     """The test's record, declared before its first run, or the earlier call's, checked to be the same test."""
     ids = [str(i) for i in test_df["instance_id"]]
     if len(set(ids)) != len(ids):
         raise ValueError("The test tasks' instance_id values must be unique.")
-    declared = {"design": asdict(design), "seed": seed, "order": task_order(ids, experiment, seed),
-                "labels": {"start": start[0], "kept": kept[0]},
-                "ruleset_sha": {"start": ruleset_sha(start[1]), "kept": ruleset_sha(kept[1])}, "run_ids": RUN_IDS}
+    declared = {
+        "design": asdict(design),
+        "seed": seed,
+        "order": task_order(ids, experiment, seed),
+        "labels": {"start": start[0], "kept": kept[0]},
+        "ruleset_sha": {"start": ruleset_sha(start[1]), "kept": ruleset_sha(kept[1])},
+        "run_ids": RUN_IDS,
+    }
     earlier = load_one_test(experiment)
     if earlier is None:
         save_one_test(experiment, declared)
         return declared
     for key in ("design", "order", "ruleset_sha"):
         if earlier.get(key) != declared[key]:
-            raise ValueError(f"Experiment {experiment!r} already declared its one test with another {key}: a rerun "
-                             "continues the same test (same tasks, batch, rulesets); use a new EXPERIMENT for another.")
+            raise ValueError(
+                f"Experiment {experiment!r} already declared its one test with another {key}: a rerun "
+                "continues the same test (same tasks, batch, rulesets); use a new EXPERIMENT for another."
+            )
     return {**earlier, **{k: declared[k] for k in ("labels", "run_ids")}}
 
 
 def _pairs(batch: pd.DataFrame, start_rows: pd.DataFrame, kept_rows: pd.DataFrame) -> list[tuple[bool, bool] | None]:
     """One pair per task of the batch, in its order; None where either side errored for infrastructure."""
+
     def outcome(rows: pd.DataFrame, instance: str) -> str:
         found = rows[rows["instance_id"] == instance].to_dict("records")
         return run_outcome(found[0]) if found else INFRA
@@ -126,10 +148,18 @@ def _pairs(batch: pd.DataFrame, start_rows: pd.DataFrame, kept_rows: pd.DataFram
 
 
 def _summary(result: SequentialResult) -> dict[str, Any]:
-    return {"method": result.design.describe(), "decision": result.decision, "tasks_run": result.tasks_run, "tasks_saved": result.tasks_saved,
-            "diff": result.diff, "ci": [result.ci_low, result.ci_high], "p_value": result.p_value,
-            "excluded_pairs": result.excluded, "looks": [asdict(look) for look in result.looks],
-            "sentence": result.sentence()}
+    return {
+        "method": result.design.describe(),
+        "decision": result.decision,
+        "tasks_run": result.tasks_run,
+        "tasks_saved": result.tasks_saved,
+        "diff": result.diff,
+        "ci": [result.ci_low, result.ci_high],
+        "p_value": result.p_value,
+        "excluded_pairs": result.excluded,
+        "looks": [asdict(look) for look in result.looks],
+        "sentence": result.sentence(),
+    }
 
 
 __all__ = ["run_one_test", "task_order", "RUN_IDS"]  # documented in CODE_APPENDIX.md

@@ -19,18 +19,28 @@ def finished_tasks(experiment: str, run_id: str, agent: Agent, ruleset: str, att
 
 
 def _matches(record: dict[str, Any], agent: Agent, sha: str, attempt: int) -> bool:
-    return (record.get("ruleset_sha") == sha and record.get("mode") == agent.mode and record.get("model") == agent.model
-            and record.get("agent", agent.name) == agent.name and int(record.get("attempt") or 0) == attempt)
+    return (
+        record.get("ruleset_sha") == sha
+        and record.get("mode") == agent.mode
+        and record.get("model") == agent.model
+        and record.get("agent", agent.name) == agent.name
+        and int(record.get("attempt") or 0) == attempt
+    )
 
 
 def _upgrade(record: dict[str, Any]) -> dict[str, Any]:
     """A record written before the engine named its output column `output` (it was cline_patch / plan)."""
     if "output" not in record:
-        record = {**record, "output": record.get("plan") if record.get("mode") == "plan" else record.get("cline_patch", "")}
+        record = {
+            **record,
+            "output": record.get("plan") if record.get("mode") == "plan" else record.get("cline_patch", ""),
+        }
     return record
 
 
-def latest_records(records: list[dict[str, Any]], agent: Agent, sha: str, attempt: int) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+def latest_records(
+    records: list[dict[str, Any]], agent: Agent, sha: str, attempt: int
+) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
     """({task: its latest record}, {task: its runs so far}) among the records of this ruleset, agent and model;
     an older record without `tries` counts as one run."""
     latest: dict[str, dict[str, Any]] = {}

@@ -36,13 +36,25 @@ import pandas as pd
 
 from helpers.core import config
 from helpers.core.progress import progress_bar
-from helpers.isolation.processes import kill_processes_in, terminate_as_interrupt, remove_scratch, scratch_dir, sweep_stale
+from helpers.isolation.processes import (
+    kill_processes_in,
+    terminate_as_interrupt,
+    remove_scratch,
+    scratch_dir,
+    sweep_stale,
+)
 from helpers.core.protocols import Agent, AgentResult, BatchedEvaluator, EvalResult, Evaluator, Patch, WorkspaceFamily
 from helpers.engine.resume import is_done, latest_records, max_runs
 from helpers.families.registry import default_family
 from helpers.rules.rules_file import RulesFile
-from helpers.store.records import (append_jsonl, check_name, read_jsonl, ruleset_sha, run_records_path,
-                                   without_lone_surrogates)
+from helpers.store.records import (
+    append_jsonl,
+    check_name,
+    read_jsonl,
+    ruleset_sha,
+    run_records_path,
+    without_lone_surrogates,
+)
 from helpers.engine.run_records import COLUMNS, HARNESS_ERROR, PENDING, record, verdict_fields
 
 MODES = ("act", "plan")
@@ -52,10 +64,23 @@ class RunInProgress(RuntimeError):
     """Another process is running the same experiment and run id right now."""
 
 
-def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str | None = None, ruleset: str | RulesFile = "",
-              workers: int = config.WORKERS, evaluator: Evaluator | None = None, evaluate: bool = True,
-              attempt: int = 0, results_root: Path | str | None = None, progress: bool = True,
-              gateway: Any = None, executor: str = "local", family: WorkspaceFamily | None = None) -> pd.DataFrame:
+def run_tasks(
+    tasks: pd.DataFrame,
+    agent: Agent,
+    *,
+    run_id: str,
+    experiment: str | None = None,
+    ruleset: str | RulesFile = "",
+    workers: int = config.WORKERS,
+    evaluator: Evaluator | None = None,
+    evaluate: bool = True,
+    attempt: int = 0,
+    results_root: Path | str | None = None,
+    progress: bool = True,
+    gateway: Any = None,
+    executor: str = "local",
+    family: WorkspaceFamily | None = None,
+) -> pd.DataFrame:
     """Run `agent` on every task (`workers` at a time), test each patch, return one row per task (COLUMNS).
 
     `family` makes each workspace, takes each patch and names the grader (helpers.core.protocols.WorkspaceFamily;
@@ -82,8 +107,9 @@ def run_tasks(tasks: pd.DataFrame, agent: Agent, *, run_id: str, experiment: str
     if mode == "act" and evaluate:
         if evaluator is None:
             # grading follows the agent's sandbox policy: a real run's refuses to grade unsandboxed
-            evaluator = family.evaluator_for(frame, model_name=agent.name,
-                                             sandbox=getattr(agent, "sandbox", "required"))
+            evaluator = family.evaluator_for(
+                frame, model_name=agent.name, sandbox=getattr(agent, "sandbox", "required")
+            )
         evaluator.check(frame.to_dict("records"))
     else:
         evaluator = None
@@ -122,9 +148,23 @@ def _gateway_for(agent: Agent, gateway: Any) -> Iterator[Any]:
 class _Run:
     """One run_tasks call's state: what it runs with, where it writes, what is done."""
 
-    def __init__(self, agent: Agent, evaluator: Evaluator | None, ruleset: RulesFile, ids: dict[str, Any], path: Path,
-                 done: dict[str, dict[str, Any]]):
-        self.agent, self.evaluator, self.ruleset, self.ids, self.path, self.done = agent, evaluator, ruleset, ids, path, done
+    def __init__(
+        self,
+        agent: Agent,
+        evaluator: Evaluator | None,
+        ruleset: RulesFile,
+        ids: dict[str, Any],
+        path: Path,
+        done: dict[str, dict[str, Any]],
+    ):
+        self.agent, self.evaluator, self.ruleset, self.ids, self.path, self.done = (
+            agent,
+            evaluator,
+            ruleset,
+            ids,
+            path,
+            done,
+        )
         self.scratch: Path | None = None
         self.family: WorkspaceFamily = default_family()
         self.gateway: Any = None
@@ -173,8 +213,17 @@ class _Run:
 
         runner, token = self.through_gateway(task)
         scratch = self.scratch if self.local else None  # a remote worker makes its own
-        future: Future[Any] = pool.submit(run_attempt, self.family, runner, task, self.ruleset,
-                                          self.agent.rules_file, self.agent.mode, self.evaluator, scratch)
+        future: Future[Any] = pool.submit(
+            run_attempt,
+            self.family,
+            runner,
+            task,
+            self.ruleset,
+            self.agent.rules_file,
+            self.agent.mode,
+            self.evaluator,
+            scratch,
+        )
         self.tokens[future] = token
         return future
 
@@ -186,15 +235,30 @@ class _Run:
             result, output, verdict = future.result()
         except Exception as error:  # the host saw its worker go: run again (within the cap)
             lost = f"the run was lost: {type(error).__name__}: {error}"[:4000]
-            result, output, verdict = AgentResult(str(task["instance_id"]), "error", model=self.agent.model, error=lost,
-                                                  transient=True, host_error=lost), "", None
+            result, output, verdict = (
+                AgentResult(
+                    str(task["instance_id"]),
+                    "error",
+                    model=self.agent.model,
+                    error=lost,
+                    transient=True,
+                    host_error=lost,
+                ),
+                "",
+                None,
+            )
         if token is not None:
             result = self.metered(result, token)
         if result.trajectory:
             from helpers.agents.trajectories import save_trajectory, summarize
 
-            save_trajectory(self.experiment, self.ids["run_id"], str(task["instance_id"]), result.trajectory,
-                            self.path.parent.parent.parent)  # runs/<id>.jsonl under <root>/<experiment>
+            save_trajectory(
+                self.experiment,
+                self.ids["run_id"],
+                str(task["instance_id"]),
+                result.trajectory,
+                self.path.parent.parent.parent,
+            )  # runs/<id>.jsonl under <root>/<experiment>
             result.trajectory_summary = summarize(result.trajectory)
         return result, output, verdict
 
@@ -210,8 +274,9 @@ class _Run:
             return False
         if tries < max_runs():
             return True
-        result.error = (f"{result.error} (run {tries} of at most {max_runs()}: not run again; "
-                        "config.AGENT_TRANSIENT_RETRIES)")[:4000]
+        result.error = (
+            f"{result.error} (run {tries} of at most {max_runs()}: not run again; config.AGENT_TRANSIENT_RETRIES)"
+        )[:4000]
         return False
 
     def keep(self, record: dict[str, Any]) -> None:
@@ -220,8 +285,9 @@ class _Run:
         with self._lock:
             self.done[record["instance_id"]] = record
 
-    def graded(self, task: dict[str, Any], result: AgentResult, output: Patch | str,
-               verdict: EvalResult | None) -> dict[str, Any]:
+    def graded(
+        self, task: dict[str, Any], result: AgentResult, output: Patch | str, verdict: EvalResult | None
+    ) -> dict[str, Any]:
         """The task's record, with the evaluator's verdict on a completed run (pending for a batched one)."""
         tries = {"tries": self.tries.get(str(task["instance_id"]), 1)}
         if self.evaluator is not None and result.status == "completed" and self.evaluator.batched:
@@ -233,8 +299,14 @@ class _Run:
         when there is a gateway and the agent can use one; else the agent as it is."""
         if self.gateway is None:
             return self.agent, None
-        token = self.gateway.issue_token("agent", experiment=self.experiment, run_id=self.ids["run_id"],
-                                         attempt=self.ids["attempt"], task=str(task["instance_id"]), role="agent")
+        token = self.gateway.issue_token(
+            "agent",
+            experiment=self.experiment,
+            run_id=self.ids["run_id"],
+            attempt=self.ids["attempt"],
+            task=str(task["instance_id"]),
+            role="agent",
+        )
         routed = self.agent.through_gateway(self.gateway.url_for("agent"), token, self.gateway.upstreams["agent"].kind)
         if routed is None:  # an agent that makes no model calls the gateway could carry
             self.gateway.revoke_token(token)
@@ -262,7 +334,9 @@ class _Run:
             # what the agent left included, is its own, whatever the provider did: AgentResult.limit, named where
             # it ended); the error's words are the agent's, the status the gateway's
             result.transient = True
-            result.host_error = f"the model provider failed: status {status} on the run's last call (the gateway's record)"
+            result.host_error = (
+                f"the model provider failed: status {status} on the run's last call (the gateway's record)"
+            )
             result.error = f"{result.host_error}; the agent said: {result.error}"[:4000]
         elif result.status == "error" and status == 401:  # the gateway took the run's token: the provider refused
             # the host's own key (never the agent's doing; not transient: the key must change)
@@ -281,13 +355,16 @@ class _Run:
         tasks = [dict(by_id.loc[r["instance_id"]]) for r in waiting]
         try:
             if evaluator.batched:  # the Evaluator contract: a batched one has evaluate_batch
-                verdicts = cast(BatchedEvaluator, evaluator).evaluate_batch(tasks, [r["output"] for r in waiting],
-                                                                            run_key=run_key)
+                verdicts = cast(BatchedEvaluator, evaluator).evaluate_batch(
+                    tasks, [r["output"] for r in waiting], run_key=run_key
+                )
             else:
                 verdicts = [_evaluate(evaluator, task, r["output"]) for task, r in zip(tasks, waiting)]
         except Exception as error:  # the harness itself broke: the records stay pending for a rerun
-            raise RuntimeError(f"Evaluating {len(waiting)} patches failed ({type(error).__name__}: {error}); "
-                               "the agents' results are kept, and calling again evaluates them.") from error
+            raise RuntimeError(
+                f"Evaluating {len(waiting)} patches failed ({type(error).__name__}: {error}); "
+                "the agents' results are kept, and calling again evaluates them."
+            ) from error
         for previous, verdict in zip(waiting, verdicts):
             self.keep({**previous, **verdict_fields(verdict, previous.get("suspect") or [])})
 
@@ -296,8 +373,9 @@ def _evaluate(evaluator: Evaluator, task: dict[str, Any], patch: str) -> EvalRes
     try:
         return evaluator.evaluate(task, patch)
     except Exception as error:  # the contract says it never raises for a bad patch: the evaluator broke
-        return EvalResult(str(task["instance_id"]), False, log=str(error), error=f"{type(error).__name__}: {error}",
-                          infra=True)
+        return EvalResult(
+            str(task["instance_id"]), False, log=str(error), error=f"{type(error).__name__}: {error}", infra=True
+        )
 
 
 def _check_tasks(tasks: Any) -> pd.DataFrame:
@@ -344,12 +422,15 @@ def _run_lock(path: Path, experiment: str, run_id: str) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
-            raise RunInProgress(f"Run {run_id!r} of experiment {experiment!r} is already running ({holder}). "
-                                "Wait for it to finish, or stop it; its finished tasks are kept.") from None
+            raise RunInProgress(
+                f"Run {run_id!r} of experiment {experiment!r} is already running ({holder}). "
+                "Wait for it to finish, or stop it; its finished tasks are kept."
+            ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
         yield
     finally:
         os.close(fd)  # releases the lock
+
 
 __all__ = ["run_tasks", "RunInProgress"]  # the public API, documented in CODE_APPENDIX.md

@@ -54,18 +54,26 @@ class LoopSettings:
                 raise ValueError(f"{name} must be the instructions' text, or None for the default; got {value!r}.")
         if self.mode not in ("act", "plan"):
             raise ValueError(f"mode must be 'act' or 'plan', not {self.mode!r}.")
-        if not isinstance(self.sequential, bool) or not (self.test_each_loop is None or isinstance(self.test_each_loop, bool)):
-            raise ValueError(f"sequential must be True or False and test_each_loop True, False or None, not "
-                             f"{self.sequential!r} and {self.test_each_loop!r}.")
+        if not isinstance(self.sequential, bool) or not (
+            self.test_each_loop is None or isinstance(self.test_each_loop, bool)
+        ):
+            raise ValueError(
+                f"sequential must be True or False and test_each_loop True, False or None, not "
+                f"{self.sequential!r} and {self.test_each_loop!r}."
+            )
         if self.test_each_loop is False and (self.attempts != 1 or self.mode != "act"):
-            raise ValueError("test_each_loop=False (the one test run on its own, pair by pair) needs attempts=1 and "
-                             "mode='act': with several attempts or plans, let each loop run the test split.")
+            raise ValueError(
+                "test_each_loop=False (the one test run on its own, pair by pair) needs attempts=1 and "
+                "mode='act': with several attempts or plans, let each loop run the test split."
+            )
         if self.start_from not in ("latest", "best"):
             raise ValueError(f"start_from must be 'latest' or 'best', not {self.start_from!r}.")
         if self.best_by != "val_accuracy":
-            raise ValueError(f"best_by must be 'val_accuracy', not {self.best_by!r}: versions are chosen on the "
-                             "validation split, because train is what the optimizer learned from and test is the "
-                             "final, pre-declared comparison (choosing on it would bias it).")
+            raise ValueError(
+                f"best_by must be 'val_accuracy', not {self.best_by!r}: versions are chosen on the "
+                "validation split, because train is what the optimizer learned from and test is the "
+                "final, pre-declared comparison (choosing on it would bias it)."
+            )
 
 
 def instructions(settings: LoopSettings) -> dict[str, str | None]:

@@ -21,8 +21,15 @@ from helpers.core.config import REPO_ROOT
 TEXT_SUFFIXES = (".md", ".txt", ".clinerules", ".mdc", ".rules")  # a one-word value ending so is a file's name
 
 
-def start_rules(start: str | os.PathLike[str] | None, *, train: Any = None, agent: Any = None, experiment: str | None = None,
-                gateway: Any = None, team_file: str | os.PathLike[str] | None = None) -> str:
+def start_rules(
+    start: str | os.PathLike[str] | None,
+    *,
+    train: Any = None,
+    agent: Any = None,
+    experiment: str | None = None,
+    gateway: Any = None,
+    team_file: str | os.PathLike[str] | None = None,
+) -> str:
     """The ruleset version 0 holds: None (or blank) -> "" (no rules); "init" -> the agent's own init file, "team"
     -> the team's (helpers.engine.baselines.baseline_start_rules: both need the training tasks `train`, the
     `agent` and the `experiment`; an init that fails or no team file is one ValueError); a path to a rules file
@@ -35,12 +42,20 @@ def start_rules(start: str | os.PathLike[str] | None, *, train: Any = None, agen
         return ""
     if isinstance(start, str) and start.strip() in ("init", "team"):
         if train is None or agent is None or experiment is None:
-            raise ValueError(f"START_RULES={start.strip()!r} needs the training tasks, the agent and the experiment: "
-                             "start_rules(START_RULES, train=..., agent=..., experiment=...).")
+            raise ValueError(
+                f"START_RULES={start.strip()!r} needs the training tasks, the agent and the experiment: "
+                "start_rules(START_RULES, train=..., agent=..., experiment=...)."
+            )
         from helpers.engine.baselines import baseline_start_rules
 
-        return baseline_start_rules(start.strip(), train, agent, experiment=experiment,
-                                    team_file=None if team_file is None else Path(team_file), gateway=gateway)
+        return baseline_start_rules(
+            start.strip(),
+            train,
+            agent,
+            experiment=experiment,
+            team_file=None if team_file is None else Path(team_file),
+            gateway=gateway,
+        )
     text = read_named_file(start, "START_RULES") if looks_like_path(start) else str(start)
     rules = RulesFile.parse(text)  # one clear error now, not in the middle of a loop
     return rules.with_rules(rules.rules).text if rules.rules.rules or rules.team else ""
@@ -81,8 +96,10 @@ def find_file(value: str | os.PathLike[str]) -> Path | None:
 def read_named_file(value: str | os.PathLike[str], name: str) -> str:
     found = find_file(value)
     if found is None:
-        raise FileNotFoundError(f"{name}={str(value)!r}: no such file (looked in {Path.cwd()} and {REPO_ROOT}). "
-                                f"Give a path to a text file, or the text itself.")
+        raise FileNotFoundError(
+            f"{name}={str(value)!r}: no such file (looked in {Path.cwd()} and {REPO_ROOT}). "
+            f"Give a path to a text file, or the text itself."
+        )
     return found.read_text(encoding="utf-8")
 
 

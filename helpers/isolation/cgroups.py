@@ -28,6 +28,7 @@ class CgroupLimits(Protocol):
     @property
     def memory_bytes(self) -> int: ...
 
+
 CGROUP_FOLDER = "pl-sandbox"  # the folder of run cgroups, in each hierarchy used
 KILL_WAIT_S = 5.0  # for a cgroup to empty after its processes were killed
 
@@ -54,8 +55,9 @@ def _v2_parent() -> Path | None:
     works where that folder holds processes and cannot hand controllers down (a container's namespace)."""
     own = ""
     try:
-        own = next((line[3:] for line in Path("/proc/self/cgroup").read_text().splitlines()
-                    if line.startswith("0::")), "")
+        own = next(
+            (line[3:] for line in Path("/proc/self/cgroup").read_text().splitlines() if line.startswith("0::")), ""
+        )
     except OSError:
         pass
     for point, kind, _ in mounts():
@@ -188,8 +190,10 @@ def remove(folders: dict[str, Path]) -> None:
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    print(f"Note: the sandbox's cgroup {folder} could not be removed; the next start sweeps it.",
-                          file=sys.stderr)
+                    print(
+                        f"Note: the sandbox's cgroup {folder} could not be removed; the next start sweeps it.",
+                        file=sys.stderr,
+                    )
                     break
                 kill_all({"": folder})
                 time.sleep(0.01)
@@ -223,4 +227,13 @@ def counter(path: Path, key: str) -> int:
     return 0
 
 
-__all__ = ["available", "make", "procs_files", "kill_all", "remove", "sweep", "counter", "Cgroups"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "available",
+    "make",
+    "procs_files",
+    "kill_all",
+    "remove",
+    "sweep",
+    "counter",
+    "Cgroups",
+]  # documented in CODE_APPENDIX.md

@@ -157,8 +157,13 @@ _users = MadeAhead(_new_user, "sandbox-next-user")  # a helper process each: mad
 class _Watch:
     """Checks one run's caps until stopped; the first one reached is `cap`, and ends the run."""
 
-    def __init__(self, confinement: Confinement, cgroup: dict[str, Path], folders: Sequence[Path],
-                 walked: Sequence[Path | str] = ()):
+    def __init__(
+        self,
+        confinement: Confinement,
+        cgroup: dict[str, Path],
+        folders: Sequence[Path],
+        walked: Sequence[Path | str] = (),
+    ):
         self.confinement, self.cgroup, self.folders = confinement, cgroup, list(folders)
         self.kernel_disk = confinement.disk == KERNEL_DISK
         self.walked = [Path(p) for p in walked] or self.folders  # what the run wrote (the kernel's cap), or all
@@ -181,8 +186,11 @@ class _Watch:
 
     def failed(self, error: BaseException) -> str:
         """The run's end when its caps cannot be checked (a tree past the walk's limits, an unreadable folder)."""
-        reason = str(error).removeprefix(f"{REFUSED}: ") if isinstance(error, RefusedOutput) else (
-            f"{type(error).__name__}: {error}")
+        reason = (
+            str(error).removeprefix(f"{REFUSED}: ")
+            if isinstance(error, RefusedOutput)
+            else (f"{type(error).__name__}: {error}")
+        )
         return self._reached(f"the sandbox could not check the run's disk use ({reason[:300]})")
 
     def check(self) -> str:
@@ -192,8 +200,10 @@ class _Watch:
     def check_full(self) -> str:
         """The disk cap, where the kernel enforces it and the run's file system is full (a write failed)."""
         if self.kernel_disk and any(disks.disk_full(folder) for folder in self.folders):
-            return self._reached(f"the disk cap ({_size(self.confinement.limits.disk_bytes)} written to the "
-                                 "workspace and home; a write past it failed)")
+            return self._reached(
+                f"the disk cap ({_size(self.confinement.limits.disk_bytes)} written to the "
+                "workspace and home; a write past it failed)"
+            )
         return self.confinement.cap
 
     def check_events(self) -> str:
@@ -201,7 +211,8 @@ class _Watch:
         limits, pids, memory = self.confinement.limits, self.cgroup.get("pids"), self.cgroup.get("memory")
         user = self.confinement.user
         if (pids and cgroups.counter(pids / "pids.events", "max")) or (
-                not pids and user is not None and len(processes_of(user)) >= limits.processes):
+            not pids and user is not None and len(processes_of(user)) >= limits.processes
+        ):
             return self._reached(f"the process cap ({limits.processes} processes at once)")
         groups = cgroups.available()  # there is a memory cgroup only where there are cgroups
         events = "memory.events" if groups is not None and groups.version == 2 else "memory.oom_control"
@@ -218,9 +229,12 @@ class _Watch:
     def check_disk(self, used: int, largest: int) -> str:
         """The disk or file-size cap, if `used` or `largest` (disk_use's) reached one."""
         limits = self.confinement.limits
-        if used > limits.disk_bytes and not self.kernel_disk:  # with the kernel's cap, the host's files below don't count
-            return self._reached(f"the disk cap ({_size(limits.disk_bytes)} in the workspace and home; "
-                                 f"{_size(used)} written)")
+        if (
+            used > limits.disk_bytes and not self.kernel_disk
+        ):  # with the kernel's cap, the host's files below don't count
+            return self._reached(
+                f"the disk cap ({_size(limits.disk_bytes)} in the workspace and home; {_size(used)} written)"
+            )
         if largest >= limits.file_bytes:
             return self._reached(f"the file-size cap ({_size(limits.file_bytes)} per file)")
         return self.confinement.cap
@@ -258,17 +272,22 @@ def _note_unenforced(groups: cgroups.Cgroups | None, user: int | None, disk: str
     """Say once which caps nothing on this machine enforces, and a disk cap only sampled."""
     missing = []
     if disk != KERNEL_DISK:
-        missing.append("disk use at write time (not root, the kernel refused the mounts, or a folder outside this "
-                       "process's scratch folder: it is sampled every second instead, and a fast writer overshoots "
-                       "by what it writes in that time)")
+        missing.append(
+            "disk use at write time (not root, the kernel refused the mounts, or a folder outside this "
+            "process's scratch folder: it is sampled every second instead, and a fast writer overshoots "
+            "by what it writes in that time)"
+        )
     if not (groups and "pids" in groups.parents) and user is None:
-        missing.append("processes (no cgroup can be made here, and RLIMIT_NPROC needs the run's own uid, "
-                       "which needs root)")
+        missing.append(
+            "processes (no cgroup can be made here, and RLIMIT_NPROC needs the run's own uid, which needs root)"
+        )
     if not (groups and "memory" in groups.parents):
         missing.append("memory (no cgroup can be made here; /tmp is still a tmpfs of the disk cap)")
     if not seccomp_program():
-        missing.append("user namespaces (no seccomp filter for this architecture: the agent may make one of "
-                       "its own, root inside it over nothing of the host's)")
+        missing.append(
+            "user namespaces (no seccomp filter for this architecture: the agent may make one of "
+            "its own, root inside it over nothing of the host's)"
+        )
     note = "; ".join(missing)
     if note and note not in _noted_caps:
         _noted_caps.add(note)
@@ -302,8 +321,12 @@ def confined(workspace: Path | str, home: Path | str, limits: Limits | None = No
     # As root, each folder's own files become the run's without a walk where the kernel can (an idmapped lower
     # layer: helpers.isolation.disks); else handed over on the host's own file system, before an overlay covers it
     try:
-        capped = disks.cap_disk(folders, limits, users,  # it caps (and hands over) only as root, when user is set
-                                hand_over=None if user is None else (lambda folder: _tree(Path(folder), (user, user))))
+        capped = disks.cap_disk(
+            folders,
+            limits,
+            users,  # it caps (and hands over) only as root, when user is set
+            hand_over=None if user is None else (lambda folder: _tree(Path(folder), (user, user))),
+        )
     finally:
         if users >= 0:
             os.close(users)
@@ -370,6 +393,7 @@ def _laps(stages: dict[str, float]) -> Callable[[str], None]:
         now = time.perf_counter()
         stages[name] = stages.get(name, 0.0) + now - last[0]
         last[0] = now
+
     return lap
 
 

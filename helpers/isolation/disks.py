@@ -57,8 +57,12 @@ _OPEN_TREE_CLONE, _AT_EMPTY_PATH, _MOUNT_ATTR_IDMAP = 1, 0x1000, 0x00100000
 
 
 class _MountAttr(ctypes.Structure):
-    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
-                ("userns_fd", ctypes.c_uint64)]
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
 
 
 def _libc() -> Any:
@@ -97,8 +101,9 @@ class CappedDisk:
             self.fd = -1
 
 
-def cap_disk(folders: Sequence[Path | str], limits: DiskLimits, users: int = -1,
-             hand_over: Callable[[str], Any] | None = None) -> CappedDisk | None:
+def cap_disk(
+    folders: Sequence[Path | str], limits: DiskLimits, users: int = -1, hand_over: Callable[[str], Any] | None = None
+) -> CappedDisk | None:
     """Make each of `folders` an overlay whose writes land on one tmpfs of `limits.disk_bytes` (and
     `limits.disk_files` inodes): a CappedDisk when every folder is capped so, None when this cannot be done here
     (not root, the kernel refuses, a folder outside this process's scratch folder: nothing would ever detach its
@@ -134,8 +139,12 @@ def cap_disk(folders: Sequence[Path | str], limits: DiskLimits, users: int = -1,
                     hand_over(folder)
                 lower = lower if lower >= 0 else os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
                 try:  # by descriptor: no character of the folder's path can break the option string
-                    _mount("overlay", folder, "overlay", f"lowerdir=/proc/self/fd/{lower},upperdir={upper},"
-                                                         f"workdir={work},metacopy=on,redirect_dir=on")
+                    _mount(
+                        "overlay",
+                        folder,
+                        "overlay",
+                        f"lowerdir=/proc/self/fd/{lower},upperdir={upper},workdir={work},metacopy=on,redirect_dir=on",
+                    )
                 finally:
                     os.close(lower)
                 made.append(folder)
@@ -163,8 +172,9 @@ def user_namespace(user: int) -> int:
     if not program or not cat:
         return -1
     try:
-        helper = subprocess.Popen([program, "--user", "--", cat], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL)
+        helper = subprocess.Popen(
+            [program, "--user", "--", cat], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
     except OSError:
         return -1
     try:
@@ -209,8 +219,9 @@ def detach_mounts(folder: Path | str) -> list[str]:
     """Detach every mount at or below `folder` (deepest first; lazily: a process still inside keeps its view);
     returns those that could not be. helpers.isolation.trees.remove_tree calls it before removing a folder."""
     target = os.path.realpath(folder)
-    points = sorted({p for p, _, _ in mounts() if p == target or p.startswith(target.rstrip("/") + "/")},
-                    key=len, reverse=True)
+    points = sorted(
+        {p for p, _, _ in mounts() if p == target or p.startswith(target.rstrip("/") + "/")}, key=len, reverse=True
+    )
     left = []
     for point in points:
         for _ in range(8):  # mounts stacked on one point come off one at a time
@@ -221,4 +232,11 @@ def detach_mounts(folder: Path | str) -> list[str]:
     return left
 
 
-__all__ = ["cap_disk", "user_namespace", "CappedDisk", "disk_full", "detach_mounts", "is_capped"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "cap_disk",
+    "user_namespace",
+    "CappedDisk",
+    "disk_full",
+    "detach_mounts",
+    "is_capped",
+]  # documented in CODE_APPENDIX.md

@@ -88,6 +88,7 @@ def nsenter() -> str | None:
 
 def _listen(namespace: int, host: str, port: int) -> socket.socket:
     """A listener on (host, port) inside the network namespace `namespace`."""
+
     def bind() -> socket.socket:
         if ctypes.CDLL(None, use_errno=True).setns(namespace, _CLONE_NEWNET) != 0:
             raise OSError(ctypes.get_errno(), "setns(CLONE_NEWNET)")
@@ -99,6 +100,7 @@ def _listen(namespace: int, host: str, port: int) -> socket.socket:
             listener.close()
             raise
         return listener
+
     return _in_thread(bind)
 
 

@@ -41,9 +41,28 @@ if TYPE_CHECKING:  # the functions below import these where they use them, not o
 CLI_STOP_GRACE_S = 3.0  # after SIGINT to a CLI's process group, before SIGKILL
 # What the code under test (and an agent's commands) may see of our environment: an allow-list, so a
 # provider key or any other secret set for the notebook never reaches them.
-SAFE_VARIABLES = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM",
-                  "VIRTUAL_ENV", "CONDA_PREFIX", "SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY", "HTTPS_PROXY",
-                  "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+SAFE_VARIABLES = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TMPDIR",
+    "TERM",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+)
 SAFE_PREFIXES = ("LC_",)
 
 
@@ -73,6 +92,7 @@ def die_with_parent() -> Callable[[], None]:
             return
         if os.getppid() != parent:  # the parent died before prctl: nobody will signal us
             os.kill(os.getpid(), signal.SIGKILL)
+
     return preexec
 
 
@@ -109,6 +129,7 @@ def sweep_stale() -> list[Path]:
             swept.append(root / name)
     return swept
 
+
 # --- running an agent's CLI as a process group (the agent packages share it) -------------------------
 def signal_group(process: subprocess.Popen[str], sig: int) -> None:
     try:
@@ -125,7 +146,9 @@ def stop_processes(live: set[subprocess.Popen[str]], lock: threading.Lock) -> No
         signal_group(process, signal.SIGKILL)
 
 
-def read_capped(stream: IO[str], kept: deque[str], limit: int | None = None, heard: threading.Event | None = None) -> None:
+def read_capped(
+    stream: IO[str], kept: deque[str], limit: int | None = None, heard: threading.Event | None = None
+) -> None:
     """Read a CLI's output `stream` (text) to its end, keeping its last `limit` characters in `kept`
     (config.MAX_READBACK_BYTES): lines read at most 64 KiB at a time, older ones dropped, and their count said
     in a first line. An agent's commands can print without end; the driver keeps a bounded tail (where a
@@ -163,12 +186,24 @@ class CLIRun(NamedTuple):
     exit_status: int | None
 
 
-def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
-            live: set[subprocess.Popen[str]], lock: threading.Lock, pass_fds: tuple[int, ...] = (), *,
-            home: Path | None = None, read_only: Sequence[Path | str] = (),
-            sandbox: SandboxPolicy = None, reach: str | None = None,
-            network: bool = False, limits: Limits | None = None,
-            exit_status: list[int | None] | None = None) -> tuple[str, str, bool, float]:
+def run_cli(
+    args: list[str],
+    workspace: Path,
+    env: dict[str, str],
+    stdin_text: str,
+    timeout_s: float,
+    live: set[subprocess.Popen[str]],
+    lock: threading.Lock,
+    pass_fds: tuple[int, ...] = (),
+    *,
+    home: Path | None = None,
+    read_only: Sequence[Path | str] = (),
+    sandbox: SandboxPolicy = None,
+    reach: str | None = None,
+    network: bool = False,
+    limits: Limits | None = None,
+    exit_status: list[int | None] | None = None,
+) -> tuple[str, str, bool, float]:
     """(stdout, stderr, timed_out, seconds) of one CLI run in its own process group (in the sandbox with
     `home`, `read_only`, `reach`, `network` and `limits` unless `sandbox` is None: see `relayed`; the relay to
     `reach` lives exactly as long as the run). `run_cli_observed` adds the exit status.
@@ -180,18 +215,44 @@ def run_cli(args: list[str], workspace: Path, env: dict[str, str], stdin_text: s
     process it started (Popen's returncode: bwrap's, which is its command's; negative for a signal), never
     from what the run printed.
     """
-    run = run_cli_observed(args, workspace, env, stdin_text, timeout_s, live, lock, pass_fds, home=home,
-                           read_only=read_only, sandbox=sandbox, reach=reach, network=network, limits=limits)
+    run = run_cli_observed(
+        args,
+        workspace,
+        env,
+        stdin_text,
+        timeout_s,
+        live,
+        lock,
+        pass_fds,
+        home=home,
+        read_only=read_only,
+        sandbox=sandbox,
+        reach=reach,
+        network=network,
+        limits=limits,
+    )
     if exit_status is not None:
         exit_status.append(run.exit_status)
     return run.out, run.err, run.timed_out, run.seconds
 
 
-def run_cli_observed(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
-                     live: set[subprocess.Popen[str]], lock: threading.Lock, pass_fds: tuple[int, ...] = (), *,
-                     home: Path | None = None, read_only: Sequence[Path | str] = (),
-                     sandbox: SandboxPolicy = None, reach: str | None = None,
-                     network: bool = False, limits: Limits | None = None) -> CLIRun:
+def run_cli_observed(
+    args: list[str],
+    workspace: Path,
+    env: dict[str, str],
+    stdin_text: str,
+    timeout_s: float,
+    live: set[subprocess.Popen[str]],
+    lock: threading.Lock,
+    pass_fds: tuple[int, ...] = (),
+    *,
+    home: Path | None = None,
+    read_only: Sequence[Path | str] = (),
+    sandbox: SandboxPolicy = None,
+    reach: str | None = None,
+    network: bool = False,
+    limits: Limits | None = None,
+) -> CLIRun:
     """`run_cli`'s run, as a CLIRun: with the exit status the host's own wait returned (how the run ended is the
     host's observation, never what the CLI printed: helpers.agents.base.ended_as_seen)."""
     with relayed(args, workspace, home, read_only, sandbox, reach=reach, network=network, limits=limits) as command:
@@ -199,25 +260,45 @@ def run_cli_observed(args: list[str], workspace: Path, env: dict[str, str], stdi
         if user is not None:
             for fd in pass_fds:  # a key's pipe: the run's own uid opens it
                 os.fchown(fd, user, user)
-        out, err, timed_out, seconds, status = _run_group(command, workspace, env, stdin_text, timeout_s, live, lock,
-                                                          pass_fds)
+        out, err, timed_out, seconds, status = _run_group(
+            command, workspace, env, stdin_text, timeout_s, live, lock, pass_fds
+        )
     return CLIRun(out, with_cap(err, command), timed_out, seconds, status)
 
 
-def _run_group(args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float,
-               live: set[subprocess.Popen[str]], lock: threading.Lock,
-               pass_fds: tuple[int, ...]) -> tuple[str, str, bool, float, int | None]:
+def _run_group(
+    args: list[str],
+    workspace: Path,
+    env: dict[str, str],
+    stdin_text: str,
+    timeout_s: float,
+    live: set[subprocess.Popen[str]],
+    lock: threading.Lock,
+    pass_fds: tuple[int, ...],
+) -> tuple[str, str, bool, float, int | None]:
     out: deque[str] = deque()
     err: deque[str] = deque()
     started = time.monotonic()
-    process = subprocess.Popen(args, cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True,
-                               pass_fds=pass_fds, preexec_fn=die_with_parent())
+    process = subprocess.Popen(
+        args,
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+        pass_fds=pass_fds,
+        preexec_fn=die_with_parent(),
+    )
     with lock:
         live.add(process)
-    threads = [threading.Thread(target=_feed, args=(process.stdin, stdin_text), daemon=True),
-               threading.Thread(target=read_capped, args=(process.stdout, out), daemon=True),
-               threading.Thread(target=read_capped, args=(process.stderr, err), daemon=True)]
+    threads = [
+        threading.Thread(target=_feed, args=(process.stdin, stdin_text), daemon=True),
+        threading.Thread(target=read_capped, args=(process.stdout, out), daemon=True),
+        threading.Thread(target=read_capped, args=(process.stderr, err), daemon=True),
+    ]
     for thread in threads:
         thread.start()
     timed_out = False
@@ -276,4 +357,24 @@ def last_lines(text: str, lines: int = 5) -> str:
     kept = [line for line in text.strip().splitlines() if line.strip()]
     return "\n".join(kept[-lines:])
 
-__all__ = ["run_cli", "run_cli_observed", "CLIRun", "read_capped", "alive", "stop_processes", "signal_group", "json_lines", "last_lines", "die_with_parent", "safe_environment", "scratch_dir", "remove_scratch", "kill_processes_in", "processes_in", "sweep_stale", "owner_tag", "terminate_as_interrupt"]  # public API, documented in CODE_APPENDIX.md
+
+__all__ = [
+    "run_cli",
+    "run_cli_observed",
+    "CLIRun",
+    "read_capped",
+    "alive",
+    "stop_processes",
+    "signal_group",
+    "json_lines",
+    "last_lines",
+    "die_with_parent",
+    "safe_environment",
+    "scratch_dir",
+    "remove_scratch",
+    "kill_processes_in",
+    "processes_in",
+    "sweep_stale",
+    "owner_tag",
+    "terminate_as_interrupt",
+]  # public API, documented in CODE_APPENDIX.md

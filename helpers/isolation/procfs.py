@@ -98,4 +98,12 @@ def mounts() -> list[tuple[str, str, str]]:
     return found
 
 
-__all__ = ["mounts", "owner_tag", "alive", "processes_in", "kill_processes_in", "processes_of", "kill"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "mounts",
+    "owner_tag",
+    "alive",
+    "processes_in",
+    "kill_processes_in",
+    "processes_of",
+    "kill",
+]  # documented in CODE_APPENDIX.md

@@ -150,7 +150,9 @@ class Relay:
                 return
             pair.connected = True
             if pair.outside.sock.family != socket.AF_UNIX:
-                pair.outside.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # small SSE events leave at once
+                pair.outside.sock.setsockopt(
+                    socket.IPPROTO_TCP, socket.TCP_NODELAY, 1
+                )  # small SSE events leave at once
             self._watch(pair)
             return
         try:
@@ -185,7 +187,8 @@ class Relay:
         has something to send."""
         for side in (pair.inside, pair.outside):
             events = (selectors.EVENT_READ if not side.peer.pending and not side.peer.ended else 0) | (
-                selectors.EVENT_WRITE if side.pending else 0)
+                selectors.EVENT_WRITE if side.pending else 0
+            )
             try:
                 self.selector.modify(side.sock, events, side) if events else self.selector.unregister(side.sock)
             except KeyError:

@@ -69,7 +69,9 @@ def sandbox_policy(value: object) -> SandboxPolicy:
 
 # The explicit, unsafe opt-out: agents run on the host, seeing what the user's shell sees.
 UNSAFE_OPT_OUT = "PL_UNSAFE_NO_SANDBOX"
-INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap)"
+INSTALL_HINT = (
+    "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap)"
+)
 SYSTEM_FOLDERS = ("/usr", "/etc", "/opt/conda")
 ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 INSIDE = "/run/pl-sandbox"  # where the forwarder and the relay's socket appear inside the sandbox
@@ -102,12 +104,17 @@ def unavailable_reason() -> str | None:
         return f"the sandbox uses Linux namespaces and this is {sys.platform}"
     if not shutil.which("bwrap"):
         return f"bwrap was not found: {INSTALL_HINT}"
-    probe = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--die-with-parent",
-                            "true"],
-                           capture_output=True, text=True, timeout=30)
+    probe = subprocess.run(
+        ["bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--die-with-parent", "true"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if probe.returncode != 0:
-        return (f"bwrap cannot create namespaces here ({probe.stderr.strip()[:200]}); enable unprivileged user "
-                "namespaces (sysctl kernel.unprivileged_userns_clone=1) or install bwrap setuid")
+        return (
+            f"bwrap cannot create namespaces here ({probe.stderr.strip()[:200]}); enable unprivileged user "
+            "namespaces (sysctl kernel.unprivileged_userns_clone=1) or install bwrap setuid"
+        )
     return None
 
 
@@ -115,14 +122,19 @@ def require_sandbox() -> bool:
     """True when agents run sandboxed; False only under the explicit opt-out (after saying what that
     exposes); SandboxUnavailable with the one-line fix otherwise."""
     if opted_out():
-        print(f"WARNING: {UNSAFE_OPT_OUT} is set: agents run unsandboxed and their commands can read your files, "
-              "every process's environment and memory you can read (a provider key included, if a process "
-              "holding it is visible), and leave processes running.", file=sys.stderr)
+        print(
+            f"WARNING: {UNSAFE_OPT_OUT} is set: agents run unsandboxed and their commands can read your files, "
+            "every process's environment and memory you can read (a provider key included, if a process "
+            "holding it is visible), and leave processes running.",
+            file=sys.stderr,
+        )
         return False
     reason = unavailable_reason()
     if reason:
-        raise SandboxUnavailable(f"Agents run in a sandbox and none can start: {reason}. (Unsafe: set "
-                                 f"{UNSAFE_OPT_OUT}=1 to run them unsandboxed; see docs/security.md.)")
+        raise SandboxUnavailable(
+            f"Agents run in a sandbox and none can start: {reason}. (Unsafe: set "
+            f"{UNSAFE_OPT_OUT}=1 to run them unsandboxed; see docs/security.md.)"
+        )
     return True
 
 
@@ -138,7 +150,7 @@ def use_sandbox(required: bool) -> bool:
         return True
     if required and not opted_out():
         return require_sandbox()  # raises, saying how to get one
-    note = (f"{UNSAFE_OPT_OUT} is set" if opted_out() else "this run does not require one (the scripted dry run)")
+    note = f"{UNSAFE_OPT_OUT} is set" if opted_out() else "this run does not require one (the scripted dry run)"
     if note not in _noted:
         _noted.add(note)
         print(f"Note: agents run unsandboxed: {reason}; {note}.", file=sys.stderr)
@@ -163,11 +175,20 @@ def _under_system(folder: str) -> bool:
     return any(folder == s or folder.startswith(s + "/") for s in (*SYSTEM_FOLDERS, *ROOT_LINKS, "/proc", "/dev"))
 
 
-def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str,
-                    read_only: Sequence[Path | str] = (), *, reach: str | None = None,
-                    network: bool = False, user: int | None = None, limits: Limits | None = None,
-                    cgroup: Sequence[Path | str] = (), seccomp: Path | str | None = None,
-                    network_namespace: str | None = None) -> list[str]:
+def sandbox_command(
+    args: Sequence[str],
+    workspace: Path | str,
+    home: Path | str,
+    read_only: Sequence[Path | str] = (),
+    *,
+    reach: str | None = None,
+    network: bool = False,
+    user: int | None = None,
+    limits: Limits | None = None,
+    cgroup: Sequence[Path | str] = (),
+    seccomp: Path | str | None = None,
+    network_namespace: str | None = None,
+) -> list[str]:
     """`args` wrapped to run in the sandbox: `workspace` and `home` read-write, `read_only` folders (the
     agent's CLI, a virtualenv) visible read-only at their own paths (one inside `workspace` or `home`, such as a
     grading's hidden tests, stays read-only there, and no folder above it can be renamed or removed: each is a mount
@@ -191,8 +212,15 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     # has nothing to inject into), and signals to that group reach the CLI too. bwrap does not forward
     # signals: an interrupt ends bwrap, and --die-with-parent then kills what runs inside.
     # every program the host starts is named by its absolute path (host_program): the child starts in the workspace
-    command = [host_program("bwrap"), "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-               "--unshare-cgroup-try", *([] if network or own else ["--unshare-net"])]
+    command = [
+        host_program("bwrap"),
+        "--die-with-parent",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        *([] if network or own else ["--unshare-net"]),
+    ]
     if seccomp:  # the start-up shell (below) opens it as descriptor 9
         command += ["--seccomp", "9"]
     if user is not None:  # root hands the drop (sandbox_drop.py) only what it needs to give up root
@@ -207,10 +235,17 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     tmp_size = ["--size", str(limits.disk_bytes)] if limits else []
     # /tmp before the binds (they may lie in /tmp); anyone's to write in, as on the host
     command += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", *tmp_size, "--tmpfs", "/tmp"]
-    extra = [_install_prefix(shutil.which("node")), _install_prefix(sys.executable),
-             Path(sys.base_prefix), *map(Path, read_only)]
-    binds = [["--ro-bind", folder, folder] for folder in dict.fromkeys(str(p) for p in extra if p)
-             if Path(folder).exists() and not any(folder.startswith(s + "/") or folder == s for s in SYSTEM_FOLDERS)]
+    extra = [
+        _install_prefix(shutil.which("node")),
+        _install_prefix(sys.executable),
+        Path(sys.base_prefix),
+        *map(Path, read_only),
+    ]
+    binds = [
+        ["--ro-bind", folder, folder]
+        for folder in dict.fromkeys(str(p) for p in extra if p)
+        if Path(folder).exists() and not any(folder.startswith(s + "/") or folder == s for s in SYSTEM_FOLDERS)
+    ]
     binds += [["--bind", str(home), str(home)], ["--bind", str(workspace), str(workspace)]]
     binds += _pinned(read_only, (workspace, home))
     # outer binds first: a `read_only` path inside the workspace (a grading's hidden tests) is bound over it, so
@@ -219,19 +254,37 @@ def sandbox_command(args: Sequence[str], workspace: Path | str, home: Path | str
     binds.sort(key=lambda bind: len(Path(bind[2]).parts))
     # The folders above each bind, made open to all (bwrap would copy the host's modes: /root is 0700, and the
     # run's own user could not reach its interpreter or workspace).
-    for parent in dict.fromkeys(p for _, _, target in binds for p in reversed(Path(target).parents)
-                                if str(p) not in ("/", "/tmp") and not _under_system(str(p))):
+    for parent in dict.fromkeys(
+        p
+        for _, _, target in binds
+        for p in reversed(Path(target).parents)
+        if str(p) not in ("/", "/tmp") and not _under_system(str(p))
+    ):
         command += ["--perms", "0755", "--dir", str(parent)]
     command += [arg for bind in binds for arg in bind]
     command += ["--perms", "0755", "--dir", INSIDE]  # the forwarder and the drop, open to the run's own user
     python = os.path.realpath(sys.executable)  # its install folder is visible (above), a virtualenv's may not be
     forwarder: list[str] = []
     if reach and not network and not own:
-        command += ["--ro-bind", str(relay_socket(home)), f"{INSIDE}/gateway.sock",
-                    "--ro-bind", str(FORWARDER), f"{INSIDE}/forwarder.py"]
+        command += [
+            "--ro-bind",
+            str(relay_socket(home)),
+            f"{INSIDE}/gateway.sock",
+            "--ro-bind",
+            str(FORWARDER),
+            f"{INSIDE}/forwarder.py",
+        ]
         host, port = reach_address(reach)
-        forwarder = [python, "-I", "-S", f"{INSIDE}/forwarder.py", f"{INSIDE}/gateway.sock", listen_host(host),
-                     str(port), "--"]
+        forwarder = [
+            python,
+            "-I",
+            "-S",
+            f"{INSIDE}/forwarder.py",
+            f"{INSIDE}/gateway.sock",
+            listen_host(host),
+            str(port),
+            "--",
+        ]
     # A port below 1024 (a remote gateway on 443) takes a capability to listen on: then the forwarder listens
     # before root is given up, holding only that one, SETUID and SETGID; otherwise it runs as the run's user.
     privileged_port = bool(forwarder) and user is not None and int(forwarder[-2]) < 1024
@@ -265,13 +318,17 @@ def _pinned(read_only: Sequence[Path | str], writable: Sequence[Path | str]) -> 
         for top in map(Path, writable):
             if top in path.parents:
                 between = path.relative_to(top).parents  # "a/b/c" -> a/b, a, .
-                pinned.update((str(top / part), None) for part in between if str(part) != "."
-                              and (top / part).is_dir() and not (top / part).is_symlink())
+                pinned.update(
+                    (str(top / part), None)
+                    for part in between
+                    if str(part) != "." and (top / part).is_dir() and not (top / part).is_symlink()
+                )
     return [["--bind", folder, folder] for folder in pinned]
 
 
-def _drop(tools: tuple[str, str] | None, python: str, user: int | None, limits: "Limits | None",
-          workspace: Path | str) -> list[str]:
+def _drop(
+    tools: tuple[str, str] | None, python: str, user: int | None, limits: "Limits | None", workspace: Path | str
+) -> list[str]:
     """The command that, first inside, sets the run's rlimits, gives up root (when `user`) and enters `workspace`,
     then becomes what follows it: util-linux's prlimit and setpriv (`tools`: programs, a millisecond each; bwrap
     has entered the workspace), else sandbox_drop.py (a Python start: 20 ms on a quiet machine, over 100 on a
@@ -281,8 +338,17 @@ def _drop(tools: tuple[str, str] | None, python: str, user: int | None, limits: 
     processes = str(limits.processes) if limits and user is not None else "-"
     file_bytes = str(limits.file_bytes) if limits else "-"
     if not tools:
-        return [python, "-I", "-S", f"{INSIDE}/drop.py", "-" if user is None else str(user), processes, file_bytes,
-                str(workspace), "--"]
+        return [
+            python,
+            "-I",
+            "-S",
+            f"{INSIDE}/drop.py",
+            "-" if user is None else str(user),
+            processes,
+            file_bytes,
+            str(workspace),
+            "--",
+        ]
     prlimit, setpriv = tools
     caps = [f"--{name}={value}" for name, value in (("nproc", processes), ("fsize", file_bytes)) if value != "-"]
     drop = [prlimit, *caps, "--"] if caps else []
@@ -305,9 +371,22 @@ def _drop_tools() -> tuple[str, str] | None:
 
 # The whole run (bwrap included) joins its cgroup (helpers.isolation.confinement) before bwrap starts, and bwrap gets
 # the seccomp filter on descriptor 9: `sh -c START sh FILTER|- PROCS... -- COMMAND...`.
-START = ('filter=$1; shift; while [ "$1" != -- ]; do echo 0 > "$1" || { echo "sandbox: cannot join $1" >&2; '
-         'exit 125; }; shift; done; shift; if [ "$filter" = - ]; then exec "$@"; else exec "$@" 9< "$filter"; fi')
+START = (
+    'filter=$1; shift; while [ "$1" != -- ]; do echo 0 > "$1" || { echo "sandbox: cannot join $1" >&2; '
+    'exit 125; }; shift; done; shift; if [ "$filter" = - ]; then exec "$@"; else exec "$@" 9< "$filter"; fi'
+)
 
 
-__all__ = ["host_program", "sandbox_command", "sandbox_policy", "SandboxPolicy", "SANDBOX_POLICIES", "use_sandbox", "require_sandbox", "unavailable_reason", "opted_out", "SandboxUnavailable",
-           "UNSAFE_OPT_OUT"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "host_program",
+    "sandbox_command",
+    "sandbox_policy",
+    "SandboxPolicy",
+    "SANDBOX_POLICIES",
+    "use_sandbox",
+    "require_sandbox",
+    "unavailable_reason",
+    "opted_out",
+    "SandboxUnavailable",
+    "UNSAFE_OPT_OUT",
+]  # documented in CODE_APPENDIX.md

@@ -33,8 +33,16 @@ def reached_at(reach: str | None, sandbox: SandboxPolicy) -> str | None:
     return inside_url(reach) if reach and _runs_sandboxed(sandbox) else reach
 
 
-def sandboxed(args: list[str], workspace: Path, home: Path | None, read_only: Sequence[Path | str] = (),
-              sandbox: SandboxPolicy = "required", *, reach: str | None = None, network: bool = False) -> list[str]:
+def sandboxed(
+    args: list[str],
+    workspace: Path,
+    home: Path | None,
+    read_only: Sequence[Path | str] = (),
+    sandbox: SandboxPolicy = "required",
+    *,
+    reach: str | None = None,
+    network: bool = False,
+) -> list[str]:
     """`args` as they run: in the sandbox (helpers.isolation.sandbox: its own PID and network namespaces, the
     workspace and `home` writable, `read_only` and this Python's environment visible) unless `sandbox` is
     None; "required" refuses to run without one (unless the user opted out), "if-available" (the scripted dry
@@ -50,8 +58,9 @@ def sandboxed(args: list[str], workspace: Path, home: Path | None, read_only: Se
         return list(args)
     if reach and not network and home is None:
         raise ValueError("a sandbox with `reach` needs the run's `home`: the relay's socket lives there")
-    return sandbox_command(args, workspace, home or workspace, read_only=[*read_only, sys.prefix], reach=reach,
-                           network=network)
+    return sandbox_command(
+        args, workspace, home or workspace, read_only=[*read_only, sys.prefix], reach=reach, network=network
+    )
 
 
 class SandboxedCommand(list[str]):
@@ -65,9 +74,17 @@ class SandboxedCommand(list[str]):
 
 
 @contextmanager
-def relayed(args: list[str], workspace: Path, home: Path | None, read_only: Sequence[Path | str] = (),
-            sandbox: SandboxPolicy = "required", *, reach: str | None = None,
-            network: bool = False, limits: Limits | None = None) -> Iterator[SandboxedCommand]:
+def relayed(
+    args: list[str],
+    workspace: Path,
+    home: Path | None,
+    read_only: Sequence[Path | str] = (),
+    sandbox: SandboxPolicy = "required",
+    *,
+    reach: str | None = None,
+    network: bool = False,
+    limits: Limits | None = None,
+) -> Iterator[SandboxedCommand]:
     """`sandboxed(...)`'s command, run unprivileged and within `limits` (helpers.isolation.confinement.confined: the
     run's own uid when we are root, its caps, a watcher ending it at the first cap reached; `limits` a
     helpers.isolation.confinement.Limits, default config's), with the relay that carries its connections to `reach`
@@ -84,10 +101,21 @@ def relayed(args: list[str], workspace: Path, home: Path | None, read_only: Sequ
         raise ValueError("a sandbox with `reach` needs the run's `home`: the relay's socket lives there")
     home = home or workspace
     with confined(workspace, home, limits) as confinement, run_network(reach, network) as namespace:
-        command = SandboxedCommand(sandbox_command(
-            args, workspace, home, read_only=[*read_only, sys.prefix], reach=reach, network=network,
-            user=confinement.user, limits=confinement.limits, cgroup=confinement.cgroup, seccomp=confinement.seccomp,
-            network_namespace=namespace))
+        command = SandboxedCommand(
+            sandbox_command(
+                args,
+                workspace,
+                home,
+                read_only=[*read_only, sys.prefix],
+                reach=reach,
+                network=network,
+                user=confinement.user,
+                limits=confinement.limits,
+                cgroup=confinement.cgroup,
+                seccomp=confinement.seccomp,
+                network_namespace=namespace,
+            )
+        )
         command.user, command.stages = confinement.user, confinement.stages
         with reach_relay(None if network or namespace else reach, home):  # its own network's relay: run_network's
             yield command

@@ -23,4 +23,8 @@ def scratch_dir(kind: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=owner))
 
 
-__all__ = ["scratch_root", "scratch_dir", "SCRATCH_PARENT"]  # documented in CODE_APPENDIX.md (helpers.isolation.processes)
+__all__ = [
+    "scratch_root",
+    "scratch_dir",
+    "SCRATCH_PARENT",
+]  # documented in CODE_APPENDIX.md (helpers.isolation.processes)

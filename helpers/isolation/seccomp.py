@@ -31,11 +31,18 @@ def seccomp_program() -> bytes | None:
     ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JSET|K, BPF_RET|K
     program: list[tuple[int, int, int, int]] = []
     for index, (arch, unshare, clone, clone3) in enumerate(arches):
-        block = [(ld, 0, 0, 0),  # the syscall's number
-                 *([(jset, 0, 1, _X32), (ret, 0, 0, eperm)] if index == 0 and arch == 0xC000003E else []),
-                 (jeq, 3, 0, unshare), (jeq, 2, 0, clone), (jeq, 0, 4, clone3), (ret, 0, 0, enosys),
-                 (ld, 0, 0, 16),  # the low word of its first argument: the flags
-                 (jset, 0, 1, _CLONE_NEWUSER), (ret, 0, 0, eperm), (ret, 0, 0, allow)]
+        block = [
+            (ld, 0, 0, 0),  # the syscall's number
+            *([(jset, 0, 1, _X32), (ret, 0, 0, eperm)] if index == 0 and arch == 0xC000003E else []),
+            (jeq, 3, 0, unshare),
+            (jeq, 2, 0, clone),
+            (jeq, 0, 4, clone3),
+            (ret, 0, 0, enosys),
+            (ld, 0, 0, 16),  # the low word of its first argument: the flags
+            (jset, 0, 1, _CLONE_NEWUSER),
+            (ret, 0, 0, eperm),
+            (ret, 0, 0, allow),
+        ]
         # an architecture check in front of each block: the next block (or allow) when it is not this one
         program += [(ld, 0, 0, 4), (jeq, 0, len(block), arch), *block]
     program.append((ret, 0, 0, allow))

@@ -82,8 +82,9 @@ def _join(folder: str, name: str) -> str:
     return f"{folder}/{name}" if folder else name
 
 
-def walk_tree(root: Path | str, *, max_depth: int | None = None,
-              max_entries: int | None = None) -> Iterator[tuple[int, str, os.stat_result, str]]:
+def walk_tree(
+    root: Path | str, *, max_depth: int | None = None, max_entries: int | None = None
+) -> Iterator[tuple[int, str, os.stat_result, str]]:
     """Every entry below the folder `root` (root itself excluded), folders before what they hold, as (the
     descriptor of its folder, valid until the next entry; its name; its lstat; its path relative to root).
     Iterative and no-follow (see the module); TreeRefused past `max_depth` or `max_entries` (default
@@ -147,8 +148,9 @@ def tree_usage(root: Path | str, *, max_depth: int | None = None, max_entries: i
     return TreeUsage(used, largest, entries)
 
 
-def chown_tree(root: Path | str, uid: int, gid: int, *, max_depth: int | None = None,
-               max_entries: int | None = None) -> TreeUsage:
+def chown_tree(
+    root: Path | str, uid: int, gid: int, *, max_depth: int | None = None, max_entries: int | None = None
+) -> TreeUsage:
     """Hand the folder `root` and everything in it to (uid, gid), links themselves and never what they point to
     (a set-uid bit the agent left is cleared by the kernel as its file changes owner); returns what it holds
     (walk_tree's limits and refusals)."""
@@ -208,8 +210,9 @@ def remove_tree(path: Path | str, *, note: Callable[[str], None] | None = None) 
     if st is not None and not stat.S_ISDIR(st.st_mode):
         _remove_entry(lambda: os.unlink(path), ".", left)
     elif st is not None:
-        left += [f"{os.path.relpath(point, path)}: a mount point that could not be detached"
-                 for point in detach_mounts(path)]  # a run's capped disk (helpers.isolation.disks) goes with it
+        left += [
+            f"{os.path.relpath(point, path)}: a mount point that could not be detached" for point in detach_mounts(path)
+        ]  # a run's capped disk (helpers.isolation.disks) goes with it
         for _ in range(3):  # another pass only if the folder was moved under the first (nothing runs there now)
             try:
                 _remove_folder(path, left)
@@ -220,7 +223,9 @@ def remove_tree(path: Path | str, *, note: Callable[[str], None] | None = None) 
                 left.append(f".: {error.strerror or error}")
                 break
     if left and note:
-        shown = "; ".join(left[:_SHOWN_LEFT]) + (f"; and {len(left) - _SHOWN_LEFT} more" if len(left) > _SHOWN_LEFT else "")
+        shown = "; ".join(left[:_SHOWN_LEFT]) + (
+            f"; and {len(left) - _SHOWN_LEFT} more" if len(left) > _SHOWN_LEFT else ""
+        )
         note(f"Note: {path} could not be removed whole: {shown}")
     return left
 

@@ -36,9 +36,15 @@ def refused(what: object, reason: str) -> RefusedOutput:
 
 def kind_of(mode: int) -> str:
     """What an lstat mode is, in words ("a symbolic link", "a FIFO (named pipe)", "a folder", ...)."""
-    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"), (stat.S_ISREG, "a file")):
+    for test, name in (
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISREG, "a file"),
+    ):
         if test(mode):
             return name
     return "a special file"
@@ -62,8 +68,11 @@ def _open_folder(fd: int, name: str, shown: str, make: bool) -> int:
         os.mkdir(name, 0o755, dir_fd=fd)
         mode = stat.S_IFDIR
     if not stat.S_ISDIR(mode):
-        raise refused(shown, f"is {kind_of(mode)}, where a folder was expected; the host follows no link and "
-                             "opens no special file in an agent's folders")
+        raise refused(
+            shown,
+            f"is {kind_of(mode)}, where a folder was expected; the host follows no link and "
+            "opens no special file in an agent's folders",
+        )
     try:
         return os.open(name, _FOLDER_FLAGS, dir_fd=fd)
     except OSError as error:  # swapped for a link between the check and the open
@@ -95,12 +104,14 @@ def _mode(fd: int, name: str) -> int | None:
 
 def _refuse_unless_file(mode: int, shown: str) -> None:
     if not stat.S_ISREG(mode):
-        raise refused(shown, f"is {kind_of(mode)}, not a regular file; the host follows no link and reads no "
-                             "special file an agent left")
+        raise refused(
+            shown,
+            f"is {kind_of(mode)}, not a regular file; the host follows no link and reads no special file an agent left",
+        )
 
 
 def untrusted_kind(path: Path | str, root: Path | str) -> str:
-    """"missing", "file" or "folder": what `path` is, reached from `root` without following a link; a link or
+    """ "missing", "file" or "folder": what `path` is, reached from `root` without following a link; a link or
     special file on the way or at the end is a RefusedOutput naming it."""
     try:
         fd, name, shown = _parent(path, root)
@@ -182,5 +193,13 @@ def remove_untrusted(path: Path | str, root: Path | str) -> None:
         os.close(fd)
 
 
-__all__ = ["RefusedOutput", "REFUSED", "refused", "kind_of", "untrusted_kind", "read_untrusted", "write_untrusted",
-           "remove_untrusted"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "RefusedOutput",
+    "REFUSED",
+    "refused",
+    "kind_of",
+    "untrusted_kind",
+    "read_untrusted",
+    "write_untrusted",
+    "remove_untrusted",
+]  # documented in CODE_APPENDIX.md

@@ -84,8 +84,10 @@ Answer with one JSON object and nothing else:
   {"op": "delete", "id": "R4", "reason": "...", "sources": [...]}
 ]}"""
 
-REPAIR_PROMPT = ("Your answer could not be used: {problem}. Answer again with only the JSON object "
-                 '{{"edits": [...]}} in the format given, using the rule ids shown under "## Current rules".')
+REPAIR_PROMPT = (
+    "Your answer could not be used: {problem}. Answer again with only the JSON object "
+    '{{"edits": [...]}} in the format given, using the rule ids shown under "## Current rules".'
+)
 NO_RULES = "(none yet: write the first rules from scratch)"
 LEAKAGE_MODES = ("reject", "flag", "off")
 PLANTED_MODES = ("reject", "flag")
@@ -125,11 +127,22 @@ class OptimizerReport:
 class PromptLearningOptimizer:
     """Prompt Learning over a rules file (see the module docstring)."""
 
-    def __init__(self, prompt: str = "", model_choice: str | None = None, openai_api_key: str | None = None, *,
-                 base_url: str | None = None, budget_usd: float | None = None, leakage: str = "reject",
-                 client: LLMClient | None = None, system_prompt: str = OPTIMIZER_SYSTEM_PROMPT,
-                 leaks: Callable[[pd.DataFrame], dict[str, set[str]]] | None = None, planted: str = "reject",
-                 rules_max_tokens: int | None = None, rule_check: Callable[[str], RuleVerdict] | None = None):
+    def __init__(
+        self,
+        prompt: str = "",
+        model_choice: str | None = None,
+        openai_api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        budget_usd: float | None = None,
+        leakage: str = "reject",
+        client: LLMClient | None = None,
+        system_prompt: str = OPTIMIZER_SYSTEM_PROMPT,
+        leaks: Callable[[pd.DataFrame], dict[str, set[str]]] | None = None,
+        planted: str = "reject",
+        rules_max_tokens: int | None = None,
+        rule_check: Callable[[str], RuleVerdict] | None = None,
+    ):
         """`system_prompt`: the meta-prompt's instructions (the coding-agent ones by default; a task family
         passes its own, asking for the same JSON edits). `leaks`: rows -> {name: the one task it belongs
         to}, the names a rule must not mention (default: leaky_identifiers, for coding tasks). `planted`:
@@ -144,7 +157,9 @@ class PromptLearningOptimizer:
             raise ValueError(f"planted must be one of {PLANTED_MODES}, not {planted!r}.")
         rules_max_tokens = config.RULES_MAX_TOKENS if rules_max_tokens is None else rules_max_tokens
         if rules_max_tokens is not None and (type(rules_max_tokens) is not int or rules_max_tokens < 1):
-            raise ValueError(f"rules_max_tokens must be a whole number of at least 1, or None, not {rules_max_tokens!r}.")
+            raise ValueError(
+                f"rules_max_tokens must be a whole number of at least 1, or None, not {rules_max_tokens!r}."
+            )
         self.prompt = prompt
         self.system_prompt = system_prompt
         self.leaks = leaks or leaky_identifiers
@@ -157,19 +172,39 @@ class PromptLearningOptimizer:
         self.last_report: OptimizerReport | None = None
 
     def __repr__(self) -> str:
-        return (f"PromptLearningOptimizer(model={self.model!r}, leakage={self.leakage!r}, planted={self.planted!r}, "
-                f"rules_max_tokens={self.rules_max_tokens!r})")
+        return (
+            f"PromptLearningOptimizer(model={self.model!r}, leakage={self.leakage!r}, planted={self.planted!r}, "
+            f"rules_max_tokens={self.rules_max_tokens!r})"
+        )
 
     @overload
-    def optimize(self, dataset: pd.DataFrame, output_column: str, feedback_columns: Sequence[str],
-                 ruleset: str = "", context_size_k: int = config.CONTEXT_SIZE_K) -> str: ...
+    def optimize(
+        self,
+        dataset: pd.DataFrame,
+        output_column: str,
+        feedback_columns: Sequence[str],
+        ruleset: str = "",
+        context_size_k: int = config.CONTEXT_SIZE_K,
+    ) -> str: ...
 
     @overload
-    def optimize(self, dataset: pd.DataFrame, output_column: str, feedback_columns: Sequence[str],
-                 ruleset: RulesFile, context_size_k: int = config.CONTEXT_SIZE_K) -> RulesFile: ...
+    def optimize(
+        self,
+        dataset: pd.DataFrame,
+        output_column: str,
+        feedback_columns: Sequence[str],
+        ruleset: RulesFile,
+        context_size_k: int = config.CONTEXT_SIZE_K,
+    ) -> RulesFile: ...
 
-    def optimize(self, dataset: pd.DataFrame, output_column: str, feedback_columns: Sequence[str],
-                 ruleset: str | RulesFile = "", context_size_k: int = config.CONTEXT_SIZE_K) -> str | RulesFile:
+    def optimize(
+        self,
+        dataset: pd.DataFrame,
+        output_column: str,
+        feedback_columns: Sequence[str],
+        ruleset: str | RulesFile = "",
+        context_size_k: int = config.CONTEXT_SIZE_K,
+    ) -> str | RulesFile:
         """The new ruleset (or the whole prompt, when `ruleset` holds fenced rules): text for text, a
         helpers.rules.rules_file.RulesFile for one (text is parsed here, once).
 
@@ -179,8 +214,10 @@ class PromptLearningOptimizer:
         """
         missing = [c for c in (output_column, *feedback_columns) if c not in dataset.columns]
         if missing:
-            raise ValueError(f"The dataset lacks the column(s) {missing}: pass the rows with their output and "
-                             "feedback columns (for coding agents: run_tasks' rows judged by evaluate_results).")
+            raise ValueError(
+                f"The dataset lacks the column(s) {missing}: pass the rows with their output and "
+                "feedback columns (for coding agents: run_tasks' rows judged by evaluate_results)."
+            )
         if "instance_id" not in dataset.columns:  # any rows will do: name the examples by position
             dataset = dataset.assign(instance_id=[f"row-{i}" for i in range(len(dataset))])
         budget = int(context_size_k)
@@ -191,9 +228,13 @@ class PromptLearningOptimizer:
         cost_before, unpriced_before = self._spent(), getattr(self.client, "unpriced_calls", 0)
         leaks = self.leaks(dataset) if self.leakage != "off" else {}
         examples: list[tuple[str, str, Callable[[int], str]]] = [  # (id, text, (max_tokens) -> the text cut)
-            (str(row["instance_id"]), render_example(row, output_column, feedback_columns),
-             partial(render_example, row, output_column, feedback_columns))
-            for row in dataset.to_dict("records")]
+            (
+                str(row["instance_id"]),
+                render_example(row, output_column, feedback_columns),
+                partial(render_example, row, output_column, feedback_columns),
+            )
+            for row in dataset.to_dict("records")
+        ]
         try:
             while examples:  # each batch is packed against the rules as the previous batch left them
                 rules = self._run_batch(self._next_batch(examples, rules, budget), rules, leaks, report)
@@ -213,21 +254,32 @@ class PromptLearningOptimizer:
     def messages(self, rules: Ruleset, examples: Sequence[str]) -> list[dict[str, str]]:
         """The optimizer's request for these rules and rendered examples."""
         current = "\n".join(f"[{r.id}] {r.text}" for r in rules.rules) or NO_RULES
-        budget = (f"## Budget for the rules\nThe rules may take at most {self.rules_max_tokens} tokens as the agent "
-                  f"reads them; they take {rules_tokens(rules)} now. An edit that would take them over is refused: "
-                  "merge, shorten or delete rules to make room.\n\n") if self.rules_max_tokens else ""
-        user = (f"## The agent's base prompt (read-only)\n{self.prompt.strip() or '(not given)'}\n\n"
-                f"## Current rules\n{current}\n\n{budget}## Examples\n{fence_note()}\n\n" + "\n\n".join(examples))
+        budget = (
+            (
+                f"## Budget for the rules\nThe rules may take at most {self.rules_max_tokens} tokens as the agent "
+                f"reads them; they take {rules_tokens(rules)} now. An edit that would take them over is refused: "
+                "merge, shorten or delete rules to make room.\n\n"
+            )
+            if self.rules_max_tokens
+            else ""
+        )
+        user = (
+            f"## The agent's base prompt (read-only)\n{self.prompt.strip() or '(not given)'}\n\n"
+            f"## Current rules\n{current}\n\n{budget}## Examples\n{fence_note()}\n\n" + "\n\n".join(examples)
+        )
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
 
-    def _next_batch(self, queue: list[tuple[str, str, Callable[[int], str]]], rules: Ruleset,
-                    budget: int) -> list[tuple[str, str]]:
+    def _next_batch(
+        self, queue: list[tuple[str, str, Callable[[int], str]]], rules: Ruleset, budget: int
+    ) -> list[tuple[str, str]]:
         """Take from `queue` the examples that fit one request of at most `budget` tokens with `rules`."""
         overhead = count_message_tokens(self.messages(rules, []))
         room = budget - overhead
         if room < 64:
-            raise ValueError(f"context_size_k={budget} tokens leaves no room for examples: the instructions, "
-                             f"base prompt and rules already take {overhead}. Raise context_size_k.")
+            raise ValueError(
+                f"context_size_k={budget} tokens leaves no room for examples: the instructions, "
+                f"base prompt and rules already take {overhead}. Raise context_size_k."
+            )
         batch: list[tuple[str, str]] = []
         used = 0
         while queue:
@@ -245,13 +297,20 @@ class PromptLearningOptimizer:
             queue.pop(0)
         return batch
 
-    def _run_batch(self, batch: list[tuple[str, str]], rules: Ruleset, leaks: dict[str, set[str]],
-                   report: OptimizerReport) -> Ruleset:
+    def _run_batch(
+        self, batch: list[tuple[str, str]], rules: Ruleset, leaks: dict[str, set[str]], report: OptimizerReport
+    ) -> Ruleset:
         messages = self.messages(rules, [text for _, text in batch])
         tokens = count_message_tokens(messages)
         assert tokens <= report.budget_tokens, f"batch of {tokens} tokens over the budget"  # packing guarantees it
-        report.batches.append({"index": len(report.batches), "instance_ids": [i for i, _ in batch],
-                               "prompt_tokens": tokens, "budget_tokens": report.budget_tokens})
+        report.batches.append(
+            {
+                "index": len(report.batches),
+                "instance_ids": [i for i, _ in batch],
+                "prompt_tokens": tokens,
+                "budget_tokens": report.budget_tokens,
+            }
+        )
         batch_index = len(report.batches) - 1
         problem: str | None = None
         for _attempt in range(2):  # the answer, then at most one repair of an unusable answer
@@ -263,10 +322,14 @@ class PromptLearningOptimizer:
                 self.client.remember(answer)  # only used answers are replayed by a rerun
                 return new_rules
             if cut_at_length(answer):  # said as what it is, not as the broken JSON it left
-                problem = (f"the answer was cut at the length limit ({answer.output_tokens} tokens; "
-                           f"OPTIMIZER_MAX_TOKENS={config.OPTIMIZER_MAX_TOKENS}, or the model server's own cap)")
-            messages = messages + [{"role": "assistant", "content": answer.text},
-                                   {"role": "user", "content": REPAIR_PROMPT.format(problem=problem)}]
+                problem = (
+                    f"the answer was cut at the length limit ({answer.output_tokens} tokens; "
+                    f"OPTIMIZER_MAX_TOKENS={config.OPTIMIZER_MAX_TOKENS}, or the model server's own cap)"
+                )
+            messages = messages + [
+                {"role": "assistant", "content": answer.text},
+                {"role": "user", "content": REPAIR_PROMPT.format(problem=problem)},
+            ]
         report.errors.append(f"batch {batch_index}: answer unusable after one repair ({problem}); rules left unchanged")
         return rules
 
@@ -286,8 +349,9 @@ class PromptLearningOptimizer:
         report.tokens += answer.input_tokens + answer.output_tokens
         return answer
 
-    def _use(self, text: str, rules: Ruleset, leaks: dict[str, set[str]],
-             report: OptimizerReport) -> tuple[Ruleset, str | None]:
+    def _use(
+        self, text: str, rules: Ruleset, leaks: dict[str, set[str]], report: OptimizerReport
+    ) -> tuple[Ruleset, str | None]:
         """(rules after the answer's edits, None), or (rules unchanged, why the answer is unusable):
         unparseable, or edits of which none applies (and none was held back by a guard)."""
         try:
@@ -298,13 +362,17 @@ class PromptLearningOptimizer:
             return rules, str(error)
         allowed, leaked = self._guard(edits, leaks)
         allowed, held = self._screen(allowed)  # by meaning; raises LLMError when the check failed transiently
-        new_rules, applied, rejected = apply_edits(rules, allowed, refuse_planted=self.planted == "reject",
-                                                   max_tokens=self.rules_max_tokens)
+        new_rules, applied, rejected = apply_edits(
+            rules, allowed, refuse_planted=self.planted == "reject", max_tokens=self.rules_max_tokens
+        )
         rejected += held
         if edits and not applied and not leaked and not any("planted" in r for r in rejected):
             return rules, "no edit could be applied: " + "; ".join(r["rejection"] for r in rejected)
-        planted = [{**e, "flag": planted_note(reasons), "planted": reasons} for e in applied  # only in "flag" mode
-                   if (reasons := planted_reasons(str(e.get("text") or "")) + list(e.get("meaning_flags") or []))]
+        planted = [
+            {**e, "flag": planted_note(reasons), "planted": reasons}
+            for e in applied  # only in "flag" mode
+            if (reasons := planted_reasons(str(e.get("text") or "")) + list(e.get("meaning_flags") or []))
+        ]
         report.edits_applied += applied
         report.edits_rejected += rejected + [e for e in leaked if self.leakage == "reject"]
         report.edits_flagged += leaked + planted
@@ -333,7 +401,9 @@ class PromptLearningOptimizer:
     def _spent(self) -> float:
         """What this optimizer's models have cost so far: its own client's, and the rule check's when apart."""
         check = getattr(self.rule_check, "client", None)
-        return self.client.total_cost_usd + (check.total_cost_usd if check is not None and check is not self.client else 0.0)
+        return self.client.total_cost_usd + (
+            check.total_cost_usd if check is not None and check is not self.client else 0.0
+        )
 
     def _guard(self, edits: list[Any], leaks: dict[str, set[str]]) -> tuple[list[Any], list[dict]]:
         """(edits to apply, edits that name training-task specifics, with the reason)."""
@@ -353,5 +423,6 @@ class PromptLearningOptimizer:
 
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "PromptLearningOptimizer", "OptimizerReport",
+    "PromptLearningOptimizer",
+    "OptimizerReport",
 ]

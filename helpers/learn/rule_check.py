@@ -75,16 +75,19 @@ class RuleCheck:
         self.calls = 0
 
     @classmethod
-    def of(cls, model: str, *, base_url: str | None = None, api_key: str | None = None,
-           budget_usd: float | None = None) -> "RuleCheck":
+    def of(
+        cls, model: str, *, base_url: str | None = None, api_key: str | None = None, budget_usd: float | None = None
+    ) -> "RuleCheck":
         """A check with `model` (a session's judge: RuleCheck.of(**session.judge_kwargs()))."""
         return cls(LLMClient(model, base_url=base_url, api_key=api_key, budget_usd=budget_usd))
 
     def messages(self, text: str) -> list[dict[str, str]]:
         """The check's request for one rule: the rubric, then the rule fenced as data."""
         token = fence_token(text)
-        return [{"role": "system", "content": RULE_CHECK_PROMPT},
-                {"role": "user", "content": f"{fence_note(token)}\n\n## The rule\n{fence(token, 'the rule', text)}"}]
+        return [
+            {"role": "system", "content": RULE_CHECK_PROMPT},
+            {"role": "user", "content": f"{fence_note(token)}\n\n## The rule\n{fence(token, 'the rule', text)}"},
+        ]
 
     def __call__(self, text: str) -> RuleVerdict:
         """The verdict on `text`. Raises LLMError only when the request failed transiently."""
@@ -105,7 +108,9 @@ class RuleCheck:
         self.client.remember(answer)
         category = str(parsed.get("category") or "").strip().strip('"')
         category = category if category in HARM_CATEGORIES else ("" if not harmful else f"other: {category[:80]}")
-        return RuleVerdict(harmful, category if harmful else "", " ".join(str(parsed.get("reason") or "").split())[:300])
+        return RuleVerdict(
+            harmful, category if harmful else "", " ".join(str(parsed.get("reason") or "").split())[:300]
+        )
 
 
 __all__ = ["RuleCheck", "RuleVerdict", "RULE_CHECK_PROMPT"]  # the public API, documented in CODE_APPENDIX.md

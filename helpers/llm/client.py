@@ -64,13 +64,22 @@ class BudgetExceeded(LLMError):
 class LLMClient:
     """Thread-safe chat-completion client with retries, a budget, cost accounting and a cache."""
 
-    def __init__(self, model: str = config.JUDGE_MODEL, *, api_key: str | None = None,
-                 base_url: str | None = None, max_concurrency: int = config.LLM_MAX_CONCURRENCY,
-                 max_retries: int = config.LLM_MAX_RETRIES, budget_usd: float | None = None,
-                 cache: bool = True, cache_dir: Path | str | None = None,
-                 prices: Prices | None = None,
-                 timeout_s: float = config.LLM_REQUEST_TIMEOUT_S, backoff_s: float = 1.0,
-                 max_backoff_s: float = 60.0):
+    def __init__(
+        self,
+        model: str = config.JUDGE_MODEL,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_concurrency: int = config.LLM_MAX_CONCURRENCY,
+        max_retries: int = config.LLM_MAX_RETRIES,
+        budget_usd: float | None = None,
+        cache: bool = True,
+        cache_dir: Path | str | None = None,
+        prices: Prices | None = None,
+        timeout_s: float = config.LLM_REQUEST_TIMEOUT_S,
+        backoff_s: float = 1.0,
+        max_backoff_s: float = 60.0,
+    ):
         self.model = model
         self._api_key, self._base_url = api_key, base_url
         self.max_retries = max_retries
@@ -146,10 +155,16 @@ class LLMClient:
 
     def usage_summary(self) -> dict[str, Any]:
         return {
-            "model": self.model, "calls": self.calls, "cached_calls": self.cached_calls,
-            "retries": self.retries, "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens, "cost_usd": round(self.total_cost_usd, 6),
-            "unpriced": self.unpriced, "budget_usd": self.budget_usd, "dry_run": self.dry_run,
+            "model": self.model,
+            "calls": self.calls,
+            "cached_calls": self.cached_calls,
+            "retries": self.retries,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": round(self.total_cost_usd, 6),
+            "unpriced": self.unpriced,
+            "budget_usd": self.budget_usd,
+            "dry_run": self.dry_run,
         }
 
     # --- internals ---
@@ -172,8 +187,7 @@ class LLMClient:
             elif settings.provider == "gemini":
                 base_url = config.gemini_openai_url()
             # Retries are ours (Retry-After, counting); the SDK's own are off.
-            self._sdk = OpenAI(api_key=settings.require_key(), base_url=base_url, max_retries=0,
-                               timeout=self.timeout_s)
+            self._sdk = OpenAI(api_key=settings.require_key(), base_url=base_url, max_retries=0, timeout=self.timeout_s)
         return self._sdk
 
     def _send_with_retries(self, request: dict[str, Any]) -> Any:
@@ -209,9 +223,13 @@ class LLMClient:
                 raise failure from None  # a request error, or the gateway already retried it
             asked, limit = retry_after_s(headers), config.LLM_MAX_RETRY_AFTER_S
             if asked is not None and asked > limit:
-                raise LLMError(f"{_describe(error, self.model, attempt)} The server asked to wait "
-                               f"(Retry-After: {asked:g} s), longer than LLM_MAX_RETRY_AFTER_S={limit:g} s; "
-                               "run again later.", transient=True, status_code=status) from None
+                raise LLMError(
+                    f"{_describe(error, self.model, attempt)} The server asked to wait "
+                    f"(Retry-After: {asked:g} s), longer than LLM_MAX_RETRY_AFTER_S={limit:g} s; "
+                    "run again later.",
+                    transient=True,
+                    status_code=status,
+                ) from None
             raise TryAgain(asked, failure) from None
         except (openai.APIConnectionError, openai.APITimeoutError) as error:  # timeouts included
             raise TryAgain(None, LLMError(_describe(error, self.model, attempt), transient=True)) from None
@@ -219,13 +237,18 @@ class LLMClient:
     def _to_completion(self, response: Any, key: str) -> Completion:
         problem = not_a_completion(response)
         if problem:  # a failure of this call, named; never a TypeError further down
-            raise LLMError(f"LLM request to {self.model} failed: the server answered 200, but {problem}. Check that "
-                           "its base URL serves OpenAI-compatible /v1/chat/completions.", status_code=200)
+            raise LLMError(
+                f"LLM request to {self.model} failed: the server answered 200, but {problem}. Check that "
+                "its base URL serves OpenAI-compatible /v1/chat/completions.",
+                status_code=200,
+            )
         choice = response.choices[0]
         usage = getattr(response, "usage", None)
         input_tokens = getattr(usage, "prompt_tokens", 0) or 0
         output_tokens = getattr(usage, "completion_tokens", 0) or 0
-        served = getattr(response, "model", None) or self.model  # priced by the model that answered, as the gateway does
+        served = (
+            getattr(response, "model", None) or self.model
+        )  # priced by the model that answered, as the gateway does
         return Completion(
             text=choice.message.content or "",
             model=served,
@@ -267,7 +290,9 @@ def not_a_completion(response: Any) -> str | None:
             said = error.get("message") if isinstance(error, dict) else error
             return f"with an error instead of a completion: {str(said)[:300]}"
         kind = f' (a "{body["type"]}" object, as another API answers)' if isinstance(body.get("type"), str) else ""
-        return f"the body is not a chat completion{kind}: it has no choices (its fields: {', '.join(sorted(body)[:10])})"
+        return (
+            f"the body is not a chat completion{kind}: it has no choices (its fields: {', '.join(sorted(body)[:10])})"
+        )
     choice = choices[0]
     message = getattr(choice, "message", None)
     if message is None:
@@ -293,12 +318,17 @@ def cut_at_length(completion: Completion) -> bool:
     return completion.raw.get("finish_reason") == "length"
 
 
-_CONTEXT_ERROR = re.compile(r"context.{0,20}(length|size|window|limit)|prompt is too long|too many tokens|"
-                            r"exceeds? the (available )?context", re.I)
-_CONTEXT_LIMIT = (re.compile(r"maximum context length is (\d[\d,]*)", re.I),
-                  re.compile(r"> ?(\d[\d,]*) maximum", re.I),  # Anthropic: "prompt is too long: 9000 tokens > 8192 maximum"
-                  re.compile(r"context (?:length|size|window)(?: limit)?(?: of| is|:)? \(?(\d[\d,]*)", re.I),
-                  re.compile(r"\(?(\d[\d,]*)\)? ?tokens?\)? ?(?:context|is the maximum)", re.I))
+_CONTEXT_ERROR = re.compile(
+    r"context.{0,20}(length|size|window|limit)|prompt is too long|too many tokens|"
+    r"exceeds? the (available )?context",
+    re.I,
+)
+_CONTEXT_LIMIT = (
+    re.compile(r"maximum context length is (\d[\d,]*)", re.I),
+    re.compile(r"> ?(\d[\d,]*) maximum", re.I),  # Anthropic: "prompt is too long: 9000 tokens > 8192 maximum"
+    re.compile(r"context (?:length|size|window)(?: limit)?(?: of| is|:)? \(?(\d[\d,]*)", re.I),
+    re.compile(r"\(?(\d[\d,]*)\)? ?tokens?\)? ?(?:context|is the maximum)", re.I),
+)
 
 
 def context_limit(message: str) -> str | None:
@@ -354,9 +384,11 @@ def llm_generator(client: Any, **params: Any) -> Callable[[str, str], str]:
     """A generate(prompt, request) that asks `client` (an LLMClient): the prompt as the system message, the
     request as the user message; `params` go to the API. Raises what the client raises. A prompt task
     family runs its rows with it (helpers.engine.loop.run_prompt_loop)."""
+
     def generate(prompt: str, request: str) -> str:
         messages = [{"role": "system", "content": prompt}, {"role": "user", "content": request}]
         return client.complete(messages, **params).text
+
     return generate
 
 
@@ -370,7 +402,7 @@ def parse_json_object(text: str) -> dict[str, Any]:
     candidates = [fenced.group(1)] if fenced else [stripped]
     start, end = stripped.find("{"), stripped.rfind("}")
     if start != -1 and end > start:
-        candidates.append(stripped[start:end + 1])
+        candidates.append(stripped[start : end + 1])
     for candidate in candidates:
         try:
             value = json.loads(candidate)
@@ -380,7 +412,16 @@ def parse_json_object(text: str) -> dict[str, Any]:
             return value
     raise ValueError(f"the answer is not a JSON object: {stripped[:200]!r}")
 
+
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "LLMClient", "LLMError", "BudgetExceeded", "cache_key", "output_cap", "cut_at_length", "context_limit", "parse_json_object", "llm_generator",
+    "LLMClient",
+    "LLMError",
+    "BudgetExceeded",
+    "cache_key",
+    "output_cap",
+    "cut_at_length",
+    "context_limit",
+    "parse_json_object",
+    "llm_generator",
     "not_a_completion",
 ]

@@ -46,7 +46,9 @@ def served_models(base_url: str, api_key: str | None, kind: str = "openai") -> d
     try:
         client = openai.OpenAI(base_url=base_url, api_key=api_key or NO_KEY, max_retries=0, timeout=LIST_TIMEOUT_S)
         # Google's OpenAI-compatible list names its models "models/<id>", as its own API does
-        return {model.id.removeprefix("models/"): getattr(model, "shutdown_date", None) for model in client.models.list()}
+        return {
+            model.id.removeprefix("models/"): getattr(model, "shutdown_date", None) for model in client.models.list()
+        }
     except openai.APIStatusError as error:
         raise _status_error(error.status_code, error.message) from None
     except openai.APIError as error:  # unreachable, timed out, an answer that is not a list
@@ -58,7 +60,9 @@ def _anthropic_models(base_url: str, api_key: str | None) -> dict[str, str | Non
     import anthropic
 
     try:
-        client = anthropic.Anthropic(base_url=base_url, api_key=api_key or NO_KEY, max_retries=0, timeout=LIST_TIMEOUT_S)
+        client = anthropic.Anthropic(
+            base_url=base_url, api_key=api_key or NO_KEY, max_retries=0, timeout=LIST_TIMEOUT_S
+        )
         return {model.id: None for model in client.models.list(limit=1000)}
     except anthropic.APIStatusError as error:
         raise _status_error(error.status_code, error.message) from None
@@ -80,8 +84,12 @@ def _gemini_models(base_url: str, api_key: str | None) -> dict[str, str | None]:
     page = None
     try:
         while True:
-            answer = httpx.get(f"{base_url.rstrip('/')}/v1beta/models", headers={"x-goog-api-key": api_key or NO_KEY},
-                               params={"pageSize": 1000, **({"pageToken": page} if page else {})}, timeout=LIST_TIMEOUT_S)
+            answer = httpx.get(
+                f"{base_url.rstrip('/')}/v1beta/models",
+                headers={"x-goog-api-key": api_key or NO_KEY},
+                params={"pageSize": 1000, **({"pageToken": page} if page else {})},
+                timeout=LIST_TIMEOUT_S,
+            )
             if answer.status_code in (404, 405, 501):
                 raise NoModelList(f"it has no model list (HTTP {answer.status_code})")
             if answer.status_code != 200:

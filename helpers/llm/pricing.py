@@ -47,8 +47,13 @@ def _table_cost(model: str, input_tokens: int, output_tokens: int, cached_tokens
     return float(price.total_price)
 
 
-def call_cost_usd(model: str | None, input_tokens: int, output_tokens: int, prices: Prices | None = None,
-                  cached_tokens: int | None = None) -> float | None:
+def call_cost_usd(
+    model: str | None,
+    input_tokens: int,
+    output_tokens: int,
+    prices: Prices | None = None,
+    cached_tokens: int | None = None,
+) -> float | None:
     """USD for one call of `model` with these token counts; None when the model is unpriced.
     `cached_tokens` is the part of `input_tokens` read from the prompt cache (None or 0: none was)."""
     if not model:

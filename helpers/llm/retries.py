@@ -59,17 +59,28 @@ def _wait(backoff_s: float, max_backoff_s: float) -> Callable[[RetryCallState], 
         if isinstance(error, TryAgain) and error.after_s is not None:
             return error.after_s
         return backoff(state)
+
     return wait
 
 
 def policy(max_retries: int, backoff_s: float, max_backoff_s: float, sleep: Callable | None = None) -> dict[str, Any]:
     """Keyword arguments for tenacity's Retrying / AsyncRetrying: attempts raise TryAgain to be retried;
     after the last attempt the last TryAgain is re-raised (its `cause` says what failed)."""
-    kwargs: dict[str, Any] = dict(stop=stop_after_attempt(max_retries + 1), wait=_wait(backoff_s, max_backoff_s),
-                                  retry=retry_if_exception_type(TryAgain), reraise=True)
+    kwargs: dict[str, Any] = dict(
+        stop=stop_after_attempt(max_retries + 1),
+        wait=_wait(backoff_s, max_backoff_s),
+        retry=retry_if_exception_type(TryAgain),
+        reraise=True,
+    )
     if sleep is not None:
         kwargs["sleep"] = sleep
     return kwargs
 
 
-__all__ = ["policy", "TryAgain", "is_retryable", "retry_after_s", "GATEWAY_RETRIES_HEADER"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "policy",
+    "TryAgain",
+    "is_retryable",
+    "retry_after_s",
+    "GATEWAY_RETRIES_HEADER",
+]  # documented in CODE_APPENDIX.md

@@ -49,12 +49,25 @@ from typing import Any, Sequence
 
 from helpers.core.config import SCRIPTED_MODEL
 from helpers.llm.scripted_wire import WHOLE, sse_events
-from helpers.llm.scripts import (FAULTS, WRONG_API, Reply, Rule, Script, _api_of, _error_body,  # noqa: F401
-                                 _estimate_tokens, _model_list,
-                                 assistant_turns, message_text, normalize_request, tool_call, tool_names)
+from helpers.llm.scripts import (
+    FAULTS,
+    WRONG_API,
+    Reply,
+    Rule,
+    Script,
+    _api_of,
+    _error_body,  # noqa: F401
+    _estimate_tokens,
+    _model_list,
+    message_text,
+    normalize_request,
+    tool_call,
+    tool_names,
+)
 
 NOT_JSON_EVENT = b"data: {this is not JSON\n\n"
 NOT_JSON_BODY = b"<html><body>upstream busy</body></html>"
+
 
 # --- the server ---------------------------------------------------------------------------------------
 class _Server(ThreadingHTTPServer):
@@ -66,9 +79,16 @@ class _Server(ThreadingHTTPServer):
 class ScriptedModelServer:
     """Serves a Script on a free loopback port; use as a context manager or call start()/stop()."""
 
-    def __init__(self, script: Script | None = None, host: str = "127.0.0.1", port: int = 0,
-                 model: str = SCRIPTED_MODEL, answers_as: str | None = None, models: Sequence[str] = (),
-                 lists_models: bool = True):
+    def __init__(
+        self,
+        script: Script | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        model: str = SCRIPTED_MODEL,
+        answers_as: str | None = None,
+        models: Sequence[str] = (),
+        lists_models: bool = True,
+    ):
         self.script = script or Script()
         self.model = model
         self.answers_as = answers_as
@@ -85,8 +105,9 @@ class ScriptedModelServer:
     def start(self) -> "ScriptedModelServer":
         self._httpd = _Server((self._host, self._port), _handler_for(self))
         # stop() waits for serve_forever's next poll: at its default 0.5 s, half a second per server stopped
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="scripted-model-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-model-server", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -131,8 +152,11 @@ class ScriptedModelServer:
         """Every model request so far (of one API: "chat", "anthropic", "responses", "gemini"), normalised as
         rules see them."""
         with self._requests_lock:
-            return [normalize_request(r["api"], r["body"], r["path"]) for r in self.requests
-                    if r.get("api") in ("chat", "anthropic", "responses", "gemini") and api in (None, r["api"])]
+            return [
+                normalize_request(r["api"], r["body"], r["path"])
+                for r in self.requests
+                if r.get("api") in ("chat", "anthropic", "responses", "gemini") and api in (None, r["api"])
+            ]
 
     def went_away(self, entry: dict[str, Any]) -> None:
         """Note that `entry`'s client closed its connection before its answer was complete."""
@@ -180,10 +204,19 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             except json.JSONDecodeError:
                 self._json(400, _error_body("request body is not JSON", "invalid_request_error", api))
                 return
-            entry = {"path": self.path, "api": api, "body": body, "time": time.time(), "written": 0, "gone": False,
-                     "headers": dict(self.headers.items()),
-                     "authorization": self.headers.get("Authorization") or self.headers.get("x-api-key")
-                     or self.headers.get("x-goog-api-key") or ""}
+            entry = {
+                "path": self.path,
+                "api": api,
+                "body": body,
+                "time": time.time(),
+                "written": 0,
+                "gone": False,
+                "headers": dict(self.headers.items()),
+                "authorization": self.headers.get("Authorization")
+                or self.headers.get("x-api-key")
+                or self.headers.get("x-goog-api-key")
+                or "",
+            }
             server.record(entry)
             if api is None:
                 self._json(404, _error_body(f"no route {self.path}", "not_found"))
@@ -227,7 +260,11 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             answer = WHOLE[shape]
             if reply.fault is None or reply.fault in ("no_end_marker", "wrong_api"):
                 return self._json(200, answer(request, reply, server.model))
-            data = NOT_JSON_BODY if reply.fault == "malformed" else json.dumps(answer(request, reply, server.model)).encode()
+            data = (
+                NOT_JSON_BODY
+                if reply.fault == "malformed"
+                else json.dumps(answer(request, reply, server.model)).encode()
+            )
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))  # the whole length, even when less comes
@@ -284,6 +321,13 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
 
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "ScriptedModelServer", "Script", "Rule", "Reply", "tool_call", "message_text", "tool_names", "normalize_request",
+    "ScriptedModelServer",
+    "Script",
+    "Rule",
+    "Reply",
+    "tool_call",
+    "message_text",
+    "tool_names",
+    "normalize_request",
     "FAULTS",
 ]

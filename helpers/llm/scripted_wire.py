@@ -21,7 +21,9 @@ def sse_events(api: str, request: dict, reply: Reply, model: str) -> list[bytes]
     if api == "gemini":  # no end marker: the chunk with a finishReason is the last
         return [b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in _gemini_chunks(request, reply, model)]
     events = _anthropic_events if api == "anthropic" else _responses_events
-    return [f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events(request, reply, model)]
+    return [
+        f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events(request, reply, model)
+    ]
 
 
 def _usage(request: dict, reply: Reply, calls: list[dict]) -> dict[str, Any]:
@@ -42,13 +44,15 @@ def _finish_reason(reply: Reply) -> str:
 
 
 def _pieces(text: str) -> list[str]:
-    return [text[start:start + TEXT_CHUNK] for start in range(0, len(text), TEXT_CHUNK)]
+    return [text[start : start + TEXT_CHUNK] for start in range(0, len(text), TEXT_CHUNK)]
 
 
 # --- chat completions ---
 def _tool_call_entries(calls: list[dict]) -> list[dict]:
-    return [{"index": i, "id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-            for i, c in enumerate(calls)]
+    return [
+        {"index": i, "id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+        for i, c in enumerate(calls)
+    ]
 
 
 def _completion(request: dict, reply: Reply, model: str) -> dict:
@@ -68,8 +72,12 @@ def _completion(request: dict, reply: Reply, model: str) -> dict:
 
 
 def _stream_chunks(request: dict, reply: Reply, model: str) -> list[dict]:
-    base = {"id": f"chatcmpl-{uuid.uuid4().hex[:16]}", "object": "chat.completion.chunk",
-            "created": int(time.time()), "model": request.get("model") or model}
+    base = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": request.get("model") or model,
+    }
 
     def chunk(delta: dict, finish: str | None = None) -> dict:
         return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
@@ -88,22 +96,34 @@ def _stream_chunks(request: dict, reply: Reply, model: str) -> list[dict]:
 # --- Anthropic Messages ---
 def _anthropic_blocks(reply: Reply, calls: list[dict]) -> list[dict]:
     blocks = [{"type": "text", "text": reply.content}] if reply.content or not calls else []
-    return blocks + [{"type": "tool_use", "id": "toolu_" + c["id"].removeprefix("call_"), "name": c["name"],
-                      "input": c["input"]} for c in calls]
+    return blocks + [
+        {"type": "tool_use", "id": "toolu_" + c["id"].removeprefix("call_"), "name": c["name"], "input": c["input"]}
+        for c in calls
+    ]
 
 
 def _anthropic_usage(request: dict, reply: Reply, calls: list[dict]) -> dict[str, int]:
     usage = _usage(request, reply, calls)
-    return {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0),
-            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    return {
+        "input_tokens": usage.get("prompt_tokens", 0),
+        "output_tokens": usage.get("completion_tokens", 0),
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
 
 
 def _anthropic_message(request: dict, reply: Reply, model: str) -> dict:
     calls = _calls(reply)
-    return {"id": f"msg_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant",
-            "model": request.get("model") or model, "content": _anthropic_blocks(reply, calls),
-            "stop_reason": ANTHROPIC_STOP.get(_finish_reason(reply), "end_turn"), "stop_sequence": None,
-            "usage": _anthropic_usage(request, reply, calls)}
+    return {
+        "id": f"msg_{uuid.uuid4().hex[:20]}",
+        "type": "message",
+        "role": "assistant",
+        "model": request.get("model") or model,
+        "content": _anthropic_blocks(reply, calls),
+        "stop_reason": ANTHROPIC_STOP.get(_finish_reason(reply), "end_turn"),
+        "stop_sequence": None,
+        "usage": _anthropic_usage(request, reply, calls),
+    }
 
 
 def _anthropic_events(request: dict, reply: Reply, model: str) -> list[dict]:
@@ -114,17 +134,31 @@ def _anthropic_events(request: dict, reply: Reply, model: str) -> list[dict]:
     events: list[dict] = [{"type": "message_start", "message": start}]
     for index, block in enumerate(message["content"]):
         if block["type"] == "text":
-            events.append({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
-            events += [{"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}
-                       for piece in _pieces(block["text"])]
+            events.append(
+                {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}
+            )
+            events += [
+                {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}
+                for piece in _pieces(block["text"])
+            ]
         else:
             events.append({"type": "content_block_start", "index": index, "content_block": {**block, "input": {}}})
-            events += [{"type": "content_block_delta", "index": index,
-                        "delta": {"type": "input_json_delta", "partial_json": piece}}
-                       for piece in _pieces(json.dumps(block["input"]))]
+            events += [
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": piece},
+                }
+                for piece in _pieces(json.dumps(block["input"]))
+            ]
         events.append({"type": "content_block_stop", "index": index})
-    events.append({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                   "usage": {"output_tokens": usage["output_tokens"]}})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": usage["output_tokens"]},
+        }
+    )
     events.append({"type": "message_stop"})
     return events
 
@@ -133,21 +167,47 @@ def _anthropic_events(request: dict, reply: Reply, model: str) -> list[dict]:
 def _response_items(reply: Reply, calls: list[dict]) -> list[dict]:
     items = []
     if reply.content or not calls:
-        items.append({"type": "message", "id": f"msg_{uuid.uuid4().hex[:16]}", "status": "completed", "role": "assistant",
-                      "content": [{"type": "output_text", "text": reply.content, "annotations": []}]})
-    items += [{"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:16]}", "status": "completed",
-               "call_id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in calls]
+        items.append(
+            {
+                "type": "message",
+                "id": f"msg_{uuid.uuid4().hex[:16]}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": reply.content, "annotations": []}],
+            }
+        )
+    items += [
+        {
+            "type": "function_call",
+            "id": f"fc_{uuid.uuid4().hex[:16]}",
+            "status": "completed",
+            "call_id": c["id"],
+            "name": c["name"],
+            "arguments": c["arguments"],
+        }
+        for c in calls
+    ]
     return items
 
 
 def _response(request: dict, reply: Reply, model: str) -> dict:
     calls = _calls(reply)
     usage = _usage(request, reply, calls)
-    return {"id": f"resp_{uuid.uuid4().hex[:16]}", "object": "response", "created_at": int(time.time()),
-            "status": "completed", "model": request.get("model") or model, "output": _response_items(reply, calls),
-            "usage": {"input_tokens": usage.get("prompt_tokens", 0), "input_tokens_details": {"cached_tokens": 0},
-                      "output_tokens": usage.get("completion_tokens", 0),
-                      "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": usage.get("total_tokens", 0)}}
+    return {
+        "id": f"resp_{uuid.uuid4().hex[:16]}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "completed",
+        "model": request.get("model") or model,
+        "output": _response_items(reply, calls),
+        "usage": {
+            "input_tokens": usage.get("prompt_tokens", 0),
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": usage.get("completion_tokens", 0),
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": usage.get("total_tokens", 0),
+        },
+    }
 
 
 def _responses_events(request: dict, reply: Reply, model: str) -> list[dict]:
@@ -157,20 +217,43 @@ def _responses_events(request: dict, reply: Reply, model: str) -> list[dict]:
     for index, item in enumerate(response["output"]):
         if item["type"] == "message":
             text = item["content"][0]["text"]
-            events.append({"type": "response.output_item.added", "output_index": index,
-                           "item": {**item, "status": "in_progress", "content": []}})
+            events.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "status": "in_progress", "content": []},
+                }
+            )
             part = {"item_id": item["id"], "output_index": index, "content_index": 0}
             events.append({"type": "response.content_part.added", **part, "part": {**item["content"][0], "text": ""}})
             events += [{"type": "response.output_text.delta", **part, "delta": piece} for piece in _pieces(text)]
             events.append({"type": "response.output_text.done", **part, "text": text})
             events.append({"type": "response.content_part.done", **part, "part": item["content"][0]})
         else:
-            events.append({"type": "response.output_item.added", "output_index": index,
-                           "item": {**item, "status": "in_progress", "arguments": ""}})
-            events += [{"type": "response.function_call_arguments.delta", "item_id": item["id"], "output_index": index,
-                        "delta": piece} for piece in _pieces(item["arguments"])]
-            events.append({"type": "response.function_call_arguments.done", "item_id": item["id"],
-                           "output_index": index, "arguments": item["arguments"]})
+            events.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "status": "in_progress", "arguments": ""},
+                }
+            )
+            events += [
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "delta": piece,
+                }
+                for piece in _pieces(item["arguments"])
+            ]
+            events.append(
+                {
+                    "type": "response.function_call_arguments.done",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "arguments": item["arguments"],
+                }
+            )
         events.append({"type": "response.output_item.done", "output_index": index, "item": item})
     events.append({"type": "response.completed", "response": response})
     return [{**event, "sequence_number": n} for n, event in enumerate(events)]
@@ -187,11 +270,16 @@ def _gemini_usage(request: dict, reply: Reply, calls: list[dict]) -> dict[str, i
     usage = _usage(request, reply, calls)
     cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
     thoughts = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
-    metadata = {"promptTokenCount": usage.get("prompt_tokens", 0),
-                "candidatesTokenCount": usage.get("completion_tokens", 0) - (thoughts or 0),
-                "totalTokenCount": usage.get("total_tokens", 0)}
-    return {**metadata, **({"cachedContentTokenCount": cached} if cached else {}),
-            **({"thoughtsTokenCount": thoughts} if thoughts else {})}
+    metadata = {
+        "promptTokenCount": usage.get("prompt_tokens", 0),
+        "candidatesTokenCount": usage.get("completion_tokens", 0) - (thoughts or 0),
+        "totalTokenCount": usage.get("total_tokens", 0),
+    }
+    return {
+        **metadata,
+        **({"cachedContentTokenCount": cached} if cached else {}),
+        **({"thoughtsTokenCount": thoughts} if thoughts else {}),
+    }
 
 
 def _gemini_parts(reply: Reply, calls: list[dict]) -> list[dict]:
@@ -201,10 +289,17 @@ def _gemini_parts(reply: Reply, calls: list[dict]) -> list[dict]:
 
 def _gemini_response(request: dict, reply: Reply, model: str) -> dict:
     calls = _calls(reply)
-    candidate = {"content": {"role": "model", "parts": _gemini_parts(reply, calls)},
-                 "finishReason": GEMINI_FINISH.get(_finish_reason(reply), "STOP"), "index": 0}
-    return {"candidates": [candidate], "usageMetadata": _gemini_usage(request, reply, calls),
-            "modelVersion": request.get("model") or model, "responseId": uuid.uuid4().hex[:22]}
+    candidate = {
+        "content": {"role": "model", "parts": _gemini_parts(reply, calls)},
+        "finishReason": GEMINI_FINISH.get(_finish_reason(reply), "STOP"),
+        "index": 0,
+    }
+    return {
+        "candidates": [candidate],
+        "usageMetadata": _gemini_usage(request, reply, calls),
+        "modelVersion": request.get("model") or model,
+        "responseId": uuid.uuid4().hex[:22],
+    }
 
 
 def _gemini_chunks(request: dict, reply: Reply, model: str) -> list[dict]:
@@ -221,7 +316,11 @@ def _gemini_chunks(request: dict, reply: Reply, model: str) -> list[dict]:
     return chunks
 
 
-WHOLE = {"chat": _completion, "anthropic": _anthropic_message, "responses": _response,  # api -> its whole answer
-         "gemini": _gemini_response}
+WHOLE = {
+    "chat": _completion,
+    "anthropic": _anthropic_message,
+    "responses": _response,  # api -> its whole answer
+    "gemini": _gemini_response,
+}
 
 __all__ = ["sse_events", "WHOLE"]

@@ -49,21 +49,26 @@ class Reply:
 # How a Reply can misbehave (Reply.fault), for streams of every API and for whole answers:
 FAULTS = {
     "end_early": "after `fault_after` events the connection closes without the stream's end marker ([DONE], "
-                 "message_stop, response.completed, Gemini's chunk with a finishReason) or HTTP's last chunk, "
-                 "as an ASGI app that returned without completing its response; a whole answer ends halfway "
-                 "through its body",
+    "message_stop, response.completed, Gemini's chunk with a finishReason) or HTTP's last chunk, "
+    "as an ASGI app that returned without completing its response; a whole answer ends halfway "
+    "through its body",
     "reset": "as end_early, but the connection is reset (TCP RST) instead of closed",
     "no_end_marker": "the HTTP answer completes after `fault_after` events, without the stream's end marker",
     "stall": "after `fault_after` events (a whole answer: its headers and half its body) nothing more is sent "
-             "until the client goes away",
+    "until the client goes away",
     "hang": "nothing at all is sent, not even a status line, until the client goes away",
     "malformed": "after `fault_after` events a data: line that is not JSON, then the rest of the stream; a whole "
-                 "answer: status 200 with a body that is not JSON",
+    "answer: status 200 with a body that is not JSON",
     "wrong_api": "status 200 and valid JSON, but in another API's shape (a chat-completions request is answered "
-                 "with an Anthropic message, the others with a chat completion), as a server or proxy that "
-                 "serves one API on another's path",
+    "with an Anthropic message, the others with a chat completion), as a server or proxy that "
+    "serves one API on another's path",
 }
-WRONG_API = {"chat": "anthropic", "anthropic": "chat", "responses": "chat", "gemini": "chat"}  # the shape a "wrong_api" fault answers in
+WRONG_API = {
+    "chat": "anthropic",
+    "anthropic": "chat",
+    "responses": "chat",
+    "gemini": "chat",
+}  # the shape a "wrong_api" fault answers in
 
 
 def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -164,8 +169,13 @@ def normalize_request(api: str, body: dict, path: str = "") -> dict:
     doc); `path`: where a Gemini request names its model (.../models/<model>:streamGenerateContent)."""
     if api == "gemini":
         model, _, method = path.split("?")[0].rpartition("/models/")[2].partition(":")
-        return {**body, "api": api, "model": model, "stream": method == "streamGenerateContent",
-                "messages": _gemini_messages(body)}
+        return {
+            **body,
+            "api": api,
+            "model": model,
+            "stream": method == "streamGenerateContent",
+            "messages": _gemini_messages(body),
+        }
     if api == "anthropic":
         messages = _anthropic_messages(body)
     elif api == "responses":
@@ -191,15 +201,28 @@ def _anthropic_messages(body: dict) -> list[dict]:
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
         texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
         if message.get("role") == "assistant":
-            calls = [{"id": b.get("id"), "type": "function",
-                      "function": {"name": b.get("name"), "arguments": json.dumps(b.get("input") or {})}}
-                     for b in blocks if b.get("type") == "tool_use"]
-            messages.append({"role": "assistant", "content": "\n".join(texts), **({"tool_calls": calls} if calls else {})})
+            calls = [
+                {
+                    "id": b.get("id"),
+                    "type": "function",
+                    "function": {"name": b.get("name"), "arguments": json.dumps(b.get("input") or {})},
+                }
+                for b in blocks
+                if b.get("type") == "tool_use"
+            ]
+            messages.append(
+                {"role": "assistant", "content": "\n".join(texts), **({"tool_calls": calls} if calls else {})}
+            )
             continue
         for block in blocks:
             if block.get("type") == "tool_result":
-                messages.append({"role": "tool", "tool_call_id": block.get("tool_use_id"),
-                                 "content": _text_of(block.get("content"))})
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": block.get("tool_use_id"),
+                        "content": _text_of(block.get("content")),
+                    }
+                )
         if texts:
             messages.append({"role": "user", "content": "\n".join(texts)})
     return messages
@@ -217,14 +240,19 @@ def _responses_messages(body: dict) -> list[dict]:
             role = {"developer": "system"}.get(item.get("role"), item.get("role"))
             messages.append({"role": role, "content": _text_of(item.get("content"))})
         elif kind in ("function_call", "custom_tool_call"):
-            call = {"id": item.get("call_id"), "type": "function",
-                    "function": {"name": item.get("name"), "arguments": item.get("arguments") or item.get("input") or ""}}
+            call = {
+                "id": item.get("call_id"),
+                "type": "function",
+                "function": {"name": item.get("name"), "arguments": item.get("arguments") or item.get("input") or ""},
+            }
             if previous.get("role") == "assistant":  # one turn: its text and every call it made
                 previous.setdefault("tool_calls", []).append(call)
             else:
                 messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
         elif kind in ("function_call_output", "custom_tool_call_output"):
-            messages.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": _text_of(item.get("output"))})
+            messages.append(
+                {"role": "tool", "tool_call_id": item.get("call_id"), "content": _text_of(item.get("output"))}
+            )
     return messages
 
 
@@ -237,17 +265,32 @@ def _gemini_messages(body: dict) -> list[dict]:
     for content in [contents] if isinstance(contents, dict) else contents or []:
         parts = [p for p in content.get("parts") or [] if isinstance(p, dict)]
         if content.get("role") == "model":
-            calls = [{"id": (p["functionCall"].get("id") or ""), "type": "function",
-                      "function": {"name": p["functionCall"].get("name"),
-                                   "arguments": json.dumps(p["functionCall"].get("args") or {})}}
-                     for p in parts if isinstance(p.get("functionCall"), dict)]
-            messages.append({"role": "assistant", "content": _gemini_text(parts), **({"tool_calls": calls} if calls else {})})
+            calls = [
+                {
+                    "id": (p["functionCall"].get("id") or ""),
+                    "type": "function",
+                    "function": {
+                        "name": p["functionCall"].get("name"),
+                        "arguments": json.dumps(p["functionCall"].get("args") or {}),
+                    },
+                }
+                for p in parts
+                if isinstance(p.get("functionCall"), dict)
+            ]
+            messages.append(
+                {"role": "assistant", "content": _gemini_text(parts), **({"tool_calls": calls} if calls else {})}
+            )
             continue
         for part in parts:
             if isinstance(part.get("functionResponse"), dict):
                 answer = part["functionResponse"]
-                messages.append({"role": "tool", "tool_call_id": answer.get("id") or answer.get("name"),
-                                 "content": json.dumps(answer.get("response") or {})})
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": answer.get("id") or answer.get("name"),
+                        "content": json.dumps(answer.get("response") or {}),
+                    }
+                )
         text = _gemini_text(parts)
         if text or not parts:
             messages.append({"role": "user", "content": text})
@@ -255,37 +298,79 @@ def _gemini_messages(body: dict) -> list[dict]:
 
 
 def _gemini_text(parts: Any) -> str:
-    return "\n".join(p["text"] for p in parts or [] if isinstance(p, dict) and isinstance(p.get("text"), str)
-                     and not p.get("thought"))
+    return "\n".join(
+        p["text"]
+        for p in parts or []
+        if isinstance(p, dict) and isinstance(p.get("text"), str) and not p.get("thought")
+    )
 
 
 def _model_list(models: Sequence[str]) -> dict:
     """A model list as OpenAI (object, owned_by), Anthropic (type, display_name, has_more) and Gemini
     (`models`: name "models/<id>", supportedGenerationMethods) all read it."""
-    data = [{"id": m, "object": "model", "type": "model", "created": 0, "created_at": "2026-01-01T00:00:00Z",
-             "display_name": m, "owned_by": "scripted"} for m in models]
-    gemini = [{"name": f"models/{m}", "displayName": m, "inputTokenLimit": 1_048_576, "outputTokenLimit": 65_536,
-               "supportedGenerationMethods": ["generateContent", "countTokens"]} for m in models]
-    return {"object": "list", "data": data, "has_more": False, "first_id": models[0] if models else None,
-            "last_id": models[-1] if models else None, "models": gemini}
+    data = [
+        {
+            "id": m,
+            "object": "model",
+            "type": "model",
+            "created": 0,
+            "created_at": "2026-01-01T00:00:00Z",
+            "display_name": m,
+            "owned_by": "scripted",
+        }
+        for m in models
+    ]
+    gemini = [
+        {
+            "name": f"models/{m}",
+            "displayName": m,
+            "inputTokenLimit": 1_048_576,
+            "outputTokenLimit": 65_536,
+            "supportedGenerationMethods": ["generateContent", "countTokens"],
+        }
+        for m in models
+    ]
+    return {
+        "object": "list",
+        "data": data,
+        "has_more": False,
+        "first_id": models[0] if models else None,
+        "last_id": models[-1] if models else None,
+        "models": gemini,
+    }
 
 
 def _api_of(path: str) -> str | None:
     path = path.split("?")[0].rstrip("/")
     if "/models/" in path and ":" in path:  # Gemini: .../models/<model>:<method>
-        return {"generateContent": "gemini", "streamGenerateContent": "gemini",
-                "countTokens": "gemini_count_tokens"}.get(path.rpartition(":")[2])
-    for suffix, api in (("/chat/completions", "chat"), ("/messages/count_tokens", "count_tokens"),
-                        ("/messages", "anthropic"), ("/responses", "responses")):
+        return {
+            "generateContent": "gemini",
+            "streamGenerateContent": "gemini",
+            "countTokens": "gemini_count_tokens",
+        }.get(path.rpartition(":")[2])
+    for suffix, api in (
+        ("/chat/completions", "chat"),
+        ("/messages/count_tokens", "count_tokens"),
+        ("/messages", "anthropic"),
+        ("/responses", "responses"),
+    ):
         if path.endswith(suffix):
             return api
     return None
 
 
 # --- wire pieces the scripted server shares ---
-GEMINI_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-                 429: "RESOURCE_EXHAUSTED", 499: "CANCELLED", 500: "INTERNAL", 503: "UNAVAILABLE",
-                 504: "DEADLINE_EXCEEDED"}  # Google's RPC status names, as its error bodies carry them
+GEMINI_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}  # Google's RPC status names, as its error bodies carry them
 
 
 def _error_body(message: str, kind: str, api: str | None = None, status: int = 400) -> dict:
@@ -302,11 +387,26 @@ def _calls(reply: Reply) -> list[dict[str, Any]]:
     for call in reply.tool_calls:
         arguments = call["arguments"]
         text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-        calls.append({"id": call.get("id") or f"call_{uuid.uuid4().hex[:12]}", "name": call["name"],
-                      "arguments": text, "input": json.loads(text) if isinstance(arguments, str) else dict(arguments)})
+        calls.append(
+            {
+                "id": call.get("id") or f"call_{uuid.uuid4().hex[:12]}",
+                "name": call["name"],
+                "arguments": text,
+                "input": json.loads(text) if isinstance(arguments, str) else dict(arguments),
+            }
+        )
     return calls
 
 
-
-__all__ = ["Script", "Rule", "Reply", "tool_call", "message_text", "tool_names", "normalize_request",
-           "assistant_turns", "FAULTS", "WRONG_API"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "Script",
+    "Rule",
+    "Reply",
+    "tool_call",
+    "message_text",
+    "tool_names",
+    "normalize_request",
+    "assistant_turns",
+    "FAULTS",
+    "WRONG_API",
+]  # documented in CODE_APPENDIX.md

@@ -19,8 +19,9 @@ from helpers.core.tokens import count_tokens
 EDIT_OPS = ("add", "update", "merge", "delete")
 
 
-def apply_edits(ruleset: Ruleset, edits: Sequence[Mapping[str, Any]], *, refuse_planted: bool = False,
-                max_tokens: int | None = None) -> tuple[Ruleset, list[dict[str, Any]], list[dict[str, Any]]]:
+def apply_edits(
+    ruleset: Ruleset, edits: Sequence[Mapping[str, Any]], *, refuse_planted: bool = False, max_tokens: int | None = None
+) -> tuple[Ruleset, list[dict[str, Any]], list[dict[str, Any]]]:
     """Apply the optimizer's edits in order: (new ruleset, applied edits, rejected edits).
 
     add {text}; update {id, text}; merge {ids: [two or more], text} (the merged rule takes a new id at
@@ -42,8 +43,13 @@ def apply_edits(ruleset: Ruleset, edits: Sequence[Mapping[str, Any]], *, refuse_
     applied, rejected = [], []
     for raw in edits:
         if not isinstance(raw, Mapping):
-            rejected.append({"op": None, "value": raw, "rejection": "an edit must be a JSON object with an "
-                             f"`op`, not {type(raw).__name__}"})
+            rejected.append(
+                {
+                    "op": None,
+                    "value": raw,
+                    "rejection": f"an edit must be a JSON object with an `op`, not {type(raw).__name__}",
+                }
+            )
             continue
         edit = dict(raw)
         planted = planted_reasons(edit["text"]) if refuse_planted and isinstance(edit.get("text"), str) else []
@@ -55,8 +61,10 @@ def apply_edits(ruleset: Ruleset, edits: Sequence[Mapping[str, Any]], *, refuse_
             new_size = rules_tokens(Ruleset(new_rules, new_next_id)) if max_tokens else 0
             if max_tokens and new_size > max(max_tokens, size):
                 edit.pop("new_id", None)  # no rule was made
-                raise ValueError(f"would make the rules {new_size} tokens, over RULES_MAX_TOKENS={max_tokens}: "
-                                 "merge, shorten or delete rules to make room")
+                raise ValueError(
+                    f"would make the rules {new_size} tokens, over RULES_MAX_TOKENS={max_tokens}: "
+                    "merge, shorten or delete rules to make room"
+                )
             rules, next_id, size = new_rules, new_next_id, new_size
             applied.append(edit)
         except ValueError as error:
@@ -87,16 +95,18 @@ def _apply_one(rules: list[Rule], next_id: int, edit: dict[str, Any]) -> tuple[l
     if op == "add":
         rule = make_rule(f"R{next_id}", _edit_text(edit))
         if len(rules) >= config.RULES_MAX_COUNT:
-            raise ValueError(f"the ruleset already holds {len(rules)} rules, the most allowed "
-                             f"(RULES_MAX_COUNT={config.RULES_MAX_COUNT}): merge or delete rules first")
+            raise ValueError(
+                f"the ruleset already holds {len(rules)} rules, the most allowed "
+                f"(RULES_MAX_COUNT={config.RULES_MAX_COUNT}): merge or delete rules first"
+            )
         edit["new_id"] = rule.id
         return rules + [rule], next_id + 1
     if op == "update":
         index = existing(edit.get("id"))
-        return rules[:index] + [make_rule(rules[index].id, _edit_text(edit))] + rules[index + 1:], next_id
+        return rules[:index] + [make_rule(rules[index].id, _edit_text(edit))] + rules[index + 1 :], next_id
     if op == "delete":
         index = existing(edit.get("id"))
-        return rules[:index] + rules[index + 1:], next_id
+        return rules[:index] + rules[index + 1 :], next_id
     merged = edit.get("ids")  # op == "merge"
     if not isinstance(merged, list) or not all(isinstance(i, str) for i in merged) or len(set(merged)) < 2:
         raise ValueError(f"merge needs `ids`: a list of two or more rule ids such as ['R2', 'R5'], not {merged!r}")
@@ -115,8 +125,10 @@ def _edit_text(edit: Mapping[str, Any]) -> str:
         raise ValueError(f"{edit.get('op')} needs `text`: the rule as a string, not {text!r:.80}")
     body = normalize_rule_text(text)
     if len(body) > config.RULE_MAX_CHARS:
-        raise ValueError(f"the rule has {len(body)} characters, more than RULE_MAX_CHARS={config.RULE_MAX_CHARS}: "
-                         "write it shorter, or as several rules")
+        raise ValueError(
+            f"the rule has {len(body)} characters, more than RULE_MAX_CHARS={config.RULE_MAX_CHARS}: "
+            "write it shorter, or as several rules"
+        )
     return body
 
 

@@ -24,12 +24,15 @@ LEARNED_FILE = f"{LEARNED_NAME}.md"  # inside a plain rules folder (e.g. a `.cli
 
 # Cursor's documented .mdc front matter: `description` (a string), `globs` (comma-separated patterns, empty
 # here), `alwaysApply` (a boolean): always applied, like every other agent's rules file.
-CURSOR_FRONT_MATTER = ("---\ndescription: Rules learned with prompt learning for this repository\nglobs:\n"
-                       "alwaysApply: true\n---\n")
+CURSOR_FRONT_MATTER = (
+    "---\ndescription: Rules learned with prompt learning for this repository\nglobs:\nalwaysApply: true\n---\n"
+)
 # Anthropic's documented SKILL.md front matter: `name` (the skill's folder name) and `description` (what it
 # is for and when to use it, at most 1024 characters).
-SKILL_FRONT_MATTER = ("---\nname: {name}\ndescription: Rules learned with prompt learning for this repository; "
-                      "use them whenever you change its code.\n---\n")
+SKILL_FRONT_MATTER = (
+    "---\nname: {name}\ndescription: Rules learned with prompt learning for this repository; "
+    "use them whenever you change its code.\n---\n"
+)
 # A skill's name (Anthropic's rules for `name`): lowercase letters, digits and single hyphens, at most 64
 # characters, no reserved word.
 SKILL_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -96,11 +99,14 @@ def rules_format(rules_file: str) -> tuple[RulesFormat, str]:
 
 def _checked_name(name: str, fmt: RulesFormat) -> str:
     check_name(name, f"<name> in {fmt.pattern}")
-    if fmt.skill and not (SKILL_NAME.fullmatch(name) and len(name) <= 64
-                          and not any(word in name for word in SKILL_RESERVED)):
-        raise ValueError(f"Invalid <name> in {fmt.pattern} {name!r}: a skill's name is its folder's name and must be "
-                         "1-64 lowercase letters, digits or single hyphens, without 'anthropic' or 'claude' (e.g. "
-                         f"{LEARNED_NAME!r}).")
+    if fmt.skill and not (
+        SKILL_NAME.fullmatch(name) and len(name) <= 64 and not any(word in name for word in SKILL_RESERVED)
+    ):
+        raise ValueError(
+            f"Invalid <name> in {fmt.pattern} {name!r}: a skill's name is its folder's name and must be "
+            "1-64 lowercase letters, digits or single hyphens, without 'anthropic' or 'claude' (e.g. "
+            f"{LEARNED_NAME!r})."
+        )
     return name
 
 
@@ -142,5 +148,16 @@ def has_front_matter(text: str) -> bool:
     return text.split("\n", 1)[0].rstrip("\r") == "---"
 
 
-__all__ = ["RulesFormat", "FORMATS", "PLAIN", "rules_format", "learned_path", "file_in_folder",  # CODE_APPENDIX.md
-           "front_matter_for", "with_front_matter", "has_front_matter", "LEARNED_NAME", "LEARNED_FILE"]
+__all__ = [
+    "RulesFormat",
+    "FORMATS",
+    "PLAIN",
+    "rules_format",
+    "learned_path",
+    "file_in_folder",  # CODE_APPENDIX.md
+    "front_matter_for",
+    "with_front_matter",
+    "has_front_matter",
+    "LEARNED_NAME",
+    "LEARNED_FILE",
+]

@@ -39,8 +39,12 @@ def rules_size(text: str) -> dict[str, int]:
     from helpers.rules.ruleset import render_stats
 
     stats = render_stats(text)
-    return {"bytes": len((text or "").encode("utf-8", errors="surrogateescape")), "chars": len(text or ""),
-            "tokens": stats["tokens"], "rules": stats["rules"]}
+    return {
+        "bytes": len((text or "").encode("utf-8", errors="surrogateescape")),
+        "chars": len(text or ""),
+        "tokens": stats["tokens"],
+        "rules": stats["rules"],
+    }
 
 
 def size_warning(text: str, agent: str, limit: RulesLimit | None, where: str = "the rules file") -> str | None:
@@ -51,8 +55,10 @@ def size_warning(text: str, agent: str, limit: RulesLimit | None, where: str = "
     over = [(size["bytes"], limit.bytes, "bytes"), (size["chars"], limit.chars, "characters")]
     for have, most, unit in over:
         if most is not None and have > most:
-            return (f"{where} is {have:,} {unit}, over {agent}'s documented limit of {most:,} {unit}: "
-                    f"{limit.beyond} ({limit.source}).")
+            return (
+                f"{where} is {have:,} {unit}, over {agent}'s documented limit of {most:,} {unit}: "
+                f"{limit.beyond} ({limit.source})."
+            )
     return None
 
 
@@ -92,4 +98,12 @@ def check_file_size(text: str, rules_file: str) -> list[str]:
     return found
 
 
-__all__ = ["RulesLimit", "RulesSizeWarning", "rules_size", "size_warning", "agent_limit", "check_size", "check_file_size"]
+__all__ = [
+    "RulesLimit",
+    "RulesSizeWarning",
+    "rules_size",
+    "size_warning",
+    "agent_limit",
+    "check_size",
+    "check_file_size",
+]

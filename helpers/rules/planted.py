@@ -35,12 +35,14 @@ from typing import Any, Mapping
 
 # Letters of other scripts that pass for Latin ones (a part of Unicode's confusables.txt: Cyrillic, Greek,
 # Armenian, Cherokee, Latin look-alikes), dashes and quotes, as the ASCII they pass for.
-_LOOKALIKES = ("а a в b е e о o р p с c у y х x ѕ s і i ј j ԁ d ԛ q ԝ w һ h ӏ l ɡ g ү y к k п n т t м m "
-               "А A В B Е E К K М M Н H О O Р P С C Т T Х X Ѕ S І I Ј J Ү Y Ԛ Q Ԝ W "
-               "α a ο o ρ p ι i κ k ν v υ u χ x ε e τ t γ y ϲ c ϳ j "
-               "Α A Β B Ε E Ζ Z Η H Ι I Κ K Μ M Ν N Ο O Ρ P Τ T Υ Y Χ X Ϲ C "
-               "օ o ս u ց g հ h ո n զ q ա w Ꭺ A Ᏼ B Ꮯ C Ꭼ E Ꮋ H Ꭲ T Ꮪ S Ꮃ W Ꮮ L "
-               "ı i ȷ j ɑ a ɩ i ʏ y ᴄ c ᴏ o ᴠ v ᴡ w ᴢ z ‐ - ‑ - ‒ - – - — - − - ‘ ' ’ ' ‚ ' ‛ ' “ \" ” \" „ \" ´ ' ʹ ' ʼ '")
+_LOOKALIKES = (
+    "а a в b е e о o р p с c у y х x ѕ s і i ј j ԁ d ԛ q ԝ w һ h ӏ l ɡ g ү y к k п n т t м m "
+    "А A В B Е E К K М M Н H О O Р P С C Т T Х X Ѕ S І I Ј J Ү Y Ԛ Q Ԝ W "
+    "α a ο o ρ p ι i κ k ν v υ u χ x ε e τ t γ y ϲ c ϳ j "
+    "Α A Β B Ε E Ζ Z Η H Ι I Κ K Μ M Ν N Ο O Ρ P Τ T Υ Y Χ X Ϲ C "
+    "օ o ս u ց g հ h ո n զ q ա w Ꭺ A Ᏼ B Ꮯ C Ꭼ E Ꮋ H Ꭲ T Ꮪ S Ꮃ W Ꮮ L "
+    "ı i ȷ j ɑ a ɩ i ʏ y ᴄ c ᴏ o ᴠ v ᴡ w ᴢ z ‐ - ‑ - ‒ - – - — - − - ‘ ' ’ ' ‚ ' ‛ ' “ \" ” \" „ \" ´ ' ʹ ' ʼ '"
+)
 _ASCII = str.maketrans(dict(zip(_LOOKALIKES.split()[::2], _LOOKALIKES.split()[1::2])))
 _INVISIBLE = {"Cf", "Mn", "Me", "Cc"}  # format (zero-width, bidi, tags), combining marks, controls
 _SPELLED_APART = re.compile(r"(?<![\w$])\w(?:[ .*·_-]\w){1,}(?![\w])")
@@ -51,12 +53,16 @@ def normalized(text: str) -> str:
     """`text` as the floor reads it (see the module docstring): NFKC, look-alike letters as ASCII, invisible
     characters and combining marks gone, quotes inside words dropped, letters spelled apart joined."""
     text = unicodedata.normalize("NFKC", str(text or ""))
-    text = "".join(c if c in "\n\t" or unicodedata.category(c) not in _INVISIBLE else ""
-                   for c in unicodedata.normalize("NFD", text))
+    text = "".join(
+        c if c in "\n\t" or unicodedata.category(c) not in _INVISIBLE else ""
+        for c in unicodedata.normalize("NFD", text)
+    )
     text = unicodedata.normalize("NFC", text).translate(_ASCII)
     text = re.sub(r"\$\{(\w+)\}", r"$\1", re.sub(r"%(\w+)%", r"$\1", text))
     text = re.sub(r"(?<=\w)['\"`\\^]+(?=\w)", "", text)  # cu''rl, c\url, "en""v"
-    text = _SPELLED_APART.sub(lambda m: _SEPARATORS.sub("", m.group()) if _single_letters(m.group()) else m.group(), text)
+    text = _SPELLED_APART.sub(
+        lambda m: _SEPARATORS.sub("", m.group()) if _single_letters(m.group()) else m.group(), text
+    )
     return re.sub(r"[ \t]+", " ", text)
 
 
@@ -70,118 +76,193 @@ _GAP = r"(?:[^.;!?\n]|\.(?=\w))"  # within one sentence: a dot inside a name (x.
 _FETCH = r"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)\b"
 _RUNNER = r"(?:sudo\s+)?(?:(?:ba|z|da|k|fi)?sh|python[0-9.]*|perl|ruby|node|php|iex|invoke-expression)\b"
 # Words that send or show what follows them (a secret, when one is their object).
-_DISCLOSE = (r"\b(?:send|sends|sent|sending|post|posts|posted|posting|upload\w*|export|exports|exported|exporting|"
-             r"print|prints|printed|printing|echo|echoes|echoed|echoing|cat|log|logs|logged|logging|dump\w*|"
-             r"output|outputs|reveal\w*|leak\w*|expos(?:e|es|ed|ing)|shar(?:e|es|ed|ing)|past(?:e|es|ed|ing)|"
-             r"e-?mail\w*|forward\w*|transmit\w*|exfiltrat\w*|publish\w*|show|shows|showing|display\w*)\b")
+_DISCLOSE = (
+    r"\b(?:send|sends|sent|sending|post|posts|posted|posting|upload\w*|export|exports|exported|exporting|"
+    r"print|prints|printed|printing|echo|echoes|echoed|echoing|cat|log|logs|logged|logging|dump\w*|"
+    r"output|outputs|reveal\w*|leak\w*|expos(?:e|es|ed|ing)|shar(?:e|es|ed|ing)|past(?:e|es|ed|ing)|"
+    r"e-?mail\w*|forward\w*|transmit\w*|exfiltrat\w*|publish\w*|show|shows|showing|display\w*)\b"
+)
 # Words that write what follows them somewhere (a secret's value, a secrets file: harmful with a place to put it).
-_PUT = (r"\b(?:write|writes|wrote|writing|put|puts|putting|includ(?:e|es|ed|ing)|inline\w*|add|adds|adding|"
-        r"insert\w*|append\w*|cop(?:y|ies|ied|ying)|cp|mv|move|record\w*|save\w*|commit\w*|embed\w*|attach\w*|"
-        r"place|paste\w*|dump\w*|cat|concatenat\w*|store\w*|make a copy of|"
-        r"schreib\w*|kopier\w*|füg\w*|écri\w*|ecri\w*|copie\w*|ajout\w*|escrib\w*|copia\w*|añad\w*|pega\w*|colle\w*)\b")  # de, fr, es
+_PUT = (
+    r"\b(?:write|writes|wrote|writing|put|puts|putting|includ(?:e|es|ed|ing)|inline\w*|add|adds|adding|"
+    r"insert\w*|append\w*|cop(?:y|ies|ied|ying)|cp|mv|move|record\w*|save\w*|commit\w*|embed\w*|attach\w*|"
+    r"place|paste\w*|dump\w*|cat|concatenat\w*|store\w*|make a copy of|"
+    r"schreib\w*|kopier\w*|füg\w*|écri\w*|ecri\w*|copie\w*|ajout\w*|escrib\w*|copia\w*|añad\w*|pega\w*|colle\w*)\b"
+)  # de, fr, es
 # A place in the repository or what leaves the run: a file by its extension, the docs, a commit, an issue.
-_DEST = (r"(?:\b[\w./~-]*\.(?:md|txt|rst|py|js|ts|json|ya?ml|toml|cfg|ini|log|html|csv|pem|key)\b|\breadme\b|"
-         r"\bchangelog\b|\bnotes\b|\bdocs?\b|\bdocstrings?\b|\bcomments?\b|\bcommit\s+messages?\b|"
-         r"\b(?:pr|pull\s+request)\s+(?:description|body)\b|\bissues?\b|\brepo(?:sitory)?\b|\bproject\b|"
-         r"\b(?:source|the\s+code)\b|\bfiles?\b|\breports?\b|\broot\b|\bfolder\b|\bdebug/)")
+_DEST = (
+    r"(?:\b[\w./~-]*\.(?:md|txt|rst|py|js|ts|json|ya?ml|toml|cfg|ini|log|html|csv|pem|key)\b|\breadme\b|"
+    r"\bchangelog\b|\bnotes\b|\bdocs?\b|\bdocstrings?\b|\bcomments?\b|\bcommit\s+messages?\b|"
+    r"\b(?:pr|pull\s+request)\s+(?:description|body)\b|\bissues?\b|\brepo(?:sitory)?\b|\bproject\b|"
+    r"\b(?:source|the\s+code)\b|\bfiles?\b|\breports?\b|\broot\b|\bfolder\b|\bdebug/)"
+)
 # A secret as a thing one can send: an environment variable's name, a key, a password, a token (not a
 # count of LLM tokens), the environment, a secret file.
-_SECRET_NAME = (r"(?-i:\$?\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)[A-Z0-9_]*\b)"
-                r"|\b(?:api|access|secret|private|provider|ssh|signing|deploy)[ _-]?keys?\b")
-_SECRET = (_SECRET_NAME + r"|\b(?:secrets?|passwords?|credentials?|keys?|tokens?)\s+files?\b"
-           r"|\b(?:secrets?|passwords?|passwd|credentials?|tokens?|env(?:ironment)?\s+var(?:iable)?s?)\b"
-           r"|(?<![\w.])\.env\b|/proc/\S{0,40}environ\b|~?/?\.ssh/|\bid_(?:rsa|ed25519|ecdsa)\b|\.aws/credentials\b|\.netrc\b")
+_SECRET_NAME = (
+    r"(?-i:\$?\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)[A-Z0-9_]*\b)"
+    r"|\b(?:api|access|secret|private|provider|ssh|signing|deploy)[ _-]?keys?\b"
+)
+_SECRET = (
+    _SECRET_NAME + r"|\b(?:secrets?|passwords?|credentials?|keys?|tokens?)\s+files?\b"
+    r"|\b(?:secrets?|passwords?|passwd|credentials?|tokens?|env(?:ironment)?\s+var(?:iable)?s?)\b"
+    r"|(?<![\w.])\.env\b|/proc/\S{0,40}environ\b|~?/?\.ssh/|\bid_(?:rsa|ed25519|ecdsa)\b|\.aws/credentials\b|\.netrc\b"
+)
 # ... followed by what ends a noun phrase: the secret is the object ("send the API key to ..."), not a
 # modifier of another noun ("log failed password attempts", "print the token count").
-_OBJECT_END = (r"(?=\s*(?:$|[^\w\s]|\b(?:to|into|in|on|at|as|so|and|or|with|from|for|when|whenever|if|before|"
-               r"after|via|over|through|onto|of|every|each|somewhere|anywhere|too|here|there|appears?)\b))")
+_OBJECT_END = (
+    r"(?=\s*(?:$|[^\w\s]|\b(?:to|into|in|on|at|as|so|and|or|with|from|for|when|whenever|if|before|"
+    r"after|via|over|through|onto|of|every|each|somewhere|anywhere|too|here|there|appears?)\b))"
+)
 # The environment as a whole: a command or an object that lists it.
-_ENVIRONMENT = (r"(?:`(?:printenv|env|set|export -p|declare -p)`|\b(?:printenv|export\s+-p|declare\s+-p)\b"
-                r"|(?<![.\w])env\b(?!\s*(?:markers?|files?|var\w*|fixtures?|names?|=|\.example))|\bos\.environ\b(?!\s*(?:\.get|\[))"
-                r"|\bprocess\.env\b(?!\.)|\bget-childitem\s+env:|/proc/\S{0,20}environ\b"
-                r"|\b(?:every|all(?:\s+the)?|each|whole|entire|full)\s+(?:the\s+)?environment(?:\s+variables?)?\b)")
-_SECRET_FILE = (r"(?:(?<![\w.])\.env(?!\.(?:example|sample|template|dist|defaults?)\b)(?:\.[\w-]+)?\b|\bdotenv\s+files?\b"
-                r"|~?/?\.ssh/\S*|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|\.aws/credentials\b|(?<![\w.])\.(?:netrc|npmrc|pypirc)\b"
-                r"|\.git-credentials\b|\bcredentials\.json\b|\bsecrets?\.(?:ya?ml|json|toml)\b|/etc/shadow\b|\bkubeconfig\b"
-                r"|\bprivate\s+keys?\b|\b(?:secrets?|credentials?)\s+files?\b|\bfile\s+named\s+\.env\b)")
+_ENVIRONMENT = (
+    r"(?:`(?:printenv|env|set|export -p|declare -p)`|\b(?:printenv|export\s+-p|declare\s+-p)\b"
+    r"|(?<![.\w])env\b(?!\s*(?:markers?|files?|var\w*|fixtures?|names?|=|\.example))|\bos\.environ\b(?!\s*(?:\.get|\[))"
+    r"|\bprocess\.env\b(?!\.)|\bget-childitem\s+env:|/proc/\S{0,20}environ\b"
+    r"|\b(?:every|all(?:\s+the)?|each|whole|entire|full)\s+(?:the\s+)?environment(?:\s+variables?)?\b)"
+)
+_SECRET_FILE = (
+    r"(?:(?<![\w.])\.env(?!\.(?:example|sample|template|dist|defaults?)\b)(?:\.[\w-]+)?\b|\bdotenv\s+files?\b"
+    r"|~?/?\.ssh/\S*|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|\.aws/credentials\b|(?<![\w.])\.(?:netrc|npmrc|pypirc)\b"
+    r"|\.git-credentials\b|\bcredentials\.json\b|\bsecrets?\.(?:ya?ml|json|toml)\b|/etc/shadow\b|\bkubeconfig\b"
+    r"|\bprivate\s+keys?\b|\b(?:secrets?|credentials?)\s+files?\b|\bfile\s+named\s+\.env\b)"
+)
 _TESTS = r"\b(?:tests?|test\s+(?:cases?|files?|suite)|assert(?:ion)?s?|asserts|suite|tests?/\S*)\b"
-_REPO_TEXT = (r"(?:\b(?:code\s+)?comments?\b|\bdocstrings?\b|\bissues?\b|\bpull\s+requests?\b|\bpr\s+descriptions?\b"
-              r"|\bcommit\s+messages?\b|\btodo(?:\s+comments?)?\b|\bfixme\b|\bmarkers?\b|\bannotations?\b"
-              r"|\b[\w-]+\.(?:md|txt)\b|\bfiles?\s+named\b|\btext\s+in\s+the\s+repo(?:sitory)?\b|\brepo(?:sitory)?\s+text\b)")
+_REPO_TEXT = (
+    r"(?:\b(?:code\s+)?comments?\b|\bdocstrings?\b|\bissues?\b|\bpull\s+requests?\b|\bpr\s+descriptions?\b"
+    r"|\bcommit\s+messages?\b|\btodo(?:\s+comments?)?\b|\bfixme\b|\bmarkers?\b|\bannotations?\b"
+    r"|\b[\w-]+\.(?:md|txt)\b|\bfiles?\s+named\b|\btext\s+in\s+the\s+repo(?:sitory)?\b|\brepo(?:sitory)?\s+text\b)"
+)
 _OBEY = r"\b(?:do|follow|obey|execute|run|carry\s+out|perform|comply\s+with|act\s+on|heed|honou?r|implement)\b"
 
 # kind -> (pattern, whether a negation earlier in the clause ("Never ...", "do not ...") makes it a prohibition)
 PLANTED: dict[str, tuple[re.Pattern[str], bool]] = {
-    "fetches and runs code": (re.compile(
-        rf"{_FETCH}[^\n]{{0,200}}?(?:\||&&|;)\s*{_RUNNER}|\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b|(?:\$\(|<\()\s*{_FETCH}"
-        r"|\|\s*(?:iex|invoke-expression)\b|\bpowershell(?:\.exe)?\b[^\n]{0,120}?\s-e(?:nc|ncodedcommand)?\s"
-        r"|\bbase64\s+(?:-d|--decode)\b[^\n]{0,120}?\|"
-        rf"|\b(?:download|fetch|get|grab|pull|retrieve|wget|curl)\w*\b{_GAP}{{0,80}}?\b(?:and|then)\s+(?:then\s+)?"
-        r"(?:run|execute|exec|source|eval|pipe|launch|install)\w*\s+(?:it|them|that)\b"
-        rf"|\b(?:download|fetch|grab|retrieve|wget|curl)\w*\b{_GAP}{{0,40}}?\b(?:scripts?|installers?|binar(?:y|ies)|"
-        rf"[\w./-]+\.(?:sh|py|ps1|exe|bin))\b{_GAP}{{0,60}}?\b(?:run|execute|exec|source|eval|pipe)\w*"
-        r"|\bpipe\w*\s+(?:it|them|that|the\s+\w+)\s+(?:in)?to\s+(?:sudo\s+)?(?:(?:ba|z|da|k|fi)?sh|bash|python\d?)\b"
-        rf"|\bbase64\b{_GAP}{{0,80}}?\b(?:run|execute|exec|eval|source)\w*|\b(?:decode|decoding)\b{_GAP}{{0,40}}?\bbase64\b"
-        rf"{_GAP}{{0,60}}?\b(?:run|execut|exec|eval|sh\b|bash)"
-        r"|\b(?:exec|eval)\s*\(\s*[^)\n]{0,60}?(?:urlopen|requests\.get|urllib|httpx|fetch)", re.I),False),
-    "opens a remote shell": (re.compile(
-        r"/dev/(?:tcp|udp)/|\b(?:nc|ncat|netcat)\b[^\n]{0,80}?\s-[ec]\s|\bsocat\b[^\n]{0,120}?\bexec:|\bbash\s+-i\s*>&", re.I), False),
-    "links out": (re.compile(
-        r"\b(?:https?|ftp|file)://\S+|\bwww\.[a-z0-9-]{1,63}\.[a-z]{2,}\S*|\b[a-z0-9-]{1,63}\.(?:sh|io|ru|xyz|top)/\S*",
-        re.I), False),
-    "holds a secret": (re.compile(
-        r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_\w{20,}"
-        r"|\bxox[abprs]-[A-Za-z0-9-]{10,}|\bhf_[A-Za-z0-9]{20,}|-----BEGIN [A-Z ]*PRIVATE KEY-----"), False),
-    "sends or shows a secret": (re.compile(
-        rf"{_DISCLOSE}[^.;:!?\n]{{0,40}}?(?:{_SECRET}){_OBJECT_END}"
-        rf"|{_PUT}{_GAP}{{0,40}}?(?:{_SECRET_NAME}){_GAP}{{0,80}}?\b(?:into|to|in|inside|within|under|dans|en|nach)\b{_GAP}{{0,40}}?{_DEST}"
-        rf"|(?:{_SECRET_NAME}){_GAP}{{0,40}}?\b(?:appears?|is\s+(?:shown|printed|written|included))\b{_GAP}{{0,20}}?\bin\b"
-        r"|/proc/\S{0,40}environ\b|~?/?\.ssh/|\bid_(?:rsa|ed25519|ecdsa)\b|\.aws/credentials\b", re.I), True),
-    "dumps the environment": (re.compile(
-        rf"(?:{_DISCLOSE}|{_PUT}){_GAP}{{0,60}}?{_ENVIRONMENT}|{_ENVIRONMENT}{_GAP}{{0,100}}?(?:{_DISCLOSE}|{_PUT})", re.I), True),
-    "copies a secrets file": (re.compile(
-        rf"{_PUT}{_GAP}{{0,60}}?{_SECRET_FILE}{_GAP}{{0,80}}?\b(?:to|into|in|inside|under|onto|as)\b"
-        rf"(?!\s+(?:the\s+)?(?:\.gitignore|\.dockerignore|gitignore|ignore))\s+{_GAP}{{0,60}}?{_DEST}"
-        rf"|\b(?:commit\w*|git\s+add(?:\s+-f)?|check\w*\s+in|push\w*)\b{_GAP}{{0,30}}?{_SECRET_FILE}"
-        rf"|\badd\w*\b{_GAP}{{0,30}}?{_SECRET_FILE}{_GAP}{{0,30}}?\bto\s+(?:the\s+)?(?:repo(?:sitory)?|git|version\s+control|commit)\b"
-        rf"|\b(?:remove|delete|drop|take)\w*\b{_GAP}{{0,20}}?{_SECRET_FILE}{_GAP}{{0,20}}?\bfrom\b{_GAP}{{0,10}}?\.gitignore"
-        rf"|\bcat\s+{_SECRET_FILE}[^\n]{{0,40}}?>>?", re.I), True),
-    "weakens tests": (re.compile(
-        r"@?\bpytest\.mark\.(?:skip|xfail)\b|@?\bunittest\.skip\b|\bpytest\.skip\s*\(|\b(?:it|describe|test)\.skip\b"
-        r"|\bxit\s*\(|@(?:Ignore|Disabled)\b|\bt\.Skip(?:Now)?\s*\(|\bxfail\b|--deselect\b|(?<![\w-])-k\s+[\"']?\s*not\b"
-        r"|\bassert\s+true\b|\b(?:pytest|tox|nox|npm\s+test|make\s+test|go\s+test|cargo\s+test)\b[^\n]{0,40}?\|\|\s*(?:true|:|exit\s+0)"
-        rf"|\b(?:delet|remov|drop|comment(?:ing)?\s+out|weaken|loosen|relax|bypass|suppress|stub\w*\s+out)\w*\b{_GAP}{{0,40}}?{_TESTS}"
-        rf"|\b(?:skip|deselect|disabl|mute|silenc|ignor)\w*\b{_GAP}{{0,60}}?{_TESTS}{_GAP}{{0,60}}?\b(?:fail|break|broke|flaky|red\b|green|pass|in\s+the\s+way)"
-        rf"|\bskip\w*\s+(?:marker|decorator|mark)\b{_GAP}{{0,60}}?\b(?:fail|break|broke|flaky|green|pass)"
-        rf"|{_TESTS}{_GAP}{{0,40}}?\b(?:fail|break)\w*\s*,\s*(?:then\s+)?(?:delete|remove|skip|disable|drop|comment\s+out)\s+(?:it|them)\b"
-        rf"|\b(?:chang|edit|modif|updat|adjust|rewrit|replac|mak)\w*\b{_GAP}{{0,60}}?(?:{_TESTS}|\bexpected\s+(?:values?|outputs?|results?))"
-        rf"{_GAP}{{0,60}}?\b(?:so\s+(?:that\s+)?(?:it|they|the\s+(?:tests?|suite|build|ci))\s+(?:pass\w*|stays?\s+green|goes\s+green|is\s+green)"
-        r"|until\s+(?:it|they|the\s+\w+)\s+pass\w*|to\s+match\s+(?:the\s+|what\s+the\s+)?(?:actual|current|code|output)"
-        r"|whatever\s+the\s+code\s+returns|always\s+pass\w*)", re.I), True),
-    "obeys repository text": (re.compile(
-        rf"\bwhatever\b{_GAP}{{0,80}}?\b(?:says?|tells?|asks?|instructs?|wants?|requests?|orders?|demands?|contains?)\b"
-        rf"|{_OBEY}{_GAP}{{0,40}}?\b(?:instructions?|directives?|orders?|commands?|requests?|what\s+(?:it|they)\s+says?)\b"
-        rf"{_GAP}{{0,40}}?\b(?:in|from|inside|within|embedded\s+in|found\s+in|written\s+in|listed\s+in|appears?\s+in|you\s+find\s+in)\b"
-        rf"{_GAP}{{0,30}}?{_REPO_TEXT}"
-        r"|\btreat\w*\b[^,.;!?\n]{0,80}?\bas\s+(?:your\s+)?(?:new\s+)?(?:instructions?|orders?|commands?|directives?|tasks?)\b"
-        r"|\b(?:are|as)\s+(?:orders?|instructions?|commands?)\s+(?:for|to)\s+you\b"
-        rf"|{_REPO_TEXT}{_GAP}{{0,40}}?\b(?:tells?|asks?|instructs?|orders?)\s+you\b"
-        rf"|\bdo\s+(?:what|as)\s+(?:the|a|an|any)\s+{_GAP}{{0,20}}?{_REPO_TEXT}", re.I), True),
-    "overrides instructions": (re.compile(
-        r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,30}?\b(?:previous|prior|above|earlier|preceding|"
-        r"original|your|system)\b[^.\n]{0,20}?\b(?:rules?|instructions?|prompts?|directives?|guidelines?|guardrails?)\b"
-        r"|\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,30}?\b(?:all|any|other)\b[^.\n]{0,20}?"
-        r"\b(?:instructions?|prompts?|directives?|guardrails?)\b"
-        r"|\byou are now\b|\bfrom now on,?\s+(?:you|ignore|disregard)\b"
-        r"|\bnew instructions?\b\s*(?::|for\s+(?:the\s+)?(?:ai|assistant|agent|model|llm|you)\b)"
-        r"|\b(?:do not|don't|never)\s+(?:tell|inform|alert|notify|warn)\s+(?:the\s+)?(?:reviewers?|maintainers?|team|"
-        r"humans?|owners?|anyone|anybody|security)\b", re.I), False),
-    "acts without review": (re.compile(
-        r"\b(?:approve|merge|push|deploy|release|publish)\w*\b[^.\n]{0,40}?\bwithout\s+(?:a\s+|any\s+)?"
-        r"(?:review|approval|asking)\b", re.I), True),
-    "hides text": (re.compile(
-        r"<!--(?!\s*prompt-learning)[^\n]{0,60}|[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\U000e0000-\U000e007f]"
-        r"|(?!^)\ufeff"), False),
+    "fetches and runs code": (
+        re.compile(
+            rf"{_FETCH}[^\n]{{0,200}}?(?:\||&&|;)\s*{_RUNNER}|\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b|(?:\$\(|<\()\s*{_FETCH}"
+            r"|\|\s*(?:iex|invoke-expression)\b|\bpowershell(?:\.exe)?\b[^\n]{0,120}?\s-e(?:nc|ncodedcommand)?\s"
+            r"|\bbase64\s+(?:-d|--decode)\b[^\n]{0,120}?\|"
+            rf"|\b(?:download|fetch|get|grab|pull|retrieve|wget|curl)\w*\b{_GAP}{{0,80}}?\b(?:and|then)\s+(?:then\s+)?"
+            r"(?:run|execute|exec|source|eval|pipe|launch|install)\w*\s+(?:it|them|that)\b"
+            rf"|\b(?:download|fetch|grab|retrieve|wget|curl)\w*\b{_GAP}{{0,40}}?\b(?:scripts?|installers?|binar(?:y|ies)|"
+            rf"[\w./-]+\.(?:sh|py|ps1|exe|bin))\b{_GAP}{{0,60}}?\b(?:run|execute|exec|source|eval|pipe)\w*"
+            r"|\bpipe\w*\s+(?:it|them|that|the\s+\w+)\s+(?:in)?to\s+(?:sudo\s+)?(?:(?:ba|z|da|k|fi)?sh|bash|python\d?)\b"
+            rf"|\bbase64\b{_GAP}{{0,80}}?\b(?:run|execute|exec|eval|source)\w*|\b(?:decode|decoding)\b{_GAP}{{0,40}}?\bbase64\b"
+            rf"{_GAP}{{0,60}}?\b(?:run|execut|exec|eval|sh\b|bash)"
+            r"|\b(?:exec|eval)\s*\(\s*[^)\n]{0,60}?(?:urlopen|requests\.get|urllib|httpx|fetch)",
+            re.I,
+        ),
+        False,
+    ),
+    "opens a remote shell": (
+        re.compile(
+            r"/dev/(?:tcp|udp)/|\b(?:nc|ncat|netcat)\b[^\n]{0,80}?\s-[ec]\s|\bsocat\b[^\n]{0,120}?\bexec:|\bbash\s+-i\s*>&",
+            re.I,
+        ),
+        False,
+    ),
+    "links out": (
+        re.compile(
+            r"\b(?:https?|ftp|file)://\S+|\bwww\.[a-z0-9-]{1,63}\.[a-z]{2,}\S*|\b[a-z0-9-]{1,63}\.(?:sh|io|ru|xyz|top)/\S*",
+            re.I,
+        ),
+        False,
+    ),
+    "holds a secret": (
+        re.compile(
+            r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_\w{20,}"
+            r"|\bxox[abprs]-[A-Za-z0-9-]{10,}|\bhf_[A-Za-z0-9]{20,}|-----BEGIN [A-Z ]*PRIVATE KEY-----"
+        ),
+        False,
+    ),
+    "sends or shows a secret": (
+        re.compile(
+            rf"{_DISCLOSE}[^.;:!?\n]{{0,40}}?(?:{_SECRET}){_OBJECT_END}"
+            rf"|{_PUT}{_GAP}{{0,40}}?(?:{_SECRET_NAME}){_GAP}{{0,80}}?\b(?:into|to|in|inside|within|under|dans|en|nach)\b{_GAP}{{0,40}}?{_DEST}"
+            rf"|(?:{_SECRET_NAME}){_GAP}{{0,40}}?\b(?:appears?|is\s+(?:shown|printed|written|included))\b{_GAP}{{0,20}}?\bin\b"
+            r"|/proc/\S{0,40}environ\b|~?/?\.ssh/|\bid_(?:rsa|ed25519|ecdsa)\b|\.aws/credentials\b",
+            re.I,
+        ),
+        True,
+    ),
+    "dumps the environment": (
+        re.compile(
+            rf"(?:{_DISCLOSE}|{_PUT}){_GAP}{{0,60}}?{_ENVIRONMENT}|{_ENVIRONMENT}{_GAP}{{0,100}}?(?:{_DISCLOSE}|{_PUT})",
+            re.I,
+        ),
+        True,
+    ),
+    "copies a secrets file": (
+        re.compile(
+            rf"{_PUT}{_GAP}{{0,60}}?{_SECRET_FILE}{_GAP}{{0,80}}?\b(?:to|into|in|inside|under|onto|as)\b"
+            rf"(?!\s+(?:the\s+)?(?:\.gitignore|\.dockerignore|gitignore|ignore))\s+{_GAP}{{0,60}}?{_DEST}"
+            rf"|\b(?:commit\w*|git\s+add(?:\s+-f)?|check\w*\s+in|push\w*)\b{_GAP}{{0,30}}?{_SECRET_FILE}"
+            rf"|\badd\w*\b{_GAP}{{0,30}}?{_SECRET_FILE}{_GAP}{{0,30}}?\bto\s+(?:the\s+)?(?:repo(?:sitory)?|git|version\s+control|commit)\b"
+            rf"|\b(?:remove|delete|drop|take)\w*\b{_GAP}{{0,20}}?{_SECRET_FILE}{_GAP}{{0,20}}?\bfrom\b{_GAP}{{0,10}}?\.gitignore"
+            rf"|\bcat\s+{_SECRET_FILE}[^\n]{{0,40}}?>>?",
+            re.I,
+        ),
+        True,
+    ),
+    "weakens tests": (
+        re.compile(
+            r"@?\bpytest\.mark\.(?:skip|xfail)\b|@?\bunittest\.skip\b|\bpytest\.skip\s*\(|\b(?:it|describe|test)\.skip\b"
+            r"|\bxit\s*\(|@(?:Ignore|Disabled)\b|\bt\.Skip(?:Now)?\s*\(|\bxfail\b|--deselect\b|(?<![\w-])-k\s+[\"']?\s*not\b"
+            r"|\bassert\s+true\b|\b(?:pytest|tox|nox|npm\s+test|make\s+test|go\s+test|cargo\s+test)\b[^\n]{0,40}?\|\|\s*(?:true|:|exit\s+0)"
+            rf"|\b(?:delet|remov|drop|comment(?:ing)?\s+out|weaken|loosen|relax|bypass|suppress|stub\w*\s+out)\w*\b{_GAP}{{0,40}}?{_TESTS}"
+            rf"|\b(?:skip|deselect|disabl|mute|silenc|ignor)\w*\b{_GAP}{{0,60}}?{_TESTS}{_GAP}{{0,60}}?\b(?:fail|break|broke|flaky|red\b|green|pass|in\s+the\s+way)"
+            rf"|\bskip\w*\s+(?:marker|decorator|mark)\b{_GAP}{{0,60}}?\b(?:fail|break|broke|flaky|green|pass)"
+            rf"|{_TESTS}{_GAP}{{0,40}}?\b(?:fail|break)\w*\s*,\s*(?:then\s+)?(?:delete|remove|skip|disable|drop|comment\s+out)\s+(?:it|them)\b"
+            rf"|\b(?:chang|edit|modif|updat|adjust|rewrit|replac|mak)\w*\b{_GAP}{{0,60}}?(?:{_TESTS}|\bexpected\s+(?:values?|outputs?|results?))"
+            rf"{_GAP}{{0,60}}?\b(?:so\s+(?:that\s+)?(?:it|they|the\s+(?:tests?|suite|build|ci))\s+(?:pass\w*|stays?\s+green|goes\s+green|is\s+green)"
+            r"|until\s+(?:it|they|the\s+\w+)\s+pass\w*|to\s+match\s+(?:the\s+|what\s+the\s+)?(?:actual|current|code|output)"
+            r"|whatever\s+the\s+code\s+returns|always\s+pass\w*)",
+            re.I,
+        ),
+        True,
+    ),
+    "obeys repository text": (
+        re.compile(
+            rf"\bwhatever\b{_GAP}{{0,80}}?\b(?:says?|tells?|asks?|instructs?|wants?|requests?|orders?|demands?|contains?)\b"
+            rf"|{_OBEY}{_GAP}{{0,40}}?\b(?:instructions?|directives?|orders?|commands?|requests?|what\s+(?:it|they)\s+says?)\b"
+            rf"{_GAP}{{0,40}}?\b(?:in|from|inside|within|embedded\s+in|found\s+in|written\s+in|listed\s+in|appears?\s+in|you\s+find\s+in)\b"
+            rf"{_GAP}{{0,30}}?{_REPO_TEXT}"
+            r"|\btreat\w*\b[^,.;!?\n]{0,80}?\bas\s+(?:your\s+)?(?:new\s+)?(?:instructions?|orders?|commands?|directives?|tasks?)\b"
+            r"|\b(?:are|as)\s+(?:orders?|instructions?|commands?)\s+(?:for|to)\s+you\b"
+            rf"|{_REPO_TEXT}{_GAP}{{0,40}}?\b(?:tells?|asks?|instructs?|orders?)\s+you\b"
+            rf"|\bdo\s+(?:what|as)\s+(?:the|a|an|any)\s+{_GAP}{{0,20}}?{_REPO_TEXT}",
+            re.I,
+        ),
+        True,
+    ),
+    "overrides instructions": (
+        re.compile(
+            r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,30}?\b(?:previous|prior|above|earlier|preceding|"
+            r"original|your|system)\b[^.\n]{0,20}?\b(?:rules?|instructions?|prompts?|directives?|guidelines?|guardrails?)\b"
+            r"|\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,30}?\b(?:all|any|other)\b[^.\n]{0,20}?"
+            r"\b(?:instructions?|prompts?|directives?|guardrails?)\b"
+            r"|\byou are now\b|\bfrom now on,?\s+(?:you|ignore|disregard)\b"
+            r"|\bnew instructions?\b\s*(?::|for\s+(?:the\s+)?(?:ai|assistant|agent|model|llm|you)\b)"
+            r"|\b(?:do not|don't|never)\s+(?:tell|inform|alert|notify|warn)\s+(?:the\s+)?(?:reviewers?|maintainers?|team|"
+            r"humans?|owners?|anyone|anybody|security)\b",
+            re.I,
+        ),
+        False,
+    ),
+    "acts without review": (
+        re.compile(
+            r"\b(?:approve|merge|push|deploy|release|publish)\w*\b[^.\n]{0,40}?\bwithout\s+(?:a\s+|any\s+)?"
+            r"(?:review|approval|asking)\b",
+            re.I,
+        ),
+        True,
+    ),
+    "hides text": (
+        re.compile(
+            r"<!--(?!\s*prompt-learning)[^\n]{0,60}|[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\U000e0000-\U000e007f]"
+            r"|(?!^)\ufeff"
+        ),
+        False,
+    ),
 }
 # The five kinds of harm a learned rule is refused for, and the floor's kinds that fall in each (the meaning
 # check, helpers.learn.rule_check, answers with one of these names).
@@ -193,8 +274,11 @@ HARM_CATEGORIES: dict[str, tuple[str, ...]] = {
     "obeys instructions found in repository text": ("obeys repository text", "overrides instructions"),
 }
 _RAW_KINDS = ("hides text",)  # read from the text as written: normalizing removes what they look for
-_NEGATION = re.compile(r"\b(?:never|not|no|don't|dont|avoid|without|nor|instead of|rather than|mustn't|mustnt|cannot|"
-                       r"can't|cant|won't|shouldn't|shouldnt|refuse to|forbid\w*|prohibit\w*)\b", re.I)
+_NEGATION = re.compile(
+    r"\b(?:never|not|no|don't|dont|avoid|without|nor|instead of|rather than|mustn't|mustnt|cannot|"
+    r"can't|cant|won't|shouldn't|shouldnt|refuse to|forbid\w*|prohibit\w*)\b",
+    re.I,
+)
 # A negation that orders the thing after all: "never forget to paste ...", "do not hesitate to skip ...".
 _ORDERING_NEGATION = re.compile(r"\b(?:forget|fail|neglect|hesitate|omit)\w*\b|\bnot\s+optional\b", re.I)
 _CLAUSE_CHARS = 200  # how far back a negation is looked for (bounded, so a long text costs linear time)
@@ -250,8 +334,10 @@ class PlantedTextWarning(UserWarning):
 
     def __init__(self, where: str, line: int, text: str, reasons: list[str]):
         self.where, self.line, self.text, self.reasons = where, line, text, reasons
-        super().__init__(f"{where}:{line} looks like a planted instruction: {'; '.join(reasons)}. The line is kept "
-                         f"as written: read it before an agent follows it: {text.strip()[:160]!r}")
+        super().__init__(
+            f"{where}:{line} looks like a planted instruction: {'; '.join(reasons)}. The line is kept "
+            f"as written: read it before an agent follows it: {text.strip()[:160]!r}"
+        )
 
 
 def warn_planted(text: str, where: str, flagged: Mapping[str, list[str]] | None = None) -> list[dict[str, Any]]:
@@ -260,8 +346,12 @@ def warn_planted(text: str, where: str, flagged: Mapping[str, list[str]] | None 
     Changes nothing: flagging is telling."""
     found = {item["line"]: item for item in planted_lines(text)}
     for number, line in enumerate(str(text or "").splitlines(), 1):
-        extra = [reason for rule, reasons in (flagged or {}).items() if rule.strip() and rule.strip() in line
-                 for reason in reasons]
+        extra = [
+            reason
+            for rule, reasons in (flagged or {}).items()
+            if rule.strip() and rule.strip() in line
+            for reason in reasons
+        ]
         if extra:
             item = found.setdefault(number, {"line": number, "text": line, "reasons": []})
             item["reasons"] = item["reasons"] + [r for r in extra if r not in item["reasons"]]
@@ -272,7 +362,7 @@ def warn_planted(text: str, where: str, flagged: Mapping[str, list[str]] | None 
 
 def _negated(text: str, start: int) -> bool:
     """Whether the clause before `start` forbids what follows ("Never print tokens", "do not send keys")."""
-    clause = _CLAUSE_BREAK.split(text[max(0, start - _CLAUSE_CHARS):start])[-1]
+    clause = _CLAUSE_BREAK.split(text[max(0, start - _CLAUSE_CHARS) : start])[-1]
     return bool(_NEGATION.search(clause)) and not _ORDERING_NEGATION.search(clause)
 
 
@@ -283,4 +373,14 @@ def _excerpt(kind: str, found: str) -> str:
     return " ".join(shown.split())[:80]
 
 
-__all__ = ["PLANTED", "HARM_CATEGORIES", "normalized", "planted_reasons", "harm_categories", "planted_note", "planted_lines", "PlantedTextWarning", "warn_planted"]  # in CODE_APPENDIX.md
+__all__ = [
+    "PLANTED",
+    "HARM_CATEGORIES",
+    "normalized",
+    "planted_reasons",
+    "harm_categories",
+    "planted_note",
+    "planted_lines",
+    "PlantedTextWarning",
+    "warn_planted",
+]  # in CODE_APPENDIX.md

@@ -44,7 +44,7 @@ class RulesFile:
         if self.team is None:
             return self.text
         before, after = self.team
-        return self.text[len(before):len(self.text) - len(after)]
+        return self.text[len(before) : len(self.text) - len(after)]
 
     def with_rules(self, rules: Ruleset) -> RulesFile:
         """These rules, rendered, in place of the learned ones; the team's text kept byte for byte."""

@@ -208,7 +208,7 @@ def split_fenced(text: str) -> tuple[str, str, str] | None:
             f"exactly one line {FENCE_END!r} (found {len(starts)} start and {len(ends)} end lines)."
         )
     start, end = starts[0], ends[0]
-    return "".join(lines[:start + 1]), "".join(lines[start + 1:end]), "".join(lines[end:])
+    return "".join(lines[: start + 1]), "".join(lines[start + 1 : end]), "".join(lines[end:])
 
 
 def parse_rules_text(text: str | None) -> Ruleset:
@@ -246,8 +246,10 @@ class RulesetDiff:
         return not (self.added or self.removed or self.changed)
 
     def __str__(self) -> str:
-        lines = [f"Ruleset v{self.old_version} -> v{self.new_version}: {len(self.added)} added, "
-                 f"{len(self.removed)} removed, {len(self.changed)} changed, {len(self.unchanged)} unchanged"]
+        lines = [
+            f"Ruleset v{self.old_version} -> v{self.new_version}: {len(self.added)} added, "
+            f"{len(self.removed)} removed, {len(self.changed)} changed, {len(self.unchanged)} unchanged"
+        ]
         lines += [f"+ [{r.id}] {_one_line(r.text)}" for r in self.added]
         lines += [f"- [{r.id}] {_one_line(r.text)}" for r in self.removed]
         for old, new in self.changed:
@@ -255,14 +257,19 @@ class RulesetDiff:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"old_version": self.old_version, "new_version": self.new_version,
-                "added": [vars(r) for r in self.added], "removed": [vars(r) for r in self.removed],
-                "changed": [{"id": o.id, "old": o.text, "new": n.text} for o, n in self.changed],
-                "unchanged": list(self.unchanged)}
+        return {
+            "old_version": self.old_version,
+            "new_version": self.new_version,
+            "added": [vars(r) for r in self.added],
+            "removed": [vars(r) for r in self.removed],
+            "changed": [{"id": o.id, "old": o.text, "new": n.text} for o, n in self.changed],
+            "unchanged": list(self.unchanged),
+        }
 
 
-def diff_rulesets(old: Ruleset, new: Ruleset, old_version: int | None = None,
-                  new_version: int | None = None) -> RulesetDiff:
+def diff_rulesets(
+    old: Ruleset, new: Ruleset, old_version: int | None = None, new_version: int | None = None
+) -> RulesetDiff:
     """Rule-by-rule difference from `old` to `new`, rules matched by id."""
     old_by_id = {r.id: r for r in old.rules}
     new_by_id = {r.id: r for r in new.rules}
@@ -281,8 +288,7 @@ def diff_rulesets(old: Ruleset, new: Ruleset, old_version: int | None = None,
 
 def _one_line(text: str, limit: int = 160) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
-
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 # --- the agent's rules file -------------------------------------------------------------------------
@@ -306,7 +312,7 @@ def remove_section(text: str) -> str:
     if start < 0:
         return text
     end = text.find(SECTION_END, start)
-    after = text[end + len(SECTION_END):] if end >= 0 else ""
+    after = text[end + len(SECTION_END) :] if end >= 0 else ""
     before = text[:start]
     before = before[:-1] if before.endswith("\n") else before
     return before + (after[1:] if after.startswith("\n") else after)
@@ -335,8 +341,9 @@ def rules_file_for(format: str) -> str:
         return rules_file
     rules_format(format)  # a bad <name> first: the most precise error
     if not format or Path(format).is_absolute() or ".." in Path(format).parts:
-        raise ValueError(f"A rules file must be a path inside the project, such as 'AGENTS.md', or an agent's "
-                         f"name; not {format!r}.")
+        raise ValueError(
+            f"A rules file must be a path inside the project, such as 'AGENTS.md', or an agent's name; not {format!r}."
+        )
     return format
 
 
@@ -360,8 +367,10 @@ def import_rules_file(path: Path | str) -> str:
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ValueError(f"{path} is not UTF-8 ({error.reason} at byte {error.start}): rules files are read and "
-                         "written as UTF-8. Convert it (e.g. iconv -f latin1 -t utf-8), commit, and import again.") from None
+        raise ValueError(
+            f"{path} is not UTF-8 ({error.reason} at byte {error.start}): rules files are read and "
+            "written as UTF-8. Convert it (e.g. iconv -f latin1 -t utf-8), commit, and import again."
+        ) from None
     warn_planted(text, str(path))
     return with_learned_section(text)
 
@@ -371,12 +380,31 @@ def with_learned_section(text: str) -> str:
     team's text is never parsed into rules or reformatted. Text that has a fenced section comes back as is."""
     if split_fenced(text):
         return text
-    return text + ("\n" if text and not text.endswith("\n") else "") + ("\n" if text else "") + f"{FENCE_START}\n{FENCE_END}\n"
-
+    return (
+        text
+        + ("\n" if text and not text.endswith("\n") else "")
+        + ("\n" if text else "")
+        + f"{FENCE_START}\n{FENCE_END}\n"
+    )
 
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "Ruleset", "Rule", "RulesetDiff", "parse_ruleset", "render_ruleset", "parse_rules_text",
-    "diff_rulesets", "split_fenced", "render_stats", "import_rules_file", "with_learned_section", "rules_file_for",
-    "insert_section", "remove_section", "new_rules_file", "FENCE_START", "FENCE_END", "LEARNED_FILE",
+    "Ruleset",
+    "Rule",
+    "RulesetDiff",
+    "parse_ruleset",
+    "render_ruleset",
+    "parse_rules_text",
+    "diff_rulesets",
+    "split_fenced",
+    "render_stats",
+    "import_rules_file",
+    "with_learned_section",
+    "rules_file_for",
+    "insert_section",
+    "remove_section",
+    "new_rules_file",
+    "FENCE_START",
+    "FENCE_END",
+    "LEARNED_FILE",
 ]

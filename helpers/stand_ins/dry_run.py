@@ -50,23 +50,30 @@ def init_file_asked(user_text: str) -> str | None:
     named = [(user_text.find(name), name) for name in INIT_FILES if name in user_text]
     return min(named)[1] if asks and named else None  # the first named: a prompt may list others it reads
 
+
 # How the scripted agent recognises a house convention in rules written in anyone's words: one line holds a match
 # of every pattern (case-insensitive). Documented for readers in docs/workshop.md; a convention without key words
 # (a mined repository's) is recognised by its rule sentence only.
 KEY_WORDS: dict[str, tuple[str, ...]] = {
-    "errors": (r"\bexceptions?\b|\berror (?:class|classes|types?)\b|\berrors module\b",
-               r"\bown\b|\bcustom\b|\bsubclass|\bbare\b|\bvalueerror\b|\bkeyerror\b"),
+    "errors": (
+        r"\bexceptions?\b|\berror (?:class|classes|types?)\b|\berrors module\b",
+        r"\bown\b|\bcustom\b|\bsubclass|\bbare\b|\bvalueerror\b|\bkeyerror\b",
+    ),
     "changelog": (r"change ?log", r"\bunreleased\b"),
     "logging": (r"\blog(?:ger|ging)\b", r"\bprint\b"),
     "docs_types": (r"\btype hints?\b|\btype annotations?\b|\bannotat|\btyped\b", r"\bdocstrings?\b"),
     "registry": (r"\bregist(?:er|ry|ered|ers)\b", r"\bexporters?\b"),
     "decimal": (r"\bdecimals?\b", r"\bmoney\b|\bamounts?\b|\bfloats?\b|\bcents?\b"),
     "cli_help": (r"\bhelp(?:=| text| string| message)", r"\boptions?\b|\bsubcommands?\b|\barguments?\b|\bflags?\b"),
-    "cli_exit": (r"\bexit(?:[- ]status| status| code)s?\b|\bstatus constants?\b|\bfail\(",
-                 r"\bnamed\b|\bconstants?\b|\bfail\("),
-    "rows_pure": (r"\btransforms?\b",
-                  r"\b(?:never|not|don't|do not) (?:change|modify|mutate|alter)|\bunchanged\b|\bin[- ]place\b"
-                  r"|\bnew (?:rows?|dicts?)\b|\bmutat"),
+    "cli_exit": (
+        r"\bexit(?:[- ]status| status| code)s?\b|\bstatus constants?\b|\bfail\(",
+        r"\bnamed\b|\bconstants?\b|\bfail\(",
+    ),
+    "rows_pure": (
+        r"\btransforms?\b",
+        r"\b(?:never|not|don't|do not) (?:change|modify|mutate|alter)|\bunchanged\b|\bin[- ]place\b"
+        r"|\bnew (?:rows?|dicts?)\b|\bmutat",
+    ),
     "rows_missing": (r"\b(?:missing|absent|empty) values?\b", r"\bnone\b"),
 }
 
@@ -90,8 +97,13 @@ def named_conventions(text: str, conventions: Mapping[str, Mapping[str, str]]) -
 class DryRunScript:
     """Builds the replies of all three roles from the house suite's tasks and conventions."""
 
-    def __init__(self, tasks: Any = None, conventions: dict[str, dict] | None = None,
-                 edit_tools: Sequence[Any] | None = None, agent: str | None = None):
+    def __init__(
+        self,
+        tasks: Any = None,
+        conventions: dict[str, dict] | None = None,
+        edit_tools: Sequence[Any] | None = None,
+        agent: str | None = None,
+    ):
         from helpers.families.coding.house_suite import CONVENTIONS
         from helpers.families.coding.tasks import load_house_suite
 
@@ -129,9 +141,13 @@ class DryRunScript:
             return Reply(self.plan_for(task, known))
         variant = "patch" if knows_all else "naive_patch"
         if any(m.get("role") == "assistant" for m in request.get("messages") or []):
-            return Reply(f"Done: applied the {'convention-following' if knows_all else 'quick'} fix "
-                         f"for {task['instance_id']} (scripted dry run).")
-        return Reply("Fixing the issue (scripted dry run).", tool_calls=self.edits_for(task, variant, offered_tools(request)))
+            return Reply(
+                f"Done: applied the {'convention-following' if knows_all else 'quick'} fix "
+                f"for {task['instance_id']} (scripted dry run)."
+            )
+        return Reply(
+            "Fixing the issue (scripted dry run).", tool_calls=self.edits_for(task, variant, offered_tools(request))
+        )
 
     # --- the agent's own init (/init): a rules file written from what the repository documents ---
     def init_reply(self, request: dict) -> Reply:
@@ -143,27 +159,46 @@ class DryRunScript:
             return Reply("The request offers no shell tool to read the repository with (scripted dry run).")
         turn = sum(1 for m in request.get("messages") or [] if m.get("role") == "assistant")
         if turn == 0:  # a plain step: an agent that submits with its last command must not submit yet
-            return Reply("Reading the repository's documents (scripted dry run).",
-                         tool_calls=ShellTool.step(shell, "cat README.md CONTRIBUTING.md"))
+            return Reply(
+                "Reading the repository's documents (scripted dry run).",
+                tool_calls=ShellTool.step(shell, "cat README.md CONTRIBUTING.md"),
+            )
         target = init_file_asked(message_text(request, "user"))
         if turn == 1:
             read = _unescaped("\n".join(message_text(request, role) for role in ("tool", "user")))
             rules = [self.conventions[c]["rule"] for c in sorted(self.known_conventions(read))]
-            text = "\n".join(["# Repository Guidelines", "", "Written by the scripted dry run's init from README.md and "
-                               "CONTRIBUTING.md.", "", "## Conventions", *[f"- {rule}" for rule in rules], "",
-                               "## Build and test", "Run `python -m pytest`.", ""])
+            text = "\n".join(
+                [
+                    "# Repository Guidelines",
+                    "",
+                    "Written by the scripted dry run's init from README.md and CONTRIBUTING.md.",
+                    "",
+                    "## Conventions",
+                    *[f"- {rule}" for rule in rules],
+                    "",
+                    "## Build and test",
+                    "Run `python -m pytest`.",
+                    "",
+                ]
+            )
             # base64, so that no shell (nor an agent's screen for command substitution) reads the rules' backticks
             encoded = base64.b64encode(text.encode("utf-8")).decode("ascii")
-            return Reply(f"Writing {target} (scripted dry run).",
-                         tool_calls=shell.step(f"printf %s {encoded} | base64 -d > {target}"))
+            return Reply(
+                f"Writing {target} (scripted dry run).",
+                tool_calls=shell.step(f"printf %s {encoded} | base64 -d > {target}"),
+            )
         return Reply(f"Wrote {target} (scripted dry run).")
 
     def plan_for(self, task: dict, known: set[str]) -> str:
         """A plan that names the house conventions the rules taught (scripted dry run)."""
-        steps = [f"Plan for {task['instance_id']} (scripted dry run):",
-                 f"1. Change the code so that: {task['problem_statement'].splitlines()[0]}."]
-        steps += [f"{n}. Follow the house convention: {self.conventions[c]['title']}."
-                  for n, c in enumerate(sorted(known & set(task["conventions"])), 2)]
+        steps = [
+            f"Plan for {task['instance_id']} (scripted dry run):",
+            f"1. Change the code so that: {task['problem_statement'].splitlines()[0]}.",
+        ]
+        steps += [
+            f"{n}. Follow the house convention: {self.conventions[c]['title']}."
+            for n, c in enumerate(sorted(known & set(task["conventions"])), 2)
+        ]
         return "\n".join(steps)
 
     def plan_verdict(self, task: dict, text: str) -> dict[str, Any]:
@@ -173,23 +208,35 @@ class DryRunScript:
         missing = [c for c in task["conventions"] if self.conventions[c]["title"] not in text]
         named = len(task["conventions"]) - len(missing)
         if not missing:
-            return {"correctness": "correct", "explanation": f"The plan addresses the issue and names every house "
-                    f"convention the change must keep ({counted(named, 'convention')})."}
-        parts = [f"'{self.conventions[c]['title']}' (the hidden tests check: {self.conventions[c]['check']})"
-                 for c in missing]
-        return {"correctness": "incorrect", "explanation": (
-            "The plan addresses the issue" + (f" and names {named} of the conventions the change must keep" if named
-                                               else "") + f", but no step keeps the house convention"
-            f"{'s' if len(parts) > 1 else ''} {' and '.join(parts)}: a change made from this plan would fail "
-            f"those tests.")}
+            return {
+                "correctness": "correct",
+                "explanation": f"The plan addresses the issue and names every house "
+                f"convention the change must keep ({counted(named, 'convention')}).",
+            }
+        parts = [
+            f"'{self.conventions[c]['title']}' (the hidden tests check: {self.conventions[c]['check']})"
+            for c in missing
+        ]
+        return {
+            "correctness": "incorrect",
+            "explanation": (
+                "The plan addresses the issue"
+                + (f" and names {named} of the conventions the change must keep" if named else "")
+                + f", but no step keeps the house convention"
+                f"{'s' if len(parts) > 1 else ''} {' and '.join(parts)}: a change made from this plan would fail "
+                f"those tests."
+            ),
+        }
 
     def edits_for(self, task: dict, variant: str, offered: Mapping[str, frozenset[str] | None]) -> list[dict]:
         """Tool calls, with the first declared edit tool the request offers (by name and arguments: see
         helpers.stand_ins.file_edit_tools), that turn the base commit into the base commit + the task's `variant` patch."""
         adapter = choose_adapter(self.edit_tools, offered)
         if adapter is None:
-            raise ValueError(f"The request offers no tool the dry run can edit with (offered: {sorted(offered)}; "
-                             f"known: {[a.tool for a in self.edit_tools]}): declare the agent's dry_run_tools.")
+            raise ValueError(
+                f"The request offers no tool the dry run can edit with (offered: {sorted(offered)}; "
+                f"known: {[a.tool for a in self.edit_tools]}): declare the agent's dry_run_tools."
+            )
         key = (task["instance_id"], variant, adapter)
         with self._lock:
             if key not in self._edits:
@@ -202,24 +249,33 @@ class DryRunScript:
         task = self.task_in(text)
         if task is None:
             return Reply(json.dumps({"correctness": "incorrect", "explanation": "Unknown task (scripted dry run)."}))
-        passed = bool(re.search(r"(?im)^\s*(?:test )?(?:outcome|result|pass_or_fail)\s*:\s*pass",
-                                outside_fences(text)))  # the host's grade, never a line the agent fenced in
+        passed = bool(
+            re.search(r"(?im)^\s*(?:test )?(?:outcome|result|pass_or_fail)\s*:\s*pass", outside_fences(text))
+        )  # the host's grade, never a line the agent fenced in
         titles = [self.conventions[c]["title"] for c in task["conventions"]]
         if re.search(r"(?im)^outcome: not run", text):  # plan mode: a plan is judged as a plan
             return Reply(json.dumps({**self.plan_verdict(task, text), "note": "scripted dry run"}))
-        if re.search(r"(?im)^outcome: not run", outside_fences(text)):  # plan mode: does the plan name every convention?
+        if re.search(
+            r"(?im)^outcome: not run", outside_fences(text)
+        ):  # plan mode: does the plan name every convention?
             passed = all(title in text for title in titles)
         if passed:
-            explanation = (f"The patch fixes the reported bug and follows the house conventions the tests "
-                           f"check ({'; '.join(titles)}).")
+            explanation = (
+                f"The patch fixes the reported bug and follows the house conventions the tests "
+                f"check ({'; '.join(titles)})."
+            )
             answer = {"correctness": "correct", "explanation": explanation}
         else:
             failing = re.search(r"(?im)^failing tests:\s*(.+)$", text)
             tests = f"the hidden tests {failing.group(1).strip()} fail" if failing else "the hidden tests fail"
-            parts = [f"'{self.conventions[c]['title']}' (checked: {self.conventions[c]['check']})"
-                     for c in task["conventions"]]
-            explanation = (f"The patch fixes the reported behaviour, but {tests}: it breaks the house "
-                           f"convention{'s' if len(parts) > 1 else ''} {' and '.join(parts)}.")
+            parts = [
+                f"'{self.conventions[c]['title']}' (checked: {self.conventions[c]['check']})"
+                for c in task["conventions"]
+            ]
+            explanation = (
+                f"The patch fixes the reported behaviour, but {tests}: it breaks the house "
+                f"convention{'s' if len(parts) > 1 else ''} {' and '.join(parts)}."
+            )
             answer = {"correctness": "incorrect", "explanation": explanation}
         return Reply(json.dumps({**answer, "note": "scripted dry run"}))
 
@@ -241,11 +297,16 @@ class DryRunScript:
         for cid in ranked[:MAX_NEW_RULES]:
             convention, sources = self.conventions[cid], named[cid]
             said = "1 example says its patch" if len(sources) == 1 else f"{len(sources)} examples says their patches"
-            edits.append({"op": "add", "text": convention["rule"],
-                          "reason": f"The feedback on {said} broke '{convention['title']}' (the hidden tests "
-                                    f"check: {convention['check']}); the rule states that habit for every task "
-                                    f"(scripted dry run).",
-                          "sources": sources})
+            edits.append(
+                {
+                    "op": "add",
+                    "text": convention["rule"],
+                    "reason": f"The feedback on {said} broke '{convention['title']}' (the hidden tests "
+                    f"check: {convention['check']}); the rule states that habit for every task "
+                    f"(scripted dry run).",
+                    "sources": sources,
+                }
+            )
         return Reply(json.dumps({"edits": edits}))
 
     def _named_in(self, example: str) -> list[str]:
@@ -253,10 +314,13 @@ class DryRunScript:
         it names them, then by their key words (a reviewer's comment, a CI failure's message). Only the feedback
         is read (after "Feedback:", when the example has that part), never the task or the patch."""
         feedback = example.split("Feedback:", 1)[1] if "Feedback:" in example else example
-        found = sorted((feedback.find(c["title"]), cid) for cid, c in self.conventions.items() if c["title"] in feedback)
+        found = sorted(
+            (feedback.find(c["title"]), cid) for cid, c in self.conventions.items() if c["title"] in feedback
+        )
         titled = [cid for _, cid in found]
-        return titled + sorted(named_conventions(feedback, self.conventions) - set(titled),
-                               key=list(self.conventions).index)
+        return titled + sorted(
+            named_conventions(feedback, self.conventions) - set(titled), key=list(self.conventions).index
+        )
 
     # --- the check of a learned rule by meaning ---
     def rule_check_reply(self, request: dict) -> Reply:
@@ -267,25 +331,35 @@ class DryRunScript:
         rule = re.search(r"(?s)^<<<DATA-(\w+) [^\n]*>>>\n(.*?)\n?<<<END-\1>>>$", message_text(request, "user"), re.M)
         reasons = planted_reasons(rule.group(2) if rule else "")
         categories = harm_categories(reasons)
-        return Reply(json.dumps({"harmful": bool(categories), "category": categories[0] if categories else "none",
-                                 "reason": "scripted dry run: the floor's reading" + (f" ({'; '.join(reasons)})" if reasons else ""),
-                                 "note": "scripted dry run"}))
+        return Reply(
+            json.dumps(
+                {
+                    "harmful": bool(categories),
+                    "category": categories[0] if categories else "none",
+                    "reason": "scripted dry run: the floor's reading" + (f" ({'; '.join(reasons)})" if reasons else ""),
+                    "note": "scripted dry run",
+                }
+            )
+        )
 
     def script(self) -> Script:
         from helpers.learn.judge import JUDGE_SYSTEM_PROMPT
         from helpers.learn.optimizer import OPTIMIZER_SYSTEM_PROMPT
         from helpers.learn.rule_check import RULE_CHECK_PROMPT
 
-        return Script([
-            Rule(system_contains=_first_line(RULE_CHECK_PROMPT), reply=self.rule_check_reply),
-            Rule(system_contains=_first_line(JUDGE_SYSTEM_PROMPT), reply=self.judge_reply),
-            Rule(system_contains=_first_line(OPTIMIZER_SYSTEM_PROMPT), reply=self.optimizer_reply),
-            Rule(match=lambda request: bool(request.get("tools")), reply=self.agent_reply),  # agents bring tools
-            # A reader's own instructions (JUDGE_PROMPT, OPTIMIZER_PROMPT) change the system message, not the
-            # request our code writes: the optimizer's names the current rules, the judge's the issue.
-            Rule(user_contains=OPTIMIZER_REQUEST_MARK, reply=self.optimizer_reply),
-            Rule(user_contains=JUDGE_REQUEST_MARK, reply=self.judge_reply),
-        ], default=Reply("This is the scripted dry-run model; it has no answer for this request."))
+        return Script(
+            [
+                Rule(system_contains=_first_line(RULE_CHECK_PROMPT), reply=self.rule_check_reply),
+                Rule(system_contains=_first_line(JUDGE_SYSTEM_PROMPT), reply=self.judge_reply),
+                Rule(system_contains=_first_line(OPTIMIZER_SYSTEM_PROMPT), reply=self.optimizer_reply),
+                Rule(match=lambda request: bool(request.get("tools")), reply=self.agent_reply),  # agents bring tools
+                # A reader's own instructions (JUDGE_PROMPT, OPTIMIZER_PROMPT) change the system message, not the
+                # request our code writes: the optimizer's names the current rules, the judge's the issue.
+                Rule(user_contains=OPTIMIZER_REQUEST_MARK, reply=self.optimizer_reply),
+                Rule(user_contains=JUDGE_REQUEST_MARK, reply=self.judge_reply),
+            ],
+            default=Reply("This is the scripted dry-run model; it has no answer for this request."),
+        )
 
 
 def start_dry_run_server(tasks: Any = None, agent: str | None = None) -> ScriptedModelServer:
@@ -312,8 +386,15 @@ def _first_line(prompt: str) -> str:
 def _chunks_by_instance(text: str, tasks: dict[str, dict]) -> list[tuple[str, str]]:
     """(instance id, the text from its mention up to the next task's) for each task in `text`."""
     positions = sorted((text.find(iid), iid) for iid in tasks if iid in text)
-    return [(iid, text[pos:(positions[i + 1][0] if i + 1 < len(positions) else len(text))])
-            for i, (pos, iid) in enumerate(positions)]
+    return [
+        (iid, text[pos : (positions[i + 1][0] if i + 1 < len(positions) else len(text))])
+        for i, (pos, iid) in enumerate(positions)
+    ]
 
 
-__all__ = ["DryRunScript", "start_dry_run_server", "named_conventions", "KEY_WORDS"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = [
+    "DryRunScript",
+    "start_dry_run_server",
+    "named_conventions",
+    "KEY_WORDS",
+]  # the public API, documented in CODE_APPENDIX.md

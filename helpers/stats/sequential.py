@@ -84,10 +84,12 @@ class SequentialDesign:
 
     def describe(self) -> str:
         looks = len(self.looks())
-        return (f"sequential exact McNemar on the discordant pairs, {looks} look{'s' * (looks != 1)} (one per "
-                f"{self.batch} tasks of {self.n_tasks}), O'Brien-Fleming alpha spending (two-sided alpha "
-                f"{self.alpha:g}); non-binding futility below {self.futility_power:.0%} conditional power "
-                f"from {self.futility_from:.0%} of the tasks")
+        return (
+            f"sequential exact McNemar on the discordant pairs, {looks} look{'s' * (looks != 1)} (one per "
+            f"{self.batch} tasks of {self.n_tasks}), O'Brien-Fleming alpha spending (two-sided alpha "
+            f"{self.alpha:g}); non-binding futility below {self.futility_power:.0%} conditional power "
+            f"from {self.futility_from:.0%} of the tasks"
+        )
 
 
 @dataclass(frozen=True)
@@ -130,15 +132,24 @@ class SequentialResult:
         """Where it stopped and why, with the estimate and its interval, in one sentence."""
         n, run = self.design.n_tasks, self.tasks_run
         p = f", stagewise p = {self.p_value:.3g}" if self.stopped else ""
-        gain = (f"{self.diff * 100:+.1f} points (repeated 95% CI {self.ci_low * 100:+.1f} to {self.ci_high * 100:+.1f}"
-                f"{p})") if run - self.excluded > 0 else "no usable pair yet"
+        gain = (
+            (
+                f"{self.diff * 100:+.1f} points (repeated 95% CI {self.ci_low * 100:+.1f} to {self.ci_high * 100:+.1f}"
+                f"{p})"
+            )
+            if run - self.excluded > 0
+            else "no usable pair yet"
+        )
         where = f"after {run} of {n} test tasks" if run < n else f"after all {n} test tasks"
         if self.excluded:
             where += f" ({self.excluded} pair{'s' * (self.excluded != 1)} left out: infrastructure errors)"
-        why = {"help": "the rules help", "hurt": "the rules hurt",
-               "futility": "no likely outcome of the remaining tasks can reach significance (futility)",
-               "complete": "no significant difference (noise)",
-               "running": "no decision yet"}[self.decision]
+        why = {
+            "help": "the rules help",
+            "hurt": "the rules hurt",
+            "futility": "no likely outcome of the remaining tasks can reach significance (futility)",
+            "complete": "no significant difference (noise)",
+            "running": "no decision yet",
+        }[self.decision]
         verb = "Running" if self.decision == "running" else "Stopped" if run < n else "Finished"
         return f"{verb} {where}: {why}; {gain}."
 
@@ -164,7 +175,7 @@ class _NullWalk:
         """P0(|S| >= c, not stopped) at the current m."""
         if c > self.m:
             return 0.0
-        return float(self.mass[: self.m - c + 1].sum() + self.mass[self.m + c:].sum())
+        return float(self.mass[: self.m - c + 1].sum() + self.mass[self.m + c :].sum())
 
     def boundary(self, allowed: float) -> int | None:
         """The least c >= 1 whose tail fits in `allowed` (None when none does, as with m = 0)."""
@@ -181,7 +192,7 @@ class _NullWalk:
         self.spent += crossed
         self.crossed_before += crossed
         self.mass[: self.m - c + 1] = 0
-        self.mass[self.m + c:] = 0
+        self.mass[self.m + c :] = 0
 
 
 def sequential_test(pairs: Sequence[tuple[bool, bool] | None], design: SequentialDesign) -> SequentialResult:
@@ -216,14 +227,14 @@ def sequential_test(pairs: Sequence[tuple[bool, bool] | None], design: Sequentia
         elif _futile(s, a_only + b_only, tasks, design):
             decision = "futility"
         if decision != "running" or index == len(design.looks()) - 1:
-            return _result(design, looks, decision, tasks, tasks - len(usable), a_only, b_only, c, allowed,
-                           min(1.0, p))
+            return _result(design, looks, decision, tasks, tasks - len(usable), a_only, b_only, c, allowed, min(1.0, p))
     if not looks:
         return SequentialResult(design, looks, "running", 0)
     final = looks[-1]
     excluded = sum(1 for pair in pairs[: final.tasks] if pair is None)
-    return _result(design, looks, "running", final.tasks, excluded, final.a_only, final.b_only, final.boundary, 0.0,
-                   1.0)
+    return _result(
+        design, looks, "running", final.tasks, excluded, final.a_only, final.b_only, final.boundary, 0.0, 1.0
+    )
 
 
 def _futile(s: int, m: int, tasks: int, design: SequentialDesign) -> bool:
@@ -245,8 +256,18 @@ def _futile(s: int, m: int, tasks: int, design: SequentialDesign) -> bool:
     return max(power_help, power_hurt) < design.futility_power
 
 
-def _result(design: SequentialDesign, looks: list[Look], decision: Decision, tasks_run: int, excluded: int,
-            a_only: int, b_only: int, c: int | None, allowed: float, p: float) -> SequentialResult:
+def _result(
+    design: SequentialDesign,
+    looks: list[Look],
+    decision: Decision,
+    tasks_run: int,
+    excluded: int,
+    a_only: int,
+    b_only: int,
+    c: int | None,
+    allowed: float,
+    p: float,
+) -> SequentialResult:
     m, tasks = a_only + b_only, tasks_run - excluded
     if tasks == 0:
         return SequentialResult(design, looks, decision, tasks_run, excluded)
@@ -260,5 +281,6 @@ def _result(design: SequentialDesign, looks: list[Look], decision: Decision, tas
     # the paired difference's standard error over the tasks run; with no discordant pair yet, as if one
     se = math.sqrt(max(max(m, 1) - (b_only - a_only) ** 2 / tasks, 1 / tasks)) / tasks
     half = z * se
-    return SequentialResult(design, looks, decision, tasks_run, excluded, diff, max(-1.0, diff - half),
-                            min(1.0, diff + half), p)
+    return SequentialResult(
+        design, looks, decision, tasks_run, excluded, diff, max(-1.0, diff - half), min(1.0, diff + half), p
+    )

@@ -40,8 +40,9 @@ def load_arms(experiment: str, root: Path | str | None = None) -> dict[str, dict
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
-def save_arm(experiment: str, arm: str, record: dict[str, Any], rows: pd.DataFrame | None = None,
-             root: Path | str | None = None) -> None:
+def save_arm(
+    experiment: str, arm: str, record: dict[str, Any], rows: pd.DataFrame | None = None, root: Path | str | None = None
+) -> None:
     """Keep one arm's record (and its test rows when it ran); other arms' records stay as they are."""
     if record.get("status") not in STATUSES:
         raise ValueError(f"An arm's status is one of {STATUSES}, not {record.get('status')!r}.")

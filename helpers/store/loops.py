@@ -10,8 +10,15 @@ from typing import Any
 
 import pandas as pd
 
-from helpers.store.records import (append_jsonl, experiment_dir, loops_path, read_jsonl, split_results_path,
-                                  write_csv, write_json)
+from helpers.store.records import (
+    append_jsonl,
+    experiment_dir,
+    loops_path,
+    read_jsonl,
+    split_results_path,
+    write_csv,
+    write_json,
+)
 
 LIST_COLUMNS = ("failed_tests", "FAIL_TO_PASS", "PASS_TO_PASS", "set_aside", "suspect")  # cells saved as JSON lists
 
@@ -38,8 +45,9 @@ def finished_experiments(results_root: Any = None) -> list[str]:
     return [path.parent.name for path in sorted(found, key=lambda path: path.stat().st_mtime, reverse=True)]
 
 
-def resolve_experiment(experiment: str | None, preferred: tuple[str, ...] = ("quickstart", "quickstart-dry-run"),
-                       results_root: Any = None) -> str:
+def resolve_experiment(
+    experiment: str | None, preferred: tuple[str, ...] = ("quickstart", "quickstart-dry-run"), results_root: Any = None
+) -> str:
     """The experiment a results notebook reads: `experiment` when given; else the first of `preferred` that
     has a finished loop (the quickstart's, real before scripted), else the most recently finished one.
     Raises ValueError naming the experiments that exist when the one asked has no finished loop, or none has."""
@@ -47,13 +55,17 @@ def resolve_experiment(experiment: str | None, preferred: tuple[str, ...] = ("qu
     if experiment is None:
         chosen = next((name for name in preferred if name in finished), finished[0] if finished else None)
         if chosen is None:
-            raise ValueError("No experiment has a finished loop yet: run the quickstart (make quickstart) or "
-                             "02_optimize_cline_act first.")
+            raise ValueError(
+                "No experiment has a finished loop yet: run the quickstart (make quickstart) or "
+                "02_optimize_cline_act first."
+            )
         return chosen
     if experiment not in finished:
         listed = ", ".join(finished[:10]) or "none yet"
-        raise ValueError(f"Experiment {experiment!r} has no finished loop. Experiments with results: {listed}. "
-                         "Set EXPERIMENT to one of them, or None for the quickstart's.")
+        raise ValueError(
+            f"Experiment {experiment!r} has no finished loop. Experiments with results: {listed}. "
+            "Set EXPERIMENT to one of them, or None for the quickstart's."
+        )
     return experiment
 
 
@@ -75,11 +87,15 @@ def load_results(experiment: str, split: str, loop: int, results_root: Any = Non
     frame = pd.read_csv(path, keep_default_na=False)
     for column in LIST_COLUMNS:
         if column in frame:
-            frame[column] = frame[column].map(lambda v: json.loads(v) if isinstance(v, str) and v.startswith("[") else v)
+            frame[column] = frame[column].map(
+                lambda v: json.loads(v) if isinstance(v, str) and v.startswith("[") else v
+            )
     return frame
 
 
-def save_split(experiment: str, train_ids: list[str], test_ids: list[str], results_root: Any = None, **how: Any) -> None:
+def save_split(
+    experiment: str, train_ids: list[str], test_ids: list[str], results_root: Any = None, **how: Any
+) -> None:
     """Which tasks are on which side (split.json; `how` holds "validation" ids, source, strategy, seed), so
     later notebooks and reruns use the same split."""
     write_json(experiment_dir(experiment, results_root) / "split.json", {"train": train_ids, "test": test_ids, **how})
@@ -145,6 +161,19 @@ def kept_version(experiment: str, before_loop: int | None = None, results_root: 
     return choose_on_validation(measured, done[0]["ruleset_version"], done[-1]["ruleset_version"])
 
 
-__all__ = ["loop_records", "completed_loops", "finished_experiments", "resolve_experiment", "save_loop", "load_results", "save_split", "load_split", "loop_rows",
-           "kept_version", "save_one_test", "load_one_test",
-           "save_one_test_rows", "one_test_rows"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "loop_records",
+    "completed_loops",
+    "finished_experiments",
+    "resolve_experiment",
+    "save_loop",
+    "load_results",
+    "save_split",
+    "load_split",
+    "loop_rows",
+    "kept_version",
+    "save_one_test",
+    "load_one_test",
+    "save_one_test_rows",
+    "one_test_rows",
+]  # documented in CODE_APPENDIX.md

@@ -41,18 +41,37 @@ from helpers.core.redact import scrub_machine_paths
 # One record per finished loop in loops.jsonl. Loop i runs with ruleset version i (version 0 is the
 # starting ruleset, empty by default) and its optimizer writes version i + 1.
 LOOP_RECORD_FIELDS = (
-    "experiment", "loop", "ruleset_version", "train_accuracy", "test_accuracy", "train_size",
-    "test_size", "ruleset_rules", "ruleset_tokens", "agent_cost_usd", "judge_cost_usd",
-    "optimizer_cost_usd", "cost_usd", "agent_model", "judge_model", "optimizer_model", "dry_run",
-    "started_at", "finished_at", "train_errors", "test_errors", "judge_errors", "optimizer_changed", "unpriced",
+    "experiment",
+    "loop",
+    "ruleset_version",
+    "train_accuracy",
+    "test_accuracy",
+    "train_size",
+    "test_size",
+    "ruleset_rules",
+    "ruleset_tokens",
+    "agent_cost_usd",
+    "judge_cost_usd",
+    "optimizer_cost_usd",
+    "cost_usd",
+    "agent_model",
+    "judge_model",
+    "optimizer_model",
+    "dry_run",
+    "started_at",
+    "finished_at",
+    "train_errors",
+    "test_errors",
+    "judge_errors",
+    "optimizer_changed",
+    "unpriced",
     "agent",
 )
+
 
 def ruleset_sha(text: str | None) -> str:
     """The one hash of a ruleset's text, used by run records, the ruleset store and Phoenix."""
     return hashlib.sha256((text or "").encode("utf-8")).hexdigest()[:16]
-
-
 
 
 def experiment_dir(experiment: str, root: Path | str | None = None) -> Path:
@@ -128,8 +147,10 @@ def read_jsonl(path: Path | str) -> list[dict[str, Any]]:
         try:
             record = json.loads(line.decode("utf-8"))
         except ValueError as error:  # JSON, or UTF-8 (UnicodeDecodeError is a ValueError)
-            raise RecordError(f"Line {number} of {path} is not a readable record ({error}). Nothing was run: move "
-                              "the file aside or delete that line (its task then runs again), and call again.") from None
+            raise RecordError(
+                f"Line {number} of {path} is not a readable record ({error}). Nothing was run: move "
+                "the file aside or delete that line (its task then runs again), and call again."
+            ) from None
         if not isinstance(record, dict):
             raise RecordError(f"Line {number} of {path} is not a record (a JSON object) but {type(record).__name__}.")
         records.append(without_lone_surrogates(record))
@@ -187,6 +208,17 @@ def without_lone_surrogates(value: Any) -> Any:
 
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "experiment_dir", "run_records_path", "split_results_path", "loops_path", "append_jsonl", "read_jsonl",
-    "RecordError", "without_lone_surrogates", "write_atomic", "write_json", "write_csv", "check_name", "ruleset_sha",
+    "experiment_dir",
+    "run_records_path",
+    "split_results_path",
+    "loops_path",
+    "append_jsonl",
+    "read_jsonl",
+    "RecordError",
+    "without_lone_surrogates",
+    "write_atomic",
+    "write_json",
+    "write_csv",
+    "check_name",
+    "ruleset_sha",
 ]

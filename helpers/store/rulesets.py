@@ -17,8 +17,17 @@ from helpers.core import config
 from helpers.rules.planted import warn_planted
 from helpers.store.records import loops_path, read_jsonl, ruleset_sha, rulesets_dir, write_atomic, write_json
 from helpers.rules.rules_file import RulesFile
-from helpers.rules.ruleset import (Ruleset, RulesetDiff, diff_rulesets, insert_section, new_rules_file, parse_rules_text,
-                                 render_stats, rules_file_for, split_fenced)
+from helpers.rules.ruleset import (
+    Ruleset,
+    RulesetDiff,
+    diff_rulesets,
+    insert_section,
+    new_rules_file,
+    parse_rules_text,
+    render_stats,
+    rules_file_for,
+    split_fenced,
+)
 from helpers.rules.file_formats import learned_path
 from helpers.rules.limits import check_file_size
 
@@ -47,8 +56,7 @@ class RulesetStore:
     version (a loop re-run after a crash), so version numbers keep following loop numbers.
     """
 
-    def __init__(self, experiment: str, root: Path | str | None = None, *,
-                 results_root: Path | str | None = None):
+    def __init__(self, experiment: str, root: Path | str | None = None, *, results_root: Path | str | None = None):
         self.experiment = experiment
         self.dir = rulesets_dir(experiment, root)
         self.results_root = results_root
@@ -78,8 +86,10 @@ class RulesetStore:
         """The newest version."""
         versions = self.versions()
         if not versions:
-            raise LookupError(f"No ruleset saved yet in {self.dir}: save the starting ruleset first "
-                              "(store.save('', parent=None, loop=None)).")
+            raise LookupError(
+                f"No ruleset saved yet in {self.dir}: save the starting ruleset first "
+                "(store.save('', parent=None, loop=None))."
+            )
         return versions[-1]
 
     def _resolve(self, version: int | str) -> int:
@@ -91,8 +101,10 @@ class RulesetStore:
         if isinstance(version, str) and version.lstrip("v").isdigit():
             version = int(version.lstrip("v"))
         if not isinstance(version, int) or version not in self.versions():
-            raise LookupError(f"Ruleset version {version!r} does not exist in {self.dir}; saved "
-                              f"versions: {self.versions() or 'none'}.")
+            raise LookupError(
+                f"Ruleset version {version!r} does not exist in {self.dir}; saved "
+                f"versions: {self.versions() or 'none'}."
+            )
         return version
 
     def load(self, version: int | str = "latest") -> str:
@@ -113,8 +125,23 @@ class RulesetStore:
         """One row per version (a DataFrame): version, parent, loop, kind, accuracies, rules, cost."""
         import pandas as pd
 
-        columns = ["version", "parent", "loop", "kind", "train_accuracy", "val_accuracy", "test_accuracy", "rules",
-                   "tokens", "edits", "rejected_edits", "cost_usd", "model", "dry_run", "created_at"]
+        columns = [
+            "version",
+            "parent",
+            "loop",
+            "kind",
+            "train_accuracy",
+            "val_accuracy",
+            "test_accuracy",
+            "rules",
+            "tokens",
+            "edits",
+            "rejected_edits",
+            "cost_usd",
+            "model",
+            "dry_run",
+            "created_at",
+        ]
         rows = []
         measured = self._measured()
         for version in self.versions():
@@ -126,9 +153,18 @@ class RulesetStore:
         return pd.DataFrame(rows, columns=columns)
 
     # --- writing ---
-    def save(self, text: str | RulesFile, *, parent: int | None = None, loop: int | None = None,
-             report: Any = None, model: str | None = None, dry_run: bool = False,
-             kind: str | None = None, **extra: Any) -> int:
+    def save(
+        self,
+        text: str | RulesFile,
+        *,
+        parent: int | None = None,
+        loop: int | None = None,
+        report: Any = None,
+        model: str | None = None,
+        dry_run: bool = False,
+        kind: str | None = None,
+        **extra: Any,
+    ) -> int:
         """Save a ruleset text as a new version (or replace the one `loop` already wrote); returns it.
 
         `report` is the optimizer's last_report (an object with to_dict() or a dict): its edits,
@@ -145,10 +181,14 @@ class RulesetStore:
         report_dict = _as_dict(report)
         stats = render_stats(text)
         meta = {
-            "version": version, "parent": parent, "loop": loop,
+            "version": version,
+            "parent": parent,
+            "loop": loop,
             "kind": kind or ("initial" if parent is None and loop is None else "optimized"),
             "experiment": self.experiment,
-            "rules": stats["rules"], "tokens": stats["tokens"], "ruleset_sha": ruleset_sha(text),
+            "rules": stats["rules"],
+            "tokens": stats["tokens"],
+            "ruleset_sha": ruleset_sha(text),
             "edits": report_dict.get("edits_applied", []),
             "rejected_edits": report_dict.get("edits_rejected", []),
             "flagged_edits": report_dict.get("edits_flagged", []),
@@ -176,8 +216,11 @@ class RulesetStore:
     def _measured(self, before_loop: int | None = None) -> dict[int, dict[str, float]]:
         """version -> {accuracy name: value} from loops.jsonl, the latest finished loop's value winning;
         only loops before `before_loop` when given."""
-        records = [r for r in read_jsonl(loops_path(self.experiment, self.results_root))
-                   if isinstance(r.get("ruleset_version"), int) and isinstance(r.get("loop"), int)]
+        records = [
+            r
+            for r in read_jsonl(loops_path(self.experiment, self.results_root))
+            if isinstance(r.get("ruleset_version"), int) and isinstance(r.get("loop"), int)
+        ]
         measured: dict[int, dict[str, float]] = {}
         for record in sorted(records, key=lambda r: r["loop"]):
             if before_loop is not None and record["loop"] >= before_loop:
@@ -193,9 +236,17 @@ class RulesetStore:
         version = self._resolve(version)
         head = self.head_version()
         old = self.metadata(version)
-        return self.save(self.load(version), parent=version, loop=None, model=old.get("model"),
-                         dry_run=bool(old.get("dry_run")), kind="rollback", rolled_back_from=version,
-                         previous_head=head, reason=reason)
+        return self.save(
+            self.load(version),
+            parent=version,
+            loop=None,
+            model=old.get("model"),
+            dry_run=bool(old.get("dry_run")),
+            kind="rollback",
+            rolled_back_from=version,
+            previous_head=head,
+            reason=reason,
+        )
 
     # --- choosing ---
     def best_version(self, before_loop: int | None = None) -> int | None:
@@ -218,8 +269,9 @@ class RulesetStore:
         """
         candidates = self._candidates(loop)
         if not candidates:
-            raise LookupError(f"No ruleset version to start loop {loop} from in {self.dir}: save the "
-                              "starting ruleset first.")
+            raise LookupError(
+                f"No ruleset version to start loop {loop} from in {self.dir}: save the starting ruleset first."
+            )
         if mode == "latest":
             return candidates[-1]
         if mode != "best":
@@ -235,8 +287,7 @@ class RulesetStore:
         versions = self.versions()
         if before_loop is None:
             return versions
-        return [v for v in versions
-                if self.metadata(v).get("loop") is None or self.metadata(v)["loop"] < before_loop]
+        return [v for v in versions if self.metadata(v).get("loop") is None or self.metadata(v)["loop"] < before_loop]
 
     # --- comparing and exporting ---
     def diff(self, old: int | str, new: int | str = "latest") -> RulesetDiff:
@@ -244,8 +295,9 @@ class RulesetStore:
         old_v, new_v = self._resolve(old), self._resolve(new)
         return diff_rulesets(self.rules(old_v), self.rules(new_v), old_v, new_v)
 
-    def export(self, version: int | str, project_dir: Path | str, *, format: str | None = None,
-               overwrite: bool = False) -> Path:
+    def export(
+        self, version: int | str, project_dir: Path | str, *, format: str | None = None, overwrite: bool = False
+    ) -> Path:
         """Write a version into a project's rules file; returns the path written.
 
         `format`: a rules file (any path in the project; the formats of helpers.rules.file_formats, such as

@@ -48,6 +48,7 @@ class PhoenixUnavailableWarning(UserWarning):
 
 # --- the client, with retries -------------------------------------------------------------------
 
+
 def _status_error(error: BaseException | None) -> httpx.HTTPStatusError | None:
     """The HTTP error behind a client exception (DatasetUploadError wraps it as its cause)."""
     while error is not None:
@@ -74,7 +75,7 @@ class _Phoenix:
         for attempt in range(RETRIES + 1):
             if self.down.is_set():
                 raise PhoenixUnavailable(f"Phoenix at {self.url} is unreachable")
-            delay = BACKOFF_S * 2 ** attempt
+            delay = BACKOFF_S * 2**attempt
             try:
                 return fn(*args, **kwargs)
             except httpx.TransportError as e:
@@ -88,11 +89,14 @@ class _Phoenix:
                     self.down.set()
                     raise PhoenixUnavailable(
                         f"Phoenix at {self.url} refused the request ({status}): set PHOENIX_API_KEY "
-                        "(or pass api_key=...) to a key this server accepts.") from e
+                        "(or pass api_key=...) to a key this server accepts."
+                    ) from e
                 if status != 429 and status < 500:
                     raise PhoenixRequestError(
                         f"Phoenix answered {status} to {response.request.method} {response.request.url.path}: "
-                        f"{response.text[:500]}", status) from e
+                        f"{response.text[:500]}",
+                        status,
+                    ) from e
                 problem = f"HTTP {status}"
                 retry_after = response.headers.get("retry-after", "")
                 delay = float(retry_after) if retry_after.replace(".", "", 1).isdigit() else delay
@@ -103,10 +107,12 @@ class _Phoenix:
 
     def rest(self, method: str, path: str, **kwargs: Any) -> Any:
         """A request the client has no call for (see the comment at each use): its JSON body."""
+
         def send() -> Any:
             response = self.client._client.request(method, path, **kwargs)
             response.raise_for_status()
             return response.json()
+
         return self.call(send)
 
     def close(self) -> None:
@@ -137,7 +143,8 @@ def _connect(target: Any, api_key: str | None = None, workers: int = WORKERS) ->
         )
     key = api_key or getattr(target, "api_key", None) or config.read_env("PHOENIX_API_KEY")
     http = httpx.Client(
-        base_url=url.rstrip("/"), timeout=TIMEOUT_S,
+        base_url=url.rstrip("/"),
+        timeout=TIMEOUT_S,
         headers={"Authorization": f"Bearer {key}"} if key else {},
         limits=httpx.Limits(max_connections=workers, max_keepalive_connections=workers),
     )
@@ -169,12 +176,17 @@ def _warn_once(url: str, what: str, message: str) -> None:
     warnings.warn(message, PhoenixUnavailableWarning, stacklevel=4)
 
 
-def _keep_pending(experiment: str, job: dict[str, Any], url: str, error: Exception,
-                  results_root: Path | str | None) -> Path:
+def _keep_pending(
+    experiment: str, job: dict[str, Any], url: str, error: Exception, results_root: Path | str | None
+) -> Path:
     path = pending_path(experiment, results_root)
-    append_jsonl(path, {**job, "key": _job_key(job), "failed_url": url,
-                        "kept_at": datetime.now(timezone.utc).isoformat()})
-    _warn_once(url, experiment,
-               f"{error}. Keeping going: what was not logged is kept in {path}; log it later with "
-               f"flush_pending({experiment!r}, hostname=...).")
+    append_jsonl(
+        path, {**job, "key": _job_key(job), "failed_url": url, "kept_at": datetime.now(timezone.utc).isoformat()}
+    )
+    _warn_once(
+        url,
+        experiment,
+        f"{error}. Keeping going: what was not logged is kept in {path}; log it later with "
+        f"flush_pending({experiment!r}, hostname=...).",
+    )
     return path

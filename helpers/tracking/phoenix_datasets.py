@@ -9,15 +9,21 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 
-
-from helpers.tracking.phoenix_client import (TIMEOUT_S, PhoenixRequestError, PhoenixUnavailable, _connect,
-                                             _Phoenix, _warn_once)
+from helpers.tracking.phoenix_client import (
+    TIMEOUT_S,
+    PhoenixRequestError,
+    PhoenixUnavailable,
+    _connect,
+    _Phoenix,
+    _warn_once,
+)
 
 EXAMPLE_METADATA_FIELDS = ("instance_id", "repo", "base_commit", "suite")
 GOLD_PATCH_FIELDS = ("patch", "ground_truth_patch")
 
 
 # --- plain data ---------------------------------------------------------------------------------
+
 
 def _jsonable(frame: Any, columns: Iterable[str]) -> list[dict[str, Any]]:
     """Rows as JSON-safe dicts (NaN -> None, numpy -> Python), keeping only `columns` present."""
@@ -65,26 +71,38 @@ def dataset_examples(df: Any) -> list[dict[str, Any]]:
     examples = []
     for row in rows:
         patch = row.get(gold) if gold else None
-        examples.append({
-            "id": str(row["instance_id"]),
-            "input": {"problem_statement": row["problem_statement"] or ""},
-            # One string, so the compare view renders it as Markdown: the diff as a code block.
-            "output": {"patch": code_block(patch)} if patch else {},
-            "metadata": {k: row[k] for k in EXAMPLE_METADATA_FIELDS if row.get(k) is not None},
-        })
+        examples.append(
+            {
+                "id": str(row["instance_id"]),
+                "input": {"problem_statement": row["problem_statement"] or ""},
+                # One string, so the compare view renders it as Markdown: the diff as a code block.
+                "output": {"patch": code_block(patch)} if patch else {},
+                "metadata": {k: row[k] for k in EXAMPLE_METADATA_FIELDS if row.get(k) is not None},
+            }
+        )
     return examples
 
 
 def _ref_from_dataset(dataset: Any, description: str = "", examples: list[dict[str, Any]] | None = None) -> DatasetRef:
     """DatasetRef from a phoenix.client Dataset: example node ids by instance id (metadata, else the example id)."""
-    ref = DatasetRef(name=dataset.name, id=dataset.id, version_id=dataset.version_id,
-                     description=description or getattr(dataset, "description", None) or "")
+    ref = DatasetRef(
+        name=dataset.name,
+        id=dataset.id,
+        version_id=dataset.version_id,
+        description=description or getattr(dataset, "description", None) or "",
+    )
     for example in dataset.examples:
         instance_id = str((example.get("metadata") or {}).get("instance_id") or example["id"])
         ref.example_ids[instance_id] = example.get("node_id") or example["id"]
         if examples is None:
-            ref.examples.append({"id": instance_id, "input": dict(example["input"]),
-                                 "output": dict(example["output"]), "metadata": dict(example["metadata"] or {})})
+            ref.examples.append(
+                {
+                    "id": instance_id,
+                    "input": dict(example["input"]),
+                    "output": dict(example["output"]),
+                    "metadata": dict(example["metadata"] or {}),
+                }
+            )
     if examples is not None:
         ref.examples = examples
     return ref
@@ -105,16 +123,23 @@ def _as_dataset_ref(dataset_obj: Any) -> DatasetRef:
 
 # --- datasets -----------------------------------------------------------------------------------
 
+
 def _upload(phoenix: _Phoenix, spec: DatasetRef) -> DatasetRef:
     """The dataset named spec.name holding exactly spec.examples. Phoenix upserts by name: the same
     examples keep the current version, other ones become a new version (earlier experiments keep theirs)."""
-    dataset = phoenix.call(phoenix.client.datasets.create_dataset, name=spec.name, examples=spec.examples,
-                           dataset_description=spec.description, timeout=TIMEOUT_S)
+    dataset = phoenix.call(
+        phoenix.client.datasets.create_dataset,
+        name=spec.name,
+        examples=spec.examples,
+        dataset_description=spec.description,
+        timeout=TIMEOUT_S,
+    )
     return _ref_from_dataset(dataset, spec.description, spec.examples)
 
 
-def upload_dataset(client_or_url: Any, name: str, df: Any, *, api_key: str | None = None,
-                   description: str | None = None) -> DatasetRef:
+def upload_dataset(
+    client_or_url: Any, name: str, df: Any, *, api_key: str | None = None, description: str | None = None
+) -> DatasetRef:
     """Upload a task set as the Phoenix dataset `name`; re-running with the same tasks reuses it
     (no duplicate, no new version). Returns a DatasetRef to pass as `dataset_obj`.
 
@@ -124,8 +149,7 @@ def upload_dataset(client_or_url: Any, name: str, df: Any, *, api_key: str | Non
     the dataset's new version. If Phoenix is unreachable this warns and returns a DatasetRef with id
     None, which log_experiment_to_phoenix / flush_pending upload later.
     """
-    spec = DatasetRef(name=name, description=description or f"{name}: {len(df)} tasks",
-                      examples=dataset_examples(df))
+    spec = DatasetRef(name=name, description=description or f"{name}: {len(df)} tasks", examples=dataset_examples(df))
     with _connect(client_or_url, api_key) as phoenix:
         try:
             return _upload(phoenix, spec)
@@ -139,8 +163,12 @@ def _dataset_here(phoenix: _Phoenix, dataset: DatasetRef) -> DatasetRef:
     from its examples (found again if it is there already)."""
     if dataset.id:
         try:
-            found = phoenix.call(phoenix.client.datasets.get_dataset, dataset=dataset.id,
-                                 version_id=dataset.version_id, timeout=TIMEOUT_S)
+            found = phoenix.call(
+                phoenix.client.datasets.get_dataset,
+                dataset=dataset.id,
+                version_id=dataset.version_id,
+                timeout=TIMEOUT_S,
+            )
         except PhoenixRequestError as e:
             if e.status_code not in (404, 422):
                 raise

@@ -43,27 +43,62 @@ from typing import Any
 
 from helpers.core import config
 from helpers.store.records import read_jsonl, write_atomic
-from helpers.tracking.phoenix_client import (BACKOFF_S, DRY_RUN_LABEL, DRY_RUN_NOTE, PENDING_FILE, RETRIES,  # noqa: F401
-                                             TIMEOUT_S, WORKERS, PhoenixRequestError, PhoenixUnavailable,
-                                             PhoenixUnavailableWarning, _connect, _job_key, _keep_pending, _Phoenix,
-                                             _warn_once, pending_path)
+from helpers.tracking.phoenix_client import (
+    DRY_RUN_LABEL,
+    DRY_RUN_NOTE,
+    RETRIES,  # noqa: F401
+    WORKERS,
+    PhoenixRequestError,
+    PhoenixUnavailable,
+    PhoenixUnavailableWarning,
+    _connect,
+    _job_key,
+    _keep_pending,
+    _Phoenix,
+    _warn_once,
+    pending_path,
+)
 from helpers.tracking.phoenix_client import _sha
-from helpers.tracking.phoenix_datasets import (EXAMPLE_METADATA_FIELDS, GOLD_PATCH_FIELDS, DatasetRef, _as_dataset_ref, _dataset_here, _jsonable,  # noqa: F401
-                                               code_block, dataset_examples, upload_dataset)
+from helpers.tracking.phoenix_datasets import (
+    DatasetRef,
+    _as_dataset_ref,
+    _dataset_here,
+    _jsonable,  # noqa: F401
+    upload_dataset,
+)
 from helpers.tracking.phoenix_runs import _evaluations, _run
 from helpers.tracking.phoenix_prompts import _log_ruleset_job, _ruleset_job, log_ruleset_version, prompt_name  # noqa: F401
 
 
 # Columns of a run_act / evaluate_results row that go into a Phoenix run (output and evaluations).
 RUN_FIELDS = (
-    "instance_id", "output", "mode", "cline_patch", "plan", "status", "error", "pass_or_fail", "eval_error",
-    "failed_tests", "iterations", "input_tokens", "output_tokens", "cost_usd", "duration_s", "run_id",
-    "ruleset_sha", "correctness", "explanation", "judge_error", "judge_cost_usd", "split",
+    "instance_id",
+    "output",
+    "mode",
+    "cline_patch",
+    "plan",
+    "status",
+    "error",
+    "pass_or_fail",
+    "eval_error",
+    "failed_tests",
+    "iterations",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "duration_s",
+    "run_id",
+    "ruleset_sha",
+    "correctness",
+    "explanation",
+    "judge_error",
+    "judge_cost_usd",
+    "split",
 )
 
 
-
 # --- experiments --------------------------------------------------------------------------------
+
 
 @dataclass
 class LogResult:
@@ -84,17 +119,28 @@ class LogResult:
         return self.pending_path is None
 
 
-def _experiment_job(dataset: DatasetRef, experiment_name: str, experiment_df: Any, metadata: dict[str, Any] | None,
-                    dry_run: bool | None, description: str | None) -> dict[str, Any]:
+def _experiment_job(
+    dataset: DatasetRef,
+    experiment_name: str,
+    experiment_df: Any,
+    metadata: dict[str, Any] | None,
+    dry_run: bool | None,
+    description: str | None,
+) -> dict[str, Any]:
     """Everything one experiment needs, as plain JSON: what gets logged, or kept for later."""
     if "instance_id" not in experiment_df.columns:
-        raise ValueError("experiment_df has no 'instance_id' column: pass the DataFrame run_act / evaluate_results returned.")
+        raise ValueError(
+            "experiment_df has no 'instance_id' column: pass the DataFrame run_act / evaluate_results returned."
+        )
     rows = _jsonable(experiment_df, RUN_FIELDS)
     meta = json.loads(json.dumps(dict(metadata or {}), default=str))
     dry_run = bool(meta.get("dry_run")) if dry_run is None else dry_run
     judged = "correctness" in experiment_df.columns
     meta.update(
-        dry_run=dry_run, runs=len(rows), judged=judged, results_sha=_sha(rows),
+        dry_run=dry_run,
+        runs=len(rows),
+        judged=judged,
+        results_sha=_sha(rows),
         resolved_rate=(sum(r.get("pass_or_fail") == "pass" for r in rows) / len(rows)) if rows else 0.0,
     )
     shas = {r.get("ruleset_sha") for r in rows} - {None, ""}
@@ -108,8 +154,15 @@ def _experiment_job(dataset: DatasetRef, experiment_name: str, experiment_df: An
         if DRY_RUN_LABEL not in name.lower():
             name = f"{name} ({DRY_RUN_LABEL})"
         description = f"{DRY_RUN_NOTE} {description or ''}".strip()
-    return {"kind": "experiment", "dataset": dataset.to_json(), "experiment_name": name,
-            "description": description or "", "metadata": meta, "rows": rows, "judged": judged}
+    return {
+        "kind": "experiment",
+        "dataset": dataset.to_json(),
+        "experiment_name": name,
+        "description": description or "",
+        "metadata": meta,
+        "rows": rows,
+        "judged": judged,
+    }
 
 
 def _find_or_create_experiment(phoenix: _Phoenix, dataset: DatasetRef, job: dict[str, Any]) -> dict[str, Any]:
@@ -117,9 +170,15 @@ def _find_or_create_experiment(phoenix: _Phoenix, dataset: DatasetRef, job: dict
     for experiment in phoenix.call(experiments.list, dataset_id=dataset.id):
         if experiment.get("name") == job["experiment_name"] and experiment.get("metadata") == job["metadata"]:
             return experiment
-    return phoenix.call(experiments.create, dataset_id=dataset.id, dataset_version_id=dataset.version_id,
-                        experiment_name=job["experiment_name"], experiment_description=job["description"],
-                        experiment_metadata=job["metadata"], repetitions=1)
+    return phoenix.call(
+        experiments.create,
+        dataset_id=dataset.id,
+        dataset_version_id=dataset.version_id,
+        experiment_name=job["experiment_name"],
+        experiment_description=job["description"],
+        experiment_metadata=job["metadata"],
+        repetitions=1,
+    )
 
 
 def _logged(phoenix: _Phoenix, experiment_id: str) -> tuple[dict[str, str], dict[str, set[str]]]:
@@ -149,8 +208,11 @@ def _log_experiment_job(phoenix: _Phoenix, job: dict[str, Any]) -> LogResult:
         else:
             todo.append((row, example_id))
     if result.not_in_dataset:
-        warnings.warn(f"{len(result.not_in_dataset)} tasks are not in Phoenix dataset {dataset.name!r} and were "
-                      f"not logged: {result.not_in_dataset[:5]}", stacklevel=3)
+        warnings.warn(
+            f"{len(result.not_in_dataset)} tasks are not in Phoenix dataset {dataset.name!r} and were "
+            f"not logged: {result.not_in_dataset[:5]}",
+            stacklevel=3,
+        )
     lock = threading.Lock()
 
     def log_one(item: tuple[dict[str, Any], str]) -> None:
@@ -159,8 +221,9 @@ def _log_experiment_job(phoenix: _Phoenix, job: dict[str, Any]) -> LogResult:
         created = False
         if run_id is None:
             try:
-                run_id = phoenix.call(experiments.log_run, experiment_id=eid, dataset_example_id=example_id,
-                                      **_run(row))["id"]
+                run_id = phoenix.call(
+                    experiments.log_run, experiment_id=eid, dataset_example_id=example_id, **_run(row)
+                )["id"]
                 created = True
             except PhoenixRequestError as e:
                 if e.status_code != 409:
@@ -182,11 +245,20 @@ def _log_experiment_job(phoenix: _Phoenix, job: dict[str, Any]) -> LogResult:
     return result
 
 
-def log_experiment_to_phoenix(hostname: Any = None, api_key: str | None = None, dataset_obj: Any = None,
-                              experiment_name: str = "", experiment_df: Any = None,
-                              metadata: dict[str, Any] | None = None, *, experiment: str | None = None,
-                              dry_run: bool | None = None, description: str | None = None,
-                              workers: int = WORKERS, results_root: Path | str | None = None) -> LogResult:
+def log_experiment_to_phoenix(
+    hostname: Any = None,
+    api_key: str | None = None,
+    dataset_obj: Any = None,
+    experiment_name: str = "",
+    experiment_df: Any = None,
+    metadata: dict[str, Any] | None = None,
+    *,
+    experiment: str | None = None,
+    dry_run: bool | None = None,
+    description: str | None = None,
+    workers: int = WORKERS,
+    results_root: Path | str | None = None,
+) -> LogResult:
     """Log one split of one loop as a Phoenix experiment on `dataset_obj`: one run per row of
     `experiment_df` (output: the patch, or the plan, as a code block, then the tests' verdict, agent
     status, tokens, cost and ruleset; errored/timed-out agent runs are marked as errors) and its
@@ -203,9 +275,13 @@ def log_experiment_to_phoenix(hostname: Any = None, api_key: str | None = None, 
     Idempotent, retried, and never raises because Phoenix is down: see the module docstring.
     """
     if experiment_df is None or not experiment_name:
-        raise ValueError("log_experiment_to_phoenix needs experiment_name=... and experiment_df=... (run_act's DataFrame).")
+        raise ValueError(
+            "log_experiment_to_phoenix needs experiment_name=... and experiment_df=... (run_act's DataFrame)."
+        )
     if dataset_obj is None:
-        raise ValueError("log_experiment_to_phoenix needs dataset_obj=...: what upload_dataset() returned for this split.")
+        raise ValueError(
+            "log_experiment_to_phoenix needs dataset_obj=...: what upload_dataset() returned for this split."
+        )
     job = _experiment_job(_as_dataset_ref(dataset_obj), experiment_name, experiment_df, metadata, dry_run, description)
     folder = experiment or (metadata or {}).get("experiment") or config.DEFAULT_EXPERIMENT
     with _connect(hostname, api_key, workers) as phoenix:
@@ -218,8 +294,15 @@ def log_experiment_to_phoenix(hostname: Any = None, api_key: str | None = None, 
 
 # --- when Phoenix is down -----------------------------------------------------------------------
 
-def flush_pending(experiment: str, hostname: Any = None, api_key: str | None = None, *,
-                  results_root: Path | str | None = None, workers: int = WORKERS) -> list[Any]:
+
+def flush_pending(
+    experiment: str,
+    hostname: Any = None,
+    api_key: str | None = None,
+    *,
+    results_root: Path | str | None = None,
+    workers: int = WORKERS,
+) -> list[Any]:
     """Log everything kept in act_results/<experiment>/phoenix_pending.jsonl (datasets, experiments,
     ruleset versions) to Phoenix; what is logged leaves the file, what still fails stays. Safe to
     repeat: logging is idempotent. Returns the LogResults (and prompt versions) of what was logged."""
@@ -232,8 +315,9 @@ def flush_pending(experiment: str, hostname: Any = None, api_key: str | None = N
     with _connect(hostname, api_key, workers) as phoenix:
         for key, job in jobs.items():
             try:
-                results.append(_log_experiment_job(phoenix, job) if job["kind"] == "experiment"
-                               else _log_ruleset_job(phoenix, job))
+                results.append(
+                    _log_experiment_job(phoenix, job) if job["kind"] == "experiment" else _log_ruleset_job(phoenix, job)
+                )
             except PhoenixUnavailable as e:
                 _warn_once(phoenix.url, f"flush:{experiment}", f"{e}. {len(jobs) - len(done)} jobs stay in {path}.")
                 break
@@ -246,8 +330,16 @@ def flush_pending(experiment: str, hostname: Any = None, api_key: str | None = N
         path.unlink()
     return results
 
+
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "upload_dataset", "log_experiment_to_phoenix", "log_ruleset_version", "flush_pending", "pending_path",
-    "DatasetRef", "LogResult", "PhoenixUnavailable", "PhoenixUnavailableWarning",
+    "upload_dataset",
+    "log_experiment_to_phoenix",
+    "log_ruleset_version",
+    "flush_pending",
+    "pending_path",
+    "DatasetRef",
+    "LogResult",
+    "PhoenixUnavailable",
+    "PhoenixUnavailableWarning",
     "PhoenixRequestError",
 ]

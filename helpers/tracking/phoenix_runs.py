@@ -20,7 +20,11 @@ def agent_output(row: dict[str, Any]) -> tuple[str, str]:
     page a prompt task's model wrote)."""
     text = row.get("output")
     if text is None:
-        return ("plan", row["plan"]) if row.get("plan") and not row.get("cline_patch") else ("patch", row.get("cline_patch") or "")
+        return (
+            ("plan", row["plan"])
+            if row.get("plan") and not row.get("cline_patch")
+            else ("patch", row.get("cline_patch") or "")
+        )
     if row.get("mode") == "plan":
         return "plan", text
     is_diff = text.lstrip().startswith(("diff --git", "--- ", "Index: "))
@@ -35,8 +39,11 @@ def _details(row: dict[str, Any]) -> list[str]:
         failed = row.get("failed_tests")
         failed = failed if isinstance(failed, list) else [failed] if failed and failed != "[]" else []
         shown = ", ".join(f"`{t}`" for t in failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
-        lines.append(f"- **tests**: {verdict}" + (f" ({shown})" if shown else "")
-                     + (f"; {row['eval_error']}" if row.get("eval_error") else ""))
+        lines.append(
+            f"- **tests**: {verdict}"
+            + (f" ({shown})" if shown else "")
+            + (f"; {row['eval_error']}" if row.get("eval_error") else "")
+        )
     agent = [row.get("status") or "completed"]
     if row.get("error"):
         agent.append(str(row["error"])[:300])
@@ -46,8 +53,10 @@ def _details(row: dict[str, Any]) -> list[str]:
         agent.append(f"{float(row['duration_s']):.0f} s")
     lines.append("- **agent**: " + ", ".join(str(a) for a in agent))
     if row.get("input_tokens") is not None or row.get("cost_usd") is not None:
-        lines.append(f"- **tokens**: {row.get('input_tokens') or 0} in, {row.get('output_tokens') or 0} out; "
-                     f"**cost** ${float(row.get('cost_usd') or 0):.4f}")
+        lines.append(
+            f"- **tokens**: {row.get('input_tokens') or 0} in, {row.get('output_tokens') or 0} out; "
+            f"**cost** ${float(row.get('cost_usd') or 0):.4f}"
+        )
     if row.get("ruleset_sha") or row.get("run_id"):
         lines.append(f"- **ruleset** `{row.get('ruleset_sha') or '?'}`, run `{row.get('run_id') or '?'}`")
     return lines
@@ -59,8 +68,14 @@ def run_output(row: dict[str, Any]) -> dict[str, str]:
     the short list of details."""
     kind, text = agent_output(row)
     if not text.strip():
-        return {kind: "\n\n".join([f"*No {kind}: the agent {'changed no file' if kind == 'patch' else 'wrote nothing'}.*",
-                                     "\n".join(_details(row))])}
+        return {
+            kind: "\n\n".join(
+                [
+                    f"*No {kind}: the agent {'changed no file' if kind == 'patch' else 'wrote nothing'}.*",
+                    "\n".join(_details(row)),
+                ]
+            )
+        }
     language = {"patch": "diff", "plan": "markdown"}.get(kind) or ("json" if text.lstrip()[:1] in "{[" else "text")
     return {kind: "\n\n".join([code_block(text, language), "\n".join(_details(row))])}
 
@@ -82,22 +97,34 @@ def _evaluations(row: dict[str, Any], judged: bool) -> list[dict[str, Any]]:
     if verdict in ("pass", "fail"):
         failed = row.get("failed_tests")
         failed = ", ".join(failed) if isinstance(failed, list) else (failed or "")
-        resolved.update(label=verdict, score=1.0 if verdict == "pass" else 0.0,
-                        explanation=f"failed tests: {failed}" if verdict == "fail" and failed not in ("", "[]")
-                        else (row.get("eval_error") or None))
+        resolved.update(
+            label=verdict,
+            score=1.0 if verdict == "pass" else 0.0,
+            explanation=f"failed tests: {failed}"
+            if verdict == "fail" and failed not in ("", "[]")
+            else (row.get("eval_error") or None),
+        )
     else:
         resolved["error"] = row.get("eval_error") or (
-            "a suspect pass, not counted: the patch reaches into the test machinery" if verdict == "suspect"
-            else f"not evaluated ({verdict})")
+            "a suspect pass, not counted: the patch reaches into the test machinery"
+            if verdict == "suspect"
+            else f"not evaluated ({verdict})"
+        )
     evals = [resolved]
     if judged:
-        judge: dict[str, Any] = {"name": "correctness", "annotator_kind": "LLM",
-                                 "metadata": {"judge_cost_usd": row.get("judge_cost_usd")}}
+        judge: dict[str, Any] = {
+            "name": "correctness",
+            "annotator_kind": "LLM",
+            "metadata": {"judge_cost_usd": row.get("judge_cost_usd")},
+        }
         if row.get("judge_error"):
             judge["error"] = row["judge_error"]
         elif row.get("correctness") in ("correct", "incorrect"):
-            judge.update(label=row["correctness"], score=1.0 if row["correctness"] == "correct" else 0.0,
-                         explanation=row.get("explanation") or None)
+            judge.update(
+                label=row["correctness"],
+                score=1.0 if row["correctness"] == "correct" else 0.0,
+                explanation=row.get("explanation") or None,
+            )
         else:
             judge["error"] = f"no judge verdict ({row.get('correctness')!r})"
         evals.append(judge)

@@ -83,14 +83,23 @@ def server_command(server_env: Path | str = SERVER_ENV) -> list[str]:
     )
 
 
-def server_environment(working_dir: Path, host: str, port: int, grpc_port: int,
-                       database_url: str | None = None) -> dict[str, str]:
+def server_environment(
+    working_dir: Path, host: str, port: int, grpc_port: int, database_url: str | None = None
+) -> dict[str, str]:
     """The embedded server's whole environment: an allow-list of ours (no provider key reaches its
     process), the PHOENIX_* settings the user gave, and its own folder, host, ports and privacy settings."""
     given = {k: v for k, v in os.environ.items() if k.startswith("PHOENIX_") and k not in _DROPPED_ENV}
-    env = safe_environment({**given, "PHOENIX_WORKING_DIR": str(Path(working_dir).resolve()), "PHOENIX_HOST": host,
-                            "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(grpc_port),
-                            "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false", "PHOENIX_TELEMETRY_ENABLED": "false"})
+    env = safe_environment(
+        {
+            **given,
+            "PHOENIX_WORKING_DIR": str(Path(working_dir).resolve()),
+            "PHOENIX_HOST": host,
+            "PHOENIX_PORT": str(port),
+            "PHOENIX_GRPC_PORT": str(grpc_port),
+            "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false",
+            "PHOENIX_TELEMETRY_ENABLED": "false",
+        }
+    )
     if database_url:
         env["PHOENIX_SQL_DATABASE_URL"] = database_url
     return env
@@ -218,7 +227,7 @@ class PhoenixServer:
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                this_start = log_path.read_bytes()[self._log_start:].decode(errors="replace")
+                this_start = log_path.read_bytes()[self._log_start :].decode(errors="replace")
                 error = _PortTaken if any(sign in this_start for sign in PORT_TAKEN_SIGNS) else PhoenixError
                 raise error(
                     f"Phoenix exited with code {process.returncode} before answering /healthz "
@@ -306,6 +315,12 @@ def _die_with_parent() -> None:
         except OSError:
             pass
 
+
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "PhoenixServer", "ensure_phoenix", "is_healthy", "server_command", "server_environment", "PhoenixError",
+    "PhoenixServer",
+    "ensure_phoenix",
+    "is_healthy",
+    "server_command",
+    "server_environment",
+    "PhoenixError",
 ]

@@ -59,10 +59,15 @@ def as_literal(section: str, old: bytes) -> str:
 def literal_hunk(data: bytes) -> list[str]:
     """The lines of a `literal` hunk holding `data`, as git writes them."""
     packed = zlib.compress(data, 9)
-    chunks = [packed[i:i + 52] for i in range(0, len(packed), 52)]
-    return [f"literal {len(data)}", *(
-        chr(ord("A") + len(c) - 1 if len(c) <= 26 else ord("a") + len(c) - 27) + base64.b85encode(c, pad=True).decode()
-        for c in chunks)]
+    chunks = [packed[i : i + 52] for i in range(0, len(packed), 52)]
+    return [
+        f"literal {len(data)}",
+        *(
+            chr(ord("A") + len(c) - 1 if len(c) <= 26 else ord("a") + len(c) - 27)
+            + base64.b85encode(c, pad=True).decode()
+            for c in chunks
+        ),
+    ]
 
 
 def apply_delta(old: bytes, delta: bytes) -> bytes:
@@ -110,9 +115,9 @@ def _instructions(old: bytes, delta: bytes, i: int, size_limit: int) -> bytearra
             size = size or 0x10000
             if offset + size > len(old):
                 raise ValueError("a delta copying past the old file")
-            out += old[offset:offset + size]
+            out += old[offset : offset + size]
         elif command:  # insert the next `command` bytes
-            out += delta[i:i + command]
+            out += delta[i : i + command]
             i += command
         else:
             raise ValueError("a delta with a reserved instruction")
@@ -131,7 +136,7 @@ def _forward_hunk(section: str) -> tuple[str, int, bytes | str] | None:
         return "literal", 0, "has no hunk the check can read"
     kind, size, packed = hunk.group(1), int(hunk.group(2)), bytearray()
     try:
-        for line in lines[start + 1:]:
+        for line in lines[start + 1 :]:
             line = line.rstrip("\r")
             if not line:
                 break
@@ -143,7 +148,6 @@ def _forward_hunk(section: str) -> tuple[str, int, bytes | str] | None:
     except (ValueError, zlib.error):
         return kind, size, "does not decode"
     if len(data) != size:  # a literal's size is the file's, a delta's its instructions'
-
         return kind, size, "does not decode to its size"
     return kind, size, data
 
@@ -152,5 +156,12 @@ def _blob_hash(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-__all__ = ["UNREADABLE_DELTA", "INDEX", "new_side", "as_literal", "literal_hunk", "apply_delta",
-           "MAX_BINARY_BYTES"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "UNREADABLE_DELTA",
+    "INDEX",
+    "new_side",
+    "as_literal",
+    "literal_hunk",
+    "apply_delta",
+    "MAX_BINARY_BYTES",
+]  # documented in CODE_APPENDIX.md

@@ -48,24 +48,32 @@ def is_local_task(task: Task) -> bool:
     return task.get("suite") == "house" or (bool(task.get("repo_path")) and task.get("suite") != "swebench")
 
 
-def evaluate_patch(task: Task, patch: str, *, timeout_s: float = config.EVAL_TIMEOUT_S,
-                   sandbox: SandboxPolicy = "required") -> EvalResult:
+def evaluate_patch(
+    task: Task, patch: str, *, timeout_s: float = config.EVAL_TIMEOUT_S, sandbox: SandboxPolicy = "required"
+) -> EvalResult:
     """The tests' verdict on `patch` for `task` (helpers.core.protocols.EvalResult); `sandbox` as LocalEvaluator's."""
     evaluator = evaluator_for([task], timeout_s=timeout_s, sandbox=sandbox)
     evaluator.check([task])
     return evaluator.evaluate(task, patch)
 
 
-def evaluator_for(tasks: Any, *, model_name: str = "prompt-learning", timeout_s: float | None = None,
-                  sandbox: SandboxPolicy = "required") -> Any:
+def evaluator_for(
+    tasks: Any,
+    *,
+    model_name: str = "prompt-learning",
+    timeout_s: float | None = None,
+    sandbox: SandboxPolicy = "required",
+) -> Any:
     """The Evaluator that `tasks` (a DataFrame or rows) need: local pytest for house and local tasks, the
     swebench harness for SWE-bench rows. A mix of both is refused: run them as two runs. `sandbox` is the
     local tests' sandbox policy (the engine passes the agent's: see LocalEvaluator)."""
     rows = tasks.to_dict("records") if hasattr(tasks, "to_dict") else list(tasks)
     local = {bool(is_local_task(row)) for row in rows}
     if local == {True, False}:
-        raise ValueError("These tasks mix local (house-suite) tasks with SWE-bench tasks, which need different "
-                         "evaluators; run each kind as a run of its own.")
+        raise ValueError(
+            "These tasks mix local (house-suite) tasks with SWE-bench tasks, which need different "
+            "evaluators; run each kind as a run of its own."
+        )
     if local == {False}:
         from helpers.families.coding.swebench_harness import SWEbenchEvaluator
 
@@ -94,12 +102,20 @@ class LocalEvaluator:
         and SandboxUnavailable when grading requires a sandbox and none can start here."""
         no_repo = [str(t["instance_id"]) for t in tasks if not t.get("repo_path") or not Path(t["repo_path"]).exists()]
         if no_repo:
-            raise ValueError(f"No local repository for {len(no_repo)} task(s) ({', '.join(no_repo[:5])}): their "
-                             "`repo_path` is missing or gone. Load them again with helpers.families.coding.tasks.load_tasks().")
-        no_tests = [str(t["instance_id"]) for t in tasks if not (list(t.get("FAIL_TO_PASS") or []) + list(t.get("PASS_TO_PASS") or []))]
+            raise ValueError(
+                f"No local repository for {len(no_repo)} task(s) ({', '.join(no_repo[:5])}): their "
+                "`repo_path` is missing or gone. Load them again with helpers.families.coding.tasks.load_tasks()."
+            )
+        no_tests = [
+            str(t["instance_id"])
+            for t in tasks
+            if not (list(t.get("FAIL_TO_PASS") or []) + list(t.get("PASS_TO_PASS") or []))
+        ]
         if no_tests:
-            raise ValueError(f"{len(no_tests)} task(s) name no tests in FAIL_TO_PASS or PASS_TO_PASS "
-                             f"({', '.join(no_tests[:5])}): nothing could decide whether a patch resolves them.")
+            raise ValueError(
+                f"{len(no_tests)} task(s) name no tests in FAIL_TO_PASS or PASS_TO_PASS "
+                f"({', '.join(no_tests[:5])}): nothing could decide whether a patch resolves them."
+            )
         for task in tasks:
             check_test_config(task.get("test_config"))
         if self.sandbox is not None:
@@ -121,29 +137,64 @@ class LocalEvaluator:
             problem = _apply(repo, task.get("test_patch") or "", "the test patch")
             # The set-up runs on the repository's own code and tests, before the patch: nothing of the patch
             # runs until the tests do, and what the set-up writes is not its doing (a failure: not the patch's).
-            setup = run_setup(repo, task.get("setup_command") or "", timeout_s=self.timeout_s, sandbox=self.sandbox,
-                              setup_network=bool(task.get("setup_network"))) if not problem else None
+            setup = (
+                run_setup(
+                    repo,
+                    task.get("setup_command") or "",
+                    timeout_s=self.timeout_s,
+                    sandbox=self.sandbox,
+                    setup_network=bool(task.get("setup_network")),
+                )
+                if not problem
+                else None
+            )
             if setup is not None and setup.problem:
-                return EvalResult(instance_id, False, log=setup.log, error=setup.problem, set_aside=set_aside,
-                                  infra=True, duration_s=time.monotonic() - started)
+                return EvalResult(
+                    instance_id,
+                    False,
+                    log=setup.log,
+                    error=setup.problem,
+                    set_aside=set_aside,
+                    infra=True,
+                    duration_s=time.monotonic() - started,
+                )
             problem = problem or _apply(repo, graded, "the agent's patch")
             if problem:
-                return EvalResult(instance_id, False, log=problem, error=problem, set_aside=set_aside,
-                                  duration_s=time.monotonic() - started)
+                return EvalResult(
+                    instance_id,
+                    False,
+                    log=problem,
+                    error=problem,
+                    set_aside=set_aside,
+                    duration_s=time.monotonic() - started,
+                )
             names = list(task.get("FAIL_TO_PASS") or []) + list(task.get("PASS_TO_PASS") or [])
             wires = plant_tripwires(repo, names)
             hidden = [*names, *patch_paths(task.get("test_patch") or "")]
-            run = run_repo_tests(repo, wires.command_order(names), test_config=task.get("test_config"),
-                                 timeout_s=self.timeout_s, sandbox=self.sandbox, protect=protected_paths(hidden))
+            run = run_repo_tests(
+                repo,
+                wires.command_order(names),
+                test_config=task.get("test_config"),
+                timeout_s=self.timeout_s,
+                sandbox=self.sandbox,
+                protect=protected_paths(hidden),
+            )
         finally:
             remove_scratch(scratch)
         tests = {name: run.tests.get(name, "MISSING") for name in names}
         forged = "" if run.kind == "timeout" else forged_reason(wires, run.tests, run.exit_status, names)
         fault = forged or run.problem or _disagreement(run, tests, wires)
         resolved = not fault and bool(names) and all(v == "PASSED" for v in tests.values())
-        return EvalResult(instance_id, resolved, log=without_tripwires(run.log, wires, run.tests), error=fault,
-                          tests=tests, set_aside=set_aside, duration_s=time.monotonic() - started,
-                          forged=bool(forged))
+        return EvalResult(
+            instance_id,
+            resolved,
+            log=without_tripwires(run.log, wires, run.tests),
+            error=fault,
+            tests=tests,
+            set_aside=set_aside,
+            duration_s=time.monotonic() - started,
+            forged=bool(forged),
+        )
 
 
 def _disagreement(run: TestRun, tests: dict[str, str], wires: Tripwires) -> str:

@@ -30,8 +30,9 @@ class CodingFamily:
     def select_tasks(self, frame: pd.DataFrame, ids: Sequence[str]) -> pd.DataFrame:
         return tasks.select_tasks(frame, ids)
 
-    def split_tasks(self, frame: pd.DataFrame, train_size: int, test_size: int, strategy: str,
-                    seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    def split_tasks(
+        self, frame: pd.DataFrame, train_size: int, test_size: int, strategy: str, seed: int
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
         return tasks.split_dataset(frame, train_size, test_size, strategy=strategy, seed=seed)
 
     def evaluator_for(self, frame: pd.DataFrame, *, model_name: str, sandbox: SandboxPolicy) -> Evaluator:

@@ -45,8 +45,10 @@ def read_issues(path: Path | str) -> dict[int, str]:
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list) or not all(isinstance(i, dict) and "number" in i for i in data):
-        raise ValueError(f"ISSUES_JSON {str(path)!r} must be a JSON list of issues or pull requests, each with a "
-                         "`number` (gh api repos/O/R/issues > issues.json).")
+        raise ValueError(
+            f"ISSUES_JSON {str(path)!r} must be a JSON list of issues or pull requests, each with a "
+            "`number` (gh api repos/O/R/issues > issues.json)."
+        )
     return {int(i["number"]): f"{i.get('title') or ''}\n\n{i.get('body') or ''}".strip() for i in data}
 
 

@@ -45,8 +45,15 @@ from helpers.core.progress import progress_bar
 from helpers.core.wording import counted
 from helpers.families.coding.git import git
 from helpers.families.coding.mined_statements import problem_statement, quoted_line, read_issues
-from helpers.families.coding.repo_tests import (DEFAULT_SETUP_COMMAND, PYTEST_CONFIG_NAMES, TestRun, is_test_file,
-                                                run_repo_tests, run_setup, runnable_test_files)
+from helpers.families.coding.repo_tests import (
+    DEFAULT_SETUP_COMMAND,
+    PYTEST_CONFIG_NAMES,
+    TestRun,
+    is_test_file,
+    run_repo_tests,
+    run_setup,
+    runnable_test_files,
+)
 from helpers.families.coding.workspaces import prepare_workspace, remove_workspace
 from helpers.store.records import append_jsonl, experiment_dir, read_jsonl, write_atomic
 
@@ -85,24 +92,41 @@ class MiningReport:
 
     def table(self) -> pd.DataFrame:
         """One row per scanned commit: sha, subject, kept, reason, detail."""
-        return pd.DataFrame([{k: v.get(k, "") for k in ("sha", "subject", "kept", "reason", "detail")}
-                             for v in self.verdicts])
+        return pd.DataFrame(
+            [{k: v.get(k, "") for k in ("sha", "subject", "kept", "reason", "detail")} for v in self.verdicts]
+        )
 
     def summary(self) -> str:
         kept = sum(v["kept"] for v in self.verdicts)
-        lines = [f"Mined {counted(len(self.verdicts), 'commit')} of {self.experiment}: {kept} kept as tasks, "
-                 f"{len(self.verdicts) - kept} dropped."]
-        lines += [f"  {count:3d} dropped: {reason} ({DROPS.get(reason, reason)})"
-                  for reason, count in self.reasons().most_common()]
+        lines = [
+            f"Mined {counted(len(self.verdicts), 'commit')} of {self.experiment}: {kept} kept as tasks, "
+            f"{len(self.verdicts) - kept} dropped."
+        ]
+        lines += [
+            f"  {count:3d} dropped: {reason} ({DROPS.get(reason, reason)})"
+            for reason, count in self.reasons().most_common()
+        ]
         return "\n".join(lines)
 
 
-def mine_repository(repo: Path | str, experiment: str, *, branch: str = "HEAD", max_commits: int = 50,
-                    commits: str | None = None, setup_command: str = DEFAULT_SETUP_COMMAND,
-                    test_config: str | None = None, timeout_s: float = config.EVAL_TIMEOUT_S,
-                    reruns: int = 1, issues_json: Path | str | None = None, workers: int = config.WORKERS,
-                    results_root: Path | str | None = None, progress: bool = True,
-                    sandbox: SandboxPolicy = "required", setup_network: bool = config.SETUP_NETWORK) -> MiningReport:
+def mine_repository(
+    repo: Path | str,
+    experiment: str,
+    *,
+    branch: str = "HEAD",
+    max_commits: int = 50,
+    commits: str | None = None,
+    setup_command: str = DEFAULT_SETUP_COMMAND,
+    test_config: str | None = None,
+    timeout_s: float = config.EVAL_TIMEOUT_S,
+    reruns: int = 1,
+    issues_json: Path | str | None = None,
+    workers: int = config.WORKERS,
+    results_root: Path | str | None = None,
+    progress: bool = True,
+    sandbox: SandboxPolicy = "required",
+    setup_network: bool = config.SETUP_NETWORK,
+) -> MiningReport:
     """Mine `repo`'s history into tasks and save them to act_results/<experiment>/tasks.jsonl.
 
     `commits` (a git range such as "v1.0..main") or the last `max_commits` commits of `branch` (first
@@ -119,17 +143,32 @@ def mine_repository(repo: Path | str, experiment: str, *, branch: str = "HEAD", 
     if not isinstance(max_commits, int) or isinstance(max_commits, bool) or max_commits < 1:
         raise ValueError(f"max_commits must be a whole number of at least 1, not {max_commits!r}.")
     if test_config is not None and test_config not in PYTEST_CONFIG_NAMES:
-        raise ValueError(f"test_config must name a pytest configuration file at the repository's root (one of "
-                         f"{', '.join(PYTEST_CONFIG_NAMES)}), or be None, not {test_config!r}.")
+        raise ValueError(
+            f"test_config must name a pytest configuration file at the repository's root (one of "
+            f"{', '.join(PYTEST_CONFIG_NAMES)}), or be None, not {test_config!r}."
+        )
     issues = read_issues(issues_json) if issues_json else {}
     shas = _commits(repo, branch, commits, max_commits)
     folder = experiment_dir(experiment, results_root)
     folder.mkdir(parents=True, exist_ok=True)
-    digest = _digest(setup_command, "harness-pytest", test_config, timeout_s, reruns, sorted(issues),
-                     *(["network"] if setup_network else []))
+    digest = _digest(
+        setup_command,
+        "harness-pytest",
+        test_config,
+        timeout_s,
+        reruns,
+        sorted(issues),
+        *(["network"] if setup_network else []),
+    )
     decided = {r["sha"]: r for r in read_jsonl(folder / "mining.jsonl") if r.get("settings") == digest}
-    settings = dict(setup_command=setup_command, test_config=test_config, timeout_s=timeout_s, reruns=reruns,
-                    sandbox=sandbox, setup_network=bool(setup_network))
+    settings = dict(
+        setup_command=setup_command,
+        test_config=test_config,
+        timeout_s=timeout_s,
+        reruns=reruns,
+        sandbox=sandbox,
+        setup_network=bool(setup_network),
+    )
     todo = [sha for sha in shas if sha not in decided]
     lock = threading.Lock()
 
@@ -140,7 +179,6 @@ def mine_repository(repo: Path | str, experiment: str, *, branch: str = "HEAD", 
             decided[verdict["sha"]] = verdict
 
     if todo:
-
         scratch = scratch_dir("mine")
         bar = progress_bar(len(todo), f"mining {experiment}", "commit", disable=not progress)
         try:
@@ -180,7 +218,9 @@ def _judge(repo: Path, sha: str, scratch: Path, issues: dict[int, str], settings
     if len(parents) != 1:
         return ("merge", f"{len(parents)} parents", None) if parents else ("no parent", "", None)
     parent = parents[0]
-    changed = [line.split("\t") for line in git("diff", "--numstat", "--no-renames", parent, sha, cwd=repo).stdout.splitlines()]
+    changed = [
+        line.split("\t") for line in git("diff", "--numstat", "--no-renames", parent, sha, cwd=repo).stdout.splitlines()
+    ]
     if any(row[0] == "-" for row in changed):
         return "binary change", ", ".join(row[2] for row in changed if row[0] == "-")[:300], None
     paths = [row[-1] for row in changed]
@@ -199,26 +239,50 @@ def _judge(repo: Path, sha: str, scratch: Path, issues: dict[int, str], settings
         return "statement quotes the fix", f"quotes {leaked[:120]!r}", None
     files = [p for p in runnable if _exists_at(repo, sha, p)]
     recorded = _recorded_config(repo, parent, settings["test_config"])
-    reason, detail, fail_to_pass, pass_to_pass = _run_both_ends(repo, sha, parent, patch, test_patch, files, scratch,
-                                                                {**settings, "test_config": recorded})
+    reason, detail, fail_to_pass, pass_to_pass = _run_both_ends(
+        repo, sha, parent, patch, test_patch, files, scratch, {**settings, "test_config": recorded}
+    )
     if reason:
         return reason, detail, None
-    task = _task_row(repo, sha, parent, patch, test_patch, statement, fail_to_pass, pass_to_pass,
-                     {**settings, "test_config": recorded})
+    task = _task_row(
+        repo,
+        sha,
+        parent,
+        patch,
+        test_patch,
+        statement,
+        fail_to_pass,
+        pass_to_pass,
+        {**settings, "test_config": recorded},
+    )
     return "", f"{len(fail_to_pass)} fail-to-pass, {len(pass_to_pass)} pass-to-pass", task
 
 
-def _run_both_ends(repo: Path, sha: str, parent: str, patch: str, test_patch: str, files: list[str], scratch: Path,
-                   settings: dict[str, Any]):
+def _run_both_ends(
+    repo: Path,
+    sha: str,
+    parent: str,
+    patch: str,
+    test_patch: str,
+    files: list[str],
+    scratch: Path,
+    settings: dict[str, Any],
+):
     """(drop reason, detail, FAIL_TO_PASS, PASS_TO_PASS): reason "" when the commit is a task."""
-    workspace = prepare_workspace({"instance_id": sha, "repo_path": str(repo), "base_commit": parent,
-                                   "suite": SUITE}, scratch)
+    workspace = prepare_workspace(
+        {"instance_id": sha, "repo_path": str(repo), "base_commit": parent, "suite": SUITE}, scratch
+    )
     run = {k: settings[k] for k in ("test_config", "timeout_s", "sandbox")}
     try:
         _apply(workspace, test_patch, "the test changes")
         # set up once, at the parent, as grading does before the patch: what mining keeps, grading can resolve
-        setup = run_setup(workspace, settings["setup_command"], timeout_s=settings["timeout_s"],
-                          sandbox=settings["sandbox"], setup_network=settings["setup_network"])
+        setup = run_setup(
+            workspace,
+            settings["setup_command"],
+            timeout_s=settings["timeout_s"],
+            sandbox=settings["sandbox"],
+            setup_network=settings["setup_network"],
+        )
         problem = _problem([setup], "at the parent") if setup.problem else None  # kind "setup" or "timeout"
         if problem:
             return (*problem, [], [])
@@ -233,8 +297,12 @@ def _run_both_ends(repo: Path, sha: str, parent: str, patch: str, test_patch: st
             return (*problem, [], [])
     finally:
         remove_workspace(workspace, scratch)  # refuses anything outside the scratch folder
-    flaky = {t for runs in (before, after) for t in set().union(*(r.tests for r in runs))
-             if len({r.tests.get(t) for r in runs}) > 1}
+    flaky = {
+        t
+        for runs in (before, after)
+        for t in set().union(*(r.tests for r in runs))
+        if len({r.tests.get(t) for r in runs}) > 1
+    }
     passed_after = {t for t, o in after[0].tests.items() if o == "PASSED" and "::" in t} - flaky
     before_outcomes = before[0].tests
     fail_to_pass = sorted(t for t in passed_after if before_outcomes.get(t) != "PASSED")
@@ -260,15 +328,38 @@ def _problem(runs: list[TestRun], where: str) -> tuple[str, str] | None:
     return None
 
 
-def _task_row(repo: Path, sha: str, parent: str, patch: str, test_patch: str, statement: str,
-              fail_to_pass: list[str], pass_to_pass: list[str], settings: dict[str, Any]) -> dict[str, Any]:
+def _task_row(
+    repo: Path,
+    sha: str,
+    parent: str,
+    patch: str,
+    test_patch: str,
+    statement: str,
+    fail_to_pass: list[str],
+    pass_to_pass: list[str],
+    settings: dict[str, Any],
+) -> dict[str, Any]:
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", repo.name).strip("-.") or "repo"
     created = git("log", "-1", "--format=%aI", sha, cwd=repo).stdout.strip()
-    return {"instance_id": check_name(f"{name}__{sha[:10]}", "instance_id"), "repo": name, "base_commit": parent,
-            "patch": patch, "test_patch": test_patch, "FAIL_TO_PASS": fail_to_pass, "PASS_TO_PASS": pass_to_pass,
-            "problem_statement": statement, "created_at": created, "version": sha[:10], "environment_setup_commit": parent,
-            "hints_text": "", "repo_path": str(repo), "suite": SUITE, "setup_command": settings["setup_command"],
-            "test_config": settings["test_config"], "setup_network": settings["setup_network"]}
+    return {
+        "instance_id": check_name(f"{name}__{sha[:10]}", "instance_id"),
+        "repo": name,
+        "base_commit": parent,
+        "patch": patch,
+        "test_patch": test_patch,
+        "FAIL_TO_PASS": fail_to_pass,
+        "PASS_TO_PASS": pass_to_pass,
+        "problem_statement": statement,
+        "created_at": created,
+        "version": sha[:10],
+        "environment_setup_commit": parent,
+        "hints_text": "",
+        "repo_path": str(repo),
+        "suite": SUITE,
+        "setup_command": settings["setup_command"],
+        "test_config": settings["test_config"],
+        "setup_network": settings["setup_network"],
+    }
 
 
 # --- small helpers --------------------------------------------------------------------------------------
@@ -290,7 +381,9 @@ def _commits(repo: Path, branch: str, commits: str | None, max_commits: int) -> 
 
 
 def _diff(repo: Path, parent: str, sha: str, paths: list[str]) -> str:
-    return git("diff", "--no-color", "--no-ext-diff", "--no-renames", "--full-index", parent, sha, "--", *paths, cwd=repo).stdout
+    return git(
+        "diff", "--no-color", "--no-ext-diff", "--no-renames", "--full-index", parent, sha, "--", *paths, cwd=repo
+    ).stdout
 
 
 def _recorded_config(repo: Path, parent: str, name: str | None) -> dict[str, str] | None:
@@ -318,8 +411,10 @@ def _save_tasks(report: MiningReport, folder: Path) -> None:
     rows = [json.dumps(v["task"]) for v in report.verdicts if v["kept"]]
     write_atomic(mined_tasks_path(report.experiment, folder.parent), "".join(row + "\n" for row in rows))
     stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    write_atomic(folder / "mining_report.txt", f"{report.summary()}\n(at {stamp})\n\n"
-                 + report.table().to_string(index=False) + "\n")
+    write_atomic(
+        folder / "mining_report.txt",
+        f"{report.summary()}\n(at {stamp})\n\n" + report.table().to_string(index=False) + "\n",
+    )
 
 
 __all__ = ["mine_repository", "mined_tasks_path", "MiningReport", "DROPS", "SUITE"]  # documented in CODE_APPENDIX.md

@@ -25,7 +25,8 @@ START = {
         "def total(lines):\n    return sum(Decimal(str(price)) * qty for price, qty in lines)\n\n\n"
         "def with_tax(amount, rate):\n    return amount * rate\n\n\n"
         "def discount(amount, percent):\n    return amount - percent\n\n\n"
-        "def rounded(amount):\n    return amount\n"),
+        "def rounded(amount):\n    return amount\n"
+    ),
     "tests/test_invoices.py": (
         "from decimal import Decimal\nfrom pathlib import Path\n\nfrom invoices import discount, rounded, total, with_tax\n\n"
         "ROOT = Path(__file__).resolve().parents[1]\n\n\n"
@@ -33,31 +34,45 @@ START = {
         "    section = (ROOT / 'CHANGELOG.md').read_text().split('## Unreleased', 1)[1].split('\\n## ', 1)[0]\n"
         "    assert any(name in line for line in section.splitlines() if line.startswith('- ')), (\n"
         "        f'every change has a changelog entry: none names {name} under ## Unreleased in CHANGELOG.md')\n\n\n"
-        "def test_total():\n    assert total([(1, 2), ('0.5', 2)]) == Decimal('3')\n"),
+        "def test_total():\n    assert total([(1, 2), ('0.5', 2)]) == Decimal('3')\n"
+    ),
 }
 HABIT = "changelog"  # the house convention the history keeps (helpers.families.coding.house_suite.CONVENTIONS)
 # (message, old text, new text, test added, changelog entry): each fix changes one function, adds its test and
 # a changelog line naming the function (which the test checks)
 FIXES = [
-    ("Tax is added to the amount, not multiplied into it",
-     "    return amount * rate\n", "    return amount * (1 + rate)\n",
-     "def test_with_tax():\n    assert with_tax(Decimal('100'), Decimal('0.2')) == Decimal('120.0')\n"
-     "    changelog_names('with_tax')\n", "- `with_tax` adds the tax on top of the amount."),
-    ("A discount is a percentage of the amount",
-     "    return amount - percent\n", "    return amount * (100 - percent) / 100\n",
-     "def test_discount():\n    assert discount(Decimal('200'), 10) == Decimal('180')\n"
-     "    changelog_names('discount')\n", "- `discount` takes a percentage off."),
-    ("Amounts are rounded to cents, half up",
-     "def rounded(amount):\n    return amount\n",
-     "def rounded(amount):\n    from decimal import ROUND_HALF_UP\n\n"
-     "    return Decimal(amount).quantize(Decimal('0.01'), rounding=ROUND_HALF_UP)\n",
-     "def test_rounded():\n    assert rounded(Decimal('2.345')) == Decimal('2.35')\n"
-     "    changelog_names('rounded')\n", "- `rounded` gives cents, halves rounded up."),
-    ("An empty invoice totals zero as a Decimal",
-     "    return sum(Decimal(str(price)) * qty for price, qty in lines)\n",
-     "    return sum((Decimal(str(price)) * qty for price, qty in lines), Decimal('0'))\n",
-     "def test_empty_total():\n    assert isinstance(total([]), Decimal)\n"
-     "    changelog_names('total')\n", "- `total` of no lines is a Decimal zero."),
+    (
+        "Tax is added to the amount, not multiplied into it",
+        "    return amount * rate\n",
+        "    return amount * (1 + rate)\n",
+        "def test_with_tax():\n    assert with_tax(Decimal('100'), Decimal('0.2')) == Decimal('120.0')\n"
+        "    changelog_names('with_tax')\n",
+        "- `with_tax` adds the tax on top of the amount.",
+    ),
+    (
+        "A discount is a percentage of the amount",
+        "    return amount - percent\n",
+        "    return amount * (100 - percent) / 100\n",
+        "def test_discount():\n    assert discount(Decimal('200'), 10) == Decimal('180')\n"
+        "    changelog_names('discount')\n",
+        "- `discount` takes a percentage off.",
+    ),
+    (
+        "Amounts are rounded to cents, half up",
+        "def rounded(amount):\n    return amount\n",
+        "def rounded(amount):\n    from decimal import ROUND_HALF_UP\n\n"
+        "    return Decimal(amount).quantize(Decimal('0.01'), rounding=ROUND_HALF_UP)\n",
+        "def test_rounded():\n    assert rounded(Decimal('2.345')) == Decimal('2.35')\n"
+        "    changelog_names('rounded')\n",
+        "- `rounded` gives cents, halves rounded up.",
+    ),
+    (
+        "An empty invoice totals zero as a Decimal",
+        "    return sum(Decimal(str(price)) * qty for price, qty in lines)\n",
+        "    return sum((Decimal(str(price)) * qty for price, qty in lines), Decimal('0'))\n",
+        "def test_empty_total():\n    assert isinstance(total([]), Decimal)\n    changelog_names('total')\n",
+        "- `total` of no lines is a Decimal zero.",
+    ),
 ]
 
 
@@ -87,8 +102,10 @@ def demo_dry_run_tasks(tasks: pd.DataFrame) -> pd.DataFrame:
     """The tasks mined from the demo history as the scripted dry run plays them: each checks the history's habit
     (HABIT: its test wants a changelog line naming the change), and the fix an agent makes without the rule is
     the commit's own fix without its CHANGELOG.md change (`naive_patch`). With the rule it writes the whole fix."""
-    return tasks.assign(conventions=[[HABIT] for _ in range(len(tasks))],
-                        naive_patch=[without_file(patch, "CHANGELOG.md") for patch in tasks["patch"]])
+    return tasks.assign(
+        conventions=[[HABIT] for _ in range(len(tasks))],
+        naive_patch=[without_file(patch, "CHANGELOG.md") for patch in tasks["patch"]],
+    )
 
 
 def without_file(patch: str, path: str) -> str:

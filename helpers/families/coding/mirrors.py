@@ -24,8 +24,14 @@ _LOCKS: dict[str, threading.Lock] = {}  # one per mirror path: a repository is c
 _LOCKS_GUARD = threading.Lock()
 
 
-def ensure_mirror(repo: str, base_commit: str, *, cache_dir: Path | str | None = None,
-                  remote_base: str | None = None, progress: Callable[[str], object] = print) -> Path:
+def ensure_mirror(
+    repo: str,
+    base_commit: str,
+    *,
+    cache_dir: Path | str | None = None,
+    remote_base: str | None = None,
+    progress: Callable[[str], object] = print,
+) -> Path:
     """The path of a bare mirror of `repo` ("owner/name") that holds `base_commit`.
 
     Clones `<remote_base>/<owner>/<name>.git` with `--mirror` into `<cache_dir>/<owner>__<name>.git` the
@@ -85,5 +91,6 @@ def _clone(url: str, mirror: Path, repo: str) -> None:
 
 def _has_commit(mirror: Path, commit: str) -> bool:
     return git("cat-file", "-e", f"{commit}^{{commit}}", cwd=mirror, check=False).returncode == 0
+
 
 __all__ = ["ensure_mirror", "REMOTE_BASE"]  # the public API, documented in CODE_APPENDIX.md

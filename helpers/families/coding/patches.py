@@ -45,30 +45,80 @@ TEST_CONFIGURATION = ("conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pypr
 STARTUP_FILES = ("sitecustomize.py", "usercustomize.py")  # and *.pth: Python runs them before any test
 # What graded code has no business touching. Each entry: (what it is, a pattern on an added line's code).
 SUSPECT_PATTERNS = (
-    ("pytest's internals or hooks", r"\b_pytest\b|\bpluggy\b|^\s*(?:import|from)\s+pytest\b|\bpytest\.(?:hookimpl|"
-     r"hookspec|Item|Session|Config|TestReport|CollectReport)\b|\bdef\s+pytest_\w+|\bhook(?:impl|wrapper)\b"),
-    ("a test report", r"\b(?:TestReport|CollectReport|CallInfo|runtestprotocol)\b|\.outcome\s*=\s*['\"](?:passed|failed|"
-     r"skipped)|\.(?:longrepr|wasxfail)\s*=(?!=)|junit|PYTEST_CURRENT_TEST|\bconftest\b"),
+    (
+        "pytest's internals or hooks",
+        r"\b_pytest\b|\bpluggy\b|^\s*(?:import|from)\s+pytest\b|\bpytest\.(?:hookimpl|"
+        r"hookspec|Item|Session|Config|TestReport|CollectReport)\b|\bdef\s+pytest_\w+|\bhook(?:impl|wrapper)\b",
+    ),
+    (
+        "a test report",
+        r"\b(?:TestReport|CollectReport|CallInfo|runtestprotocol)\b|\.outcome\s*=\s*['\"](?:passed|failed|"
+        r"skipped)|\.(?:longrepr|wasxfail)\s*=(?!=)|junit|PYTEST_CURRENT_TEST|\bconftest\b",
+    ),
     ("the module table or import machinery", r"\bsys\.(?:modules|meta_path|path_hooks|path_importer_cache)\b"),
-    ("the process's exit", r"\bos\._exit\b|\bos\.(?:kill|killpg|abort)\b|\bgetppid\b|\batexit\b|"
-     r"^(?:sys\.exit|exit|quit)\s*\(|^raise\s+SystemExit\b"),
+    (
+        "the process's exit",
+        r"\bos\._exit\b|\bos\.(?:kill|killpg|abort)\b|\bgetppid\b|\batexit\b|"
+        r"^(?:sys\.exit|exit|quit)\s*\(|^raise\s+SystemExit\b",
+    ),
     ("builtins", r"\bbuiltins\b|__builtins__"),
-    ("the interpreter's frames or objects", r"\bsys\._getframe\b|\bf_(?:back|locals|globals)\b|\bgc\.get_(?:objects|"
-     r"referrers)\b|\bsys\.(?:settrace|setprofile)\b"),
-    ("code or names built at run time", r"\bexec\s*\(|\b__import__\s*\(|\bimportlib\b|\bcompile\s*\([^)]*['\"]exec['\"]|"
-     r"\b(?:setattr|getattr|vars)\s*\(\s*(?:sys|os|builtins)\b|\brunpy\b|\brun_(?:path|module)\b|"
-     r"['\"](?:meta_path|__builtins__|_?pytest(?:\.\w+)*)['\"]|"
-     r"\b(?:getattr|setattr|vars)\s*\(.*['\"](?:modules|builtins)['\"]"),
-    ("the process run again or forked", r"\.(?:exec[lv]p?e?|fork|forkpty|posix_spawnp?|spawn[lv]p?e?)\s*\(|"
-     r"\borig_argv\b|\bPYTEST_\w+"),  # on any name: `import os as _o` hides nothing
+    (
+        "the interpreter's frames or objects",
+        r"\bsys\._getframe\b|\bf_(?:back|locals|globals)\b|\bgc\.get_(?:objects|"
+        r"referrers)\b|\bsys\.(?:settrace|setprofile)\b",
+    ),
+    (
+        "code or names built at run time",
+        r"\bexec\s*\(|\b__import__\s*\(|\bimportlib\b|\bcompile\s*\([^)]*['\"]exec['\"]|"
+        r"\b(?:setattr|getattr|vars)\s*\(\s*(?:sys|os|builtins)\b|\brunpy\b|\brun_(?:path|module)\b|"
+        r"['\"](?:meta_path|__builtins__|_?pytest(?:\.\w+)*)['\"]|"
+        r"\b(?:getattr|setattr|vars)\s*\(.*['\"](?:modules|builtins)['\"]",
+    ),
+    (
+        "the process run again or forked",
+        r"\.(?:exec[lv]p?e?|fork|forkpty|posix_spawnp?|spawn[lv]p?e?)\s*\(|"
+        r"\borig_argv\b|\bPYTEST_\w+",
+    ),  # on any name: `import os as _o` hides nothing
 )
 _SUSPECT = re.compile("|".join(f"(?:{pattern})" for _, pattern in SUSPECT_PATTERNS))
 # Every pattern above needs one of these words: a line holding none is passed over without the regex (a fast path
 # for long patches; a pattern added above needs its word here, which test_patches checks).
-SUSPECT_WORDS = ("pytest", "pluggy", "hook", "Report", "CallInfo", "runtestprotocol", "outcome", "longrepr",
-                 "wasxfail", "junit", "PYTEST", "conftest", "sys", "os.", "getppid", "atexit", "exit", "quit",
-                 "SystemExit", "builtins", "f_", "gc.", "exec", "__import__", "importlib", "compile", "attr", "vars",
-                 "runpy", "run_", "meta_path", "fork", "spawn", "orig_argv")
+SUSPECT_WORDS = (
+    "pytest",
+    "pluggy",
+    "hook",
+    "Report",
+    "CallInfo",
+    "runtestprotocol",
+    "outcome",
+    "longrepr",
+    "wasxfail",
+    "junit",
+    "PYTEST",
+    "conftest",
+    "sys",
+    "os.",
+    "getppid",
+    "atexit",
+    "exit",
+    "quit",
+    "SystemExit",
+    "builtins",
+    "f_",
+    "gc.",
+    "exec",
+    "__import__",
+    "importlib",
+    "compile",
+    "attr",
+    "vars",
+    "runpy",
+    "run_",
+    "meta_path",
+    "fork",
+    "spawn",
+    "orig_argv",
+)
 _SPACED_DOT = re.compile(r"\s*\.\s*(?=[A-Za-z_])")  # `sys . modules` reads as `sys.modules`
 _JOINED = re.compile(r"(['\"])\s*\+\s*(['\"])")  # `'mod' + 'ules'` reads as `'modules'`
 HUNK = re.compile(r"^@@ -\d+(?:,(?P<old>\d+))? \+(?P<new_start>\d+)(?:,(?P<new>\d+))? @@")
@@ -89,7 +139,7 @@ def patch_files(patch: str) -> list[tuple[list[str], str]]:
     while i < len(lines):
         line = lines[i]
         if line.startswith("diff --git "):
-            paths, text = _header_paths(line[len("diff --git "):].rstrip("\n")), [line]
+            paths, text = _header_paths(line[len("diff --git ") :].rstrip("\n")), [line]
             sections.append((paths, text))
             seen_names = False
         elif line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
@@ -103,7 +153,7 @@ def patch_files(patch: str) -> list[tuple[list[str], str]]:
             continue
         elif header := HUNK.match(line):
             taken = _hunk_length(lines, i, header)
-            text += lines[i:i + taken]
+            text += lines[i : i + taken]
             seen_names = True
             i += taken
             continue
@@ -126,8 +176,14 @@ def is_set_aside(path: str, test_paths: set[str] | frozenset[str] = frozenset())
     paths the task's test patch names."""
     parts = PurePosixPath(path).parts
     name = parts[-1].lower() if parts else ""
-    return (path in test_paths or name in TEST_CONFIGURATION or name in STARTUP_FILES or name.endswith(".pth")
-            or is_test_file(path) or any(part.lower() in TEST_DIRS for part in parts[:-1]))
+    return (
+        path in test_paths
+        or name in TEST_CONFIGURATION
+        or name in STARTUP_FILES
+        or name.endswith(".pth")
+        or is_test_file(path)
+        or any(part.lower() in TEST_DIRS for part in parts[:-1])
+    )
 
 
 def grading_patch(patch: str, test_patch: str = "") -> tuple[str, list[str]]:
@@ -171,14 +227,19 @@ def suspect_lines(patch: str, test_patch: str = "") -> list[str]:
         if isinstance(binary, str):  # a delta hunk, or one that does not decode: named, since it cannot be read
             found.append(f"{path}:1: {binary}")
             continue
-        lines = (_added_lines(text) if binary is None else
-                 [(number, "+" + line) for number, line in enumerate(binary.decode("latin-1").split("\n"), 1)])
+        lines = (
+            _added_lines(text)
+            if binary is None
+            else [(number, "+" + line) for number, line in enumerate(binary.decode("latin-1").split("\n"), 1)]
+        )
         for number, line in lines:
             if any(_is_suspect(piece) for piece in PYTHON_NEWLINE.split(line[1:])):
                 shown = line.rstrip()  # a file with no line break is one line: what is kept of it is bounded
                 more = len(shown) - MAX_LINE_CHARS
-                found.append(f"{path}:{number}: {shown[:MAX_LINE_CHARS]}"
-                             + (f" [... {more} more characters ...]" if more > 0 else ""))
+                found.append(
+                    f"{path}:{number}: {shown[:MAX_LINE_CHARS]}"
+                    + (f" [... {more} more characters ...]" if more > 0 else "")
+                )
     return found
 
 
@@ -189,8 +250,11 @@ def _is_suspect(line: str) -> bool:
     code = _JOINED.sub("", _SPACED_DOT.sub(".", unicodedata.normalize("NFKC", line)))
     if "coding" in code and (cookie := CODING_COOKIE.match(line)) and not _reads_ascii_as_ascii(cookie.group(1)):
         return True
-    return (not code.lstrip().startswith("#") and any(word in code for word in SUSPECT_WORDS)
-            and bool(_SUSPECT.search(code)))
+    return (
+        not code.lstrip().startswith("#")
+        and any(word in code for word in SUSPECT_WORDS)
+        and bool(_SUSPECT.search(code))
+    )
 
 
 def _reads_ascii_as_ascii(encoding: str) -> bool:
@@ -226,7 +290,7 @@ def _added_lines(section: str) -> list[tuple[int, str]]:
             continue
         number = int(match.group("new_start"))
         taken = _hunk_length([line + "\n" for line in lines], i, match)
-        for line in lines[i + 1:i + taken]:
+        for line in lines[i + 1 : i + taken]:
             if line.startswith("+"):
                 added.append((number, line))
                 number += 1
@@ -262,8 +326,10 @@ def set_aside_note(paths: Sequence[str]) -> str:
     if not paths:
         return ""
     names = paths[0] if len(paths) == 1 else ", ".join(paths[:-1]) + " and " + paths[-1]
-    return (f"the patch's {names} {'was' if len(paths) == 1 else 'were'} not used in grading (tests and test "
-            "configuration are the task's own)")
+    return (
+        f"the patch's {names} {'was' if len(paths) == 1 else 'were'} not used in grading (tests and test "
+        "configuration are the task's own)"
+    )
 
 
 def _hunk_length(lines: list[str], start: int, header: re.Match[str]) -> int:
@@ -293,7 +359,7 @@ def _header_paths(names: str) -> list[str]:
     if names.startswith('"'):
         first, rest = _split_quoted(names)
         return [p for p in (_strip_prefix(first), _strip_prefix(_unquote(rest.strip()))) if p]
-    halves = [(names[:i], names[i + 1:]) for i, char in enumerate(names) if char == " "]
+    halves = [(names[:i], names[i + 1 :]) for i, char in enumerate(names) if char == " "]
     same = [a for a, b in halves if _strip_prefix(a) == _strip_prefix(b)]
     if same:
         return [_strip_prefix(same[0])]
@@ -316,7 +382,7 @@ def _split_quoted(text: str) -> tuple[str, str]:
     i = 1
     while i < len(text) and text[i] != '"':
         i += 2 if text[i] == "\\" else 1
-    return _unquote(text[:i + 1]), text[i + 1:]
+    return _unquote(text[: i + 1]), text[i + 1 :]
 
 
 def _unquote(name: str) -> str:
@@ -328,6 +394,15 @@ def _unquote(name: str) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-__all__ = ["patch_files", "patch_paths", "is_set_aside", "grading_patch", "graded_lines", "set_aside_note",
-           "suspect_lines",
-           "TEST_CONFIGURATION", "STARTUP_FILES", "SUSPECT_PATTERNS"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "patch_files",
+    "patch_paths",
+    "is_set_aside",
+    "grading_patch",
+    "graded_lines",
+    "set_aside_note",
+    "suspect_lines",
+    "TEST_CONFIGURATION",
+    "STARTUP_FILES",
+    "SUSPECT_PATTERNS",
+]  # documented in CODE_APPENDIX.md

@@ -50,9 +50,17 @@ def junit_outcomes(report: Path | str, root: Path | str | None = None) -> dict[s
     for case in tree.iter("testcase"):
         node = _node_id(case.get("file") or "", case.get("classname") or "", case.get("name") or "")
         kinds = {child.tag: child.get("type") or "" for child in case}
-        outcome = ("ERROR" if "error" in kinds else "FAILED" if "failure" in kinds
-                   else "FAILED" if kinds.get("skipped") == "pytest.xfail" else "SKIPPED" if "skipped" in kinds
-                   else "PASSED")
+        outcome = (
+            "ERROR"
+            if "error" in kinds
+            else "FAILED"
+            if "failure" in kinds
+            else "FAILED"
+            if kinds.get("skipped") == "pytest.xfail"
+            else "SKIPPED"
+            if "skipped" in kinds
+            else "PASSED"
+        )
         if rank[outcome] >= rank[outcomes.get(node, "PASSED")]:
             outcomes[node] = outcome
     return outcomes
@@ -66,7 +74,7 @@ def _node_id(file: str, classname: str, name: str) -> str:
     module = file[:-3].replace("/", ".") if file.endswith(".py") else ""
     if not module or not (classname == module or classname.startswith(module + ".")):
         module, file = classname, classname.replace(".", "/") + ".py"  # no file attribute: a module-level test
-    classes = classname[len(module) + 1:].split(".") if classname != module else []
+    classes = classname[len(module) + 1 :].split(".") if classname != module else []
     return "::".join([file, *classes, name])
 
 

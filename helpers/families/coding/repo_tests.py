@@ -51,8 +51,15 @@ from helpers.families.coding.pytest_results import junit_outcomes
 
 DEFAULT_SETUP_COMMAND = ""
 # pytest's configuration file names (pytest 9): the only names a mined task may record its configuration under.
-PYTEST_CONFIG_NAMES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini",
-                       "setup.cfg")
+PYTEST_CONFIG_NAMES = (
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+)
 # The harness's pytest run, started by `python -I -S -B -c BOOTSTRAP workspace site-paths pytest-args...`:
 # -I ignores every PYTHON* variable and the user's site folder and keeps the working directory off sys.path;
 # -S skips the site module, so no sitecustomize, usercustomize or *.pth runs (wherever the work tree or a
@@ -102,20 +109,34 @@ def is_test_file(path: str) -> bool:
     if parts.suffix != ".py":
         return False
     name = parts.name
-    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
-            or any(part in TEST_DIRS for part in parts.parts[:-1]))
+    return (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+        or any(part in TEST_DIRS for part in parts.parts[:-1])
+    )
 
 
 def runnable_test_files(paths: Sequence[str]) -> list[str]:
     """The test files pytest collects tests from (conftest.py and helpers under tests/ are not run alone)."""
-    return [p for p in paths if is_test_file(p) and (PurePosixPath(p).name.startswith("test_")
-                                                      or PurePosixPath(p).name.endswith("_test.py"))]
+    return [
+        p
+        for p in paths
+        if is_test_file(p) and (PurePosixPath(p).name.startswith("test_") or PurePosixPath(p).name.endswith("_test.py"))
+    ]
 
 
-def run_repo_tests(workspace: Path | str, tests: Sequence[str], *, setup_command: str = DEFAULT_SETUP_COMMAND,
-                   test_config: dict[str, str] | None = None, timeout_s: float = config.EVAL_TIMEOUT_S,
-                   sandbox: SandboxPolicy = "required", setup_network: bool = config.SETUP_NETWORK,
-                   protect: Sequence[str] = ()) -> TestRun:
+def run_repo_tests(
+    workspace: Path | str,
+    tests: Sequence[str],
+    *,
+    setup_command: str = DEFAULT_SETUP_COMMAND,
+    test_config: dict[str, str] | None = None,
+    timeout_s: float = config.EVAL_TIMEOUT_S,
+    sandbox: SandboxPolicy = "required",
+    setup_network: bool = config.SETUP_NETWORK,
+    protect: Sequence[str] = (),
+) -> TestRun:
     """Run `setup_command` (run_setup), then the harness's pytest on `tests` (files or node ids) in `workspace`,
     in the sandbox (`sandbox`: "required", "if-available" or None, as helpers.isolation.sandboxed_command.sandboxed), each
     within `timeout_s`; the workspace keeps whatever they wrote (so a second run sees the first one's files).
@@ -136,10 +157,20 @@ def run_repo_tests(workspace: Path | str, tests: Sequence[str], *, setup_command
     report = home / "report.xml"  # outside the workspace: the tree the code under test ships
     try:
         ini = _place_config(workspace, config_name, test_config) if config_name and test_config else "/dev/null"
-        read_only = [workspace / path for path in dict.fromkeys([*protect, *([config_name] if config_name else [])])
-                     if (workspace / path).exists() and not (workspace / path).is_symlink()]
-        out, err, timed_out, status = _run(run_pytest_args(workspace, tests, report, ini), workspace,
-                                           _environment(workspace, home), home, timeout_s, sandbox, read_only)
+        read_only = [
+            workspace / path
+            for path in dict.fromkeys([*protect, *([config_name] if config_name else [])])
+            if (workspace / path).exists() and not (workspace / path).is_symlink()
+        ]
+        out, err, timed_out, status = _run(
+            run_pytest_args(workspace, tests, report, ini),
+            workspace,
+            _environment(workspace, home),
+            home,
+            timeout_s,
+            sandbox,
+            read_only,
+        )
         try:
             outcomes, refusal = junit_outcomes(report, home), ""
         except RefusedOutput as error:
@@ -154,8 +185,14 @@ def run_repo_tests(workspace: Path | str, tests: Sequence[str], *, setup_command
     return TestRun(outcomes, log, exit_status=status, reported=True)
 
 
-def run_setup(workspace: Path | str, setup_command: str, *, timeout_s: float = config.EVAL_TIMEOUT_S,
-              sandbox: SandboxPolicy = "required", setup_network: bool = config.SETUP_NETWORK) -> TestRun:
+def run_setup(
+    workspace: Path | str,
+    setup_command: str,
+    *,
+    timeout_s: float = config.EVAL_TIMEOUT_S,
+    sandbox: SandboxPolicy = "required",
+    setup_network: bool = config.SETUP_NETWORK,
+) -> TestRun:
     """Run a task's set-up command in `workspace`, in the sandbox within `timeout_s` (`{python}` in it: this
     environment's interpreter; the workspace and its `src/` on PYTHONPATH), with no network but for
     `setup_network=True`. A TestRun with no tests: `problem` "" when it succeeded (or there is none), else why
@@ -168,8 +205,15 @@ def run_setup(workspace: Path | str, setup_command: str, *, timeout_s: float = c
     home = scratch_dir("repo-setup-home")
     try:
         command = _filled(setup_command, [], home / "report.xml")
-        out, err, timed_out, status = _run(["bash", "-c", command], workspace, _environment(workspace, home), home,
-                                           timeout_s, sandbox, network=setup_network)
+        out, err, timed_out, status = _run(
+            ["bash", "-c", command],
+            workspace,
+            _environment(workspace, home),
+            home,
+            timeout_s,
+            sandbox,
+            network=setup_network,
+        )
     finally:
         remove_scratch(home)
     log = _tail(out + err)
@@ -180,7 +224,9 @@ def run_setup(workspace: Path | str, setup_command: str, *, timeout_s: float = c
     return TestRun(log=log)
 
 
-def run_pytest_args(workspace: Path | str, tests: Sequence[str], report: Path | str, ini: str = "/dev/null") -> list[str]:
+def run_pytest_args(
+    workspace: Path | str, tests: Sequence[str], report: Path | str, ini: str = "/dev/null"
+) -> list[str]:
     """The command line of the harness's pytest run (see BOOTSTRAP): this environment's interpreter, isolated,
     on `tests` in `workspace`, its junit report at `report`, `ini` its only configuration file (/dev/null: none;
     --rootdir and --confcutdir keep every conftest.py above the workspace out). The named tests decide what runs:
@@ -188,10 +234,39 @@ def run_pytest_args(workspace: Path | str, tests: Sequence[str], report: Path | 
     named test (a grading's tripwires among them)."""
     workspace = str(workspace)
     harness = os.pathsep.join(dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib")))
-    return [sys.executable, "-I", "-S", "-B", "-c", BOOTSTRAP, workspace, harness,
-            "-c", ini, "--rootdir", workspace, "--confcutdir", workspace, "-p", "no:cacheprovider",
-            "-q", "-rA", "--tb=short", "--color=no", "--continue-on-collection-errors",
-            f"--junitxml={report}", "-o", "junit_family=xunit1", "--maxfail=0", "-k", "", "-m", "", "--", *tests]
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        "-B",
+        "-c",
+        BOOTSTRAP,
+        workspace,
+        harness,
+        "-c",
+        ini,
+        "--rootdir",
+        workspace,
+        "--confcutdir",
+        workspace,
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-rA",
+        "--tb=short",
+        "--color=no",
+        "--continue-on-collection-errors",
+        f"--junitxml={report}",
+        "-o",
+        "junit_family=xunit1",
+        "--maxfail=0",
+        "-k",
+        "",
+        "-m",
+        "",
+        "--",
+        *tests,
+    ]
 
 
 def protected_paths(paths: Sequence[str]) -> list[str]:
@@ -209,10 +284,15 @@ def check_test_config(test_config: dict[str, str] | None) -> str:
     ValueError naming what is wrong with any other value."""
     if test_config is None or (isinstance(test_config, float) and test_config != test_config):
         return ""
-    if (not isinstance(test_config, dict) or test_config.get("path") not in PYTEST_CONFIG_NAMES
-            or not isinstance(test_config.get("text"), str)):
-        raise ValueError(f"test_config must be {{'path': one of {', '.join(PYTEST_CONFIG_NAMES)}, 'text': its "
-                         f"content}}, not {str(test_config)[:200]!r}.")
+    if (
+        not isinstance(test_config, dict)
+        or test_config.get("path") not in PYTEST_CONFIG_NAMES
+        or not isinstance(test_config.get("text"), str)
+    ):
+        raise ValueError(
+            f"test_config must be {{'path': one of {', '.join(PYTEST_CONFIG_NAMES)}, 'text': its "
+            f"content}}, not {str(test_config)[:200]!r}."
+        )
     return test_config["path"]
 
 
@@ -240,17 +320,40 @@ def _environment(workspace: Path, home: Path) -> dict[str, str]:
 
 
 def _filled(command: str, tests: Sequence[str], report: Path) -> str:
-    return (command.replace("{python}", shlex.quote(sys.executable)).replace("{report}", shlex.quote(str(report)))
-            .replace("{tests}", " ".join(shlex.quote(t) for t in tests)))
+    return (
+        command.replace("{python}", shlex.quote(sys.executable))
+        .replace("{report}", shlex.quote(str(report)))
+        .replace("{tests}", " ".join(shlex.quote(t) for t in tests))
+    )
 
 
-def _run(args: list[str], workspace: Path, env: dict[str, str], home: Path, timeout_s: float, sandbox: SandboxPolicy,
-         read_only: Sequence[Path] = (), network: bool = False) -> tuple[str, str, bool, int | None]:
+def _run(
+    args: list[str],
+    workspace: Path,
+    env: dict[str, str],
+    home: Path,
+    timeout_s: float,
+    sandbox: SandboxPolicy,
+    read_only: Sequence[Path] = (),
+    network: bool = False,
+) -> tuple[str, str, bool, int | None]:
     """(stdout, stderr, timed_out, exit status) of `args` run in the sandbox; the status is the one the host saw
     the process it started end with (bwrap passes its command's on), not anything the run printed."""
     status: list[int | None] = []
-    out, err, timed_out, _ = run_cli(args, workspace, env, "", timeout_s, _live, _live_lock, home=home,
-                                     read_only=read_only, sandbox=sandbox, network=network, exit_status=status)
+    out, err, timed_out, _ = run_cli(
+        args,
+        workspace,
+        env,
+        "",
+        timeout_s,
+        _live,
+        _live_lock,
+        home=home,
+        read_only=read_only,
+        sandbox=sandbox,
+        network=network,
+        exit_status=status,
+    )
     return out, err, timed_out, None if timed_out or not status else status[0]
 
 
@@ -263,5 +366,16 @@ def _tail(text: str) -> str:
     return text if len(text) <= LOG_TAIL_CHARS else "[... earlier output cut ...]\n" + text[-LOG_TAIL_CHARS:]
 
 
-__all__ = ["run_repo_tests", "run_setup", "protected_paths", "run_pytest_args", "check_test_config", "is_test_file",
-           "runnable_test_files", "TestRun", "DEFAULT_SETUP_COMMAND", "PYTEST_CONFIG_NAMES", "BOOTSTRAP"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "run_repo_tests",
+    "run_setup",
+    "protected_paths",
+    "run_pytest_args",
+    "check_test_config",
+    "is_test_file",
+    "runnable_test_files",
+    "TestRun",
+    "DEFAULT_SETUP_COMMAND",
+    "PYTEST_CONFIG_NAMES",
+    "BOOTSTRAP",
+]  # documented in CODE_APPENDIX.md

@@ -22,11 +22,17 @@ from helpers.core.protocols import EvalResult, Task
 DEFAULT_MODEL_NAME = "prompt-learning"  # the harness files runs under logs/run_evaluation/<run_id>/<model>/<id>/
 LOG_EXCERPT_CHARS = 20_000
 LOG_PARSER_BY_REPO = {
-    "astropy/astropy": "parse_log_astropy", "django/django": "parse_log_django",
-    "matplotlib/matplotlib": "parse_log_matplotlib", "mwaskom/seaborn": "parse_log_seaborn",
-    "pallets/flask": "parse_log_flask", "psf/requests": "parse_log_requests", "pydata/xarray": "parse_log_xarray",
-    "pylint-dev/pylint": "parse_log_pylint", "pytest-dev/pytest": "parse_log_pytest",
-    "scikit-learn/scikit-learn": "parse_log_scikit", "sphinx-doc/sphinx": "parse_log_sphinx",
+    "astropy/astropy": "parse_log_astropy",
+    "django/django": "parse_log_django",
+    "matplotlib/matplotlib": "parse_log_matplotlib",
+    "mwaskom/seaborn": "parse_log_seaborn",
+    "pallets/flask": "parse_log_flask",
+    "psf/requests": "parse_log_requests",
+    "pydata/xarray": "parse_log_xarray",
+    "pylint-dev/pylint": "parse_log_pylint",
+    "pytest-dev/pytest": "parse_log_pytest",
+    "scikit-learn/scikit-learn": "parse_log_scikit",
+    "sphinx-doc/sphinx": "parse_log_sphinx",
     "sympy/sympy": "parse_log_sympy",
 }
 
@@ -41,12 +47,21 @@ def swebench_test_spec(task: Task) -> Any:
         return make_test_spec(dict(task))
     parser = task.get("log_parser") or LOG_PARSER_BY_REPO.get(str(task.get("repo")))
     if not parser:
-        raise ValueError(f"{task.get('instance_id')}: no log parser known for repository {task.get('repo')!r}; "
-                         "give the row a `log_parser` (a name in swebench's PARSER_REGISTRY).")
-    return TestSpec(instance_id=str(task["instance_id"]), image=str(task.get("image") or ""), eval_script_list=[],
-                    repo=str(task["repo"]), version=str(task.get("version") or ""),
-                    FAIL_TO_PASS=list(task["FAIL_TO_PASS"]), PASS_TO_PASS=list(task["PASS_TO_PASS"]),
-                    log_parser=parser, eval_type=str(task.get("eval_type") or "pass_and_fail"))
+        raise ValueError(
+            f"{task.get('instance_id')}: no log parser known for repository {task.get('repo')!r}; "
+            "give the row a `log_parser` (a name in swebench's PARSER_REGISTRY)."
+        )
+    return TestSpec(
+        instance_id=str(task["instance_id"]),
+        image=str(task.get("image") or ""),
+        eval_script_list=[],
+        repo=str(task["repo"]),
+        version=str(task.get("version") or ""),
+        FAIL_TO_PASS=list(task["FAIL_TO_PASS"]),
+        PASS_TO_PASS=list(task["PASS_TO_PASS"]),
+        log_parser=parser,
+        eval_type=str(task.get("eval_type") or "pass_and_fail"),
+    )
 
 
 def _result(instance_id: str, entry: dict[str, Any], log_path: str = "") -> EvalResult:
@@ -57,7 +72,9 @@ def _result(instance_id: str, entry: dict[str, Any], log_path: str = "") -> Eval
             tests[test] = "PASSED"
         for test in outcomes.get("failure", []):
             tests[test] = "FAILED"
-    log = Path(log_path).read_text(errors="replace")[-LOG_EXCERPT_CHARS:] if log_path and Path(log_path).exists() else ""
+    log = (
+        Path(log_path).read_text(errors="replace")[-LOG_EXCERPT_CHARS:] if log_path and Path(log_path).exists() else ""
+    )
     error = ""
     if not entry.get("patch_successfully_applied", True):
         error = "the patch did not apply, or the tests produced no parseable output"
@@ -85,8 +102,11 @@ def grade_log(task: Task, log: str | Path, patch: str = "(patch)") -> EvalResult
         if path is None:
             path = Path(tmp) / "test_output.txt"
             path.write_text(str(log))
-        prediction = {"instance_id": str(task["instance_id"]), "model_name_or_path": DEFAULT_MODEL_NAME,
-                      "model_patch": patch}
+        prediction = {
+            "instance_id": str(task["instance_id"]),
+            "model_name_or_path": DEFAULT_MODEL_NAME,
+            "model_patch": patch,
+        }
         report = get_eval_report(swebench_test_spec(task), prediction, str(path), include_tests_status=True)
         result = _result(str(task["instance_id"]), report[str(task["instance_id"])], str(path))
     if isinstance(log, Path):

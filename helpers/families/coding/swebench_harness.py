@@ -40,9 +40,11 @@ OWN_COLUMNS = ("repo_path", "suite")  # columns load_tasks adds, not SWE-bench's
 
 
 # `make quickstart` installs the package without it (a workshop laptop's install runs the house suite)
-SWEBENCH_EXTRA = ("SWE-bench tasks need the swebench extra (the harness and the datasets library, ~250 MB): "
-                  "pip install -e '.[swebench]' (`make setup` installs it). The bundled house suite "
-                  "(TASK_SOURCE='house') runs without it.")
+SWEBENCH_EXTRA = (
+    "SWE-bench tasks need the swebench extra (the harness and the datasets library, ~250 MB): "
+    "pip install -e '.[swebench]' (`make setup` installs it). The bundled house suite "
+    "(TASK_SOURCE='house') runs without it."
+)
 
 
 class HarnessUnavailable(RuntimeError):
@@ -128,17 +130,27 @@ class SWEbenchEvaluator:
 
     batched = True
 
-    def __init__(self, *, backend: str | None = None, workers: int = 4, timeout_s: float = HARNESS_TIMEOUT_S,
-                 dataset: str | None = None, split: str = config.SWEBENCH_SPLIT,
-                 work_dir: Path | str | None = None, model_name: str = DEFAULT_MODEL_NAME,
-                 command: Sequence[str] | None = None):
+    def __init__(
+        self,
+        *,
+        backend: str | None = None,
+        workers: int = 4,
+        timeout_s: float = HARNESS_TIMEOUT_S,
+        dataset: str | None = None,
+        split: str = config.SWEBENCH_SPLIT,
+        work_dir: Path | str | None = None,
+        model_name: str = DEFAULT_MODEL_NAME,
+        command: Sequence[str] | None = None,
+    ):
         if backend not in (None, "docker", "modal"):
             raise ValueError(f"backend must be 'docker' or 'modal', not {backend!r}.")
         self.backend = backend
         self.workers = workers
         self.timeout_s = timeout_s
         # the harness runs in work_dir: a local data set must be named by its absolute path
-        self.dataset = None if dataset is None else str(Path(dataset).resolve()) if Path(dataset).exists() else str(dataset)
+        self.dataset = (
+            None if dataset is None else str(Path(dataset).resolve()) if Path(dataset).exists() else str(dataset)
+        )
         self.split = split
         self.work_dir = Path(work_dir) if work_dir else config.cache_root() / "swebench"
         self.model_name = model_name
@@ -183,13 +195,32 @@ class SWEbenchEvaluator:
         """Run the harness once in work_dir; returns its output (also kept in harness-<run id>.log)."""
         self.work_dir.mkdir(parents=True, exist_ok=True)
         path = self.work_dir / f"predictions-{run_id}.jsonl"
-        path.write_text("".join(json.dumps({"instance_id": i, "model_name_or_path": self.model_name,
-                                            "model_patch": p}) + "\n" for i, p in predictions))
+        path.write_text(
+            "".join(
+                json.dumps({"instance_id": i, "model_name_or_path": self.model_name, "model_patch": p}) + "\n"
+                for i, p in predictions
+            )
+        )
         dataset = self.dataset or str(write_task_rows(tasks, self.work_dir).resolve())
-        command = [*(self.command or HARNESS_COMMAND), "--dataset_name", dataset, "--split", self.split,
-                   "--predictions_path", str(path.resolve()), "--max_workers", str(self.workers),
-                   "--run_id", run_id, "--timeout", str(int(self.timeout_s)),
-                   "--modal", str(self._chosen == "modal").lower(), "--instance_ids", *[i for i, _ in predictions]]
+        command = [
+            *(self.command or HARNESS_COMMAND),
+            "--dataset_name",
+            dataset,
+            "--split",
+            self.split,
+            "--predictions_path",
+            str(path.resolve()),
+            "--max_workers",
+            str(self.workers),
+            "--run_id",
+            run_id,
+            "--timeout",
+            str(int(self.timeout_s)),
+            "--modal",
+            str(self._chosen == "modal").lower(),
+            "--instance_ids",
+            *[i for i, _ in predictions],
+        ]
         # No overall timeout: the harness bounds each instance by --timeout itself (image pulls can take long).
         # It inherits our environment (Docker, Modal, Hugging Face settings); patches run only in containers.
         done = subprocess.run(command, cwd=self.work_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -225,11 +256,20 @@ class SWEbenchEvaluator:
         message = instance_log.read_text(errors="replace") if instance_log.exists() else ""
         tail = "\n".join((message or output).strip().splitlines()[-HARNESS_TAIL_LINES:])
         patch_fault = bool(PATCH_FAULT.search(message))  # the instance's own log says so; nothing else does
-        why = "".join([f"; harness exit code {self._exit_code}" if self._exit_code and not patch_fault else "",
-                       "; listed in the run report's error_ids" if listed_error and not patch_fault else ""])
-        return EvalResult(instance_id, False, log=output[-LOG_EXCERPT_CHARS:], infra=not patch_fault,
-                          error=f"the harness wrote no report for {instance_id} (run {run_id}{why}); "
-                                f"{'the patch' if patch_fault else 'the harness failed, not the patch'}:\n{tail}")
+        why = "".join(
+            [
+                f"; harness exit code {self._exit_code}" if self._exit_code and not patch_fault else "",
+                "; listed in the run report's error_ids" if listed_error and not patch_fault else "",
+            ]
+        )
+        return EvalResult(
+            instance_id,
+            False,
+            log=output[-LOG_EXCERPT_CHARS:],
+            infra=not patch_fault,
+            error=f"the harness wrote no report for {instance_id} (run {run_id}{why}); "
+            f"{'the patch' if patch_fault else 'the harness failed, not the patch'}:\n{tail}",
+        )
 
 
 def write_task_rows(tasks: Sequence[Task], folder: Path) -> Path:
@@ -274,12 +314,17 @@ def _check_local_dataset(dataset: str, instance_ids: Sequence[str]) -> None:
     if not path.exists():
         raise ValueError(f"the SWE-bench data set file {path} does not exist.")
     text = path.read_text()
-    rows = (json.loads(text) if dataset.endswith(".json")
-            else [json.loads(line) for line in text.split("\n") if line.strip()])  # not at U+2028
+    rows = (
+        json.loads(text)
+        if dataset.endswith(".json")
+        else [json.loads(line) for line in text.split("\n") if line.strip()]
+    )  # not at U+2028
     missing = sorted(set(instance_ids) - {str(row["instance_id"]) for row in rows})
     if missing:
-        raise ValueError(f"{path} has no rows for {missing[:5]} ({len(missing)} tasks): the harness would refuse "
-                         "the whole batch. Pass the data set the tasks came from as `dataset`.")
+        raise ValueError(
+            f"{path} has no rows for {missing[:5]} ({len(missing)} tasks): the harness would refuse "
+            "the whole batch. Pass the data set the tasks came from as `dataset`."
+        )
 
 
 def testbed_workspace(task: Task, dest: Path | str) -> Path:
@@ -294,7 +339,8 @@ def testbed_workspace(task: Task, dest: Path | str) -> Path:
     if not docker_available():
         raise HarnessUnavailable(
             "Copying /testbed out of the instance image needs a Docker engine (docker info should answer). "
-            "Without one, build the workspace from a git mirror instead (helpers.families.coding.mirrors.ensure_mirror).")
+            "Without one, build the workspace from a git mirror instead (helpers.families.coding.mirrors.ensure_mirror)."
+        )
     import docker
     from swebench.task.checks import expected_image
 
@@ -326,6 +372,14 @@ def testbed_workspace(task: Task, dest: Path | str) -> Path:
         client.close()
     return dest
 
+
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "SWEbenchEvaluator", "harness_run_id", "testbed_workspace", "write_task_rows", "require_backend", "docker_available", "modal_available", "HarnessUnavailable",
+    "SWEbenchEvaluator",
+    "harness_run_id",
+    "testbed_workspace",
+    "write_task_rows",
+    "require_backend",
+    "docker_available",
+    "modal_available",
+    "HarnessUnavailable",
 ]

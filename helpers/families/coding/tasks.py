@@ -22,11 +22,21 @@ import pandas as pd
 from helpers.core import config
 from helpers.families.coding.workspaces import swebench_repo_path
 
-REQUIRED_FIELDS = ("instance_id", "repo", "base_commit", "problem_statement", "patch", "test_patch",
-                   "FAIL_TO_PASS", "PASS_TO_PASS")
+REQUIRED_FIELDS = (
+    "instance_id",
+    "repo",
+    "base_commit",
+    "problem_statement",
+    "patch",
+    "test_patch",
+    "FAIL_TO_PASS",
+    "PASS_TO_PASS",
+)
 LOCAL_SUFFIXES = (".json", ".jsonl", ".parquet", ".csv")
-SOURCES = ("TASK_SOURCE takes 'house', 'mined:<experiment>', a Hugging Face data-set id 'owner/name', "
-           "or a .json, .jsonl, .parquet or .csv file of SWE-bench rows")
+SOURCES = (
+    "TASK_SOURCE takes 'house', 'mined:<experiment>', a Hugging Face data-set id 'owner/name', "
+    "or a .json, .jsonl, .parquet or .csv file of SWE-bench rows"
+)
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")  # owner/name, as the hub spells data-set ids
 FILE_SUFFIX = re.compile(r"\.[A-Za-z]\w*")  # .csv, .jsonl: a file; "-v1.1" in a data-set name is not
 SHOWN_CHARS = 80  # of a bad value quoted in an error
@@ -38,13 +48,15 @@ class OfflineError(ConnectionError):
     """The Hugging Face hub cannot be reached; point the loader at a local file instead."""
 
 
-def load_tasks(source: str, *, split: str = config.SWEBENCH_SPLIT, mirrors_dir: Path | str | None = None) -> pd.DataFrame:
-    """"house" -> the bundled house suite; "mined:<experiment>" -> the tasks mined from a team's repository
+def load_tasks(
+    source: str, *, split: str = config.SWEBENCH_SPLIT, mirrors_dir: Path | str | None = None
+) -> pd.DataFrame:
+    """ "house" -> the bundled house suite; "mined:<experiment>" -> the tasks mined from a team's repository
     for that experiment (helpers.families.coding.mining); anything else -> load_swebench(source, split)."""
     if str(source).lower() == "house":
         return load_house_suite()
     if str(source).startswith("mined:"):
-        return load_mined_tasks(str(source)[len("mined:"):])
+        return load_mined_tasks(str(source)[len("mined:") :])
     return load_swebench(source, split, mirrors_dir=mirrors_dir)
 
 
@@ -55,8 +67,10 @@ def load_mined_tasks(experiment: str, results_root: Path | str | None = None) ->
 
     path = mined_tasks_path(experiment, results_root)
     if not path.exists() or not path.stat().st_size:
-        raise FileNotFoundError(f"No mined tasks at {path}: mine them first (mine_repository(repo, {experiment!r}), "
-                                "or the notebook 07_your_repo).")
+        raise FileNotFoundError(
+            f"No mined tasks at {path}: mine them first (mine_repository(repo, {experiment!r}), "
+            "or the notebook 07_your_repo)."
+        )
     return normalize_tasks(read_local_tasks(path))
 
 
@@ -67,8 +81,12 @@ def load_house_suite(root: Path | str | None = None) -> pd.DataFrame:
     return load(root)
 
 
-def load_swebench(name_or_path: str = config.SWEBENCH_DATASET, split: str = config.SWEBENCH_SPLIT, *,
-                  mirrors_dir: Path | str | None = None) -> pd.DataFrame:
+def load_swebench(
+    name_or_path: str = config.SWEBENCH_DATASET,
+    split: str = config.SWEBENCH_SPLIT,
+    *,
+    mirrors_dir: Path | str | None = None,
+) -> pd.DataFrame:
     """SWE-bench rows from a data-set id on the Hugging Face hub, or from a local .json/.jsonl/.parquet/.csv file.
 
     Only a bare "owner/name" that is not a local path goes to the hub. With `mirrors_dir` (a folder of
@@ -101,8 +119,9 @@ def read_local_tasks(path: Path) -> pd.DataFrame:
     if not path.is_file():
         raise FileNotFoundError(f"{path} is a folder, not a task file. {SOURCES}.")
     if path.suffix.lower() not in LOCAL_SUFFIXES:
-        raise ValueError(f"Cannot read {path}: {path.suffix or 'a file without a suffix'} is not a task file format. "
-                         f"{SOURCES}.")
+        raise ValueError(
+            f"Cannot read {path}: {path.suffix or 'a file without a suffix'} is not a task file format. {SOURCES}."
+        )
     if path.stat().st_size == 0:
         raise ValueError(f"{path} is empty: it holds no task rows.")
     read = {".parquet": _read_parquet, ".csv": _read_csv}.get(path.suffix.lower(), _read_json)
@@ -142,8 +161,9 @@ def _read_json(path: Path) -> pd.DataFrame:
             raise ValueError(f"{path}, line {error.lineno}: not valid JSON ({error.msg}).") from None
         where = "item"
     else:
-        numbered = [(number, _json_line(path, number, line))
-                    for number, line in enumerate(text.split("\n"), 1) if line.strip()]  # not at U+2028 in a row
+        numbered = [
+            (number, _json_line(path, number, line)) for number, line in enumerate(text.split("\n"), 1) if line.strip()
+        ]  # not at U+2028 in a row
         where = "line"
     for number, record in numbered:
         if not isinstance(record, dict):
@@ -155,8 +175,9 @@ def _json_line(path: Path, number: int, line: str) -> Any:
     try:
         return json.loads(line)
     except json.JSONDecodeError as error:
-        raise ValueError(f"{path}, line {number}: not valid JSON ({error.msg}); "
-                         "each line must be one whole task row.") from None
+        raise ValueError(
+            f"{path}, line {number}: not valid JSON ({error.msg}); each line must be one whole task row."
+        ) from None
 
 
 def _shown(value: Any) -> str:
@@ -207,8 +228,9 @@ def _test_ids(value: Any, instance_id: Any, field: str) -> list[str]:
     if hasattr(value, "tolist"):  # numpy arrays, as parquet gives lists back
         value = value.tolist()
     if not isinstance(value, (list, tuple)):
-        raise ValueError(f"Task {instance_id!r}: {field} must be a list of test ids or a JSON string of one, "
-                         f"not {_shown(given)}.")
+        raise ValueError(
+            f"Task {instance_id!r}: {field} must be a list of test ids or a JSON string of one, not {_shown(given)}."
+        )
     return [str(v) for v in value]
 
 
@@ -226,8 +248,9 @@ def normalize_tasks(frame: pd.DataFrame, *, mirrors_dir: Path | str | None = Non
         raise ValueError(f"Duplicate instance_id(s) {duplicated[:10]}: each task must appear once.")
     frame = frame.copy()
     for column in ("FAIL_TO_PASS", "PASS_TO_PASS"):
-        frame[column] = [_test_ids(value, instance_id, column)
-                         for value, instance_id in zip(frame[column], frame["instance_id"])]
+        frame[column] = [
+            _test_ids(value, instance_id, column) for value, instance_id in zip(frame[column], frame["instance_id"])
+        ]
     if "suite" not in frame.columns:
         frame["suite"] = "swebench"
     if "created_at" not in frame.columns:
@@ -245,13 +268,16 @@ def select_tasks(frame: pd.DataFrame, instance_ids: Iterable[str] | str) -> pd.D
     by_id = frame.set_index("instance_id", drop=False)
     unknown = [i for i in ids if i not in by_id.index]
     if unknown:
-        raise KeyError(f"Unknown instance id(s) {unknown[:10]} ({len(unknown)} of the {len(ids)} asked); "
-                       "check the ids or the task source.")
+        raise KeyError(
+            f"Unknown instance id(s) {unknown[:10]} ({len(unknown)} of the {len(ids)} asked); "
+            "check the ids or the task source."
+        )
     return by_id.loc[ids].reset_index(drop=True)
 
 
-def split_dataset(frame: pd.DataFrame, train_size: int, test_size: int, strategy: str = "random",
-                  seed: int = config.SEED) -> tuple[pd.DataFrame, pd.DataFrame]:
+def split_dataset(
+    frame: pd.DataFrame, train_size: int, test_size: int, strategy: str = "random", seed: int = config.SEED
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Disjoint (train, test) of exactly the asked sizes, the same for the same seed.
 
     random: a seeded shuffle. by_repo: no repository on both sides. chronological: within each
@@ -260,8 +286,10 @@ def split_dataset(frame: pd.DataFrame, train_size: int, test_size: int, strategy
     """
     train_size, test_size = _split_size("train_size", train_size), _split_size("test_size", test_size)
     if train_size + test_size > len(frame):
-        raise ValueError(f"train_size + test_size = {train_size + test_size}, but the source has {len(frame)} tasks: "
-                         f"{largest_split(len(frame), train_size, test_size)}")
+        raise ValueError(
+            f"train_size + test_size = {train_size + test_size}, but the source has {len(frame)} tasks: "
+            f"{largest_split(len(frame), train_size, test_size)}"
+        )
     if strategy not in STRATEGIES:
         raise ValueError(f"Unknown split strategy {strategy!r}: choose one of {list(STRATEGIES)}.")
     split = {"random": _split_random, "by_repo": _split_by_repo, "chronological": _split_chronological}[strategy]
@@ -274,8 +302,10 @@ def largest_split(available: int, train_size: int, test_size: int) -> str:
     if available < 2:
         return "a split needs at least 2 tasks (1 to train, 1 to test); choose a larger source."
     train = min(available - 1, max(1, round(available * train_size / (train_size + test_size))))
-    return (f"the largest split that fits is TRAIN_SIZE + TEST_SIZE = {available}, e.g. TRAIN_SIZE={train}, "
-            f"TEST_SIZE={available - train} in the proportions asked.")
+    return (
+        f"the largest split that fits is TRAIN_SIZE + TEST_SIZE = {available}, e.g. TRAIN_SIZE={train}, "
+        f"TEST_SIZE={available - train} in the proportions asked."
+    )
 
 
 def _split_size(name: str, value: Any) -> int:
@@ -287,7 +317,7 @@ def _split_size(name: str, value: Any) -> int:
 
 def _split_random(frame: pd.DataFrame, train_size: int, test_size: int, seed: int):
     shuffled = frame.sample(frac=1.0, random_state=seed)
-    return shuffled.iloc[:train_size], shuffled.iloc[train_size:train_size + test_size]
+    return shuffled.iloc[:train_size], shuffled.iloc[train_size : train_size + test_size]
 
 
 def _split_by_repo(frame: pd.DataFrame, train_size: int, test_size: int, seed: int):
@@ -312,15 +342,26 @@ def _split_chronological(frame: pd.DataFrame, train_size: int, test_size: int, s
     dated = frame.assign(_when=pd.to_datetime(frame["created_at"], errors="coerce", utc=True))
     if dated["_when"].isna().any():
         bad = list(dated.loc[dated["_when"].isna(), "instance_id"][:5])
-        raise ValueError(f"A chronological split needs a created_at date on every task; missing or unreadable on {bad}.")
+        raise ValueError(
+            f"A chronological split needs a created_at date on every task; missing or unreadable on {bad}."
+        )
     dated = dated.sort_values(["repo", "_when", "instance_id"])
     # Each task's position within its repository, 0 (oldest) .. 1 (newest): train takes the lowest,
     # test the highest, so inside every repository all training tasks are older than all test tasks.
     dated["_position"] = dated.groupby("repo").cumcount() / dated.groupby("repo")["instance_id"].transform("count")
-    ordered = dated.sort_values(["_position", "_when", "instance_id"], kind="stable").drop(columns=["_when", "_position"])
-    return ordered.iloc[:train_size], ordered.iloc[len(ordered) - test_size:]
+    ordered = dated.sort_values(["_position", "_when", "instance_id"], kind="stable").drop(
+        columns=["_when", "_position"]
+    )
+    return ordered.iloc[:train_size], ordered.iloc[len(ordered) - test_size :]
+
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "load_tasks", "load_swebench", "load_house_suite", "load_mined_tasks", "split_dataset", "select_tasks", "normalize_tasks",
+    "load_tasks",
+    "load_swebench",
+    "load_house_suite",
+    "load_mined_tasks",
+    "split_dataset",
+    "select_tasks",
+    "normalize_tasks",
     "OfflineError",
 ]

@@ -16,8 +16,15 @@ from helpers.core.protocols import RulesText
 from helpers.rules.rules_file import RulesFile
 from helpers.rules.ruleset import insert_section, remove_section, split_fenced
 from helpers.rules.file_formats import learned_path, with_front_matter
-from helpers.isolation.untrusted import (REFUSED, RefusedOutput, read_untrusted, refused, remove_untrusted, untrusted_kind,
-                                    write_untrusted)
+from helpers.isolation.untrusted import (
+    REFUSED,
+    RefusedOutput,
+    read_untrusted,
+    refused,
+    remove_untrusted,
+    untrusted_kind,
+    write_untrusted,
+)
 from helpers.families.coding.git import WorkspaceError
 
 
@@ -47,9 +54,11 @@ def write_rules(workspace: Path | str, rules_file: str, ruleset: str | RulesText
     try:  # before the run: what is there is the task's repository's, not the agent's
         return _put_rules(workspace, rules_file, rules)
     except RefusedOutput as error:
-        raise WorkspaceError(f"{workspace.name}: the rules cannot be written to {rules_file}: "
-                             f"{str(error).removeprefix(REFUSED + ': ')}. The task's repository has it so; give the "
-                             "file a link points to as the rules file (e.g. CLAUDE.md for AGENTS.md -> CLAUDE.md).") from None
+        raise WorkspaceError(
+            f"{workspace.name}: the rules cannot be written to {rules_file}: "
+            f"{str(error).removeprefix(REFUSED + ': ')}. The task's repository has it so; give the "
+            "file a link points to as the rules file (e.g. CLAUDE.md for AGENTS.md -> CLAUDE.md)."
+        ) from None
 
 
 def _put_rules(workspace: Path, rules_file: str, ruleset: RulesText) -> Callable[[], None]:
@@ -73,6 +82,7 @@ def _put_rules(workspace: Path, rules_file: str, ruleset: RulesText) -> Callable
             if now_parts := split_fenced(now):
                 now_before, _, now_after = now_parts
                 _write_exact(path, workspace, now_before + old + now_after)
+
         return swap_back
     _write_exact(path, workspace, insert_section(original, learned))
 
@@ -80,6 +90,7 @@ def _put_rules(workspace: Path, rules_file: str, ruleset: RulesText) -> Callable
         now = _read_exact(path, workspace, missing=None)
         if now is not None:  # the agent deleted the file: nothing of ours is left in it
             _write_exact(path, workspace, remove_section(now))
+
     return undo
 
 
@@ -108,8 +119,9 @@ def _write_exact(path: Path, workspace: Path, text: str, make_folders: bool = Fa
         if error.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
         # the run filled its capped disk (helpers.isolation.disks): the agent's doing, never an infrastructure error
-        raise refused(path.relative_to(workspace).as_posix(), "could not be written back: the run filled its disk "
-                                                              "(its disk cap)") from None
+        raise refused(
+            path.relative_to(workspace).as_posix(), "could not be written back: the run filled its disk (its disk cap)"
+        ) from None
 
 
 __all__ = ["write_rules"]  # documented in CODE_APPENDIX.md

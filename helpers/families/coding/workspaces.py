@@ -94,8 +94,17 @@ def _history_until(base: str, source: Path, dest: Path, instance_id: str) -> Non
     a fetch of that one commit, so nothing later (commits, refs, tags, remotes, objects) is ever copied."""
     quiet = ("-c", "core.logAllRefUpdates=false")  # no reflog either
     made = git("init", "--quiet", str(dest), cwd=dest.parent, check=False)
-    fetched = made.returncode == 0 and git(*quiet, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                                           str(Path(source).resolve()), base, cwd=dest, check=False)
+    fetched = made.returncode == 0 and git(
+        *quiet,
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        str(Path(source).resolve()),
+        base,
+        cwd=dest,
+        check=False,
+    )
     if not fetched or fetched.returncode != 0:
         problem = (fetched or made).stderr.strip()
         raise WorkspaceError(f"{instance_id}: cannot copy {source} at {base[:12]}: {problem}")
@@ -108,17 +117,28 @@ def check_no_future(repository: Path | str, base_commit: str) -> None:
     object (reachable or not), no ref, tag, remote, reflog or stash. Run on every workspace after it is made."""
     repository = Path(repository)
     ancestors = set(git("rev-list", base_commit, cwd=repository).stdout.split())
-    objects = git("cat-file", "--batch-all-objects", "--batch-check=%(objecttype) %(objectname)",
-                  cwd=repository).stdout.split("\n")
+    objects = git(
+        "cat-file", "--batch-all-objects", "--batch-check=%(objecttype) %(objectname)", cwd=repository
+    ).stdout.split("\n")
     later = [line.split()[1] for line in objects if line.startswith("commit ") and line.split()[1] not in ancestors]
     refs = git("for-each-ref", "--format=%(refname)", cwd=repository).stdout.split()
     remotes = git("remote", cwd=repository).stdout.split()
-    logs = [p for p in (repository / ".git" / "logs").rglob("*") if p.is_file()] if (repository / ".git" / "logs").exists() else []
-    found = [f"{len(later)} commit(s) not in the base's history" if later else "", f"refs {refs[:3]}" if refs else "",
-             f"remotes {remotes}" if remotes else "", "a reflog" if logs else ""]
+    logs = (
+        [p for p in (repository / ".git" / "logs").rglob("*") if p.is_file()]
+        if (repository / ".git" / "logs").exists()
+        else []
+    )
+    found = [
+        f"{len(later)} commit(s) not in the base's history" if later else "",
+        f"refs {refs[:3]}" if refs else "",
+        f"remotes {remotes}" if remotes else "",
+        "a reflog" if logs else "",
+    ]
     if any(found):
-        raise WorkspaceError(f"{repository.name}: the workspace holds more than the base commit's history: "
-                             f"{', '.join(f for f in found if f)}.")
+        raise WorkspaceError(
+            f"{repository.name}: the workspace holds more than the base commit's history: "
+            f"{', '.join(f for f in found if f)}."
+        )
 
 
 def host_git_dir(workspace: Path | str) -> Path:
@@ -149,8 +169,18 @@ def adopt_workspace(workspace: Path | str, base_commit: str) -> Path:
     _remove_host(host)
     host.parent.mkdir(parents=True, exist_ok=True)
     git("init", "--quiet", "--bare", str(host), cwd=host.parent)
-    fetched = git("--git-dir", str(host), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                  str(workspace.resolve()), base_commit, cwd=host.parent, check=False)
+    fetched = git(
+        "--git-dir",
+        str(host),
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        str(workspace.resolve()),
+        base_commit,
+        cwd=host.parent,
+        check=False,
+    )
     if fetched.returncode != 0:
         forget_host_side(workspace)
         raise WorkspaceError(f"{workspace}: base commit {base_commit} not found: {fetched.stderr.strip()}")
@@ -176,24 +206,47 @@ def forget_host_side(workspace: Path | str) -> None:
 # repeat what the host's own config already says (nothing), in case a future git reads a work tree's file; the
 # submodule ones keep git from ever looking into a repository inside the tree (it would run `git status` there,
 # with that repository's config: its filters, fsmonitor and drivers), though none is there (_refuse_nested).
-HOST_GIT_SETTINGS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "diff.external=",
-                     "-c", "core.untrackedCache=false", "-c", "protocol.allow=never",
-                     "-c", "diff.ignoreSubmodules=all", "-c", "submodule.recurse=false",
-                     "-c", "status.submoduleSummary=false", "-c", "fetch.recurseSubmodules=false",
-                     "-c", "core.attributesFile=/dev/null")
+HOST_GIT_SETTINGS = (
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "diff.external=",
+    "-c",
+    "core.untrackedCache=false",
+    "-c",
+    "protocol.allow=never",
+    "-c",
+    "diff.ignoreSubmodules=all",
+    "-c",
+    "submodule.recurse=false",
+    "-c",
+    "status.submoduleSummary=false",
+    "-c",
+    "fetch.recurseSubmodules=false",
+    "-c",
+    "core.attributesFile=/dev/null",
+)
 
 
 def _host_command(workspace: Path, *args: str) -> list[str]:
     host = host_git_dir(workspace)
     if not (host / "HEAD").exists():
-        raise WorkspaceError(f"{workspace}: the host has no git directory for this workspace; make it with "
-                             "prepare_workspace (or adopt_workspace before the agent runs).")
+        raise WorkspaceError(
+            f"{workspace}: the host has no git directory for this workspace; make it with "
+            "prepare_workspace (or adopt_workspace before the agent runs)."
+        )
     return [*HOST_GIT_SETTINGS, "--git-dir", str(host), "--work-tree", str(workspace), *args]
 
 
 def _host_git(workspace: Path, *args: str, check: bool = True):
-    return git(*_host_command(workspace, *args), cwd=workspace, check=check,
-               env={"GIT_INDEX_FILE": str(host_git_dir(workspace) / "index")})
+    return git(
+        *_host_command(workspace, *args),
+        cwd=workspace,
+        check=check,
+        env={"GIT_INDEX_FILE": str(host_git_dir(workspace) / "index")},
+    )
 
 
 def _refuse_nested(workspace: Path) -> None:
@@ -212,8 +265,11 @@ def _refuse_nested(workspace: Path) -> None:
             found += [f"{name}/{path}" for _, entry, _, path in walk_tree(workspace / name) if entry.lower() == ".git"]
     if found:
         shown = ", ".join(sorted(found)[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-        raise refused(shown, "- a git repository inside the work tree (a nested repository, or a submodule's link "
-                             "to one): the host never looks into a repository the agent made, so no patch is taken")
+        raise refused(
+            shown,
+            "- a git repository inside the work tree (a nested repository, or a submodule's link "
+            "to one): the host never looks into a repository the agent made, so no patch is taken",
+        )
 
 
 def _is_repository(path: object) -> bool:
@@ -232,8 +288,9 @@ def remove_workspace(path: Path | str, root: Path | str | None = None) -> None:
 PATCH_DEBRIS = ("**/__pycache__/**", "**/*.pyc", ".pytest_cache/**", "**/*.egg-info/**")
 
 
-def workspace_patch(workspace: Path | str, base_commit: str, exclude: Sequence[str] = (),
-                    max_bytes: int | None = None) -> str:
+def workspace_patch(
+    workspace: Path | str, base_commit: str, exclude: Sequence[str] = (), max_bytes: int | None = None
+) -> str:
     """The change in `workspace` against `base_commit`, new files included, build debris and `exclude`
     (glob patterns) left out: the one place the host takes an agent's work, for every agent.
 
@@ -261,8 +318,16 @@ def workspace_patch(workspace: Path | str, base_commit: str, exclude: Sequence[s
 
 # How the host diffs a work tree: binary files as git's binary patches (`git apply` takes them back), paths with
 # other bytes than ASCII quoted (core.quotePath), no driver of any kind.
-DIFF = ("-c", "core.quotePath=true", "diff", "--binary", "--no-ext-diff", "--no-textconv", "--no-color",
-        "--ignore-submodules=all")
+DIFF = (
+    "-c",
+    "core.quotePath=true",
+    "diff",
+    "--binary",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-color",
+    "--ignore-submodules=all",
+)
 
 
 def _with_binary_sections(workspace: Path, limit: int, base_commit: str, paths: list[str]) -> str:
@@ -289,8 +354,10 @@ def _with_binary_sections(workspace: Path, limit: int, base_commit: str, paths: 
         attributes.unlink()
     data = text + b"\n".join(_as_literal(workspace, limit, section) for section in _sections(binary_part))
     if len(data) > limit:
-        raise refused("the patch", f"is {len(data)} bytes, over the {limit} bytes a patch may hold (MAX_PATCH_BYTES); "
-                                   "it is not recorded")
+        raise refused(
+            "the patch",
+            f"is {len(data)} bytes, over the {limit} bytes a patch may hold (MAX_PATCH_BYTES); it is not recorded",
+        )
     return data.decode("utf-8")  # every section is UTF-8 now: text, or base85 with quoted paths
 
 
@@ -327,8 +394,12 @@ def _capped_output(workspace: Path, limit: int, *args: str) -> bytes:
     command = [host_program("git"), *_host_command(workspace, *args)]  # by absolute path (host_program)
     env = git_environment({"GIT_INDEX_FILE": str(host_git_dir(workspace) / "index")})
     chunks, size = [], 0
-    with tempfile.TemporaryFile() as errors, subprocess.Popen(  # stderr in a file: a full pipe cannot stall git
-            command, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors) as process:
+    with (
+        tempfile.TemporaryFile() as errors,
+        subprocess.Popen(  # stderr in a file: a full pipe cannot stall git
+            command, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors
+        ) as process,
+    ):
         stdout = cast(IO[bytes], process.stdout)  # stdout=PIPE: a pipe, never None
         while chunk := stdout.read(2**20):
             size += len(chunk)
@@ -342,12 +413,22 @@ def _capped_output(workspace: Path, limit: int, *args: str) -> bytes:
     if process.returncode != 0:
         raise WorkspaceError(f"{workspace.name}: git {args[2] if args[0] == '-c' else args[0]} failed: {problem}")
     if size > limit:
-        raise refused("the patch", f"is {size} bytes, over the {limit} bytes a patch may hold (MAX_PATCH_BYTES); "
-                                   "it is not recorded")
+        raise refused(
+            "the patch",
+            f"is {size} bytes, over the {limit} bytes a patch may hold (MAX_PATCH_BYTES); it is not recorded",
+        )
     return b"".join(chunks)
 
+
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "prepare_workspace", "remove_workspace", "swebench_repo_path", "git", "WorkspaceError",
-    "workspace_patch", "host_git_dir", "adopt_workspace", "forget_host_side",
+    "prepare_workspace",
+    "remove_workspace",
+    "swebench_repo_path",
+    "git",
+    "WorkspaceError",
+    "workspace_patch",
+    "host_git_dir",
+    "adopt_workspace",
+    "forget_host_side",
     "check_no_future",
 ]

@@ -15,10 +15,33 @@ from helpers.llm.client import llm_generator
 from helpers.families.latent_rules.requests import generate_requests
 from helpers.families.latent_rules.catalog import RULES, LatentRule, active_rules, check_page
 from helpers.families.latent_rules.schema import SECTION_TYPES, parse_page
-from helpers.families.latent_rules.scoring import FEEDBACK_COLUMNS, feedback_frame, rule_pass_rates, score_frame, summarize
+from helpers.families.latent_rules.scoring import (
+    FEEDBACK_COLUMNS,
+    feedback_frame,
+    rule_pass_rates,
+    score_frame,
+    summarize,
+)
 from helpers.families.latent_rules.scripted import enable_dry_run, scripted_generator, stated_rules
 
-__all__ = ["LatentRulesFamily", "BASE_PROMPT", "prompt_with", "llm_generator", "generate_requests", "RULES",
-           "LatentRule", "active_rules", "check_page", "SECTION_TYPES", "parse_page", "FEEDBACK_COLUMNS",
-           "feedback_frame", "rule_pass_rates", "score_frame", "summarize", "scripted_generator", "stated_rules",
-           "enable_dry_run"]
+__all__ = [
+    "LatentRulesFamily",
+    "BASE_PROMPT",
+    "prompt_with",
+    "llm_generator",
+    "generate_requests",
+    "RULES",
+    "LatentRule",
+    "active_rules",
+    "check_page",
+    "SECTION_TYPES",
+    "parse_page",
+    "FEEDBACK_COLUMNS",
+    "feedback_frame",
+    "rule_pass_rates",
+    "score_frame",
+    "summarize",
+    "scripted_generator",
+    "stated_rules",
+    "enable_dry_run",
+]

@@ -10,9 +10,25 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from helpers.families.latent_rules.page import (KEBAB, Finder, as_dict, as_list, as_str, buttons, each, fields, forms,
-                                                images, in_sections, is_https_url, is_int, links, of_type, sections,
-                                                unique)
+from helpers.families.latent_rules.page import (
+    KEBAB,
+    Finder,
+    as_dict,
+    as_list,
+    as_str,
+    buttons,
+    each,
+    fields,
+    forms,
+    images,
+    in_sections,
+    is_https_url,
+    is_int,
+    links,
+    of_type,
+    sections,
+    unique,
+)
 from helpers.families.latent_rules.schema import BUTTON_STYLES, FIELD_TYPES
 
 _SNAKE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")

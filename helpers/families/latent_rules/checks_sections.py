@@ -9,9 +9,26 @@ from __future__ import annotations
 
 import re
 
-from helpers.families.latent_rules.page import (KEBAB, Finder, as_dict, as_list, as_str, each, footer, has,
-                                                heading_rule, is_https_url, is_int, meta_is, metadata, of_type,
-                                                page_value, sections, text_rule, unique)
+from helpers.families.latent_rules.page import (
+    KEBAB,
+    Finder,
+    as_dict,
+    as_list,
+    as_str,
+    each,
+    footer,
+    has,
+    heading_rule,
+    is_https_url,
+    is_int,
+    meta_is,
+    metadata,
+    of_type,
+    page_value,
+    sections,
+    text_rule,
+    unique,
+)
 from helpers.families.latent_rules.schema import SECTION_TYPES
 
 _HEX_COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")

@@ -20,14 +20,22 @@ import pandas as pd
 
 from helpers.families.latent_rules.requests import generate_requests
 from helpers.families.latent_rules.catalog import LatentRule, active_rules
-from helpers.families.latent_rules.scoring import (FEEDBACK_COLUMNS, feedback_frame, rule_pass_rates, score_frame,
-                                          summarize)
+from helpers.families.latent_rules.scoring import (
+    FEEDBACK_COLUMNS,
+    feedback_frame,
+    rule_pass_rates,
+    score_frame,
+    summarize,
+)
 from helpers.families.latent_rules.scripted import scripted_generator
 from helpers.llm.client import BudgetExceeded
 from helpers.rules.ruleset import FENCE_END, FENCE_START, split_fenced
 from helpers.families.latent_rules.prompts import BASE_PROMPT, OPTIMIZER_PROMPT
 
-Generate = Callable[[str, str], str]  # generate(prompt, request) -> the model's answer text (helpers.llm.client.llm_generator)
+Generate = Callable[
+    [str, str], str
+]  # generate(prompt, request) -> the model's answer text (helpers.llm.client.llm_generator)
+
 
 def prompt_with(instructions: str, base_prompt: str = BASE_PROMPT) -> str:
     """`base_prompt` with `instructions` as its fenced region (replacing what the region held).
@@ -85,8 +93,9 @@ class LatentRulesFamily:
         rows = self.tasks(train + test)
         return rows.iloc[:train].reset_index(drop=True), rows.iloc[train:].reset_index(drop=True)
 
-    def run(self, prompt: str, rows: pd.DataFrame, generate: Generate = scripted_generator, *,
-            workers: int = 1) -> pd.DataFrame:
+    def run(
+        self, prompt: str, rows: pd.DataFrame, generate: Generate = scripted_generator, *, workers: int = 1
+    ) -> pd.DataFrame:
         def one(request: str) -> tuple[str, str, str]:
             try:
                 return str(generate(prompt, request)), "completed", ""

@@ -33,12 +33,17 @@ def _after(experiment: str, loop: int) -> dict[str, Any]:
         return {}
     record, rows = records[loop], loop_rows(experiment, "test", loop)
     share = pd.to_numeric(rows["share_followed"], errors="coerce").mean() if rows is not None else None
-    return {"all": record.get("test_accuracy"), "low": record.get("test_ci_low"), "high": record.get("test_ci_high"),
-            "share": share}
+    return {
+        "all": record.get("test_accuracy"),
+        "low": record.get("test_ci_low"),
+        "high": record.get("test_ci_high"),
+        "share": share,
+    }
 
 
-def results_table(prefix: str, rule_counts: Sequence[int], loops: Sequence[int] = (1, 5),
-                  feedback: str = "explanations") -> pd.DataFrame:
+def results_table(
+    prefix: str, rule_counts: Sequence[int], loops: Sequence[int] = (1, 5), feedback: str = "explanations"
+) -> pd.DataFrame:
     """One row per rule count: the test split's share of pages that follow every rule (with its 95%
     interval) and the mean share of rules followed, after each of `loops`, beside the published figures.
     A loop that has not run shows n/a."""
@@ -47,8 +52,11 @@ def results_table(prefix: str, rule_counts: Sequence[int], loops: Sequence[int] 
         row: dict[str, Any] = {"rules": count}
         for loop in loops:
             seen = _after(experiment_name(prefix, count, feedback), loop)
-            interval = (f" ({seen['low']:.0%}-{seen['high']:.0%})" if seen.get("low") is not None
-                        and seen.get("high") is not None else "")
+            interval = (
+                f" ({seen['low']:.0%}-{seen['high']:.0%})"
+                if seen.get("low") is not None and seen.get("high") is not None
+                else ""
+            )
             row[f"all rules, loop {loop}"] = f"{seen['all']:.0%}{interval}" if seen.get("all") is not None else "n/a"
             row[f"rules followed, loop {loop}"] = f"{seen['share']:.0%}" if seen.get("share") is not None else "n/a"
             published = PUBLISHED.get(count, {})
@@ -57,5 +65,6 @@ def results_table(prefix: str, rule_counts: Sequence[int], loops: Sequence[int] 
                 row[f"published followed, loop {loop}"] = f"{published[f'share_{loop}']:.0%}"
         rows.append(row)
     return pd.DataFrame(rows).set_index("rules")
+
 
 __all__ = ["results_table", "experiment_name", "PUBLISHED"]

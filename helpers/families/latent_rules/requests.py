@@ -12,20 +12,106 @@ from typing import Any
 
 import pandas as pd
 
-KINDS = ("bakery", "dental clinic", "yoga studio", "law firm", "bike shop", "coffee roaster", "florist",
-         "wedding photographer", "architecture studio", "language school", "bookshop", "plumbing company",
-         "veterinary clinic", "climbing gym", "pottery studio", "accounting firm", "barber shop", "tea room",
-         "music school", "landscape gardener", "physiotherapy practice", "craft brewery", "tailor", "dog groomer")
-ADJECTIVES = ("Golden", "Blue", "Little", "Northern", "Old", "Green", "Silver", "Bright", "Quiet", "Red",
-              "Wild", "Harbour", "Maple", "Stone", "Copper", "Juniper", "Willow", "Sunny", "Hidden", "Corner")
-NOUNS = ("Door", "Oak", "Lantern", "Fern", "Bridge", "Anchor", "Meadow", "Fox", "Orchard", "River",
-         "Hill", "Sparrow", "Garden", "Compass", "Harvest", "Mill", "Beacon", "Thistle")
-CITIES = ("Leeds", "Bristol", "Glasgow", "Cardiff", "Austin", "Portland", "Denver", "Dublin", "Toronto",
-          "Melbourne", "Auckland", "Edinburgh", "Seattle", "Boston", "Manchester", "York", "Brighton",
-          "Vancouver", "Cork", "Perth")
+KINDS = (
+    "bakery",
+    "dental clinic",
+    "yoga studio",
+    "law firm",
+    "bike shop",
+    "coffee roaster",
+    "florist",
+    "wedding photographer",
+    "architecture studio",
+    "language school",
+    "bookshop",
+    "plumbing company",
+    "veterinary clinic",
+    "climbing gym",
+    "pottery studio",
+    "accounting firm",
+    "barber shop",
+    "tea room",
+    "music school",
+    "landscape gardener",
+    "physiotherapy practice",
+    "craft brewery",
+    "tailor",
+    "dog groomer",
+)
+ADJECTIVES = (
+    "Golden",
+    "Blue",
+    "Little",
+    "Northern",
+    "Old",
+    "Green",
+    "Silver",
+    "Bright",
+    "Quiet",
+    "Red",
+    "Wild",
+    "Harbour",
+    "Maple",
+    "Stone",
+    "Copper",
+    "Juniper",
+    "Willow",
+    "Sunny",
+    "Hidden",
+    "Corner",
+)
+NOUNS = (
+    "Door",
+    "Oak",
+    "Lantern",
+    "Fern",
+    "Bridge",
+    "Anchor",
+    "Meadow",
+    "Fox",
+    "Orchard",
+    "River",
+    "Hill",
+    "Sparrow",
+    "Garden",
+    "Compass",
+    "Harvest",
+    "Mill",
+    "Beacon",
+    "Thistle",
+)
+CITIES = (
+    "Leeds",
+    "Bristol",
+    "Glasgow",
+    "Cardiff",
+    "Austin",
+    "Portland",
+    "Denver",
+    "Dublin",
+    "Toronto",
+    "Melbourne",
+    "Auckland",
+    "Edinburgh",
+    "Seattle",
+    "Boston",
+    "Manchester",
+    "York",
+    "Brighton",
+    "Vancouver",
+    "Cork",
+    "Perth",
+)
 # Extra sections a request may ask for, with how a user names them.
-EXTRAS = {"team": "a team section", "menu": "a menu", "services": "a list of services", "events": "upcoming events",
-          "blog": "the latest blog posts", "stats": "a few numbers about us", "cta": "a newsletter sign-up banner"}
+EXTRAS = {
+    "team": "a team section",
+    "menu": "a menu",
+    "services": "a list of services",
+    "events": "upcoming events",
+    "blog": "the latest blog posts",
+    "stats": "a few numbers about us",
+    "cta": "a newsletter sign-up banner",
+}
 PAGE_WORDS = ("a landing page", "a home page", "a one-page website", "a simple site", "a web page")
 TEMPLATES = (
     "{Page} for {name}, a {kind} in {city}, with {extras} and a contact form.",
@@ -68,8 +154,14 @@ def _one_request(rng: random.Random) -> dict:
     name = f"{rng.choice(ADJECTIVES)} {rng.choice(NOUNS)} {kind.split()[-1].title()}"
     extras = sorted(rng.sample(sorted(EXTRAS), rng.randint(1, 2)))
     page = rng.choice(PAGE_WORDS)
-    text = rng.choice(TEMPLATES).format(name=name, kind=kind, city=city, page=page, Page=page[0].upper() + page[1:],
-                                        extras=" and ".join(EXTRAS[e] for e in extras))
+    text = rng.choice(TEMPLATES).format(
+        name=name,
+        kind=kind,
+        city=city,
+        page=page,
+        Page=page[0].upper() + page[1:],
+        extras=" and ".join(EXTRAS[e] for e in extras),
+    )
     return {"request": text, "business": name, "kind": kind, "city": city, "extras": extras}
 
 

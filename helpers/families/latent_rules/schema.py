@@ -27,8 +27,23 @@ from typing import Any
 
 from helpers.llm.client import parse_json_object
 
-SECTION_TYPES = ("hero", "about", "features", "services", "gallery", "testimonials", "pricing", "team",
-                 "faq", "menu", "events", "blog", "stats", "cta", "contact")
+SECTION_TYPES = (
+    "hero",
+    "about",
+    "features",
+    "services",
+    "gallery",
+    "testimonials",
+    "pricing",
+    "team",
+    "faq",
+    "menu",
+    "events",
+    "blog",
+    "stats",
+    "cta",
+    "contact",
+)
 FIELD_TYPES = ("text", "email", "tel", "textarea", "select", "checkbox", "number", "date")
 BUTTON_STYLES = ("primary", "secondary", "link")
 

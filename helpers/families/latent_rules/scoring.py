@@ -22,8 +22,15 @@ from helpers.families.latent_rules.schema import parse_page
 
 FEEDBACK_COLUMNS = ("correctness", "explanation")
 FEEDBACK_KINDS = ("explanations", "scores")
-SCORE_COLUMNS = ("parse_error", "broken_rules", "failure_messages", "rules_followed", "rules_total",
-                 "share_followed", "all_rules_followed")
+SCORE_COLUMNS = (
+    "parse_error",
+    "broken_rules",
+    "failure_messages",
+    "rules_followed",
+    "rules_total",
+    "share_followed",
+    "all_rules_followed",
+)
 
 
 def score_answer(answer: str, rules: Sequence[LatentRule]) -> dict[str, Any]:
@@ -33,15 +40,27 @@ def score_answer(answer: str, rules: Sequence[LatentRule]) -> dict[str, Any]:
         return _all_broken(error, rules)
     results = check_page(page, rules)
     broken = [rule_id for rule_id, message in results.items() if message]
-    return {"parse_error": "", "broken_rules": broken, "failure_messages": [results[i] for i in broken],
-            "rules_followed": len(rules) - len(broken), "rules_total": len(rules),
-            "share_followed": (len(rules) - len(broken)) / len(rules) if rules else 1.0,
-            "all_rules_followed": not broken}
+    return {
+        "parse_error": "",
+        "broken_rules": broken,
+        "failure_messages": [results[i] for i in broken],
+        "rules_followed": len(rules) - len(broken),
+        "rules_total": len(rules),
+        "share_followed": (len(rules) - len(broken)) / len(rules) if rules else 1.0,
+        "all_rules_followed": not broken,
+    }
 
 
 def _all_broken(why: str, rules: Sequence[LatentRule]) -> dict[str, Any]:
-    return {"parse_error": why, "broken_rules": [r.id for r in rules], "failure_messages": [why],
-            "rules_followed": 0, "rules_total": len(rules), "share_followed": 0.0, "all_rules_followed": False}
+    return {
+        "parse_error": why,
+        "broken_rules": [r.id for r in rules],
+        "failure_messages": [why],
+        "rules_followed": 0,
+        "rules_total": len(rules),
+        "share_followed": 0.0,
+        "all_rules_followed": False,
+    }
 
 
 def score_frame(frame: pd.DataFrame, rules: Sequence[LatentRule], output_column: str = "output") -> pd.DataFrame:
@@ -93,10 +112,14 @@ def summarize(scored: pd.DataFrame) -> dict[str, Any]:
     share of rules followed, and parse failures, of a scored frame. Accuracy is None when no row scored."""
     done = _completed(scored)
     n = len(done)
-    return {"rows": len(scored), "errored": len(scored) - n, "scored": n,
-            "accuracy": float(done["all_rules_followed"].mean()) if n else None,
-            "mean_share_followed": float(done["share_followed"].mean()) if n else None,
-            "parse_failures": int((done["parse_error"] != "").sum()) if n else 0}
+    return {
+        "rows": len(scored),
+        "errored": len(scored) - n,
+        "scored": n,
+        "accuracy": float(done["all_rules_followed"].mean()) if n else None,
+        "mean_share_followed": float(done["share_followed"].mean()) if n else None,
+        "parse_failures": int((done["parse_error"] != "").sum()) if n else 0,
+    }
 
 
 def rule_pass_rates(scored: pd.DataFrame, rules: Sequence[LatentRule]) -> pd.DataFrame:
@@ -107,11 +130,28 @@ def rule_pass_rates(scored: pd.DataFrame, rules: Sequence[LatentRule]) -> pd.Dat
     rows = []
     for rule in rules:
         followed = sum(rule.id not in ids for ids in broken)
-        rows.append({"rule_id": rule.id, "statement": rule.statement, "category": rule.category,
-                     "difficulty": rule.difficulty, "followed": followed, "rows": len(broken),
-                     "pass_rate": followed / len(broken) if broken else None})
+        rows.append(
+            {
+                "rule_id": rule.id,
+                "statement": rule.statement,
+                "category": rule.category,
+                "difficulty": rule.difficulty,
+                "followed": followed,
+                "rows": len(broken),
+                "pass_rate": followed / len(broken) if broken else None,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-__all__ = ["FEEDBACK_COLUMNS", "FEEDBACK_KINDS", "SCORE_COLUMNS", "score_answer", "score_frame", "feedback_text",
-           "feedback_frame", "summarize", "rule_pass_rates"]
+__all__ = [
+    "FEEDBACK_COLUMNS",
+    "FEEDBACK_KINDS",
+    "SCORE_COLUMNS",
+    "score_answer",
+    "score_frame",
+    "feedback_text",
+    "feedback_frame",
+    "summarize",
+    "rule_pass_rates",
+]

@@ -47,9 +47,13 @@ def stated_rules(prompt: str, rules: Sequence[LatentRule] = RULES) -> set[str]:
 def _stated(prompt: str, rules: tuple[LatentRule, ...]) -> frozenset[str]:
     whole = _normal(prompt)
     lines = [line.lower() for line in prompt.splitlines()]
-    return frozenset(rule.id for rule in rules
-                     if _normal(rule.statement) in whole or _normal(rule.hint) in whole
-                     or any(_keys_on_line(rule.keys, line) for line in lines))
+    return frozenset(
+        rule.id
+        for rule in rules
+        if _normal(rule.statement) in whole
+        or _normal(rule.hint) in whole
+        or any(_keys_on_line(rule.keys, line) for line in lines)
+    )
 
 
 # --- how a model that was never told breaks each rule ---------------------------------------------
@@ -68,12 +72,14 @@ def _image_of(page: dict, kind: str, n: int) -> dict:
 def _set(get: Callable[[dict], dict], key: str, value: Any) -> Callable[[dict], None]:
     def apply(page: dict) -> None:
         get(page)[key] = value
+
     return apply
 
 
 def _drop(get: Callable[[dict], dict], key: str) -> Callable[[dict], None]:
     def apply(page: dict) -> None:
         get(page).pop(key, None)
+
     return apply
 
 
@@ -81,6 +87,7 @@ def _edit(get: Callable[[dict], dict], key: str, change: Callable[[Any], Any]) -
     def apply(page: dict) -> None:
         thing = get(page)
         thing[key] = change(thing.get(key))
+
     return apply
 
 
@@ -89,6 +96,7 @@ def _move(kind: str, index: int) -> Callable[[dict], None]:
         section = _sec(page, kind)
         page["sections"].remove(section)
         page["sections"].insert(index, section)
+
     return apply
 
 
@@ -102,8 +110,15 @@ def _append(kind: str, extra: str) -> Callable[[dict], None]:
 
 def _second_hero_image(page: dict) -> None:
     hero = _sec(page, "hero")
-    hero["images"].append({**hero["images"][0], "src": hero["images"][0]["src"].replace("hero-1", "hero-2"),
-                           "alt": "A second view of the shop front", "width": 1600, "loading": "eager"})
+    hero["images"].append(
+        {
+            **hero["images"][0],
+            "src": hero["images"][0]["src"].replace("hero-1", "hero-2"),
+            "alt": "A second view of the shop front",
+            "width": 1600,
+            "loading": "eager",
+        }
+    )
 
 
 def _swap_prices(page: dict) -> None:
@@ -131,12 +146,14 @@ def _short_description(text: str) -> str:
 
 _contact_form = lambda p: _sec(p, "contact")["forms"][0]  # noqa: E731 - a short accessor, like the others
 _meta = lambda p: p["metadata"]  # noqa: E731
-_LONG = (" We bake, brew, mend and make things by hand in the same small room we opened in, and we still use the "
-         "same recipes, the same tools and the same care that our first customers remember. Every season we add a "
-         "few new things and retire a few old ones, and we always ask our regulars what they think before we "
-         "decide. If you have an idea for us, tell us when you visit, and we will do our best to make it happen. "
-         "Our doors are open to everyone, from the neighbours who drop in every morning to visitors who found us "
-         "by chance, and we hope you will feel at home from the moment you arrive.")
+_LONG = (
+    " We bake, brew, mend and make things by hand in the same small room we opened in, and we still use the "
+    "same recipes, the same tools and the same care that our first customers remember. Every season we add a "
+    "few new things and retire a few old ones, and we always ask our regulars what they think before we "
+    "decide. If you have an idea for us, tell us when you visit, and we will do our best to make it happen. "
+    "Our doors are open to everyone, from the neighbours who drop in every morning to visitors who found us "
+    "by chance, and we hope you will feel at home from the moment you arrive."
+)
 
 BREAKS: dict[str, Callable[[dict], None]] = {
     "L001": _set(lambda p: _sec(p, "about"), "type", "intro"),
@@ -162,8 +179,11 @@ BREAKS: dict[str, Callable[[dict], None]] = {
     "L021": _append("features", " Lorem ipsum dolor sit amet."),
     "L022": _append("gallery", " More photos soon [insert captions here]."),
     "L023": _append("hero", " Come and see us!"),
-    "L024": _append("hero", " We are the place people in this part of town come back to, week after week, for good "
-                            "things made well and a warm welcome whenever they walk in."),
+    "L024": _append(
+        "hero",
+        " We are the place people in this part of town come back to, week after week, for good "
+        "things made well and a warm welcome whenever they walk in.",
+    ),
     "L025": _append("pricing", " BEST value in town."),
     "L026": _append("testimonials", "  Thank you to everyone who wrote to us."),
     "L027": _edit(lambda p: _sec(p, "faq"), "heading", lambda _: "Prices"),
@@ -177,9 +197,12 @@ BREAKS: dict[str, Callable[[dict], None]] = {
     "L035": _edit(lambda p: _sec(p, "contact")["links"][1], "href", lambda h: h.replace("-", " ")),
     "L036": _set(lambda p: p["navigation"]["links"][1], "text", "Everything We Offer Here"),
     "L037": _set(lambda p: p["footer"]["links"][0], "text", "Legal"),
-    "L038": _edit(lambda p: _image_of(p, "gallery", 3), "alt",
-                  lambda a: a + ", photographed on a bright spring morning with the lights on, the doors open and "
-                                "a few of our regular customers chatting by the window"),
+    "L038": _edit(
+        lambda p: _image_of(p, "gallery", 3),
+        "alt",
+        lambda a: a + ", photographed on a bright spring morning with the lights on, the doors open and "
+        "a few of our regular customers chatting by the window",
+    ),
     "L039": _edit(lambda p: _image_of(p, "gallery", 1), "alt", lambda a: "Image of " + a[0].lower() + a[1:]),
     "L040": _edit(lambda p: _image_of(p, "about", 1), "src", lambda s: s.replace("https://", "http://")),
     "L041": _edit(lambda p: _image_of(p, "gallery", 4), "src", lambda s: s.rsplit(".", 1)[0] + ".tiff"),
@@ -216,10 +239,11 @@ BREAKS: dict[str, Callable[[dict], None]] = {
     "L072": _set(lambda p: _field(p, 5), "options", ["General"]),
     "L073": _edit(lambda p: _sec(p, "features"), "items", lambda items: items[:2]),
     "L074": _set(lambda p: _sec(p, "features")["items"][1], "text", ""),
-    "L075": _edit(lambda p: _sec(p, "features")["items"][0], "title",
-                  lambda t: t + " for Every Single Customer Who Walks In"),
+    "L075": _edit(
+        lambda p: _sec(p, "features")["items"][0], "title", lambda t: t + " for Every Single Customer Who Walks In"
+    ),
     "L076": _set(lambda p: _sec(p, "testimonials")["items"][1], "author", ""),
-    "L077": _edit(lambda p: _sec(p, "testimonials")["items"][0], "text", lambda t: t.strip("\u201c\u201d\"")),
+    "L077": _edit(lambda p: _sec(p, "testimonials")["items"][0], "text", lambda t: t.strip('\u201c\u201d"')),
     "L078": _edit(lambda p: _sec(p, "pricing")["items"][1], "price", lambda price: price.lstrip("£$€¥")),
     "L079": _swap_prices,
     "L080": _edit(lambda p: _sec(p, "faq")["items"][1], "title", lambda t: t.rstrip("?")),
@@ -241,7 +265,7 @@ BREAKS: dict[str, Callable[[dict], None]] = {
     "L096": _edit(_meta, "description", lambda d: d.rstrip(".")),
     "L097": _edit(lambda p: p, "title", lambda t: t.replace(" | ", " - ")),
     "L098": _append("contact", " Find us at https://maps.example.com today."),
-    "L099": _append("about", " \U0001F370"),
+    "L099": _append("about", " \U0001f370"),
     "L100": _append("gallery", " Click any photo to see it larger."),
 }
 
@@ -273,8 +297,15 @@ def scripted_optimizer_edits(request_text: str, max_new: int = 3) -> list[dict[s
     current, _, examples = request_text.rpartition("## Examples")
     counts = {rule.id: examples.count(rule.hint) for rule in RULES if rule.statement not in current}
     quoted = sorted((rule for rule in RULES if counts.get(rule.id)), key=lambda r: -counts[r.id])
-    return [{"op": "add", "text": rule.statement, "reason": f"{counts[rule.id]} examples broke it (scripted dry run)",
-             "sources": []} for rule in quoted[:max_new]]
+    return [
+        {
+            "op": "add",
+            "text": rule.statement,
+            "reason": f"{counts[rule.id]} examples broke it (scripted dry run)",
+            "sources": [],
+        }
+        for rule in quoted[:max_new]
+    ]
 
 
 def dry_run_rules() -> list[Any]:
@@ -286,10 +317,16 @@ def dry_run_rules() -> list[Any]:
     from helpers.llm.scripted_server import Reply, Rule, message_text
 
     return [
-        Rule(system_contains=BASE_PROMPT.splitlines()[0],
-             reply=lambda request: Reply(scripted_generator(message_text(request, "system"), message_text(request, "user")))),
-        Rule(system_contains=OPTIMIZER_PROMPT.splitlines()[0],
-             reply=lambda request: Reply(json.dumps({"edits": scripted_optimizer_edits(message_text(request, "user"))}))),
+        Rule(
+            system_contains=BASE_PROMPT.splitlines()[0],
+            reply=lambda request: Reply(
+                scripted_generator(message_text(request, "system"), message_text(request, "user"))
+            ),
+        ),
+        Rule(
+            system_contains=OPTIMIZER_PROMPT.splitlines()[0],
+            reply=lambda request: Reply(json.dumps({"edits": scripted_optimizer_edits(message_text(request, "user"))})),
+        ),
     ]
 
 
@@ -303,5 +340,12 @@ def enable_dry_run(session: Any) -> None:
         server.script.rules[:0] = rules
 
 
-__all__ = ["scripted_generator", "scripted_page", "stated_rules", "scripted_optimizer_edits", "BREAKS", "dry_run_rules",
-           "enable_dry_run"]
+__all__ = [
+    "scripted_generator",
+    "scripted_page",
+    "stated_rules",
+    "scripted_optimizer_edits",
+    "BREAKS",
+    "dry_run_rules",
+    "enable_dry_run",
+]

@@ -95,6 +95,12 @@ from helpers.llm.gateway.proxy import Gateway, Upstream
 from helpers.llm.gateway.tracing import PhoenixTracer, phoenix_tracer, span_attributes
 
 __all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "Gateway", "Upstream", "is_transient", "phoenix_tracer", "PhoenixTracer", "span_attributes", "input_messages",
+    "Gateway",
+    "Upstream",
+    "is_transient",
+    "phoenix_tracer",
+    "PhoenixTracer",
+    "span_attributes",
+    "input_messages",
     "BUDGET_HEADER",
 ]

@@ -25,37 +25,117 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Mapping
-from urllib.parse import parse_qsl, urlencode  # here, not per call: each `from urllib.parse import` raises and catches an AttributeError
+from urllib.parse import (
+    parse_qsl,
+    urlencode,
+)  # here, not per call: each `from urllib.parse import` raises and catches an AttributeError
 
 from helpers.llm.gateway.content_parts import ANY, ambiguous, screen_content
+
 # Per wire format: the top-level fields that pass, each with ANY or a tuple of the values that pass.
-_SAMPLING = {name: ANY for name in ("temperature", "top_p", "top_k", "stop", "seed", "metadata", "user",
-                                    "safety_identifier", "prompt_cache_key", "prompt_cache_retention")}
+_SAMPLING = {
+    name: ANY
+    for name in (
+        "temperature",
+        "top_p",
+        "top_k",
+        "stop",
+        "seed",
+        "metadata",
+        "user",
+        "safety_identifier",
+        "prompt_cache_key",
+        "prompt_cache_retention",
+    )
+}
 FIELDS: dict[str, dict[str, Any]] = {
-    "chat": {**_SAMPLING, "model": ANY, "messages": ANY, "tools": ANY, "tool_choice": ANY, "stream": ANY,
-             "stream_options": ANY, "max_tokens": ANY, "max_completion_tokens": ANY, "parallel_tool_calls": ANY,
-             "response_format": ANY, "reasoning_effort": ANY, "verbosity": ANY, "frequency_penalty": ANY,
-             "presence_penalty": ANY, "logit_bias": ANY, "logprobs": ANY, "top_logprobs": ANY,
-             "functions": ANY, "function_call": ANY, "n": (1,), "store": (False,), "modalities": (["text"],),
-             "service_tier": ("auto", "default", "flex")},
-    "responses": {**_SAMPLING, "model": ANY, "input": ANY, "instructions": ANY, "tools": ANY, "tool_choice": ANY,
-                  "stream": ANY, "stream_options": ANY, "max_output_tokens": ANY, "max_tool_calls": ANY,
-                  "parallel_tool_calls": ANY, "reasoning": ANY, "text": ANY, "truncation": ANY, "include": ANY,
-                  "top_logprobs": ANY, "client_metadata": ANY, "store": (False,), "background": (False,),
-                  "service_tier": ("auto", "default", "flex")},
-    "anthropic": {**_SAMPLING, "model": ANY, "messages": ANY, "system": ANY, "tools": ANY, "tool_choice": ANY,
-                  "stream": ANY, "max_tokens": ANY, "stop_sequences": ANY, "thinking": ANY,
-                  "context_management": ANY, "output_config": ANY, "output_format": ANY,
-                  "service_tier": ("auto", "standard_only")},
+    "chat": {
+        **_SAMPLING,
+        "model": ANY,
+        "messages": ANY,
+        "tools": ANY,
+        "tool_choice": ANY,
+        "stream": ANY,
+        "stream_options": ANY,
+        "max_tokens": ANY,
+        "max_completion_tokens": ANY,
+        "parallel_tool_calls": ANY,
+        "response_format": ANY,
+        "reasoning_effort": ANY,
+        "verbosity": ANY,
+        "frequency_penalty": ANY,
+        "presence_penalty": ANY,
+        "logit_bias": ANY,
+        "logprobs": ANY,
+        "top_logprobs": ANY,
+        "functions": ANY,
+        "function_call": ANY,
+        "n": (1,),
+        "store": (False,),
+        "modalities": (["text"],),
+        "service_tier": ("auto", "default", "flex"),
+    },
+    "responses": {
+        **_SAMPLING,
+        "model": ANY,
+        "input": ANY,
+        "instructions": ANY,
+        "tools": ANY,
+        "tool_choice": ANY,
+        "stream": ANY,
+        "stream_options": ANY,
+        "max_output_tokens": ANY,
+        "max_tool_calls": ANY,
+        "parallel_tool_calls": ANY,
+        "reasoning": ANY,
+        "text": ANY,
+        "truncation": ANY,
+        "include": ANY,
+        "top_logprobs": ANY,
+        "client_metadata": ANY,
+        "store": (False,),
+        "background": (False,),
+        "service_tier": ("auto", "default", "flex"),
+    },
+    "anthropic": {
+        **_SAMPLING,
+        "model": ANY,
+        "messages": ANY,
+        "system": ANY,
+        "tools": ANY,
+        "tool_choice": ANY,
+        "stream": ANY,
+        "max_tokens": ANY,
+        "stop_sequences": ANY,
+        "thinking": ANY,
+        "context_management": ANY,
+        "output_config": ANY,
+        "output_format": ANY,
+        "service_tier": ("auto", "standard_only"),
+    },
     # Google's JSON takes both spellings of every field
-    "gemini": {name: ANY for name in ("contents", "tools", "toolConfig", "tool_config", "systemInstruction",
-                                      "system_instruction", "generationConfig", "generation_config",
-                                      "safetySettings", "safety_settings")},
+    "gemini": {
+        name: ANY
+        for name in (
+            "contents",
+            "tools",
+            "toolConfig",
+            "tool_config",
+            "systemInstruction",
+            "system_instruction",
+            "generationConfig",
+            "generation_config",
+            "safetySettings",
+            "safety_settings",
+        )
+    },
 }
 # Per wire format: the tool types the client runs itself (Anthropic's custom tools carry no type; a Gemini tool is
 # an object keyed by its kind).
 TOOL_TYPES: dict[str, set[Any]] = {
-    "chat": {"function", "custom"}, "responses": {"function", "custom"}, "anthropic": {None, "custom"},
+    "chat": {"function", "custom"},
+    "responses": {"function", "custom"},
+    "anthropic": {None, "custom"},
     "gemini": {"functionDeclarations", "function_declarations"},
 }
 # Server-side tools a product CLI always offers: removed from what is forwarded (noted in the call's record), so
@@ -66,15 +146,25 @@ CHOICE_MODES = {"auto", "none", "required", "any", "tool", "function", "custom",
 HEADERS = {"content-type", "accept", "user-agent", "anthropic-version", "anthropic-beta", "x-goog-api-client"}
 HEADER_PREFIXES = ("x-stainless-",)  # the OpenAI and Anthropic SDKs' own description of themselves
 ANTHROPIC_BETAS = {  # what Claude Code 2.1 and Cline 3 send; a server-side tool's beta is none of them
-    "claude-code-20250219", "interleaved-thinking-2025-05-14", "context-management-2025-06-27",
-    "thinking-token-count-2026-05-13", "advanced-tool-use-2025-11-20", "thinking-display-updates-2026-08-18",
-    "structured-outputs-2025-11-13", "fine-grained-tool-streaming-2025-05-14", "token-efficient-tools-2025-02-19",
+    "claude-code-20250219",
+    "interleaved-thinking-2025-05-14",
+    "context-management-2025-06-27",
+    "thinking-token-count-2026-05-13",
+    "advanced-tool-use-2025-11-20",
+    "thinking-display-updates-2026-08-18",
+    "structured-outputs-2025-11-13",
+    "fine-grained-tool-streaming-2025-05-14",
+    "token-efficient-tools-2025-02-19",
     "prompt-caching-2024-07-31",
 }
 # The output cap's fields, by wire format: each one a request names is clamped, and the call is reserved at the
 # largest forwarded; one that names none is given the first (chat: by model, as helpers.llm.client names it)
-CAP_FIELDS = {"chat": ("max_tokens", "max_completion_tokens"), "responses": ("max_output_tokens",),
-              "anthropic": ("max_tokens",), "gemini": ("maxOutputTokens", "max_output_tokens")}
+CAP_FIELDS = {
+    "chat": ("max_tokens", "max_completion_tokens"),
+    "responses": ("max_output_tokens",),
+    "anthropic": ("max_tokens",),
+    "gemini": ("maxOutputTokens", "max_output_tokens"),
+}
 # Query parameters that pass, by wire format: what the product's clients send (Gemini's stream format, the
 # Anthropic SDK's `beta=true`); every other one is dropped and noted (`$fields` or `alt=proto` would change the
 # answer the meter reads). The token's own `key=` is never forwarded.
@@ -164,8 +254,11 @@ def _tool_choice(api: str, body: dict[str, Any]) -> str | None:
         names = {tool.get("name") for tool in body.get("tools") or [] if isinstance(tool, dict)}
         if choice.get("name") not in names:
             return f"tool_choice names {choice.get('name')!r}, which is not a client function of this request"
-    nested = (choice.get("allowed_tools") or {}).get("tools") if isinstance(choice.get("allowed_tools"), dict) \
+    nested = (
+        (choice.get("allowed_tools") or {}).get("tools")
+        if isinstance(choice.get("allowed_tools"), dict)
         else choice.get("tools")
+    )
     for tool in nested or []:
         if not isinstance(tool, dict) or tool.get("type") not in TOOL_TYPES[api]:
             return f"tool_choice allows a server-side tool ({tool!r})"
@@ -179,7 +272,9 @@ def _cap(api: str, screened: Screened, cap: int, model: str) -> None:
 
     body = screened.body
     if api == "gemini":
-        key = "generationConfig" if "generationConfig" in body or "generation_config" not in body else "generation_config"
+        key = (
+            "generationConfig" if "generationConfig" in body or "generation_config" not in body else "generation_config"
+        )
         config = dict(body.get(key) or {})
         body[key] = config
         target = config
@@ -235,4 +330,15 @@ def forwarded_headers(headers: Mapping[str, str]) -> tuple[dict[str, str], list[
     return kept, dropped
 
 
-__all__ = ["Screened", "screen", "forwarded_headers", "forwarded_query", "QUERY", "FIELDS", "TOOL_TYPES", "STRIPPED", "HEADERS", "ANTHROPIC_BETAS"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "Screened",
+    "screen",
+    "forwarded_headers",
+    "forwarded_query",
+    "QUERY",
+    "FIELDS",
+    "TOOL_TYPES",
+    "STRIPPED",
+    "HEADERS",
+    "ANTHROPIC_BETAS",
+]  # documented in CODE_APPENDIX.md

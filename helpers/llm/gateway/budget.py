@@ -88,18 +88,38 @@ class Ledger:
         if budget is None:
             return None
         if worst_usd > budget:  # never fits, spent or not: the caller's own
-            return 413, "worst case over the budget", error_response(
-                413, f"gateway: refused: this call's worst case (${worst_usd:.4f}: its input and output cap at the "
-                     f"model's prices) is more than the whole budget of ${budget:.2f}; send less or ask for fewer "
-                     f"output tokens", "call_exceeds_budget", api=api)
+            return (
+                413,
+                "worst case over the budget",
+                error_response(
+                    413,
+                    f"gateway: refused: this call's worst case (${worst_usd:.4f}: its input and output cap at the "
+                    f"model's prices) is more than the whole budget of ${budget:.2f}; send less or ask for fewer "
+                    f"output tokens",
+                    "call_exceeds_budget",
+                    api=api,
+                ),
+            )
         if await self.reserve(worst_usd):
             return None
         spent = self.spent_usd
-        why = "is spent" if self.spent() else \
-            f"cannot cover this call's worst case (${worst_usd:.4f}; ${budget - spent:.4f} left)"
-        return "budget", f"budget of ${budget:.2f} spent", error_response(
-            429, f"gateway: the budget of ${budget:.2f} for model calls {why} (${spent:.2f} used); no new model "
-                 f"calls are made.", "budget_exceeded", BUDGET_SPENT_HEADERS, api=api)
+        why = (
+            "is spent"
+            if self.spent()
+            else f"cannot cover this call's worst case (${worst_usd:.4f}; ${budget - spent:.4f} left)"
+        )
+        return (
+            "budget",
+            f"budget of ${budget:.2f} spent",
+            error_response(
+                429,
+                f"gateway: the budget of ${budget:.2f} for model calls {why} (${spent:.2f} used); no new model "
+                f"calls are made.",
+                "budget_exceeded",
+                BUDGET_SPENT_HEADERS,
+                api=api,
+            ),
+        )
 
     def settle(self, reserved_usd: float, cost_usd: float) -> None:
         """One call's end: its reservation released, its metered cost spent (call from the gateway's loop)."""

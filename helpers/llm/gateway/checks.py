@@ -11,8 +11,18 @@ from helpers.llm.gateway.records import COUNTS
 from helpers.llm.gateway.upstreams import Upstream
 
 
-def checked_call(method: str, raw_path: str, path: str, name: str, upstream: Upstream, body: bytes, *, cap: int,
-                 models: set[str] | None, budget_usd: float | None) -> Refusal | tuple[str, str, dict, Screened | None]:
+def checked_call(
+    method: str,
+    raw_path: str,
+    path: str,
+    name: str,
+    upstream: Upstream,
+    body: bytes,
+    *,
+    cap: int,
+    models: set[str] | None,
+    budget_usd: float | None,
+) -> Refusal | tuple[str, str, dict, Screened | None]:
     """(path upstream, query, the request's JSON, what may be forwarded: None for a GET) or why it is refused.
     `raw_path` is the gateway's path as sent (/u/<name>/...), `path` the same decoded (for naming the model),
     `cap` the token's role's output cap, `models` the models the token may ask for."""

@@ -15,18 +15,65 @@ ANY = None  # a field whose every value passes
 # Content parts by wire format: the types that pass (a provider fetches none of them)
 PART_TYPES: dict[str, set[Any]] = {
     "chat": {"message", "text", "image_url", "input_audio", "file", "refusal"},
-    "responses": {"message", "function_call", "function_call_output", "reasoning", "custom_tool_call",
-                  "custom_tool_call_output", "input_text", "output_text", "input_image", "input_file", "refusal",
-                  "summary_text", "reasoning_text"},
-    "anthropic": {"message", "text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking",
-                  "search_result", "tool_reference"},
-    "gemini": {"message", "text", "inlineData", "inline_data", "functionCall", "function_call", "functionResponse",
-               "function_response", None},
+    "responses": {
+        "message",
+        "function_call",
+        "function_call_output",
+        "reasoning",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "input_text",
+        "output_text",
+        "input_image",
+        "input_file",
+        "refusal",
+        "summary_text",
+        "reasoning_text",
+    },
+    "anthropic": {
+        "message",
+        "text",
+        "image",
+        "document",
+        "tool_use",
+        "tool_result",
+        "thinking",
+        "redacted_thinking",
+        "search_result",
+        "tool_reference",
+    },
+    "gemini": {
+        "message",
+        "text",
+        "inlineData",
+        "inline_data",
+        "functionCall",
+        "function_call",
+        "functionResponse",
+        "function_response",
+        None,
+    },
 }
-_GEMINI_PART_EXTRAS = {"thought", "thoughtSignature", "thought_signature", "videoMetadata", "video_metadata",
-                       "partMetadata", "part_metadata"}  # what a Gemini part may carry beside its kind
-MEDIA_PARTS = {"image_url", "input_audio", "file", "input_image", "input_file", "image", "document", "inlineData",
-               "inline_data"}
+_GEMINI_PART_EXTRAS = {
+    "thought",
+    "thoughtSignature",
+    "thought_signature",
+    "videoMetadata",
+    "video_metadata",
+    "partMetadata",
+    "part_metadata",
+}  # what a Gemini part may carry beside its kind
+MEDIA_PARTS = {
+    "image_url",
+    "input_audio",
+    "file",
+    "input_image",
+    "input_file",
+    "image",
+    "document",
+    "inlineData",
+    "inline_data",
+}
 # Fields of a part that make the provider fetch or read something of its own: only inline data passes
 _REFERENCES = ("file_id", "file_url", "fileUri", "file_uri")
 _CHECKED_KEYS = {"type", "name", "role", "url", "image_url", "source", "file_id", "file_url", "content", "output"}
@@ -34,9 +81,22 @@ _CHECKED_KEYS = {"type", "name", "role", "url", "image_url", "source", "file_id"
 # and echo back (the OpenAI SDK's assistant message carries `refusal`, `annotations`, `audio: null`); a reference
 # to something the provider stored (`audio: {id}`) is none of them.
 MESSAGE_FIELDS: dict[str, dict[str, tuple[Any, ...] | None]] = {
-    "chat": {"role": ANY, "content": ANY, "name": ANY, "tool_calls": ANY, "tool_call_id": ANY,
-             "function_call": ANY, "refusal": ANY, "annotations": ANY, "reasoning_content": ANY,
-             "reasoning": ANY, "reasoning_details": ANY, "cache_control": ANY, "audio": (None,)}}
+    "chat": {
+        "role": ANY,
+        "content": ANY,
+        "name": ANY,
+        "tool_calls": ANY,
+        "tool_call_id": ANY,
+        "function_call": ANY,
+        "refusal": ANY,
+        "annotations": ANY,
+        "reasoning_content": ANY,
+        "reasoning": ANY,
+        "reasoning_details": ANY,
+        "cache_control": ANY,
+        "audio": (None,),
+    }
+}
 # Keys of a content part (or of the object its kind names) that point the provider at something to fetch, as a
 # string or as an object holding one: only an inline `data:` URL passes
 _URL_KEYS = ("url", "uri", "image_url", "audio_url", "video_url", "file_url", "document_url", "fileUri", "file_uri")
@@ -67,7 +127,13 @@ def screen_content(api: str, body: dict[str, Any]) -> tuple[str | None, int]:
         return "the conversation is not a list", 0
     stack = [(item, True) for item in items]  # (part, whether it is a message)
     system = body.get("systemInstruction") or body.get("system_instruction") or body.get("system")
-    stack += [(system, True)] if isinstance(system, dict) else [(p, False) for p in system] if isinstance(system, list) else []
+    stack += (
+        [(system, True)]
+        if isinstance(system, dict)
+        else [(p, False) for p in system]
+        if isinstance(system, list)
+        else []
+    )
     inner = ("parts",) if api == "gemini" else ("content", "output") if api == "responses" else ("content",)
     while stack:
         part, message = stack.pop()
@@ -76,8 +142,11 @@ def screen_content(api: str, body: dict[str, Any]) -> tuple[str | None, int]:
         why = ambiguous(api, part)
         if why:
             return f"a content part is {why}", media
-        kind = "message" if message and (api != "responses" or part.get("type", "message") == "message") \
+        kind = (
+            "message"
+            if message and (api != "responses" or part.get("type", "message") == "message")
             else _kind(api, part)
+        )
         why = _message_fields(api, part) if kind == "message" and message else None
         if why:
             return why, media
@@ -132,4 +201,10 @@ def _reference(kind: str, part: dict[str, Any]) -> str | None:
     return None
 
 
-__all__ = ["screen_content", "ambiguous", "PART_TYPES", "MESSAGE_FIELDS", "MEDIA_PARTS"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "screen_content",
+    "ambiguous",
+    "PART_TYPES",
+    "MESSAGE_FIELDS",
+    "MEDIA_PARTS",
+]  # documented in CODE_APPENDIX.md

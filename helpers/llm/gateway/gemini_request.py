@@ -16,9 +16,15 @@ from helpers.core.tokens import count_message_tokens, count_tokens
 
 CHOICE_MODES = {"AUTO": "auto", "ANY": "required", "NONE": "none", "VALIDATED": "auto"}
 # generationConfig -> chat completions, the fields every OpenAI-compatible server takes
-GENERATION = (("maxOutputTokens", "max_tokens"), ("temperature", "temperature"), ("topP", "top_p"),
-              ("stopSequences", "stop"), ("seed", "seed"), ("presencePenalty", "presence_penalty"),
-              ("frequencyPenalty", "frequency_penalty"))
+GENERATION = (
+    ("maxOutputTokens", "max_tokens"),
+    ("temperature", "temperature"),
+    ("topP", "top_p"),
+    ("stopSequences", "stop"),
+    ("seed", "seed"),
+    ("presencePenalty", "presence_penalty"),
+    ("frequencyPenalty", "frequency_penalty"),
+)
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
@@ -67,8 +73,13 @@ def _assistant(parts: list[dict], turn: int, open_calls: list[tuple[str, str]]) 
         if isinstance(call, dict):
             call_id, name = str(call.get("id") or f"call_{turn}_{i}"), str(call.get("name") or "")
             open_calls.append((call_id, name))
-            calls.append({"id": call_id, "type": "function",
-                          "function": {"name": name, "arguments": json.dumps(call.get("args") or {})}})
+            calls.append(
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(call.get("args") or {})},
+                }
+            )
     text = _text(parts)
     message: dict[str, Any] = {"role": "assistant", "content": text or (None if calls else "")}
     if calls:
@@ -84,8 +95,13 @@ def _user(parts: list[dict], open_calls: list[tuple[str, str]]) -> list[dict[str
         answer = _field(part, "functionResponse")
         inline = _field(part, "inlineData")
         if isinstance(answer, dict):
-            messages.append({"role": "tool", "tool_call_id": _answered(answer, open_calls),
-                             "content": _tool_output(answer.get("response"))})
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": _answered(answer, open_calls),
+                    "content": _tool_output(answer.get("response")),
+                }
+            )
         elif isinstance(part.get("text"), str) and not part.get("thought"):
             content.append({"type": "text", "text": part["text"]})
         elif isinstance(inline, dict):
@@ -119,8 +135,11 @@ def _inline(inline: dict) -> dict[str, Any]:
     mime, data = str(_field(inline, "mimeType") or ""), str(inline.get("data") or "")
     if mime.startswith("image/"):
         return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
-    return {"type": "text", "text": f"[inline {mime or 'data'} of {len(data) * 3 // 4:,} bytes left out: the model "
-                                    "server speaks chat completions, which carries images only]"}
+    return {
+        "type": "text",
+        "text": f"[inline {mime or 'data'} of {len(data) * 3 // 4:,} bytes left out: the model "
+        "server speaks chat completions, which carries images only]",
+    }
 
 
 def function_tools(tools: Any) -> list[dict[str, Any]]:
@@ -133,9 +152,16 @@ def function_tools(tools: Any) -> list[dict[str, Any]]:
             schema = _field(declaration, "parametersJsonSchema")
             if schema is None:
                 schema = json_schema(_field(declaration, "parameters"))
-            found.append({"type": "function", "function": {
-                "name": str(declaration.get("name") or ""), "description": str(declaration.get("description") or ""),
-                "parameters": schema if isinstance(schema, dict) else {"type": "object", "properties": {}}}})
+            found.append(
+                {
+                    "type": "function",
+                    "function": {
+                        "name": str(declaration.get("name") or ""),
+                        "description": str(declaration.get("description") or ""),
+                        "parameters": schema if isinstance(schema, dict) else {"type": "object", "properties": {}},
+                    },
+                }
+            )
     return found
 
 
@@ -180,8 +206,11 @@ def generation(config: Any) -> dict[str, Any]:
     chat = {ours: _field(config, theirs) for theirs, ours in GENERATION if _field(config, theirs) is not None}
     if _field(config, "responseMimeType") == "application/json":
         schema = _field(config, "responseJsonSchema") or json_schema(_field(config, "responseSchema"))
-        chat["response_format"] = ({"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
-                                   if isinstance(schema, dict) else {"type": "json_object"})
+        chat["response_format"] = (
+            {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+            if isinstance(schema, dict)
+            else {"type": "json_object"}
+        )
     return chat
 
 
@@ -191,7 +220,11 @@ def tokens_of(request: dict[str, Any]) -> int:
     messages = chat_messages(request)
     calls = [c["function"]["arguments"] for m in messages for c in m.get("tool_calls") or []]
     tools = function_tools(_field(request, "tools"))
-    return count_message_tokens(messages) + sum(map(count_tokens, calls)) + (count_tokens(json.dumps(tools)) if tools else 0)
+    return (
+        count_message_tokens(messages)
+        + sum(map(count_tokens, calls))
+        + (count_tokens(json.dumps(tools)) if tools else 0)
+    )
 
 
 def _field(data: Any, name: str) -> Any:

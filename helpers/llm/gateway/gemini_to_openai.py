@@ -42,8 +42,13 @@ from helpers.llm.gateway.policy import GEMINI_CALL, GEMINI_LISTS, gemini_error
 from helpers.llm.gateway.relay import Limits, Stream, UpstreamFault
 from helpers.llm.gateway.upstreams import GEMINI_TO_OPENAI, Upstream
 
-FINISH = {"stop": "STOP", "tool_calls": "STOP", "function_call": "STOP", "length": "MAX_TOKENS",
-          "content_filter": "SAFETY"}  # chat's finish_reason -> Gemini's finishReason (anything else: OTHER)
+FINISH = {
+    "stop": "STOP",
+    "tool_calls": "STOP",
+    "function_call": "STOP",
+    "length": "MAX_TOKENS",
+    "content_filter": "SAFETY",
+}  # chat's finish_reason -> Gemini's finishReason (anything else: OTHER)
 MALFORMED = "MALFORMED_FUNCTION_CALL"
 GENERATES = ["generateContent", "streamGenerateContent", "countTokens"]  # what the model list says each model does
 
@@ -67,8 +72,10 @@ class Carried:
             return json.dumps(gemini_error(status, _error_message(parsed, body, status))).encode()
         wanted = "data" if self.listing else "choices"
         if not isinstance(parsed, dict) or not isinstance(parsed.get(wanted), list):
-            raise UpstreamFault(f"the model server answered {status} without {wanted!r}: not a chat completions "
-                                f"{'model list' if self.listing else 'answer'}")
+            raise UpstreamFault(
+                f"the model server answered {status} without {wanted!r}: not a chat completions "
+                f"{'model list' if self.listing else 'answer'}"
+            )
         return json.dumps(model_list(parsed) if self.listing else gemini_answer(parsed, self.model)).encode()
 
     def stream(self, response: aiohttp.ClientResponse, limits: Limits) -> "GeminiStream":
@@ -82,8 +89,8 @@ def carry(upstream: Upstream, method: str, path: str, request: dict[str, Any]) -
     if upstream.kind != GEMINI_TO_OPENAI:
         return None
     base = urlsplit(upstream.url).path.rstrip("/")
-    call = GEMINI_CALL.fullmatch(path[len(base):]) if path.startswith(base + "/") else None
-    if method == "GET" and path[len(base):] in GEMINI_LISTS:
+    call = GEMINI_CALL.fullmatch(path[len(base) :]) if path.startswith(base + "/") else None
+    if method == "GET" and path[len(base) :] in GEMINI_LISTS:
         return Carried(f"{base}/models", b"", "", listing=True)
     if call is None or method != "POST":
         return None
@@ -105,7 +112,9 @@ def gemini_answer(chat: dict[str, Any], model: str) -> dict[str, Any]:
     calls, malformed = function_calls(message.get("tool_calls"))
     parts = _text_parts(message) + calls
     finish = MALFORMED if malformed else _finish(choice.get("finish_reason"))
-    return _response(parts, chat.get("model") or model, chat.get("id"), finishReason=finish) | usage_metadata(chat.get("usage"))
+    return _response(parts, chat.get("model") or model, chat.get("id"), finishReason=finish) | usage_metadata(
+        chat.get("usage")
+    )
 
 
 def function_calls(tool_calls: Any) -> tuple[list[dict[str, Any]], bool]:
@@ -120,8 +129,9 @@ def function_calls(tool_calls: Any) -> tuple[list[dict[str, Any]], bool]:
         if not isinstance(args, dict) or not function.get("name"):
             malformed = True
             continue
-        parts.append({"functionCall": {**({"id": call["id"]} if call.get("id") else {}), "name": function["name"],
-                                       "args": args}})
+        parts.append(
+            {"functionCall": {**({"id": call["id"]} if call.get("id") else {}), "name": function["name"], "args": args}}
+        )
     return parts, malformed
 
 
@@ -132,8 +142,11 @@ def usage_metadata(usage: Any) -> dict[str, Any]:
     prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
     thoughts = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
     cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
-    metadata = {"promptTokenCount": prompt, "candidatesTokenCount": completion - thoughts,
-                "totalTokenCount": usage.get("total_tokens") or prompt + completion}
+    metadata = {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": completion - thoughts,
+        "totalTokenCount": usage.get("total_tokens") or prompt + completion,
+    }
     if thoughts:
         metadata["thoughtsTokenCount"] = thoughts
     if cached is not None:
@@ -206,7 +219,9 @@ class GeminiStream(Stream):
         return [_response(parts, self.model, self.id)] if parts else []
 
     def _last(self) -> dict[str, Any]:
-        whole = [{"id": c["id"], "function": {"name": c["name"], "arguments": c["arguments"]}} for c in self.calls.values()]
+        whole = [
+            {"id": c["id"], "function": {"name": c["name"], "arguments": c["arguments"]}} for c in self.calls.values()
+        ]
         calls, malformed = function_calls(whole)
         finish = MALFORMED if malformed else _finish(self.finish)
         return _response(calls, self.model, self.id, finishReason=finish) | usage_metadata(self.usage)
@@ -226,8 +241,11 @@ def _finish(reason: Any) -> str:
 
 
 def _response(parts: list[dict], model: str, response_id: Any, **candidate: Any) -> dict[str, Any]:
-    return {"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0, **candidate}],
-            "modelVersion": model, **({"responseId": response_id} if response_id else {})}
+    return {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "index": 0, **candidate}],
+        "modelVersion": model,
+        **({"responseId": response_id} if response_id else {}),
+    }
 
 
 def _error_message(parsed: Any, body: bytes, status: int) -> str:

@@ -14,8 +14,10 @@ from typing import Callable
 from aiohttp import web
 
 _FULL = b'{"error": {"message": "gateway: too many open connections", "type": "too_many_connections"}}'
-TOO_MANY_CONNECTIONS = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
-                        b"Content-Length: %d\r\n\r\n%s" % (len(_FULL), _FULL))
+TOO_MANY_CONNECTIONS = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
+    b"Content-Length: %d\r\n\r\n%s" % (len(_FULL), _FULL)
+)
 
 
 class BodyRefused(Exception):
@@ -47,8 +49,9 @@ async def read_body(request: web.Request, limit: int, timeout_s: float, held: Bo
     (413, 408), or in what `held` has left (503: the gateway is busy, ask again). Its bytes stay in `held`: the
     caller gives them back when the call ends."""
     if request.content_length is not None and request.content_length > limit:
-        raise BodyRefused(413, f"the request body ({request.content_length:,} bytes) is over the gateway's limit of "
-                               f"{limit:,} bytes")
+        raise BodyRefused(
+            413, f"the request body ({request.content_length:,} bytes) is over the gateway's limit of {limit:,} bytes"
+        )
     chunks, size = [], 0
     try:
         async with asyncio.timeout(timeout_s):

@@ -69,7 +69,9 @@ class Meter:
             given_in += (usage.get("cache_creation_input_tokens") or 0) + (usage.get("cache_read_input_tokens") or 0)
             self.input_tokens = max(self.input_tokens or 0, given_in)  # stream usage is cumulative
         details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
-        given_cached = usage.get("cache_read_input_tokens", details.get("cached_tokens") if isinstance(details, dict) else None)
+        given_cached = usage.get(
+            "cache_read_input_tokens", details.get("cached_tokens") if isinstance(details, dict) else None
+        )
         if given_cached is not None:
             self.cached_tokens = max(self.cached_tokens or 0, given_cached)
         given_out = usage.get("completion_tokens", usage.get("output_tokens"))
@@ -133,8 +135,11 @@ def _gemini_usage(metadata: Any) -> dict | None:
         return None
     output = (metadata.get("candidatesTokenCount") or 0) + (metadata.get("thoughtsTokenCount") or 0)
     cached = metadata.get("cachedContentTokenCount")
-    return {"prompt_tokens": metadata["promptTokenCount"], "completion_tokens": output,
-            **({"prompt_tokens_details": {"cached_tokens": cached}} if cached is not None else {})}
+    return {
+        "prompt_tokens": metadata["promptTokenCount"],
+        "completion_tokens": output,
+        **({"prompt_tokens_details": {"cached_tokens": cached}} if cached is not None else {}),
+    }
 
 
 def input_messages(request: Any, limit: int = TRACE_MESSAGE_CHARS) -> list[dict[str, Any]]:
@@ -147,7 +152,9 @@ def input_messages(request: Any, limit: int = TRACE_MESSAGE_CHARS) -> list[dict[
     def add(role: str, content: Any, tool_calls: list | None = None) -> None:
         messages.append({"role": role, "content": _plain(content)[:limit], "tool_calls": tool_calls or []})
 
-    system = request.get("system") or request.get("instructions") or (request.get("systemInstruction") or {}).get("parts")
+    system = (
+        request.get("system") or request.get("instructions") or (request.get("systemInstruction") or {}).get("parts")
+    )
     if system:
         add("system", system)
     items = request.get("messages") or request.get("input") or request.get("contents") or []
@@ -159,9 +166,14 @@ def input_messages(request: Any, limit: int = TRACE_MESSAGE_CHARS) -> list[dict[
             continue
         if isinstance(item.get("parts"), list):  # Gemini contents: text, functionCall and functionResponse parts
             parts = [p for p in item["parts"] if isinstance(p, dict)]
-            calls = [{"name": p["functionCall"].get("name"), "arguments": json.dumps(p["functionCall"].get("args"))}
-                     for p in parts if isinstance(p.get("functionCall"), dict)]
-            answers = [p["functionResponse"].get("response") for p in parts if isinstance(p.get("functionResponse"), dict)]
+            calls = [
+                {"name": p["functionCall"].get("name"), "arguments": json.dumps(p["functionCall"].get("args"))}
+                for p in parts
+                if isinstance(p.get("functionCall"), dict)
+            ]
+            answers = [
+                p["functionResponse"].get("response") for p in parts if isinstance(p.get("functionResponse"), dict)
+            ]
             for answer in answers:
                 add("tool", answer)
             if calls or not answers:
@@ -172,10 +184,15 @@ def input_messages(request: Any, limit: int = TRACE_MESSAGE_CHARS) -> list[dict[
             add("tool", item.get("output"))
         else:
             content = item.get("content")
-            calls = [{"name": (c.get("function") or {}).get("name"), "arguments": (c.get("function") or {}).get("arguments")}
-                     for c in item.get("tool_calls") or []]
-            calls += [{"name": b.get("name"), "arguments": json.dumps(b.get("input"))}
-                      for b in (content if isinstance(content, list) else []) if isinstance(b, dict) and b.get("type") == "tool_use"]
+            calls = [
+                {"name": (c.get("function") or {}).get("name"), "arguments": (c.get("function") or {}).get("arguments")}
+                for c in item.get("tool_calls") or []
+            ]
+            calls += [
+                {"name": b.get("name"), "arguments": json.dumps(b.get("input"))}
+                for b in (content if isinstance(content, list) else [])
+                if isinstance(b, dict) and b.get("type") == "tool_use"
+            ]
             add(item.get("role") or "user", content, calls)
     return messages
 
@@ -187,8 +204,11 @@ def _plain(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = [part if isinstance(part, str) else _plain(part.get("text") or part.get("content") or part.get("output"))
-                 for part in content if isinstance(part, (str, dict))]
+        parts = [
+            part if isinstance(part, str) else _plain(part.get("text") or part.get("content") or part.get("output"))
+            for part in content
+            if isinstance(part, (str, dict))
+        ]
         return "\n".join(p for p in parts if p)
     return json.dumps(content)
 
@@ -213,5 +233,3 @@ def decoded_body(body: bytes, encoding: str | None) -> bytes:
 def body_text(data: bytes, limit: int) -> str:
     """The first `limit` bytes of a body as text (for traces)."""
     return data[:limit].decode("utf-8", errors="replace")
-
-

@@ -30,12 +30,22 @@ ENDPOINTS = {
 }
 _ENCODED_SEPARATORS = ("%2f", "%5c", "%2e", "%00")
 # Gemini: the model and the method are in the path (the model's characters as Google's ids have them)
-GEMINI_CALL = re.compile(r"/(?:v1beta|v1)/models/([A-Za-z0-9][A-Za-z0-9._-]*):"
-                         r"(generateContent|streamGenerateContent|countTokens)")
+GEMINI_CALL = re.compile(
+    r"/(?:v1beta|v1)/models/([A-Za-z0-9][A-Za-z0-9._-]*):"
+    r"(generateContent|streamGenerateContent|countTokens)"
+)
 GEMINI_LISTS = ("/v1beta/models", "/v1/models")
-GEMINI_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-                 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 502: "UNAVAILABLE", 503: "UNAVAILABLE",
-                 504: "DEADLINE_EXCEEDED"}  # Google's RPC status names, as its error bodies carry them
+GEMINI_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}  # Google's RPC status names, as its error bodies carry them
 
 
 def upstream_path(raw_path: str, name: str) -> tuple[str, str] | str:
@@ -44,7 +54,7 @@ def upstream_path(raw_path: str, name: str) -> tuple[str, str] | str:
     prefix = f"/u/{name}"
     if not raw.startswith(prefix + "/"):
         return f"the path must start with {prefix}/"
-    rest = raw[len(prefix):]
+    rest = raw[len(prefix) :]
     if any(code in rest.lower() for code in _ENCODED_SEPARATORS) or "\\" in rest:
         return "encoded separators, dots or backslashes in the path"
     path = unquote(rest)
@@ -54,27 +64,35 @@ def upstream_path(raw_path: str, name: str) -> tuple[str, str] | str:
     return path, query
 
 
-def refusal(method: str, path: str, base_url: str, body: dict[str, Any], models: set[str] | None,
-            budget_usd: float | None) -> str | None:
+def refusal(
+    method: str, path: str, base_url: str, body: dict[str, Any], models: set[str] | None, budget_usd: float | None
+) -> str | None:
     """Why this request may not go upstream, or None when it may."""
     base = urlsplit(base_url).path.rstrip("/")
     allowed = {prefix + endpoint for endpoint in ENDPOINTS.get(method, ()) for prefix in (base, base + "/v1")}
     allowed |= {base + listing for listing in GEMINI_LISTS} if method == "GET" else set()
-    gemini = method == "POST" and path.startswith(base + "/") and GEMINI_CALL.fullmatch(path[len(base):]) is not None
+    gemini = method == "POST" and path.startswith(base + "/") and GEMINI_CALL.fullmatch(path[len(base) :]) is not None
     if path not in allowed and not gemini:
-        shown = sorted(allowed) + ([f"{base}/v1beta/models/<model>:generateContent|streamGenerateContent|countTokens"]
-                                   if method == "POST" else [])
+        shown = sorted(allowed) + (
+            [f"{base}/v1beta/models/<model>:generateContent|streamGenerateContent|countTokens"]
+            if method == "POST"
+            else []
+        )
         return f"{method} {path} is not a model endpoint this gateway forwards (allowed: {', '.join(shown) or 'none'})"
     model = model_of(path, body)
     if method == "POST" and not model and (models is not None or budget_usd is not None):
-        return ("the call names no model (`model` absent, null or empty): under a model list or a budget every call "
-                "names the model it calls")
+        return (
+            "the call names no model (`model` absent, null or empty): under a model list or a budget every call "
+            "names the model it calls"
+        )
     if models is not None and model is not None and model not in models:
         return f"model {model!r} is not one this run may call (configured: {', '.join(sorted(models))})"
     # the scripted model has no price and charges nothing: any budget is kept with it
     if budget_usd is not None and model not in (None, config.SCRIPTED_MODEL) and not is_priced(model):
-        return (f"model {model!r} has no price, so the budget of ${budget_usd:.2f} cannot be kept: add it to "
-                "PRICE_OVERRIDES in helpers/core/config.py, or run without a budget")
+        return (
+            f"model {model!r} has no price, so the budget of ${budget_usd:.2f} cannot be kept: add it to "
+            "PRICE_OVERRIDES in helpers/core/config.py, or run without a budget"
+        )
     return None
 
 
@@ -112,7 +130,15 @@ def api_of(path: str, headers: Mapping[str, str] | None = None) -> str:
     return "gemini" if google or "x-goog-api-key" in (headers or {}) else "chat"
 
 
-__all__ = ["upstream_path", "refusal", "malformed_model", "model_of", "streams", "api_of", "ENDPOINTS"]  # documented in CODE_APPENDIX.md
+__all__ = [
+    "upstream_path",
+    "refusal",
+    "malformed_model",
+    "model_of",
+    "streams",
+    "api_of",
+    "ENDPOINTS",
+]  # documented in CODE_APPENDIX.md
 
 
 def is_transient(status: int | str | None) -> bool:
@@ -141,12 +167,16 @@ async def healthz(_: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
 
-def error_response(status: int, message: str, kind: str, headers: Mapping[str, str] | None = None,
-                   api: str = "chat") -> web.Response:
+def error_response(
+    status: int, message: str, kind: str, headers: Mapping[str, str] | None = None, api: str = "chat"
+) -> web.Response:
     """An error in the OpenAI/Anthropic shape both SDKs read ({"error": {"message", "type"}}), or for a
     Gemini client (`api`) in Google's ({"error": {"code", "message", "status"}}), which the google-genai SDK reads."""
-    body = gemini_error(status, message) if api == "gemini" else \
-        {"type": "error", "error": {"message": message, "type": kind, "code": kind}}
+    body = (
+        gemini_error(status, message)
+        if api == "gemini"
+        else {"type": "error", "error": {"message": message, "type": kind, "code": kind}}
+    )
     return web.json_response(body, status=status, headers=dict(headers or {}))
 
 

@@ -24,8 +24,7 @@ from helpers.llm.gateway.budget import Ledger, worst_case_usd
 from helpers.llm.gateway.gemini_to_openai import carry
 from helpers.llm.gateway.intake import BodyBytes, BodyRefused, capped, read_body
 from helpers.llm.gateway.metering import Meter, decoded_body
-from helpers.llm.gateway.policy import (Refusal, api_of, error_response, healthz, model_of,
-                                        no_more_retries, streams)
+from helpers.llm.gateway.policy import Refusal, api_of, error_response, healthz, model_of, no_more_retries, streams
 from helpers.llm.gateway.records import COUNTS, CallRecords, call_record
 from helpers.llm.gateway.relay import Limits, Stream, UpstreamFault, client_left, relay
 from helpers.llm.gateway.stages import StageTimes
@@ -47,13 +46,22 @@ class Gateway(CallRecords):
     Thread-safe: tokens, records and usage may be read and issued from any thread while it serves.
     """
 
-    def __init__(self, upstreams: Mapping[str, Upstream | tuple], *,
-                 max_retry_after_s: float = config.LLM_MAX_RETRY_AFTER_S,
-                 concurrency: int = GATEWAY_CONCURRENCY, budget_usd: float | None = None,
-                 trace: Callable[[dict], Any] | None = None, max_retries: int = config.LLM_MAX_RETRIES,
-                 backoff_s: float = BACKOFF_S, idle_timeout_s: float = IDLE_TIMEOUT_S,
-                 call_timeout_s: float = CALL_TIMEOUT_S, trace_chars: int = TRACE_CHARS,
-                 models: Mapping[str, Any] | None = None, host: str = "127.0.0.1"):
+    def __init__(
+        self,
+        upstreams: Mapping[str, Upstream | tuple],
+        *,
+        max_retry_after_s: float = config.LLM_MAX_RETRY_AFTER_S,
+        concurrency: int = GATEWAY_CONCURRENCY,
+        budget_usd: float | None = None,
+        trace: Callable[[dict], Any] | None = None,
+        max_retries: int = config.LLM_MAX_RETRIES,
+        backoff_s: float = BACKOFF_S,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
+        call_timeout_s: float = CALL_TIMEOUT_S,
+        trace_chars: int = TRACE_CHARS,
+        models: Mapping[str, Any] | None = None,
+        host: str = "127.0.0.1",
+    ):
         self.host = host  # loopback; a cluster with remote nodes binds an address they reach (README)
         self.upstreams = {name: u if isinstance(u, Upstream) else Upstream(*u) for name, u in upstreams.items()}
         if concurrency < 1:
@@ -148,8 +156,12 @@ class Gateway(CallRecords):
             raise ValueError(f"Token attributes may not be named {', '.join(clash)} (call record fields).")
         token = "gw-" + secrets.token_urlsafe(24)
         with self._lock:
-            self._tokens[token] = {**attributes, "upstream": upstream, "client": secrets.token_hex(6),
-                                   **({"models": set(models)} if models is not None else {})}
+            self._tokens[token] = {
+                **attributes,
+                "upstream": upstream,
+                "client": secrets.token_hex(6),
+                **({"models": set(models)} if models is not None else {}),
+            }
         return token
 
     def revoke_token(self, token: str) -> None:
@@ -183,20 +195,34 @@ class Gateway(CallRecords):
 
     # --- the server (runs on the gateway's own event loop) --------------------------------------
     async def _open(self) -> None:
-        self._leg = UpstreamLeg(self.upstreams, self.concurrency, self._limits, max_retries=self.max_retries,
-                                backoff_s=self.backoff_s, max_retry_after_s=self.max_retry_after_s)
+        self._leg = UpstreamLeg(
+            self.upstreams,
+            self.concurrency,
+            self._limits,
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+            max_retry_after_s=self.max_retry_after_s,
+        )
         app = web.Application(client_max_size=self.max_request_bytes)
         app.router.add_get("/healthz", healthz)
         app.router.add_route("*", "/u/{name}/{tail:.*}", self._handle)
         app.router.add_route("*", "/u/{name}", self._handle)
         # stop() cuts calls in flight; a client that leaves cancels its handler, and so its upstream call
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, handler_cancellation=True,
-                                     keepalive_timeout=config.GATEWAY_IDLE_CONNECTION_S,
-                                     lingering_time=0)  # a body refused is never read on: its connection closes
+        self._runner = web.AppRunner(
+            app,
+            access_log=None,
+            shutdown_timeout=1.0,
+            handler_cancellation=True,
+            keepalive_timeout=config.GATEWAY_IDLE_CONNECTION_S,
+            lingering_time=0,
+        )  # a body refused is never read on: its connection closes
         await self._runner.setup()
         self._listener = await asyncio.get_running_loop().create_server(
             capped(cast(web.Server, self._runner.server), lambda: self.max_connections),  # setup() made it
-            self.host, 0, backlog=1024)
+            self.host,
+            0,
+            backlog=1024,
+        )
         self._port = self._listener.sockets[0].getsockname()[1]
 
     async def _close(self) -> None:
@@ -212,8 +238,12 @@ class Gateway(CallRecords):
             if not over:
                 self._inflight[key] = self._inflight.get(key, 0) + 1
         if over:  # one client's calls at once are capped: its others wait for a slot of their own
-            return error_response(429, f"gateway: more than {self.token_concurrency} calls at once with one token",
-                                  "too_many_requests", api=api_of(request.path, request.headers))
+            return error_response(
+                429,
+                f"gateway: more than {self.token_concurrency} calls at once with one token",
+                "too_many_requests",
+                api=api_of(request.path, request.headers),
+            )
         try:
             return await self._answer(request)
         finally:
@@ -234,13 +264,20 @@ class Gateway(CallRecords):
         with self._lock:
             client = self._tokens.get(token or "")
         if client is None or client["upstream"] != name or client.get("revoked"):
-            return error_response(401, f"gateway: unknown or revoked token for upstream {name!r}", "invalid_token", api=api)
+            return error_response(
+                401, f"gateway: unknown or revoked token for upstream {name!r}", "invalid_token", api=api
+            )
         try:
             body = await read_body(request, self.max_request_bytes, config.GATEWAY_BODY_TIMEOUT_S, self._held)
         except BodyRefused as refused:
             kind = {413: "request_too_large", 408: "request_timeout"}.get(refused.status, "gateway_busy")
-            answer = error_response(refused.status, f"gateway: refused: {refused.message}", kind, api=api,
-                                    headers={"retry-after": "1"} if refused.status == 503 else None)
+            answer = error_response(
+                refused.status,
+                f"gateway: refused: {refused.message}",
+                kind,
+                api=api,
+                headers={"retry-after": "1"} if refused.status == 503 else None,
+            )
             answer.force_close()  # the rest of the body is never read
             return answer
         lap = self._stages.lap("read", lap)
@@ -249,35 +286,80 @@ class Gateway(CallRecords):
         finally:
             self._held.give(len(body))
 
-    def _unsent(self, token: str | None, record: dict, started: float, body: bytes, asked: Any, answer: bytes = b"",
-                **outcome: Any) -> None:
+    def _unsent(
+        self,
+        token: str | None,
+        record: dict,
+        started: float,
+        body: bytes,
+        asked: Any,
+        answer: bytes = b"",
+        **outcome: Any,
+    ) -> None:
         """The record of a call answered here, never sent upstream: counted and named like any, nothing spent."""
         record.update(input_tokens=0, output_tokens=0, cost_usd=0.0, **outcome)
         self._finish(token, record, started, body, asked, answer, Meter())
 
-    async def _forward(self, request: web.Request, name: str, upstream: Upstream, token: str | None, client: dict,
-                       body: bytes, started: float, started_at: float, lap: float) -> web.StreamResponse:
+    async def _forward(
+        self,
+        request: web.Request,
+        name: str,
+        upstream: Upstream,
+        token: str | None,
+        client: dict,
+        body: bytes,
+        started: float,
+        started_at: float,
+        lap: float,
+    ) -> web.StreamResponse:
         api = api_of(request.path, request.headers)
-        checked = checked_call(request.method, request.raw_path, request.path, name, upstream, body,
-                               cap=self.output_cap(client.get("role")), models=client.get("models", self.models.get(name)),
-                               budget_usd=self.budget_usd)
+        checked = checked_call(
+            request.method,
+            request.raw_path,
+            request.path,
+            name,
+            upstream,
+            body,
+            cap=self.output_cap(client.get("role")),
+            models=client.get("models", self.models.get(name)),
+            budget_usd=self.budget_usd,
+        )
         if isinstance(checked, Refusal):  # recorded like any call (counted, named); nothing of it is kept or sent
-            record = call_record(client, name, request.method, request.path.removeprefix(f"/u/{name}")[:300],
-                                  checked.model, False, [], started_at)
+            record = call_record(
+                client,
+                name,
+                request.method,
+                request.path.removeprefix(f"/u/{name}")[:300],
+                checked.model,
+                False,
+                [],
+                started_at,
+            )
             self._unsent(token, record, started, b"", None, status=checked.status, error=checked.message)
             return error_response(checked.status, f"gateway: {checked.message}", checked.kind, api=api)
         path, query, asked, screened = checked
         body = json.dumps(screened.body).encode() if screened is not None else b""  # what was checked, as sent
-        record = call_record(client, name, request.method, path + (f"?{query}" if query else ""), model_of(path, asked),
-                              streams(path, asked), screened.changes if screened is not None else [], started_at)
+        record = call_record(
+            client,
+            name,
+            request.method,
+            path + (f"?{query}" if query else ""),
+            model_of(path, asked),
+            streams(path, asked),
+            screened.changes if screened is not None else [],
+            started_at,
+        )
         carried = carry(upstream, request.method, path, screened.body if screened is not None else {})
         if carried is not None and carried.local is not None:  # a token count for a chat server: answered here
             self._unsent(token, record, started, body, asked, carried.local, status=200)
             return web.Response(status=200, body=carried.local, content_type="application/json")
         counts = path.endswith(COUNTS) or screened is None
         lap = self._stages.lap("policy", lap)
-        worst = 0.0 if counts or screened is None or self.budget_usd is None else \
-            worst_case_usd(record["model"], len(body), screened.media_parts, screened.output_tokens)
+        worst = (
+            0.0
+            if counts or screened is None or self.budget_usd is None
+            else worst_case_usd(record["model"], len(body), screened.media_parts, screened.output_tokens)
+        )
         refused = await self._ledger.admit(worst, api)
         if refused is not None:  # over the whole budget (413) or the ledger's own budget ("budget", 429)
             status, error, reply = refused
@@ -320,15 +402,18 @@ class Gateway(CallRecords):
             if is_retryable(response.status):  # we retried it as far as the policy allows: clients must not
                 headers.update(no_more_retries(record))
             if isinstance(head, Stream):
-                return await relay(request, response, head, headers, record, upstream.api_key, take, finish,
-                                   self._stages)
+                return await relay(
+                    request, response, head, headers, record, upstream.api_key, take, finish, self._stages
+                )
             kept[0] = answer = scrub_bytes(head, upstream.api_key)
             meter.feed_json(decoded_body(answer, response.headers.get("Content-Encoding")))
             self._stages.lap("metering", lap)
             return web.Response(status=response.status, headers=headers, body=answer)
         except UpstreamFault as fault:  # nothing reached the client yet: a plain JSON error
             record.update(status=fault.status, error=fault.message)
-            return error_response(fault.status, f"gateway: {fault.message}", fault.kind, no_more_retries(record), api=api)
+            return error_response(
+                fault.status, f"gateway: {fault.message}", fault.kind, no_more_retries(record), api=api
+            )
         except asyncio.CancelledError:  # the client left (aiohttp cancels its handler): stop the upstream at once
             if not finished:  # (after its record was written, the client had its whole answer)
                 client_left(record)

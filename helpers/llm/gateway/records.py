@@ -56,8 +56,9 @@ class CallRecords:
         if exchange is None:
             return []
         request, text, tool_calls = exchange
-        return input_messages(json_or_none(request), limit) + [{"role": "assistant", "content": text[:limit],
-                                                              "tool_calls": tool_calls}]
+        return input_messages(json_or_none(request), limit) + [
+            {"role": "assistant", "content": text[:limit], "tool_calls": tool_calls}
+        ]
 
     def forget(self, token: str) -> None:
         """Drop what is kept of `token`'s conversation (its call records stay)."""
@@ -75,11 +76,16 @@ class CallRecords:
                 client = (self._tokens.get(token) or {}).get("client", "no such client")
         with self._lock:
             key = None if token is None else token
-            self._settled.wait_for(lambda: not (self._inflight.get(key, 0) if key is not None else sum(self._inflight.values())),
-                                   timeout=SETTLE_S)
+            self._settled.wait_for(
+                lambda: not (self._inflight.get(key, 0) if key is not None else sum(self._inflight.values())),
+                timeout=SETTLE_S,
+            )
             records = list(self._records)
-        return [dict(r) for r in records
-                if (client is None or r["client"] == client) and all(r.get(k) == v for k, v in filters.items())]
+        return [
+            dict(r)
+            for r in records
+            if (client is None or r["client"] == client) and all(r.get(k) == v for k, v in filters.items())
+        ]
 
     def usage(self, token: str | None = None, **filters: Any) -> dict[str, Any]:
         """Sums over `calls(token, **filters)`: calls, input_tokens, cached_tokens (the part of input_tokens
@@ -87,11 +93,13 @@ class CallRecords:
         any of those calls is unpriced)."""
         records = self.calls(token, **filters)
         costs = [r["cost_usd"] for r in records]
-        return {"calls": len(records),
-                "input_tokens": sum(r["input_tokens"] or 0 for r in records),
-                "cached_tokens": sum(r.get("cached_tokens") or 0 for r in records),
-                "output_tokens": sum(r["output_tokens"] or 0 for r in records),
-                "cost_usd": None if any(c is None for c in costs) else sum(costs)}
+        return {
+            "calls": len(records),
+            "input_tokens": sum(r["input_tokens"] or 0 for r in records),
+            "cached_tokens": sum(r.get("cached_tokens") or 0 for r in records),
+            "output_tokens": sum(r["output_tokens"] or 0 for r in records),
+            "cost_usd": None if any(c is None for c in costs) else sum(costs),
+        }
 
     def _meter_record(self, record: dict, meter: "Meter") -> None:
         counts = record["path"].partition("?")[0].endswith(COUNTS)  # free at both providers
@@ -99,14 +107,24 @@ class CallRecords:
             record.update(input_tokens=0, output_tokens=0, cost_usd=0.0)  # failed calls, the model list, token counts
             return
         record["model"] = meter.model or record["model"]
-        record.update(input_tokens=meter.input_tokens, cached_tokens=meter.cached_tokens,
-                      output_tokens=meter.output_tokens)
+        record.update(
+            input_tokens=meter.input_tokens, cached_tokens=meter.cached_tokens, output_tokens=meter.output_tokens
+        )
         if meter.input_tokens is not None and meter.output_tokens is not None:
-            record["cost_usd"] = call_cost_usd(record["model"], meter.input_tokens, meter.output_tokens,
-                                               cached_tokens=meter.cached_tokens)
+            record["cost_usd"] = call_cost_usd(
+                record["model"], meter.input_tokens, meter.output_tokens, cached_tokens=meter.cached_tokens
+            )
 
-    def _finish(self, token: str | None, record: dict, started: float, request_body: bytes,
-                request_json: Any, response_body: bytes, meter: "Meter") -> None:
+    def _finish(
+        self,
+        token: str | None,
+        record: dict,
+        started: float,
+        request_body: bytes,
+        request_json: Any,
+        response_body: bytes,
+        meter: "Meter",
+    ) -> None:
         lap = perf_counter()
         record["latency_s"] = time.monotonic() - started
         with self._lock:
@@ -117,9 +135,13 @@ class CallRecords:
                 self._last_exchange[token] = (request_body, meter.text(), meter.tool_calls())
         lap = self._stages.lap("record", lap)
         if self.trace is not None and self._loop is not None:
-            payload = {**record, "request_body": body_text(request_body, self.trace_chars),
-                       "response_body": body_text(response_body, self.trace_chars),
-                       "output_text": meter.text()[: self.trace_chars], "output_tool_calls": meter.tool_calls()}
+            payload = {
+                **record,
+                "request_body": body_text(request_body, self.trace_chars),
+                "response_body": body_text(response_body, self.trace_chars),
+                "output_text": meter.text()[: self.trace_chars],
+                "output_tool_calls": meter.tool_calls(),
+            }
             self._loop.run_in_executor(None, self._call_trace, self.trace, payload, request_json)
             self._stages.lap("tracing", lap)
 
@@ -130,18 +152,37 @@ class CallRecords:
         except Exception as error:  # noqa: BLE001 - a broken trace must not break model calls
             if not self._trace_failed:
                 self._trace_failed = True
-                warnings.warn(f"gateway trace failed, calls are served anyway: {type(error).__name__}: {error}",
-                              RuntimeWarning, stacklevel=1)
+                warnings.warn(
+                    f"gateway trace failed, calls are served anyway: {type(error).__name__}: {error}",
+                    RuntimeWarning,
+                    stacklevel=1,
+                )
 
 
 __all__ = ["CallRecords", "call_record"]  # documented in CODE_APPENDIX.md
 
 
-def call_record(client: dict, name: str, method: str, path: str, model: Any, stream: bool, changed: list[str],
-                started_at: float) -> dict[str, Any]:
+def call_record(
+    client: dict, name: str, method: str, path: str, model: Any, stream: bool, changed: list[str], started_at: float
+) -> dict[str, Any]:
     """A call's record before it is answered: its token's attributes, where it goes and what was changed."""
-    return {**{k: v for k, v in client.items() if k not in ("upstream", "revoked", "models")},
-            "id": secrets.token_hex(8), "upstream": name, "method": method, "path": path, "model": model,
-            "stream": stream, "status": None, "input_tokens": None, "cached_tokens": None, "output_tokens": None,
-            "cost_usd": None, "latency_s": None, "retries": 0, "waited_s": 0.0, "started_at": started_at,
-            "error": None, "changed": changed}
+    return {
+        **{k: v for k, v in client.items() if k not in ("upstream", "revoked", "models")},
+        "id": secrets.token_hex(8),
+        "upstream": name,
+        "method": method,
+        "path": path,
+        "model": model,
+        "stream": stream,
+        "status": None,
+        "input_tokens": None,
+        "cached_tokens": None,
+        "output_tokens": None,
+        "cost_usd": None,
+        "latency_s": None,
+        "retries": 0,
+        "waited_s": 0.0,
+        "started_at": started_at,
+        "error": None,
+        "changed": changed,
+    }

@@ -36,9 +36,17 @@ END_TYPES = {"message_stop", "response.completed", "response.failed", "response.
 READ_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
 # A model server's own error event mid-stream, by its type, as the status a whole answer would have had: the
 # call's record then says what failed, and whether a later retry may succeed (policy.is_transient).
-STREAM_ERROR_STATUS = {"overloaded_error": 529, "rate_limit_error": 429, "rate_limit_exceeded": 429,
-                       "api_error": 500, "server_error": 500, "internal_error": 500,
-                       "RESOURCE_EXHAUSTED": 429, "UNAVAILABLE": 503, "INTERNAL": 500}  # the last: Gemini's
+STREAM_ERROR_STATUS = {
+    "overloaded_error": 529,
+    "rate_limit_error": 429,
+    "rate_limit_exceeded": 429,
+    "api_error": 500,
+    "server_error": 500,
+    "internal_error": 500,
+    "RESOURCE_EXHAUSTED": 429,
+    "UNAVAILABLE": 503,
+    "INTERNAL": 500,
+}  # the last: Gemini's
 
 
 class UpstreamFault(Exception):
@@ -69,8 +77,9 @@ def read_fault(error: BaseException, limits: Limits, chunks: int | None = None, 
     if isinstance(error, aiohttp.SocketTimeoutError):
         return UpstreamFault(f"the model server sent nothing for {limits.idle_s:g} s{after}", 504, "upstream_timeout")
     if isinstance(error, asyncio.TimeoutError) and not isinstance(error, aiohttp.ConnectionTimeoutError):
-        return UpstreamFault(f"the call took longer than the gateway's limit of {limits.call_s:g} s{after}", 504,
-                             "upstream_timeout")
+        return UpstreamFault(
+            f"the call took longer than the gateway's limit of {limits.call_s:g} s{after}", 504, "upstream_timeout"
+        )
     if not answered:
         return UpstreamFault(f"upstream unreachable: {connection_trouble(error)}", 502, "upstream_unreachable")
     if chunks is None:
@@ -116,8 +125,9 @@ def check_json(body: bytes, status: int) -> None:
         try:
             json.loads(body)
         except ValueError:
-            raise UpstreamFault(f"the model server answered {status} with a body that is not JSON "
-                                f"({body[:40]!r})") from None
+            raise UpstreamFault(
+                f"the model server answered {status} with a body that is not JSON ({body[:40]!r})"
+            ) from None
 
 
 class Stream:
@@ -157,8 +167,9 @@ class Stream:
                 self.ended = True
                 break
             if not chunk:
-                raise UpstreamFault(f"the model server ended the stream early after {chunks_text(self.chunks)} "
-                                    "(no end marker)")
+                raise UpstreamFault(
+                    f"the model server ended the stream early after {chunks_text(self.chunks)} (no end marker)"
+                )
             begun = perf_counter()
             events = self._split(chunk)
             self.checked_s += perf_counter() - begun
@@ -182,8 +193,9 @@ class Stream:
             try:
                 parsed = loads(data) if data and data != b"[DONE]" else None
             except ValueError:
-                self._fault = UpstreamFault(f"the model server sent an event that is not JSON after "
-                                            f"{chunks_text(self.chunks)} ({data[:40]!r})")
+                self._fault = UpstreamFault(
+                    f"the model server sent an event that is not JSON after {chunks_text(self.chunks)} ({data[:40]!r})"
+                )
                 break
             events.append((raw + b"\n\n", parsed))
             self.chunks += bool(data)
@@ -197,8 +209,9 @@ class Stream:
             return
         self.ended = self.ended or parsed.get("type") in END_TYPES or bool(parsed.get("error"))
         candidates = parsed.get("candidates")
-        self.finished = self.finished or (isinstance(candidates, list) and any(
-            isinstance(c, dict) and c.get("finishReason") for c in candidates))
+        self.finished = self.finished or (
+            isinstance(candidates, list) and any(isinstance(c, dict) and c.get("finishReason") for c in candidates)
+        )
         if isinstance(parsed.get("response"), dict):
             self.about = parsed["response"]
         if isinstance(parsed.get("sequence_number"), int):
@@ -208,8 +221,11 @@ class Stream:
             kind = str(error.get("type") or error.get("status") or error.get("code") or "")
             code = error.get("code")  # Gemini's: the HTTP status a whole answer would have had
             status = code if isinstance(code, int) and 400 <= code < 600 else STREAM_ERROR_STATUS.get(kind, 502)
-            self.upstream_error = (status, f"the model server sent an error mid-stream "
-                                   f"({kind or 'no type'}): {str(error.get('message') or '')[:300]}")
+            self.upstream_error = (
+                status,
+                f"the model server sent an error mid-stream "
+                f"({kind or 'no type'}): {str(error.get('message') or '')[:300]}",
+            )
 
 
 def error_event(api: str, message: str, stream: Stream, status: int = 502) -> bytes:
@@ -222,8 +238,13 @@ def error_event(api: str, message: str, stream: Stream, status: int = 502) -> by
         body = {"type": "error", "error": {"type": "api_error", "message": message}}
         return b"event: error\ndata: " + json.dumps(body).encode() + b"\n\n"
     if api == "responses":
-        response = {"id": f"resp_gateway_{secrets.token_hex(8)}", "object": "response", "created_at": int(time.time()),
-                    "output": [], **stream.about}
+        response = {
+            "id": f"resp_gateway_{secrets.token_hex(8)}",
+            "object": "response",
+            "created_at": int(time.time()),
+            "output": [],
+            **stream.about,
+        }
         response.update(status="failed", error={"code": "server_error", "message": message})
         event = {"type": "response.failed", "sequence_number": stream.sequence + 1, "response": response}
         return b"event: response.failed\ndata: " + json.dumps(event).encode() + b"\n\n"
@@ -238,16 +259,23 @@ def note(record: dict, message: str, level: int = logging.WARNING) -> None:
     log.log(level, "model gateway: %s%s: %s", where, f" ({who})" if who else "", message)
 
 
-
 class _Relayed(web.StreamResponse):
     """A streamed answer whose head goes out with its first events: one write to the client, not two."""
 
     _send_headers_immediately = False  # aiohttp's own switch (its web.Response sets it so too)
 
 
-async def relay(request: web.Request, response: aiohttp.ClientResponse, stream: Stream, headers: dict[str, str],
-                record: dict, key: str | None, take: Callable[[bytes, Any], None],
-                finish: Callable[[], None], stages: StageTimes | None = None) -> web.StreamResponse:
+async def relay(
+    request: web.Request,
+    response: aiohttp.ClientResponse,
+    stream: Stream,
+    headers: dict[str, str],
+    record: dict,
+    key: str | None,
+    take: Callable[[bytes, Any], None],
+    finish: Callable[[], None],
+    stages: StageTimes | None = None,
+) -> web.StreamResponse:
     """Write the events to the client as they arrive, all that arrived together in one write (a write is a system
     call that also wakes the client: one per event cost more than the rest of the relay), and `take` each (metering,
     traces); a stream that breaks ends with an error event in the client's wire format. `finish` writes the record

@@ -7,8 +7,26 @@ import json
 import warnings
 from typing import Any
 
-RECORD_FIELDS = ("id", "client", "upstream", "method", "path", "model", "stream", "status", "input_tokens",
-                 "cached_tokens", "output_tokens", "cost_usd", "latency_s", "retries", "waited_s", "started_at", "error", "changed")
+RECORD_FIELDS = (
+    "id",
+    "client",
+    "upstream",
+    "method",
+    "path",
+    "model",
+    "stream",
+    "status",
+    "input_tokens",
+    "cached_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_s",
+    "retries",
+    "waited_s",
+    "started_at",
+    "error",
+    "changed",
+)
 
 
 class PhoenixTracer:
@@ -60,22 +78,29 @@ def span_attributes(payload: dict) -> dict[str, Any]:
     from openinference.semconv.trace import SpanAttributes as S
     from openinference.semconv.trace import ToolCallAttributes as T
 
-    attributes: dict[str, Any] = {S.OPENINFERENCE_SPAN_KIND: "LLM", S.INPUT_VALUE: payload["request_body"],
-                                  S.INPUT_MIME_TYPE: "application/json",
-                                  S.OUTPUT_VALUE: payload["output_text"] or payload["response_body"],
-                                  S.SESSION_ID: payload["client"]}
+    attributes: dict[str, Any] = {
+        S.OPENINFERENCE_SPAN_KIND: "LLM",
+        S.INPUT_VALUE: payload["request_body"],
+        S.INPUT_MIME_TYPE: "application/json",
+        S.OUTPUT_VALUE: payload["output_text"] or payload["response_body"],
+        S.SESSION_ID: payload["client"],
+    }
     if payload.get("model"):
         attributes[S.LLM_MODEL_NAME] = payload["model"]
-    counts: dict[str, int | None] = {S.LLM_TOKEN_COUNT_PROMPT: payload.get("input_tokens"),
-                                     S.LLM_TOKEN_COUNT_COMPLETION: payload.get("output_tokens")}
+    counts: dict[str, int | None] = {
+        S.LLM_TOKEN_COUNT_PROMPT: payload.get("input_tokens"),
+        S.LLM_TOKEN_COUNT_COMPLETION: payload.get("output_tokens"),
+    }
     known = [n for n in counts.values() if n is not None]
     if len(known) == len(counts):
         counts[S.LLM_TOKEN_COUNT_TOTAL] = sum(known)
     counts[S.LLM_TOKEN_COUNT_PROMPT_DETAILS_CACHE_READ] = payload.get("cached_tokens")
     attributes.update({k: v for k, v in counts.items() if v is not None})
     output = {"role": "assistant", "content": payload["output_text"], "tool_calls": payload["output_tool_calls"]}
-    for prefix, messages in ((S.LLM_INPUT_MESSAGES, payload.get("input_messages") or []),
-                             (S.LLM_OUTPUT_MESSAGES, [output])):
+    for prefix, messages in (
+        (S.LLM_INPUT_MESSAGES, payload.get("input_messages") or []),
+        (S.LLM_OUTPUT_MESSAGES, [output]),
+    ):
         for i, message in enumerate(messages):
             attributes[f"{prefix}.{i}.{M.MESSAGE_ROLE}"] = message["role"]
             attributes[f"{prefix}.{i}.{M.MESSAGE_CONTENT}"] = message["content"]
@@ -83,8 +108,11 @@ def span_attributes(payload: dict) -> dict[str, Any]:
                 base = f"{prefix}.{i}.{M.MESSAGE_TOOL_CALLS}.{j}."
                 attributes[base + T.TOOL_CALL_FUNCTION_NAME] = call.get("name") or ""
                 attributes[base + T.TOOL_CALL_FUNCTION_ARGUMENTS_JSON] = call.get("arguments") or ""
-    metadata = {k: v for k, v in payload.items()
-                if k not in ("request_body", "response_body", "output_text", "output_tool_calls", "input_messages")}
+    metadata = {
+        k: v
+        for k, v in payload.items()
+        if k not in ("request_body", "response_body", "output_text", "output_tool_calls", "input_messages")
+    }
     attributes[S.METADATA] = json.dumps(metadata, default=str)
     for key in set(metadata) - set(RECORD_FIELDS):  # the token's attributes: task, split, loop, role, ...
         value = metadata[key]
@@ -109,9 +137,14 @@ def _exporter(endpoint: str, api_key: str | None, timeout_s: float) -> Any:
             result = super().export(spans)
             if result is not SpanExportResult.SUCCESS and not self.warned:
                 self.warned = True
-                warnings.warn(f"Phoenix at {url} did not take the gateway's spans; spans are dropped until it "
-                              "does. Model calls are not affected.", RuntimeWarning, stacklevel=1)
+                warnings.warn(
+                    f"Phoenix at {url} did not take the gateway's spans; spans are dropped until it "
+                    "does. Model calls are not affected.",
+                    RuntimeWarning,
+                    stacklevel=1,
+                )
             return result
 
-    return WarnOnceExporter(endpoint=url, headers={"Authorization": f"Bearer {api_key}"} if api_key else None,
-                            timeout=timeout_s)
+    return WarnOnceExporter(
+        endpoint=url, headers={"Authorization": f"Bearer {api_key}"} if api_key else None, timeout=timeout_s
+    )

@@ -31,21 +31,38 @@ CONNECT_TIMEOUT_S = config.GATEWAY_CONNECT_TIMEOUT_S
 class UpstreamLeg:
     """The session and pools of a running gateway (made on its event loop, `close()`d there) and `send`."""
 
-    def __init__(self, upstreams: Mapping[str, Upstream], concurrency: int, limits: Limits, *, max_retries: int,
-                 backoff_s: float, max_retry_after_s: float):
+    def __init__(
+        self,
+        upstreams: Mapping[str, Upstream],
+        concurrency: int,
+        limits: Limits,
+        *,
+        max_retries: int,
+        backoff_s: float,
+        max_retry_after_s: float,
+    ):
         self.upstreams, self.limits = upstreams, limits
         self.max_retries, self.backoff_s, self.max_retry_after_s = max_retries, backoff_s, max_retry_after_s
         self.session = aiohttp.ClientSession(  # no cookie jar: one call's cookies are never another's
-            connector=aiohttp.TCPConnector(limit=0), auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(),
-            timeout=aiohttp.ClientTimeout(total=limits.call_s, sock_connect=CONNECT_TIMEOUT_S,
-                                          sock_read=limits.idle_s))
+            connector=aiohttp.TCPConnector(limit=0),
+            auto_decompress=False,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            timeout=aiohttp.ClientTimeout(total=limits.call_s, sock_connect=CONNECT_TIMEOUT_S, sock_read=limits.idle_s),
+        )
         self.pools = {name: Pool(concurrency) for name in upstreams}
 
     async def close(self) -> None:
         await self.session.close()
 
-    async def send(self, method: str, upstream: Upstream, headers: dict[str, str], body: bytes,
-                   record: dict, carried: Carried | None = None) -> tuple[aiohttp.ClientResponse, bytes | Stream]:
+    async def send(
+        self,
+        method: str,
+        upstream: Upstream,
+        headers: dict[str, str],
+        body: bytes,
+        record: dict,
+        carried: Carried | None = None,
+    ) -> tuple[aiohttp.ClientResponse, bytes | Stream]:
         """The upstream's answer to be relayed with what of it was read (a whole body, or a stream's first
         events), holding one of the pool's slots (released by the caller). Retries (the one policy,
         helpers.llm.retries) 429/5xx and UpstreamFaults while nothing has been sent to the client; an answer
@@ -76,8 +93,16 @@ class UpstreamLeg:
             raise exhausted.cause
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _try(self, method: str, url: URL, headers: dict[str, str], body: bytes, record: dict, last: bool,
-                   carried: Carried | None = None) -> tuple[aiohttp.ClientResponse, bytes | Stream]:
+    async def _try(
+        self,
+        method: str,
+        url: URL,
+        headers: dict[str, str],
+        body: bytes,
+        record: dict,
+        last: bool,
+        carried: Carried | None = None,
+    ) -> tuple[aiohttp.ClientResponse, bytes | Stream]:
         """One attempt; on success it keeps its pool slot and the open answer for the caller. A fault is
         logged (one line) and raised as TryAgain, its cause the UpstreamFault."""
         pool, key = self.pools[record["upstream"]], self.upstreams[record["upstream"]].api_key

@@ -12,13 +12,30 @@ from urllib.parse import parse_qsl
 
 from helpers.core import config
 
-GEMINI_TO_OPENAI = "gemini-to-openai"  # a Gemini client's calls carried to a chat-completions server (gemini_to_openai.py)
+GEMINI_TO_OPENAI = (
+    "gemini-to-openai"  # a Gemini client's calls carried to a chat-completions server (gemini_to_openai.py)
+)
 KINDS = ("openai", "anthropic", "openai-compatible", "gemini", GEMINI_TO_OPENAI)
-DEFAULT_BASE_URLS = {"openai": config.OPENAI_URL, "anthropic": "https://api.anthropic.com",
-                     "gemini": config.GEMINI_URL}  # Gemini's paths carry their version
-_HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-               "trailers", "transfer-encoding", "upgrade", "host", "content-length"}
+DEFAULT_BASE_URLS = {
+    "openai": config.OPENAI_URL,
+    "anthropic": "https://api.anthropic.com",
+    "gemini": config.GEMINI_URL,
+}  # Gemini's paths carry their version
+_HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+}
 KEY_HEADERS = {"anthropic": "x-api-key", "gemini": "x-goog-api-key"}  # kind -> its key header; else Bearer
+
 
 @dataclass(frozen=True)
 class Upstream:
@@ -44,8 +61,7 @@ def token_of(headers: Mapping[str, str], query: str = "") -> str | None:
     authorization = headers.get("Authorization", "")
     if authorization.lower().startswith("bearer "):
         return authorization[7:].strip()
-    return (headers.get("x-api-key") or headers.get("x-goog-api-key")
-            or dict(parse_qsl(query)).get("key") or None)
+    return headers.get("x-api-key") or headers.get("x-goog-api-key") or dict(parse_qsl(query)).get("key") or None
 
 
 def upstream_headers(client_headers: Mapping[str, str], upstream: Upstream) -> dict[str, str]:

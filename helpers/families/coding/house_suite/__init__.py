@@ -25,7 +25,7 @@ CONVENTIONS: dict[str, dict[str, str]] = {
     "errors": {
         "title": "errors are the package's own exceptions",
         "rule": "Raise errors as the package's own exception types (subclasses of the base error class in its "
-                "errors module), never bare ValueError, KeyError or Exception.",
+        "errors module), never bare ValueError, KeyError or Exception.",
         "check": "pytest.raises(<the package's base error>) on the bad input",
         "scope": "team",
     },
@@ -38,28 +38,28 @@ CONVENTIONS: dict[str, dict[str, str]] = {
     "logging": {
         "title": "report through the package logger, never print",
         "rule": "Report warnings and notable events through the package's logger (`logging.getLogger(__name__)` "
-                "inside the package), never with print().",
+        "inside the package), never with print().",
         "check": "nothing printed; a record on the package's logger",
         "scope": "team",
     },
     "docs_types": {
         "title": "public functions have type hints and a docstring",
         "rule": "Give every new public function or method type hints on all parameters and on the return value, "
-                "and a docstring.",
+        "and a docstring.",
         "check": "inspect.signature has annotations and inspect.getdoc is not empty",
         "scope": "team",
     },
     "registry": {
         "title": "new exporters join the registry",
         "rule": "In the ledger library, register every new exporter in the exporter registry with its "
-                "`@register(<format>)` decorator, so the generic export function finds it by format name.",
+        "`@register(<format>)` decorator, so the generic export function finds it by format name.",
         "check": "EXPORTERS[format] is the new function",
         "scope": "house/ledger",
     },
     "decimal": {
         "title": "money is Decimal, never float",
         "rule": "In the ledger library, handle money as Decimal end to end (parse amounts with the package's own "
-                "parser, quantize to cents); never convert amounts to float.",
+        "parser, quantize to cents); never convert amounts to float.",
         "check": "results are Decimal instances",
         "scope": "house/ledger",
     },
@@ -72,7 +72,7 @@ CONVENTIONS: dict[str, dict[str, str]] = {
     "cli_exit": {
         "title": "CLI failures exit with their named status",
         "rule": "In the todo command-line tool, a failing command returns `fail(error, status)` with the named "
-                "exit-status constant for that kind of failure (not found, bad usage), never a bare 1 or a print.",
+        "exit-status constant for that kind of failure (not found, bad usage), never a bare 1 or a print.",
         "check": "main() returns the named status and writes one 'todo: ...' line on stderr",
         "scope": "house/todo",
     },
@@ -103,5 +103,6 @@ def build_house_repos(root: Any = None) -> dict[str, Any]:
     from helpers.families.coding.house_suite.build import build
 
     return build(root)[1]
+
 
 __all__ = ["load_house_suite", "build_house_repos"]  # the public API, documented in CODE_APPENDIX.md

@@ -75,17 +75,26 @@ def _rows(repos: dict[str, Path], commits: dict[str, str], scratch: Path) -> lis
         for task in library.tasks:
             test_path = f"tests/test_{task.test_name}.py"
             test_edit = [{"path": test_path, "create": _test_file(library.checks, task.tests)}]
-            rows.append({
-                "instance_id": instance_id(library.folder, task), "repo": repo, "base_commit": base,
-                "problem_statement": task.problem_statement,
-                "patch": _patch(source, base, list(task.gold), scratch),
-                "naive_patch": _patch(source, base, list(task.naive), scratch),
-                "test_patch": _patch(source, base, test_edit, scratch),
-                "FAIL_TO_PASS": _test_ids(test_path, task.tests), "PASS_TO_PASS": list(library.pass_to_pass),
-                "created_at": task.created_at, "version": VERSION, "hints_text": "",
-                "environment_setup_commit": base, "conventions": list(task.conventions), "suite": "house",
-                "slug": task.slug,
-            })
+            rows.append(
+                {
+                    "instance_id": instance_id(library.folder, task),
+                    "repo": repo,
+                    "base_commit": base,
+                    "problem_statement": task.problem_statement,
+                    "patch": _patch(source, base, list(task.gold), scratch),
+                    "naive_patch": _patch(source, base, list(task.naive), scratch),
+                    "test_patch": _patch(source, base, test_edit, scratch),
+                    "FAIL_TO_PASS": _test_ids(test_path, task.tests),
+                    "PASS_TO_PASS": list(library.pass_to_pass),
+                    "created_at": task.created_at,
+                    "version": VERSION,
+                    "hints_text": "",
+                    "environment_setup_commit": base,
+                    "conventions": list(task.conventions),
+                    "suite": "house",
+                    "slug": task.slug,
+                }
+            )
     return rows
 
 
@@ -172,8 +181,10 @@ def undone_patches(root: Path | str | None = None) -> dict[str, dict[str, str]]:
             for repo, library in libraries().items():
                 for task in library.tasks:
                     row = rows[instance_id(library.folder, task)]
-                    undone[row["instance_id"]] = {c: _patch(repos[repo], row["base_commit"], _undone(task, c), Path(scratch))
-                                                  for c in task.conventions}
+                    undone[row["instance_id"]] = {
+                        c: _patch(repos[repo], row["base_commit"], _undone(task, c), Path(scratch))
+                        for c in task.conventions
+                    }
         partial = path.with_suffix(f".{os.getpid()}.tmp")
         partial.write_text(json.dumps(undone, indent=1))
         partial.replace(path)
