@@ -8,13 +8,5 @@ from ledger.errors import LedgerError, NotFoundError, ValidationError  # noqa: E
 from ledger.money import format_amount, parse_amount  # noqa: E402
 from ledger.accounts import Account, Ledger  # noqa: E402
 
-__all__ = [
-    "Account",
-    "Ledger",
-    "LedgerError",
-    "NotFoundError",
-    "ValidationError",
-    "format_amount",
-    "logger",
-    "parse_amount",
-]
+__all__ = ["Account", "Ledger", "LedgerError", "NotFoundError", "ValidationError", "format_amount",
+           "logger", "parse_amount"]

@@ -11,7 +11,7 @@ from todo.errors import NotFoundError, UsageError
 from todo.items import TodoList
 
 EXIT_OK = 0
-EXIT_USAGE = 2  # bad input: a title, a priority, an option
+EXIT_USAGE = 2      # bad input: a title, a priority, an option
 EXIT_NOT_FOUND = 3  # an item that does not exist
 
 
