@@ -11,7 +11,7 @@ import pytest
 from helpers.stats.costs import mean_ratio, paired_change
 from helpers.stats.intervals import paired_bootstrap
 
-from tests.helpers.stats.test_comparisons import TOKENS_A, TOKENS_B
+from tests.helpers.stats.test_intervals import TOKENS_A, TOKENS_B
 
 
 def run_rows(tokens, **columns):
