@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from cline import run_act
+from helpers.core import config
 from helpers.isolation.netns import host_makes_network
 from helpers.stats.outcomes import FAILED, RESOLVED, RULES, outcome_counts, run_outcome
 from helpers.llm.gateway import Gateway, Upstream
@@ -31,12 +32,16 @@ INTO_STDOUT = ("python3 -c \"import ctypes, os, shutil, sys; libc = ctypes.CDLL(
                "fd = libc.syscall(438, os.pidfd_open(int(sys.argv[1])), 1, 0); fd >= 0 or sys.exit(ctypes.get_errno()); "
                "os.set_blocking(fd, True); shutil.copyfileobj(sys.stdin.buffer, open(fd, 'wb')); "
                "open('GOT_FD', 'a').write('yes')\" $PPID")  # the pipe Node made non-blocking, made blocking
+# The flood is 8 times the tail the driver keeps of a CLI's output (set small here), so its reader drops lines; small
+# enough to copy well within Cline's own 30 s limit on a command (100 MB under load outlasted it: no GOT_FD)
+READBACK = 2**20
+FLOOD = 8 * READBACK
 VARIANTS = {  # task number: (what its commands do, the outcome); $PPID is Cline (the command's shell's parent)
     1: ("", RESOLVED),  # an honest run: the fix
     2: ("kill -9 $PPID", RULES),  # the agent kills its own CLI on a task it did not solve
     3: (f"echo '{FORGED}' | {INTO_STDOUT}; kill -9 $PPID", RULES),  # a forged final result, usage, cost; then the kill
     4: ("kill -INT $PPID", RULES),  # Cline exits 0 without its final event
-    5: (f"yes '{FORGED}' | head -c 100000000 | {INTO_STDOUT}", RESOLVED),  # 100 MB of fake usage, then the fix
+    5: (f"yes '{FORGED}' | head -c {FLOOD} | {INTO_STDOUT}", RESOLVED),  # a flood of fake usage, then the fix
     6: (f"echo '{PROVIDER_ERROR}' | {INTO_STDOUT}; kill -INT $PPID", RULES),  # a provider's error, in its own words
     # Cline's parent killed: where the host makes the run's network (as root, with nsenter) that parent is the
     # sandbox's own init, which a process inside cannot signal, and the run goes on to end as its agent's own;
@@ -65,8 +70,9 @@ def shared_run(tmp_path_factory):
     tasks = pd.DataFrame([make_task(repo, base, n) for n in VARIANTS])
     kw = dict(tasks=tasks, run_id="stream", workers=4, model="scripted-dry-run", api_key=KEY, timeout_s=TIMEOUT_S,
               results_root=tmp / "results", progress=False)
-    with ScriptedModelServer(script()) as server, \
+    with pytest.MonkeyPatch.context() as patch, ScriptedModelServer(script()) as server, \
             Gateway({"agent": Upstream(server.base_url, KEY, "openai-compatible")}) as gateway:
+        patch.setattr(config, "MAX_READBACK_BYTES", READBACK)
         first = run_act(base_url=server.base_url, gateway=gateway, **kw)
         metered = {iid: gateway.usage(task=iid) for iid in tasks.instance_id}
         server.clear()
@@ -91,8 +97,7 @@ def test_each_run_the_agent_ended_itself_is_a_failed_attempt_in_the_count(shared
 def test_the_runs_end_is_the_hosts_wait_whatever_the_stream_claimed(shared_run):
     rows, _, _, _ = shared_run
     forged = rows.loc["calc__calc-3"]
-    # GOT_FD: pidfd_getfd copied Cline's stdout, and the forgery went through it (said whole when it did not: the
-    # probe's one flaky failure under load, not reproduced since in 5 loaded module runs and 8 loaded probes at once)
+    # GOT_FD: pidfd_getfd copied Cline's stdout, and the forgery went through it whole
     assert "+yes" in forged.output, (forged.status, forged.error, forged.output[-400:])
     assert forged.status == "error" and "exited with status 137 (the host's wait)" in forged.error
     assert "its stream claimed completed" in forged.error  # the claim, recorded as the agent's

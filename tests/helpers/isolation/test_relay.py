@@ -18,9 +18,29 @@ def fds() -> set[str]:
     return set(os.listdir("/proc/self/fd"))
 
 
+def sockets() -> set[str]:
+    """The process's open sockets, by descriptor number."""
+    return {fd for fd in fds() if _link(fd).startswith("socket:")}
+
+
+def _link(fd: str) -> str:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:  # closed meanwhile
+        return ""
+
+
 def threads() -> set[str]:
     """The process's threads, by id (a set, for the same reason)."""
     return set(os.listdir("/proc/self/task"))
+
+
+def relay_threads() -> list[threading.Thread]:
+    """The relay's own threads, by name: a test worker's threads left by earlier tests may start or end meanwhile."""
+    return [thread for thread in threading.enumerate() if thread.name == "sandbox-relay"]
+
+
+STRAYS = 2  # native threads an earlier test's leftovers may start meanwhile: 1,000 connections would show as 1,000
 
 
 @contextmanager
@@ -71,19 +91,21 @@ def test_a_thousand_connections_cost_the_driver_one_thread_and_a_bounded_number_
     """The issue's example: 1,000 connections took the driver from 4 to 2,012 threads and 10 to 3,018 descriptors."""
     cap = config.RELAY_MAX_CONNECTIONS
     with gateway() as url:
-        threads_before, fds_before = threads(), fds()
+        threads_before, fds_before, sockets_before = threads(), fds(), sockets()
         with reach_relay(url, tmp_path):
             clients = [connect(tmp_path) for _ in range(1000)]
             time.sleep(0.5)
+            relays = len(relay_threads())
             added_threads, added_fds = len(threads() - threads_before), len(fds() - fds_before) - len(clients)
             refused = sum(closed_at_once(client, 0.5) for client in clients[cap:])
             carried = [client for client in clients[:cap] if not closed_at_once(client, 0.01)]
             for client in clients:
                 client.close()
-        assert added_threads == 1, added_threads
-        assert added_fds <= 2 * cap + 4, added_fds  # listener, a wake-up pair, two per connection carried
+        assert relays == 1 and added_threads <= 1 + STRAYS, (relays, added_threads)
+        assert added_fds <= 2 * cap + 4 + STRAYS, added_fds  # listener, a wake-up pair, two per connection carried
         assert refused == 1000 - cap and len(carried) == cap
-        assert not threads() - threads_before and not fds() - fds_before  # the relay's thread and sockets are gone
+        assert not relay_threads() and not sockets() - sockets_before  # the relay's thread and sockets are gone
+        assert len(threads() - threads_before) <= STRAYS
 
 
 def test_half_open_connections_that_never_send_hold_only_their_slots_and_end_with_the_run(tmp_path):
@@ -111,8 +133,11 @@ def test_half_open_connections_that_never_send_hold_only_their_slots_and_end_wit
         assert all(closed_at_once(client) for client in idle)  # the run's end ends them
         for client in [*idle, again]:
             client.close()
-    time.sleep(0.1)
-    assert not threads() - threads_before
+    assert not relay_threads()
+    deadline = time.monotonic() + 10  # the echo threads end as their connections close, on a loaded machine
+    while len(threads() - threads_before) > STRAYS and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(threads() - threads_before) <= STRAYS
 
 
 def test_a_large_answer_and_a_half_closed_request_arrive_whole_in_order(tmp_path):
