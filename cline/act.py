@@ -12,7 +12,7 @@ rows carry the engine's `output` column and, for the cookbook's cells, `cline_pa
 
 from __future__ import annotations
 
-from pathlib import Path
+from inspect import signature
 from typing import Any
 
 import pandas as pd
@@ -21,64 +21,42 @@ from cline.runner import ClineAgent
 from helpers.core import config
 from helpers.engine.runs import run_tasks
 
+# run_act's keywords that go to run_tasks; the others make its ClineAgent
+RUN_OPTIONS = {name for name, p in signature(run_tasks).parameters.items() if p.kind is p.KEYWORD_ONLY}
+
 
 def run_act(
     dataset_name: str | None = None,
     instance_ids: Any = None,
-    run_id: str = "run",
+    run_id: str | None = None,
     ruleset: str = "",
     workers: int = config.WORKERS,
     *,
     tasks: pd.DataFrame | None = None,
-    experiment: str | None = None,
-    evaluate: bool = True,
-    model: str | None = None,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    provider: str | None = None,
-    timeout_s: float = config.AGENT_TIMEOUT_S,
-    mode: str = "act",
-    attempt: int = 0,
-    results_root: Path | str | None = None,
-    progress: bool = True,
-    gateway: Any = None,
+    **options: Any,
 ) -> pd.DataFrame:
     """Run Cline on every task (`workers` at a time), test each patch, and return one row per task.
 
-    Columns: helpers.engine.run_records.COLUMNS (instance_id, ..., output, pass_or_fail "pass" | "fail" |
-    "not_evaluated", status "completed" | "error" | "timeout", error, cost_usd, ...) plus `cline_patch`
-    and `plan`. A task whose agent run failed is a "fail" row with the reason in `error`; setup problems
-    (no Cline binary, no key, bad arguments) raise before any task starts. `gateway` (the session's):
-    every run calls the model through it with a token of its own; the key stays in this process.
+    `options`: ClineAgent's settings (model, base_url, api_key, provider, timeout_s, mode, sandbox) and run_tasks'
+    keywords (experiment, evaluate, attempt, results_root, progress, gateway, ...), with their defaults; `run_id`
+    None: "run", or "plan" in plan mode. Columns: helpers.engine.run_records.COLUMNS (instance_id, ..., output,
+    pass_or_fail "pass" | "fail" | "not_evaluated", status "completed" | "error" | "timeout", error, cost_usd,
+    ...) plus `cline_patch` and `plan`. A task whose agent run failed is a "fail" row with the reason in `error`;
+    setup problems (no Cline binary, no key, bad arguments) raise before any task starts. `gateway` (the
+    session's): every run calls the model through it with a token of its own; the key stays in this process.
     """
-    agent = ClineAgent(model, base_url=base_url, api_key=api_key, provider=provider, timeout_s=timeout_s, mode=mode)
+    run_options = {name: options.pop(name) for name in RUN_OPTIONS & set(options)}
+    agent = ClineAgent(**options)  # an unknown keyword is its TypeError, before any task is loaded
+    run_id = run_id or ("plan" if agent.mode == "plan" else "run")
     frame = task_frame(dataset_name, instance_ids, tasks)
-    df = run_tasks(
-        frame,
-        agent,
-        run_id=run_id,
-        experiment=experiment,
-        ruleset=ruleset,
-        workers=workers,
-        evaluate=evaluate,
-        attempt=attempt,
-        results_root=results_root,
-        progress=progress,
-        gateway=gateway,
-    )
+    df = run_tasks(frame, agent, run_id=run_id, ruleset=ruleset, workers=workers, **run_options)
     return with_cookbook_columns(df)
 
 
-def run_plan(
-    dataset_name: str | None = None,
-    instance_ids: Any = None,
-    run_id: str = "plan",
-    ruleset: str = "",
-    workers: int = config.WORKERS,
-    **kwargs: Any,
-) -> pd.DataFrame:
-    """run_act in plan mode: Cline answers with a plan (the `output` and `plan` columns); nothing is tested."""
-    return run_act(dataset_name, instance_ids, run_id, ruleset, workers, **{**kwargs, "mode": "plan"})
+def run_plan(*args: Any, **kwargs: Any) -> pd.DataFrame:
+    """run_act in plan mode (run_act's parameters): Cline answers with a plan (the `output` and `plan` columns);
+    nothing is tested."""
+    return run_act(*args, **{**kwargs, "mode": "plan"})
 
 
 def with_cookbook_columns(df: pd.DataFrame) -> pd.DataFrame:

@@ -26,33 +26,29 @@ from __future__ import annotations
 
 import functools
 import json
-from collections import deque
 import os
 import platform
-import signal
 import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from helpers.agents.base import CLIAgent, capped, ended_as_seen, task_text, unreadable
 from helpers.agents.init_route import PROJECT_INIT, PROJECT_INIT_PROMPT, InitRoute
 from helpers.core import config
 from helpers.isolation.processes import (
-    CLIRun,
-    die_with_parent,
-    read_capped,
+    Started,
     remove_scratch,
+    run_cli,
     safe_environment,
     scratch_dir,
-    signal_group,
     stop_processes,
 )
-from helpers.isolation.sandboxed_command import reached_at, relayed, with_cap
-from helpers.isolation.sandbox import SandboxPolicy
+from helpers.isolation.sandboxed_command import reached_at
 from helpers.stand_ins.file_edit_tools import ShellTool, WholeFileEditor
 from helpers.core.protocols import AgentResult, Patch, Task
 from helpers.engine.executors import run_attempt
@@ -77,7 +73,6 @@ BASE_PROMPT = (
     "repository's hidden tests decide whether your change is correct. The rules below are appended "
     "to your system prompt under '# Rules'."
 )
-STOP_GRACE_S = 3.0  # after SIGINT, before SIGKILL
 STARTUP_MAX_S = 20.0  # a run still starting after this gives up its start-up slot (one takes ~2.5 s)
 STARTUP_POLL_S = 0.2
 STARTUP_BUSY = 0.5  # cores a run uses while starting up; below this it is waiting on the model
@@ -91,7 +86,7 @@ STARTUP_SLOTS: int | None = None
 RUNTIME_ENV = {"BUN_JSC_useDFGJIT": "0"}
 PROVIDER_IDS = {"openai-compatible": "openai-compatible", "openai": "openai-native", "anthropic": "anthropic"}
 
-_live: set[subprocess.Popen] = set()  # running Cline processes, so an interrupt can stop them all
+_live: set[subprocess.Popen[str]] = set()  # running Cline processes, so an interrupt can stop them all
 _live_lock = threading.Lock()
 
 
@@ -218,139 +213,33 @@ def _wait_for_startup(process: subprocess.Popen, spoke: threading.Event, limit_s
         used = now
 
 
-def _feed(stream, text: str) -> None:
-    try:
-        stream.write(text)
-        stream.close()
-    except (BrokenPipeError, OSError, ValueError):
-        pass  # it exited before reading its task; its output says why
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """SIGINT to the group (Cline stops in ~0.2 s), SIGKILL after a grace period."""
-    signal_group(process, signal.SIGINT)
-    try:
-        process.wait(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        signal_group(process, signal.SIGKILL)
-        process.wait()
-
-
-def _run_cli(
-    args: list[str],
-    workspace: Path,
-    env: dict[str, str],
-    stdin_text: str,
-    timeout_s: float,
-    home: Path | None = None,
-    sandbox: SandboxPolicy = None,
-    reach: str | None = None,
-) -> CLIRun:
-    """One CLI run (stdout, stderr, timed_out, seconds it ran, the exit status of the host's wait), stopped as a
-    process group on timeout; in the sandbox, `reach` (the gateway) is the one address in reach, for as long as
-    the run lasts."""
-    with relayed(args, workspace, home, [PACKAGE_DIR], sandbox, reach=reach) as command:
-        out, err, timed_out, seconds, status = _run_in_slots(command, workspace, env, stdin_text, timeout_s)
-    return CLIRun(out, with_cap(err, command), timed_out, seconds, status)  # a sandbox cap that ended it, named last
-
-
-def _run_in_slots(
-    args: list[str], workspace: Path, env: dict[str, str], stdin_text: str, timeout_s: float
-) -> tuple[str, str, bool, float, int | None]:
-    """Runs in this process start up a few at a time (STARTUP_SLOTS): a pool of workers that
-    all start together otherwise stays in lockstep, every run burning CPU at once, then every run idle
-    on the model at once.
-    """
+@contextmanager
+def _startup_slot(timeout_s: float) -> Iterator[Started]:
+    """Runs in this process start up a few at a time (STARTUP_SLOTS): a pool of workers that all start together
+    otherwise stays in lockstep, every run burning CPU at once, then every run idle on the model at once. Holds
+    a slot until the run it gives to (as run_cli's `started`) is past its start-up, or the block ends."""
     slots = _startup_slots(max(1, STARTUP_SLOTS or os.cpu_count() or 1))
     slots.acquire()
     holding = True
-    out: deque[str] = deque()  # a bounded tail of each (read_capped)
-    err: deque[str] = deque()
+
+    def started(process: subprocess.Popen[str], spoke: threading.Event) -> None:
+        nonlocal holding
+        _wait_for_startup(process, spoke, min(timeout_s, STARTUP_MAX_S))
+        holding = False
+        slots.release()
+
     try:
-        started = time.monotonic()
-        process = subprocess.Popen(
-            args,
-            cwd=workspace,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-            preexec_fn=die_with_parent(),
-        )
-        with _live_lock:
-            _live.add(process)
-        spoke = threading.Event()
-        threads = [
-            threading.Thread(target=_feed, args=(process.stdin, stdin_text), daemon=True),
-            threading.Thread(target=read_capped, args=(process.stdout, out, None, spoke), daemon=True),
-            threading.Thread(target=read_capped, args=(process.stderr, err), daemon=True),
-        ]
-        for thread in threads:
-            thread.start()
-        timed_out = False
-        try:
-            _wait_for_startup(process, spoke, min(timeout_s, STARTUP_MAX_S))
-            slots.release()
-            holding = False
-            try:
-                process.wait(timeout=max(0.0, timeout_s - (time.monotonic() - started)))
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _stop(process)
-        finally:
-            signal_group(process, signal.SIGKILL)  # whatever it started in its group
-            for thread in threads:
-                thread.join(timeout=STOP_GRACE_S)  # a stray holder of its pipes must not hang us
-            with _live_lock:
-                _live.discard(process)
+        yield started
     finally:
         if holding:
             slots.release()
-    return "".join(out), "".join(err), timed_out, time.monotonic() - started, process.returncode
 
 
-def run_cline(
-    task: Task,
-    workspace: Path | str,
-    *,
-    model: str = DEFAULT_MODEL,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    provider: str | None = None,
-    timeout_s: float = config.AGENT_TIMEOUT_S,
-    mode: str = "act",
-    sandbox: SandboxPolicy = "required",
-) -> AgentResult:
+def run_cline(task: Task, workspace: Path | str, **settings: Any) -> AgentResult:
     """Run Cline once on `task` in `workspace` (a clean git tree at the task's base commit, its rules
-    already in .clinerules). The result carries no patch: the caller takes it from the workspace."""
-    if mode not in ("act", "plan"):
-        raise ValueError(f"mode must be 'act' or 'plan', not {mode!r}.")
-    workspace = Path(workspace)
-    # In the sandbox only base_url (the gateway) is in reach: a remote one at 127.0.0.1 (reached_at)
-    provider_id, entry, key_env = provider_settings(model, reached_at(base_url, sandbox), api_key, provider)
-    args = [
-        str(cline_binary()),
-        "--json",
-        "-c",
-        str(workspace),
-        *(["-p"] if mode == "plan" else []),
-        "Resolve the task given below.",
-    ]
-    instance_id = str(task["instance_id"])
-    state = scratch_dir("cline-state")
-    try:
-        env = child_environment(write_cline_state(state, provider_id, entry), key_env)
-        run = _run_cli(args, workspace, env, task_text(task), timeout_s, state, sandbox, reach=base_url)
-    finally:
-        remove_scratch(state)  # the run's home: its capped disk detached, any depth, never raising
-    try:
-        claim = _claim_of(run.out, run.err, instance_id, mode, model, run.seconds)
-    except Exception as error:  # Cline's stdout is agent data (its commands can write it), and so is a bad one
-        claim = unreadable(instance_id, model, error)
-    return capped(ended_as_seen(claim, run.exit_status, run.timed_out, timeout_s), run.err)
+    already in .clinerules). The result carries no patch: the caller takes it from the workspace. `settings`
+    are ClineAgent's."""
+    return ClineAgent(**settings).run(task, Path(workspace), "")
 
 
 def _claim_of(out: str, err: str, instance_id: str, mode: str, model: str, duration: float) -> AgentResult:
@@ -408,7 +297,7 @@ def _last_lines(text: str, lines: int = 5) -> str:
 
 class ClineAgent(CLIAgent):
     """Cline as an Agent (helpers.agents.base.CLIAgent): rules in .clinerules, headless act or plan mode. Its
-    runs start up a few at a time (run_cline), so it runs them itself rather than through the base's run."""
+    runs start up a few at a time (STARTUP_SLOTS), so it runs them itself rather than through the base's run."""
 
     name = "cline"
     default_model = DEFAULT_MODEL  # sessions with AGENT="cline" take it (helpers.app.session)
@@ -431,35 +320,56 @@ class ClineAgent(CLIAgent):
         ShellTool("run_commands", "commands", listed=True),
     )
 
-    def __init__(
-        self,
-        model: str | None = None,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        provider: str | None = None,
-        timeout_s: float = config.AGENT_TIMEOUT_S,
-        mode: str = "act",
-        sandbox: SandboxPolicy = "required",
-    ):
-        super().__init__(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s, mode=mode, sandbox=sandbox)
+    def __init__(self, model: str | None = None, *, provider: str | None = None, **settings: Any):
+        """`provider`: Cline's provider id ("anthropic", "openai-compatible", ...; None: the model's own, see
+        provider_settings); `settings`: CLIAgent's (base_url, api_key, timeout_s, mode, sandbox)."""
+        super().__init__(model, **settings)
         self.provider = provider
 
     def check_provider(self) -> None:
         provider_settings(self.model, self.base_url, self._api_key, self.provider)
 
     def run(self, task: Task, workspace: Path, ruleset: str) -> AgentResult:
-        return run_cline(
-            task,
-            workspace,
-            model=self.model,
-            base_url=self.base_url,
-            api_key=self._api_key,
-            provider=self.provider,
-            timeout_s=self.timeout_s,
-            mode=self.mode,
-            sandbox=self.sandbox,
-        )
+        """One run on `task` in `workspace` (its rules already in .clinerules), started once a start-up slot is
+        free; the engine takes the patch."""
+        workspace = Path(workspace)
+        # In the sandbox only base_url (the gateway) is in reach: a remote one at 127.0.0.1 (reached_at)
+        inside = reached_at(self.base_url, self.sandbox)
+        provider_id, entry, key_env = provider_settings(self.model, inside, self._api_key, self.provider)
+        args = [
+            str(cline_binary()),
+            "--json",
+            "-c",
+            str(workspace),
+            *(["-p"] if self.mode == "plan" else []),
+            "Resolve the task given below.",
+        ]
+        instance_id = str(task["instance_id"])
+        state = scratch_dir("cline-state")
+        try:
+            env = child_environment(write_cline_state(state, provider_id, entry), key_env)
+            with _startup_slot(self.timeout_s) as started:
+                run = run_cli(
+                    args,
+                    workspace,
+                    env,
+                    task_text(task),
+                    self.timeout_s,
+                    _live,
+                    _live_lock,
+                    home=state,
+                    read_only=[PACKAGE_DIR],
+                    sandbox=self.sandbox,
+                    reach=self.base_url,
+                    started=started,
+                )
+        finally:
+            remove_scratch(state)  # the run's home: its capped disk detached, any depth, never raising
+        try:
+            claim = _claim_of(run.out, run.err, instance_id, self.mode, self.model, run.seconds)
+        except Exception as error:  # Cline's stdout is agent data (its commands can write it), and so is a bad one
+            claim = unreadable(instance_id, self.model, error)
+        return capped(ended_as_seen(claim, run.exit_status, run.timed_out, self.timeout_s), run.err)
 
     def through_gateway(self, base_url: str, api_key: str, kind: str) -> "ClineAgent":
         """This agent, calling the model gateway with a token: Cline's anthropic provider for an Anthropic

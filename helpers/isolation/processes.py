@@ -186,6 +186,11 @@ class CLIRun(NamedTuple):
     exit_status: int | None
 
 
+# Called once the CLI's process has started (its output being read), with it and an Event set at its first output,
+# before the wait for its end: Cline's runner waits there for its start-up to pass (cline.runner).
+Started = Callable[[subprocess.Popen[str], threading.Event], None]
+
+
 def run_cli(
     args: list[str],
     workspace: Path,
@@ -202,108 +207,73 @@ def run_cli(
     reach: str | None = None,
     network: bool = False,
     limits: Limits | None = None,
-    exit_status: list[int | None] | None = None,
-) -> tuple[str, str, bool, float]:
-    """(stdout, stderr, timed_out, seconds) of one CLI run in its own process group (in the sandbox with
-    `home`, `read_only`, `reach`, `network` and `limits` unless `sandbox` is None: see `relayed`; the relay to
-    `reach` lives exactly as long as the run). `run_cli_observed` adds the exit status.
+    started: Started | None = None,
+) -> CLIRun:
+    """One CLI run in its own process group, as a CLIRun (in the sandbox with `home`, `read_only`, `reach`,
+    `network` and `limits` unless `sandbox` is None: see `relayed`; the relay to `reach` lives exactly as long as
+    the run). `started`, when given, is called once the process has started (see Started); the timeout counts
+    from the start all the same.
 
     On timeout the group gets SIGINT, then SIGKILL after CLI_STOP_GRACE_S; whatever is left in the group is
     killed when the CLI ends. The child dies with the thread that started it (die_with_parent). A run that a
     sandbox cap ended has that cap's sentence as the last line of stderr (helpers.isolation.confinement.cap_reached
-    reads it back). `exit_status`, when given, gets the run's exit status appended, as the host observed the
-    process it started (Popen's returncode: bwrap's, which is its command's; negative for a signal), never
-    from what the run printed.
+    reads it back). Its exit status is the host's own observation of the process it started (Popen's returncode:
+    bwrap's, which is its command's; negative for a signal), never what the run printed: how the run ended is the
+    host's to say (helpers.agents.base.ended_as_seen).
     """
-    run = run_cli_observed(
-        args,
-        workspace,
-        env,
-        stdin_text,
-        timeout_s,
-        live,
-        lock,
-        pass_fds,
-        home=home,
-        read_only=read_only,
-        sandbox=sandbox,
-        reach=reach,
-        network=network,
-        limits=limits,
-    )
-    if exit_status is not None:
-        exit_status.append(run.exit_status)
-    return run.out, run.err, run.timed_out, run.seconds
-
-
-def run_cli_observed(
-    args: list[str],
-    workspace: Path,
-    env: dict[str, str],
-    stdin_text: str,
-    timeout_s: float,
-    live: set[subprocess.Popen[str]],
-    lock: threading.Lock,
-    pass_fds: tuple[int, ...] = (),
-    *,
-    home: Path | None = None,
-    read_only: Sequence[Path | str] = (),
-    sandbox: SandboxPolicy = None,
-    reach: str | None = None,
-    network: bool = False,
-    limits: Limits | None = None,
-) -> CLIRun:
-    """`run_cli`'s run, as a CLIRun: with the exit status the host's own wait returned (how the run ended is the
-    host's observation, never what the CLI printed: helpers.agents.base.ended_as_seen)."""
     with relayed(args, workspace, home, read_only, sandbox, reach=reach, network=network, limits=limits) as command:
         user = command.user
         if user is not None:
             for fd in pass_fds:  # a key's pipe: the run's own uid opens it
                 os.fchown(fd, user, user)
-        out, err, timed_out, seconds, status = _run_group(
-            command, workspace, env, stdin_text, timeout_s, live, lock, pass_fds
+        start = time.monotonic()
+        process = subprocess.Popen(
+            command,
+            cwd=workspace,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+            pass_fds=pass_fds,
+            preexec_fn=die_with_parent(),
         )
-    return CLIRun(out, with_cap(err, command), timed_out, seconds, status)
+        with lock:
+            live.add(process)
+        try:
+            out, err, timed_out = _until_ended(process, stdin_text, start + timeout_s, started)
+        finally:
+            with lock:
+                live.discard(process)
+        seconds = time.monotonic() - start
+    return CLIRun(out, with_cap(err, command), timed_out, seconds, process.returncode)
 
 
-def _run_group(
-    args: list[str],
-    workspace: Path,
-    env: dict[str, str],
-    stdin_text: str,
-    timeout_s: float,
-    live: set[subprocess.Popen[str]],
-    lock: threading.Lock,
-    pass_fds: tuple[int, ...],
-) -> tuple[str, str, bool, float, int | None]:
-    out: deque[str] = deque()
+run_cli_observed = run_cli  # its former name: helpers.agents.base still calls it so
+
+
+def _until_ended(
+    process: subprocess.Popen[str], stdin_text: str, deadline: float, started: Started | None
+) -> tuple[str, str, bool]:
+    """(stdout, stderr, timed_out) of a process started in its own group, fed `stdin_text`, ended at `deadline`
+    (time.monotonic()); nothing of its group is left when this returns."""
+    out: deque[str] = deque()  # a bounded tail of each (read_capped)
     err: deque[str] = deque()
-    started = time.monotonic()
-    process = subprocess.Popen(
-        args,
-        cwd=workspace,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        errors="replace",
-        start_new_session=True,
-        pass_fds=pass_fds,
-        preexec_fn=die_with_parent(),
-    )
-    with lock:
-        live.add(process)
+    heard = threading.Event()
     threads = [
         threading.Thread(target=_feed, args=(process.stdin, stdin_text), daemon=True),
-        threading.Thread(target=read_capped, args=(process.stdout, out), daemon=True),
+        threading.Thread(target=read_capped, args=(process.stdout, out, None, heard), daemon=True),
         threading.Thread(target=read_capped, args=(process.stderr, err), daemon=True),
     ]
     for thread in threads:
         thread.start()
     timed_out = False
     try:
-        process.wait(timeout=timeout_s)
+        if started is not None:
+            started(process, heard)
+        process.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         timed_out = True
         signal_group(process, signal.SIGINT)
@@ -316,9 +286,7 @@ def _run_group(
         signal_group(process, signal.SIGKILL)  # whatever it started in its group
         for thread in threads:
             thread.join(timeout=CLI_STOP_GRACE_S)  # a stray holder of its pipes must not hang us
-        with lock:
-            live.discard(process)
-    return "".join(out), "".join(err), timed_out, time.monotonic() - started, process.returncode
+    return "".join(out), "".join(err), timed_out
 
 
 @contextmanager
@@ -362,6 +330,7 @@ __all__ = [
     "run_cli",
     "run_cli_observed",
     "CLIRun",
+    "Started",
     "read_capped",
     "alive",
     "stop_processes",

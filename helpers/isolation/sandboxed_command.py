@@ -25,42 +25,12 @@ def _runs_sandboxed(sandbox: SandboxPolicy) -> bool:
 
 
 def reached_at(reach: str | None, sandbox: SandboxPolicy) -> str | None:
-    """The URL a run's command uses for `reach` (see `sandboxed`): in the sandbox, helpers.isolation.sandbox_reach's
+    """The URL a run's command uses for `reach` (see `relayed`): in the sandbox, helpers.isolation.sandbox_reach's
     inside_url(reach) (reach itself on loopback; a remote gateway's URL with 127.0.0.1 for its host); on the
     host, reach itself."""
     from helpers.isolation.sandbox_reach import inside_url
 
     return inside_url(reach) if reach and _runs_sandboxed(sandbox) else reach
-
-
-def sandboxed(
-    args: list[str],
-    workspace: Path,
-    home: Path | None,
-    read_only: Sequence[Path | str] = (),
-    sandbox: SandboxPolicy = "required",
-    *,
-    reach: str | None = None,
-    network: bool = False,
-) -> list[str]:
-    """`args` as they run: in the sandbox (helpers.isolation.sandbox: its own PID and network namespaces, the
-    workspace and `home` writable, `read_only` and this Python's environment visible) unless `sandbox` is
-    None; "required" refuses to run without one (unless the user opted out), "if-available" (the scripted dry
-    run) runs on the host when no sandbox can start here.
-
-    Network: none, except `reach` (the gateway's URL: reachable inside at `reached_at(reach, sandbox)`, while
-    `relayed` holds the relay open, as run_cli does); `network=True` shares the host's network (a set-up
-    command the user allowed to download). The command alone is neither unprivileged nor capped: `relayed`
-    (and run_cli) give it the run's own user and its caps."""
-    from helpers.isolation.sandbox import sandbox_command
-
-    if not _runs_sandboxed(sandbox):
-        return list(args)
-    if reach and not network and home is None:
-        raise ValueError("a sandbox with `reach` needs the run's `home`: the relay's socket lives there")
-    return sandbox_command(
-        args, workspace, home or workspace, read_only=[*read_only, sys.prefix], reach=reach, network=network
-    )
 
 
 class SandboxedCommand(list[str]):
@@ -85,11 +55,18 @@ def relayed(
     network: bool = False,
     limits: Limits | None = None,
 ) -> Iterator[SandboxedCommand]:
-    """`sandboxed(...)`'s command, run unprivileged and within `limits` (helpers.isolation.confinement.confined: the
+    """`args` as they run, as a SandboxedCommand: in the sandbox (helpers.isolation.sandbox: its own PID and network
+    namespaces, the workspace and `home` writable, `read_only` and this Python's environment visible) unless
+    `sandbox` is None; "required" refuses to run without one (unless the user opted out), "if-available" (the
+    scripted dry run) runs on the host when no sandbox can start here.
+
+    In the sandbox the command runs unprivileged and within `limits` (helpers.isolation.confinement.confined: the
     run's own uid when we are root, its caps, a watcher ending it at the first cap reached; `limits` a
-    helpers.isolation.confinement.Limits, default config's), with the relay that carries its connections to `reach`
-    open while the block runs (start the command inside it). On leaving, nothing of the run or the relay is
-    left, and the command's `cap` names the cap that ended it, if one did."""
+    helpers.isolation.confinement.Limits, default config's). Network: none, except `reach` (the gateway's URL,
+    reachable inside at `reached_at(reach, sandbox)`), through a relay open while the block runs (start the
+    command inside it, as run_cli does); `network=True` shares the host's network (a set-up command the user
+    allowed to download). On leaving, nothing of the run or the relay is left, and the command's `cap` names the
+    cap that ended it, if one did."""
     from helpers.isolation.confinement import confined
     from helpers.isolation.sandbox import sandbox_command
     from helpers.isolation.sandbox_reach import reach_relay, run_network
@@ -129,4 +106,4 @@ def with_cap(err: str, command: list[str]) -> str:
     return f"{err.rstrip(chr(10))}\n{cap}\n" if cap else err
 
 
-__all__ = ["sandboxed", "relayed", "SandboxedCommand", "with_cap", "reached_at"]  # documented in CODE_APPENDIX.md
+__all__ = ["relayed", "SandboxedCommand", "with_cap", "reached_at"]  # documented in CODE_APPENDIX.md

@@ -425,7 +425,7 @@ def sandboxed(script: str, limits):
     workspace, home = scratch / "ws", scratch / "home"
     workspace.mkdir(), home.mkdir()
     try:
-        out, err, timed_out, _ = run_cli(["python3", "-c", script], workspace, {"PATH": "/usr/bin:/bin", "HOME": str(home)},
+        out, err, timed_out, *_ = run_cli(["python3", "-c", script], workspace, {"PATH": "/usr/bin:/bin", "HOME": str(home)},
                                          "", 90, set(), threading.Lock(), home=home, sandbox="required", limits=limits)
         assert not timed_out, err
         return out, err
@@ -685,7 +685,7 @@ def test_held_special_files_a_link_out_a_newline_name_and_a_locked_folder_are_ta
     git("checkout", "--quiet", "--detach", task["base_commit"], cwd=workspace)
     adopt_workspace(workspace, task["base_commit"])
     try:
-        out, err, _, _ = run_cli(["python3", "-c", TREE], workspace, {"PATH": "/usr/bin:/bin", "HOME": str(home)}, "", 90,
+        out, err, *_ = run_cli(["python3", "-c", TREE], workspace, {"PATH": "/usr/bin:/bin", "HOME": str(home)}, "", 90,
                                  set(), threading.Lock(), home=home, sandbox="required")
         assert "done" in out, err
         patch = workspace_patch(workspace, task["base_commit"])

@@ -42,7 +42,7 @@ def sandboxed(args, *, reach=None, read_only=(), prepare=None, limits=None):
     try:
         if prepare:
             prepare(workspace, home)
-        out, err, timed_out, _ = run_cli(list(args), workspace, {"PATH": "/usr/bin:/bin", "HOME": str(home)}, "", 120,
+        out, err, timed_out, *_ = run_cli(list(args), workspace, {"PATH": "/usr/bin:/bin", "HOME": str(home)}, "", 120,
                                          set(), threading.Lock(), home=home, sandbox="required", reach=reach,
                                          read_only=[workspace / p for p in read_only], limits=limits or Limits())
         assert not timed_out, err
@@ -336,7 +336,7 @@ def _with_home_read_only(prepare):
     workspace.mkdir(), home.mkdir()
     try:
         prepare(workspace, home)
-        out, err, timed_out, _ = run_cli(["python3", "-c", MOVE_ASIDE], workspace,
+        out, err, timed_out, *_ = run_cli(["python3", "-c", MOVE_ASIDE], workspace,
                                          {"PATH": "/usr/bin:/bin", "HOME": str(home)}, "", 120, set(), threading.Lock(),
                                          home=home, sandbox="required", limits=Limits(),
                                          read_only=[workspace / "tests/unit/hidden", home / "cache/deep/kept"])
@@ -502,7 +502,7 @@ def test_a_relative_path_entry_never_runs_the_agents_sh_bwrap_or_git_on_the_host
     workspace.mkdir(), home.mkdir()
     try:
         prepare(workspace, home)
-        out, err, timed_out, _ = run_cli(["/bin/sh", "-c", "echo inside"], workspace, {"PATH": path, "HOME": str(home)}, "",
+        out, err, timed_out, *_ = run_cli(["/bin/sh", "-c", "echo inside"], workspace, {"PATH": path, "HOME": str(home)}, "",
                                          120, set(), threading.Lock(), home=home, sandbox="required", limits=Limits(),
                                          reach="http://127.0.0.1:9")
     finally:

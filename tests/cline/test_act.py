@@ -11,7 +11,7 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from cline import run_act
+from cline import run_act, run_plan
 from helpers.core.config import REPO_ROOT
 from helpers.stats.outcomes import INFRA, RULES, run_outcome
 from helpers.isolation.processes import scratch_root
@@ -87,7 +87,7 @@ def test_a_killed_run_resumes_without_redoing_finished_tasks(tasks, tmp_path):
     with ScriptedModelServer(fixing_script(delay_s=1.0)) as server:
         child = subprocess.Popen([sys.executable, "-c", f"""
 import pandas as pd
-from cline import run_act
+from cline import run_act, run_plan
 run_act(tasks=pd.read_json({str(tasks_file)!r}), run_id="train_0", workers=1, model="scripted-dry-run",
         base_url={server.base_url!r}, api_key="k", results_root={str(results)!r}, progress=False)
 """], cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
@@ -120,6 +120,9 @@ run_act(tasks=pd.read_json({str(tasks_file)!r}), run_id="train_0", workers=1, mo
     (lambda t: run_act(tasks=t, run_id="x", mode="plans", api_key=KEY), "mode must be 'act'"),
     (lambda t: run_act(tasks=t, run_id="x", workers=0, api_key=KEY, base_url="http://127.0.0.1:9"), "workers"),
     (lambda t: run_act(tasks=t, instance_ids="no-such-task", run_id="x", api_key=KEY), "no-such-task"),
+    (lambda t: run_act(tasks=t, run_id="x", api_key=KEY, modle="gpt-4.1"), "modle"),  # neither the agent's nor the engine's
+    (lambda t: run_plan(t, None, "x", "", 2, api_key=KEY, result_root="r"), "result_root"),  # run_act's, in plan mode
+    (lambda t: run_plan(t), "dataset_name is a DataFrame"),
 ])
 def test_bad_arguments_are_one_clear_error_before_any_task_starts(tasks, tmp_path, call, match):
     with pytest.raises((TypeError, ValueError, KeyError), match=match):

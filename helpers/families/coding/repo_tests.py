@@ -138,7 +138,7 @@ def run_repo_tests(
     protect: Sequence[str] = (),
 ) -> TestRun:
     """Run `setup_command` (run_setup), then the harness's pytest on `tests` (files or node ids) in `workspace`,
-    in the sandbox (`sandbox`: "required", "if-available" or None, as helpers.isolation.sandboxed_command.sandboxed), each
+    in the sandbox (`sandbox`: "required", "if-available" or None, as helpers.isolation.sandboxed_command.relayed), each
     within `timeout_s`; the workspace keeps whatever they wrote (so a second run sees the first one's files).
     Whatever they start ends with them. The tests have no network. `test_config` (see check_test_config) is the
     pytest configuration recorded for the task, None for none: the work tree's own is never read. A bad
@@ -339,8 +339,7 @@ def _run(
 ) -> tuple[str, str, bool, int | None]:
     """(stdout, stderr, timed_out, exit status) of `args` run in the sandbox; the status is the one the host saw
     the process it started end with (bwrap passes its command's on), not anything the run printed."""
-    status: list[int | None] = []
-    out, err, timed_out, _ = run_cli(
+    run = run_cli(
         args,
         workspace,
         env,
@@ -352,9 +351,8 @@ def _run(
         read_only=read_only,
         sandbox=sandbox,
         network=network,
-        exit_status=status,
     )
-    return out, err, timed_out, None if timed_out or not status else status[0]
+    return run.out, run.err, run.timed_out, None if run.timed_out else run.exit_status
 
 
 def _last_line(text: str) -> str:

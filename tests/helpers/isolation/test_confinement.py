@@ -23,7 +23,7 @@ def run(script: str, scratch: Path, limits: Limits | None = None) -> tuple[str, 
     reached RUN_LIMIT_S fails here, saying so (a script ending in NEVER_ENDS was not ended by any cap)."""
     workspace, home = scratch / "ws", scratch / "home"
     workspace.mkdir(exist_ok=True), home.mkdir(exist_ok=True)
-    out, err, timed_out, _ = run_cli(["bash", "-c", script.format(workspace=workspace)], workspace,
+    out, err, timed_out, *_ = run_cli(["bash", "-c", script.format(workspace=workspace)], workspace,
                                      {"PATH": "/usr/bin:/bin", "HOME": str(home)}, "", RUN_LIMIT_S, set(),
                                      threading.Lock(), home=home, sandbox="required", limits=limits)
     assert not timed_out, f"the run was ended by run_cli's {RUN_LIMIT_S} s limit, not by a cap: {err[-500:]}"

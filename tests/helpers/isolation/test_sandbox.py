@@ -167,7 +167,7 @@ def run_boxed(script: str, tmp_path: Path, reach: str | None = None, **settings)
     """What `script` (Python) prints when run_cli runs it in the sandbox with `reach`."""
     workspace, home = tmp_path / "ws", tmp_path / "home"
     workspace.mkdir(exist_ok=True), home.mkdir(exist_ok=True)
-    out, err, timed_out, _ = run_cli(python_args(script, tmp_path), workspace, {"PATH": "/usr/bin:/bin"}, "", 120,
+    out, err, timed_out, *_ = run_cli(python_args(script, tmp_path), workspace, {"PATH": "/usr/bin:/bin"}, "", 120,
                                      set(), threading.Lock(), home=home, sandbox="required", reach=reach, **settings)
     assert not timed_out, err
     return out
@@ -293,7 +293,7 @@ def run_confined(script: str, tmp_path: Path, limits: Limits | None = None, name
     """(stdout, stderr) of bash `script` run by run_cli, the one runner, in the sandbox within `limits`."""
     workspace, home = tmp_path / f"{name}-ws", tmp_path / f"{name}-home"
     workspace.mkdir(), home.mkdir()
-    out, err, timed_out, _ = run_cli(["bash", "-c", script], workspace, {"PATH": "/usr/bin:/bin", "HOME": str(home)},
+    out, err, timed_out, *_ = run_cli(["bash", "-c", script], workspace, {"PATH": "/usr/bin:/bin", "HOME": str(home)},
                                      "", 60, set(), threading.Lock(), home=home, sandbox="required", limits=limits)
     assert not timed_out, err
     return out, err
@@ -319,7 +319,7 @@ def test_inside_the_agent_is_an_unprivileged_user_reading_no_root_only_file_and_
               " echo x > made.txt; cp /usr/bin/true mine; chmod u+s mine; [ \"$PWD\" = \"$(pwd -P)\" ] && echo end")
     workspace, home = tmp_path / "ws", tmp_path / "home"
     workspace.mkdir(), home.mkdir()
-    out, err, _, _ = run_cli(["bash", "-c", script], workspace, {"PATH": "/usr/bin:/bin", "HOME": str(home)}, "", 60,
+    out, err, *_ = run_cli(["bash", "-c", script], workspace, {"PATH": "/usr/bin:/bin", "HOME": str(home)}, "", 60,
                              set(), threading.Lock(), home=home, read_only=[secret.parent], sandbox="required")
     lines = out.split("\n")
     assert lines[-2] == "end", err
