@@ -5,13 +5,9 @@
 
 from helpers.core.lazy import lazy_exports
 
-_EXPORTS = {
-    "ClaudeCodeAgent": "claude_code.agent",
-    "claude_binary": "claude_code.agent",
-}
+__all__ = ["ClaudeCodeAgent", "claude_binary"]
 
-__all__ = sorted(_EXPORTS)
-
-
-# `AGENT` is the package's Agent class, which helpers.core.registry finds by that name
-__getattr__ = lazy_exports("claude_code", _EXPORTS, agent="claude_code.agent:ClaudeCodeAgent")
+# every public name is in claude_code.agent; `AGENT` is the package's Agent class (helpers.core.registry reads it)
+__getattr__ = lazy_exports(
+    "claude_code", dict.fromkeys(__all__, "claude_code.agent"), agent="claude_code.agent:ClaudeCodeAgent"
+)

@@ -31,11 +31,11 @@ from typing import Any
 
 from helpers.agents.init_route import OWN_INIT, InitRoute
 from helpers.rules.limits import RulesLimit
-from helpers.agents.base import CLIAgent, Invocation, claimed_status, key_pipe, task_text
+from helpers.agents.base import CLIAgent, Claim, Invocation, key_pipe, task_text
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.isolation.processes import json_lines, last_lines, safe_environment
-from helpers.core.protocols import AgentResult, Task
+from helpers.core.protocols import Task
 from helpers.stand_ins.file_edit_tools import ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -172,44 +172,24 @@ def plan_of(events: list[dict[str, Any]]) -> str:
     return plans[-1] if plans else ""
 
 
-def result_of(
-    events: list[dict[str, Any]],
-    stderr: str,
-    timed_out: bool,
-    timeout_s: float,
-    model: str,
-    instance_id: str,
-    mode: str,
-    duration: float,
-) -> AgentResult:
+def claim_of(events: list[dict[str, Any]], stderr: str, mode: str) -> Claim:
     """Claude Code's claim about its run, from its events: status and the final message from the `result` event.
     Agent data: the run's end is the host's (helpers.agents.base.ended_as_seen), usage and cost the gateway's meter."""
     final = next((e for e in reversed(events) if e.get("type") == "result"), None) or {}
     text = str(final.get("result") or "")
-    plan = plan_of(events) or text if mode == "plan" else ""
-    succeeded = bool(final) and final.get("subtype") == "success" and not final.get("is_error")
-    status, error = claimed_status(
-        timed_out,
-        timeout_s,
-        succeeded,
+    turns = final.get("num_turns")
+    return Claim(
+        bool(final) and final.get("subtype") == "success" and not final.get("is_error"),
         lambda: (
             "; ".join(str(e) for e in final.get("errors") or [])
             or text
             or last_lines(stderr)
             or "Claude Code ended without a result"
         ),
-    )
-    turns = final.get("num_turns")
-    return AgentResult(
-        instance_id,
-        status,
-        plan=plan,
-        error=error[:4000],
-        iterations=turns if isinstance(turns, int) else 0,
-        duration_s=round(duration, 3),
         final_text=text,
-        model=model,
+        iterations=turns if isinstance(turns, int) else 0,
         trajectory=trajectory_of(events),
+        plan=plan_of(events) or text if mode == "plan" else "",
     )
 
 
@@ -267,10 +247,8 @@ class ClaudeCodeAgent(CLIAgent):
             args, state_environment(state, url, key_fd), stdin, pass_fds=(key_fd,), close=[lambda: os.close(key_fd)]
         )
 
-    def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
-        return result_of(
-            json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), self.mode, duration
-        )
+    def claim(self, out: str, err: str) -> Claim:
+        return claim_of(json_lines(out), err, self.mode)
 
 
 def claude_binary() -> Path:

@@ -5,13 +5,7 @@
 
 from helpers.core.lazy import lazy_exports
 
-_EXPORTS = {
-    "CodexAgent": "codex.agent",
-    "codex_binary": "codex.agent",
-}
+__all__ = ["CodexAgent", "codex_binary"]
 
-__all__ = sorted(_EXPORTS)
-
-
-# `AGENT` is the package's Agent class, which helpers.core.registry finds by that name
-__getattr__ = lazy_exports("codex", _EXPORTS, agent="codex.agent:CodexAgent")
+# every public name is in codex.agent; `AGENT` is the package's Agent class (helpers.core.registry reads it)
+__getattr__ = lazy_exports("codex", dict.fromkeys(__all__, "codex.agent"), agent="codex.agent:CodexAgent")

@@ -29,10 +29,10 @@ from typing import Any
 
 from helpers.agents.init_route import OWN_INIT, InitRoute
 from helpers.rules.limits import RulesLimit
-from helpers.agents.base import CLIAgent, Invocation, claimed_status, task_text
+from helpers.agents.base import CLIAgent, Claim, Invocation, task_text
 from helpers.agents.trajectories import cut_trajectory
 from helpers.isolation.processes import json_lines, last_lines, safe_environment
-from helpers.core.protocols import AgentResult, Task
+from helpers.core.protocols import Task
 from helpers.stand_ins.file_edit_tools import PatchTool, ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -139,15 +139,7 @@ def trajectory_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return cut_trajectory(steps)
 
 
-def result_of(
-    events: list[dict[str, Any]],
-    stderr: str,
-    timed_out: bool,
-    timeout_s: float,
-    model: str,
-    instance_id: str,
-    duration: float,
-) -> AgentResult:
+def claim_of(events: list[dict[str, Any]], stderr: str) -> Claim:
     """Codex's claim about its run: completed when its turn completed and none failed. Agent data: the run's end is
     the host's (helpers.agents.base.ended_as_seen), usage and cost the gateway's meter (turn.completed's not read)."""
     completed, failures, notices, text, calls = False, [], [], "", 0
@@ -163,24 +155,15 @@ def result_of(
             text = str(item.get("text") or "")
         elif kind == "item.completed" and item.get("type") in ("command_execution", "file_change", "mcp_tool_call"):
             calls += 1
-    status, error = claimed_status(
-        timed_out,
-        timeout_s,
+    return Claim(
         completed and not failures,
         lambda: (
             "; ".join(dict.fromkeys(failures or notices[-1:]))
             or last_lines(stderr)
             or "Codex ended without completing its turn"
         ),
-    )
-    return AgentResult(
-        instance_id,
-        status,
-        error=error[:4000],
-        iterations=calls + 1 if events else 0,
-        duration_s=round(duration, 3),
         final_text=text,
-        model=model,
+        iterations=calls + 1 if events else 0,
         trajectory=trajectory_of(events),
     )
 
@@ -228,10 +211,8 @@ class CodexAgent(CLIAgent):
         ]
         return Invocation(args, state_environment(state, self.model, url, key), stdin)
 
-    def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
-        return result_of(
-            json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration
-        )
+    def claim(self, out: str, err: str) -> Claim:
+        return claim_of(json_lines(out), err)
 
 
 def codex_binary() -> Path:

@@ -5,14 +5,9 @@
 
 from helpers.core.lazy import lazy_exports
 
-_EXPORTS = {
-    "GeminiCliAgent": "gemini_cli.agent",
-    "WriteFileTool": "gemini_cli.agent",
-    "gemini_cli_binary": "gemini_cli.agent",
-}
+__all__ = ["GeminiCliAgent", "WriteFileTool", "gemini_cli_binary"]
 
-__all__ = sorted(_EXPORTS)
-
-
-# `AGENT` is the package's Agent class, which helpers.core.registry finds by that name
-__getattr__ = lazy_exports("gemini_cli", _EXPORTS, agent="gemini_cli.agent:GeminiCliAgent")
+# every public name is in gemini_cli.agent; `AGENT` is the package's Agent class (helpers.core.registry reads it)
+__getattr__ = lazy_exports(
+    "gemini_cli", dict.fromkeys(__all__, "gemini_cli.agent"), agent="gemini_cli.agent:GeminiCliAgent"
+)

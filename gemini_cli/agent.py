@@ -25,14 +25,14 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
-from helpers.agents.base import CLIAgent, Invocation, claimed_status, task_text
+from helpers.agents.base import CLIAgent, Claim, CLISettings, Invocation, task_text
 from helpers.agents.init_route import OWN_INIT, InitRoute
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.isolation.processes import json_lines, last_lines, safe_environment
-from helpers.core.protocols import AgentResult, SandboxPolicy, Task
+from helpers.core.protocols import Task
 from helpers.llm.gateway.upstreams import GEMINI_TO_OPENAI
 from helpers.llm.scripted_server import tool_call
 from helpers.stand_ins.file_edit_tools import ShellTool, changed_files
@@ -156,18 +156,11 @@ def trajectory_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return cut_trajectory(steps)
 
 
-def result_of(
-    events: list[dict[str, Any]],
-    stderr: str,
-    timed_out: bool,
-    timeout_s: float,
-    model: str,
-    instance_id: str,
-    duration: float,
-) -> AgentResult:
+def claim_of(events: list[dict[str, Any]], stderr: str) -> Claim:
     """The Gemini CLI's claim about its run: completed when its `result` event says success; iterations are the
-    model turns (each batch of tool calls, and the last answer). Agent data: the run's end is the host's
-    (helpers.agents.base.ended_as_seen), usage and cost the gateway's meter (the result's stats are not read)."""
+    model turns (each batch of tool calls, and the last answer); every failure as one line. Agent data: the run's
+    end is the host's (helpers.agents.base.ended_as_seen), usage and cost the gateway's meter (the result's stats
+    are not read)."""
     status_seen, errors, text, batches, previous = None, [], "", 0, None
     for event in events:
         kind = event.get("type")
@@ -184,20 +177,13 @@ def result_of(
             text = text + str(event.get("content") or "") if event.get("delta") else str(event.get("content") or "")
         elif kind == "tool_use":
             text = ""  # the final text is what it wrote after its last tool call
-    status, error = claimed_status(
-        timed_out,
-        timeout_s,
+    return Claim(
         status_seen == "success" and not errors,
-        lambda: ("; ".join(dict.fromkeys(errors)) or last_lines(stderr) or "Gemini CLI ended without a result"),
-    )
-    return AgentResult(
-        instance_id,
-        status,
-        error=" ".join(error.split())[:4000],
-        iterations=batches + 1 if events else 0,
-        duration_s=round(duration, 3),
+        lambda: " ".join(
+            ("; ".join(dict.fromkeys(errors)) or last_lines(stderr) or "Gemini CLI ended without a result").split()
+        ),
         final_text=text,
-        model=model,
+        iterations=batches + 1 if events else 0,
         trajectory=trajectory_of(events),
     )
 
@@ -230,20 +216,12 @@ class GeminiCliAgent(CLIAgent):
     speaks_gemini = True
 
     def __init__(
-        self,
-        model: str | None = None,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout_s: float = config.AGENT_TIMEOUT_S,
-        mode: str = "act",
-        sandbox: SandboxPolicy = "required",
-        openai_base_url: str | None = None,
+        self, model: str | None = None, *, openai_base_url: str | None = None, **settings: Unpack[CLISettings]
     ):
         """`openai_base_url`: an OpenAI-compatible server (llama.cpp, vLLM, ...) the gateway carries this CLI's
         Gemini calls to as chat completions (open_session(base_url=) gives it); its key is `api_key`, else
-        OPENAI_API_KEY. Exclusive with `base_url` (a server speaking Gemini's API)."""
-        super().__init__(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s, mode=mode, sandbox=sandbox)
+        OPENAI_API_KEY. Exclusive with `base_url` (a server speaking Gemini's API). `settings`: CLIAgent's."""
+        super().__init__(model, **settings)
         if openai_base_url and self.base_url:
             raise ValueError(
                 "Give the Gemini CLI base_url= (a server speaking Gemini's API) or openai_base_url= (an "
@@ -297,10 +275,8 @@ class GeminiCliAgent(CLIAgent):
         ]
         return Invocation(args, state_environment(state, url, key))
 
-    def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
-        return result_of(
-            json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration
-        )
+    def claim(self, out: str, err: str) -> Claim:
+        return claim_of(json_lines(out), err)
 
 
 def gemini_cli_binary() -> Path:

@@ -5,12 +5,9 @@
 
 from helpers.core.lazy import lazy_exports
 
-_EXPORTS = {
-    "MiniSweAgent": "mini_swe_agent.agent",
-}
+__all__ = ["MiniSweAgent"]
 
-__all__ = sorted(_EXPORTS)
-
-
-# `AGENT` is the package's Agent class, which helpers.core.registry finds by that name
-__getattr__ = lazy_exports("mini_swe_agent", _EXPORTS, agent="mini_swe_agent.agent:MiniSweAgent")
+# every public name is in mini_swe_agent.agent; `AGENT` is the package's Agent class (helpers.core.registry reads it)
+__getattr__ = lazy_exports(
+    "mini_swe_agent", dict.fromkeys(__all__, "mini_swe_agent.agent"), agent="mini_swe_agent.agent:MiniSweAgent"
+)

@@ -31,7 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from helpers.agents.base import CLIAgent, Invocation, claimed_status, task_text
+from helpers.agents.base import CLIAgent, Claim, Invocation, task_text
 from helpers.agents.init_route import PROJECT_INIT, PROJECT_INIT_PROMPT, InitRoute
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
@@ -154,16 +154,7 @@ def trajectory_of(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return cut_trajectory(steps)
 
 
-def result_of(
-    trajectory: dict[str, Any] | None,
-    out: str,
-    err: str,
-    timed_out: bool,
-    timeout_s: float,
-    model: str,
-    instance_id: str,
-    duration: float,
-) -> AgentResult:
+def claim_of(trajectory: dict[str, Any] | None, out: str, err: str) -> Claim:
     """mini-swe-agent's claim about its run, from its trajectory file (which its commands can write): completed when
     mini's exit status is "Submitted". Agent data: the run's end is the host's (helpers.agents.base.ended_as_seen),
     usage and cost the gateway's meter (the file's usage is not read)."""
@@ -185,18 +176,14 @@ def result_of(
             else last_lines(err) or last_lines(out) or "mini-swe-agent ended without a trajectory"
         )
 
-    status, error = claimed_status(timed_out, timeout_s, exit_status == "Submitted", failure)
     answers = [m for m in messages if m.get("role") == "assistant"]
     final = info.get("submission") or (answers[-1].get("content") if answers else "") or ""
     calls = (info.get("model_stats") or {}).get("api_calls") if isinstance(info.get("model_stats"), dict) else None
-    return AgentResult(
-        instance_id,
-        status,
-        error=error[:4000],
-        iterations=calls if isinstance(calls, int) else len(answers),
-        duration_s=round(duration, 3),
+    return Claim(
+        exit_status == "Submitted",
+        failure,
         final_text=str(final),
-        model=model,
+        iterations=calls if isinstance(calls, int) else len(answers),
         trajectory=trajectory_of(messages),
     )
 
@@ -277,12 +264,13 @@ class MiniSweAgent(CLIAgent):
 
         return Invocation(args, env, close=[keep])
 
-    def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
+    def claim(self, out: str, err: str) -> Claim:
         trajectory, self._kept.trajectory = getattr(self._kept, "trajectory", None), None
+        return claim_of(trajectory, out, err)
+
+    def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
         refused, self._kept.refused = getattr(self._kept, "refused", ""), ""
-        result = result_of(
-            trajectory, out, err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration
-        )
+        result = super().result(task, out, err, timed_out, duration)
         if refused:  # the agent's doing, whatever else happened: a rule-induced error naming the file
             result.status, result.error = "error", (refused + (f"; {result.error}" if result.error else ""))[:4000]
         return result

@@ -5,13 +5,7 @@
 
 from helpers.core.lazy import lazy_exports
 
-_EXPORTS = {
-    "OpencodeAgent": "opencode.agent",
-    "opencode_binary": "opencode.agent",
-}
+__all__ = ["OpencodeAgent", "opencode_binary"]
 
-__all__ = sorted(_EXPORTS)
-
-
-# `AGENT` is the package's Agent class, which helpers.core.registry finds by that name
-__getattr__ = lazy_exports("opencode", _EXPORTS, agent="opencode.agent:OpencodeAgent")
+# every public name is in opencode.agent; `AGENT` is the package's Agent class (helpers.core.registry reads it)
+__getattr__ = lazy_exports("opencode", dict.fromkeys(__all__, "opencode.agent"), agent="opencode.agent:OpencodeAgent")

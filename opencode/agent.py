@@ -32,12 +32,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from helpers.agents.base import CLIAgent, Invocation, claimed_status, key_pipe, task_text
+from helpers.agents.base import CLIAgent, Claim, Invocation, key_pipe, task_text
 from helpers.agents.init_route import OWN_INIT, InitRoute
 from helpers.agents.trajectories import cut_trajectory
 from helpers.core import config
 from helpers.isolation.processes import json_lines, last_lines, safe_environment
-from helpers.core.protocols import AgentResult, Task
+from helpers.core.protocols import Task
 from helpers.stand_ins.file_edit_tools import PatchTool, ShellTool
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -151,15 +151,7 @@ def _error_text(event: dict[str, Any]) -> str:
     return str(error)
 
 
-def result_of(
-    events: list[dict[str, Any]],
-    stderr: str,
-    timed_out: bool,
-    timeout_s: float,
-    model: str,
-    instance_id: str,
-    duration: float,
-) -> AgentResult:
+def claim_of(events: list[dict[str, Any]], stderr: str) -> Claim:
     """opencode's claim about its run: completed when its last step finished without asking for tools and no error
     came. Agent data: the run's end is the host's (helpers.agents.base.ended_as_seen), usage and cost the gateway's
     meter (step_finish tokens are not read)."""
@@ -175,20 +167,11 @@ def result_of(
             text = str(part.get("text") or "")
         elif kind == "tool_use":
             calls += 1
-    status, error = claimed_status(
-        timed_out,
-        timeout_s,
+    return Claim(
         finished and not errors,
-        lambda: ("; ".join(dict.fromkeys(errors)) or last_lines(stderr) or "opencode ended without finishing its turn"),
-    )
-    return AgentResult(
-        instance_id,
-        status,
-        error=error[:4000],
-        iterations=steps,
-        duration_s=round(duration, 3),
+        lambda: "; ".join(dict.fromkeys(errors)) or last_lines(stderr) or "opencode ended without finishing its turn",
         final_text=text,
-        model=model,
+        iterations=steps,
         trajectory=trajectory_of(events),
     )
 
@@ -232,10 +215,8 @@ class OpencodeAgent(CLIAgent):
             close=[lambda: os.close(key_fd)],
         )
 
-    def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
-        return result_of(
-            json_lines(out), err, timed_out, self.timeout_s, self.model, str(task["instance_id"]), duration
-        )
+    def claim(self, out: str, err: str) -> Claim:
+        return claim_of(json_lines(out), err)
 
 
 def opencode_binary() -> Path:

@@ -4,7 +4,7 @@
         name, rules_file, base_prompt = "my-agent", "AGENTS.md", "You are My Agent..."
         default_model, package_dir, binary_path = "gpt-4.1", Path(__file__).parent, "node_modules/.bin/my-agent"
         def invoke(self, task, workspace, state): ...   # -> Invocation: its arguments, environment, stdin
-        def result(self, task, out, err, timed_out, duration): ...   # -> AgentResult from its output
+        def claim(self, out, err): ...   # -> Claim: what its output says (or result(...) -> AgentResult, whole)
 
 CLIAgent gives each agent: settings checked once (model, base_url, api_key, timeout_s, mode), the task
 text, the binary lookup with the fix when it is missing, a per-run state folder (its HOME) removed
@@ -16,18 +16,17 @@ with a run token), and `stop_all`.
 from __future__ import annotations
 
 import copy
-import fcntl
 import importlib.metadata
 import json
 import os
-import shutil
 import subprocess
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence, TypedDict
 
 from helpers.core import config
+from helpers.agents.install import install_on_first_use
 from helpers.isolation.processes import remove_scratch, run_cli_observed, safe_environment, scratch_dir, stop_processes
 from helpers.isolation.sandboxed_command import reached_at
 from helpers.core.protocols import AgentResult, Limit, Task
@@ -126,6 +125,20 @@ def openai_upstream(url: str, key: str) -> tuple[str | None, str, str]:
     return (None, key, "openai") if url == config.OPENAI_URL else (url, key, "openai-compatible")
 
 
+@dataclass
+class Claim:
+    """What a CLI's own output says about one run (agent data: the agent's commands can write that output): whether
+    it finished cleanly, else what went wrong (`error()`, worked out only then), its final text, its model turns,
+    its trajectory and, in plan mode, its plan. CLIAgent.result makes it the run's AgentResult."""
+
+    completed: bool
+    error: Callable[[], str]
+    final_text: str = ""
+    iterations: int = 0
+    trajectory: list[dict[str, Any]] = field(default_factory=list)
+    plan: str = ""
+
+
 def claimed_status(timed_out: bool, timeout_s: float, completed: bool, error: Callable[[], str]) -> tuple[str, str]:
     """(status, error) of an agent's claim about its run: "timeout" when the host stopped it, "completed" when its
     output says it finished cleanly, else "error" with `error()`, what its output says went wrong."""
@@ -145,54 +158,6 @@ def key_pipe(key: str) -> int:
     finally:
         os.close(write_end)
     return read_end
-
-
-NPM_INSTALL = ("install", "--no-audit", "--no-fund", "--loglevel=error")  # the Makefile's own command
-_installing = threading.Lock()
-
-
-def install_on_first_use(package_dir: Path, name: str) -> None:
-    """Install the agent CLI pinned in `package_dir` (its package.json and package-lock.json) into its
-    node_modules if it is not there yet, saying so in one line: what `make agent AGENT=<name>` does, for an
-    agent the quickstart's install left out. Installed means node_modules/.installed exists (the Makefile's
-    marker); a package without a package.json has nothing to install. One install at a time, across threads
-    and processes (a lock file). npm runs with the allow-listed environment and its own settings only: no key
-    reaches the packages' install scripts. Raises FileNotFoundError naming the fix when npm is missing or fails."""
-    marker = package_dir / "node_modules" / ".installed"
-    if marker.exists() or not (package_dir / "package.json").exists():
-        return
-    npm = shutil.which("npm")
-    if npm is None:
-        raise FileNotFoundError(
-            f"The {name} CLI is not installed, and npm is not found to install it: install "
-            f"Node.js 20+ (it brings npm), then run `make agent AGENT={name}`."
-        )
-    marker.parent.mkdir(exist_ok=True)
-    with _installing, open(marker.parent / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if marker.exists():  # another process installed it while this one waited
-            return
-        print(
-            f"Installing the {name} CLI on first use (npm install in {package_dir.name}/, the version pinned there; "
-            "once).",
-            flush=True,
-        )
-        own = {k: v for k, v in os.environ.items() if k.lower().startswith("npm_config_") or k == "NODE_EXTRA_CA_CERTS"}
-        done = subprocess.run(
-            [npm, *NPM_INSTALL],
-            cwd=package_dir,
-            env=safe_environment(own),
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
-        if done.returncode != 0:
-            raise FileNotFoundError(
-                f"Installing the {name} CLI failed (npm install in {package_dir}, exit "
-                f"{done.returncode}): {(done.stderr or done.stdout).strip()[-800:]} Run "
-                f"`make agent AGENT={name}` to see it whole."
-            )
-        marker.touch()
 
 
 class AgentBase:
@@ -232,6 +197,16 @@ class Invocation:
     stdin: str = ""
     pass_fds: tuple[int, ...] = ()
     close: list[Any] = field(default_factory=list)  # called after the run (e.g. closing a key's pipe)
+
+
+class CLISettings(TypedDict, total=False):
+    """CLIAgent's keyword settings, as a subclass that adds its own passes them on (`**settings: Unpack[...]`)."""
+
+    base_url: str | None
+    api_key: str | None
+    timeout_s: float
+    mode: str
+    sandbox: SandboxPolicy
 
 
 class CLIAgent(AgentBase):
@@ -292,11 +267,27 @@ class CLIAgent(AgentBase):
         `state` is a fresh folder for its HOME and configuration, removed after the run."""
         raise NotImplementedError
 
-    def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
-        """The agent's claim about one run, from its output (status "completed" only after the stream's final event,
-        else "error"; its final text and error). `run` then sets the end the host saw (ended_as_seen); usage
-        and cost come from the gateway's meter, never from this output."""
+    def claim(self, out: str, err: str) -> Claim:
+        """What the CLI's output (`out`, `err`) says about its run: `completed` only after its stream's final event."""
         raise NotImplementedError
+
+    def result(self, task: Task, out: str, err: str, timed_out: bool, duration: float) -> AgentResult:
+        """The agent's claim about one run (`claim`, or this whole for an agent that reads its output otherwise).
+        `run` then sets the end the host saw (ended_as_seen); usage and cost come from the gateway's meter, never
+        from this output."""
+        claim = self.claim(out, err)
+        status, error = claimed_status(timed_out, self.timeout_s, claim.completed, claim.error)
+        return AgentResult(
+            str(task["instance_id"]),
+            status,
+            plan=claim.plan,
+            error=error[:4000],
+            iterations=claim.iterations,
+            duration_s=round(duration, 3),
+            final_text=claim.final_text,
+            model=self.model,
+            trajectory=claim.trajectory,
+        )
 
     def check_provider(self) -> None:
         """Raise, saying what to set, when the model has no key or server (none by default)."""
@@ -417,7 +408,9 @@ class CLIAgent(AgentBase):
 __all__ = [
     "AgentBase",
     "CLIAgent",
+    "CLISettings",
     "Invocation",
+    "Claim",
     "task_text",
     "key_pipe",
     "claimed_status",
@@ -426,5 +419,4 @@ __all__ = [
     "unreadable",
     "openai_provider",
     "openai_upstream",
-    "install_on_first_use",
 ]  # documented in CODE_APPENDIX.md

@@ -1,7 +1,9 @@
 """Reading the Gemini CLI's stream-json events (no CLI started): its claimed status, final text, turns, and every
 failure as one line; never its usage (agent data: the gateway meters the run)."""
 
-from gemini_cli.agent import result_of
+import json
+
+from gemini_cli.agent import GeminiCliAgent
 
 INIT = {"type": "init", "model": "gemini-2.5-pro"}
 CALL = {"type": "tool_use", "tool_name": "run_shell_command", "tool_id": "t1", "parameters": {"command": "ls"}}
@@ -10,7 +12,8 @@ STATS = {"input_tokens": 120, "output_tokens": 7, "cached": 20}
 
 
 def read(events, stderr="", timed_out=False):
-    return result_of(events, stderr, timed_out, 30, "gemini-2.5-pro", "t-1", 1.0)
+    out = "".join(json.dumps(event) + "\n" for event in events)
+    return GeminiCliAgent("gemini-2.5-pro", timeout_s=30).result({"instance_id": "t-1"}, out, stderr, timed_out, 1.0)
 
 
 def test_a_finished_run_is_completed_with_its_final_text_and_turns_and_its_stats_are_not_taken_as_usage():

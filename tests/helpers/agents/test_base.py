@@ -1,6 +1,6 @@
 """What CLIAgent does once for every agent, driven by what each declares: installed() (its version from the binary,
 its npm package or its Python distribution), the OpenAI provider and upstream of a CLI that speaks only OpenAI's API,
-the claim's status, and the key on a pipe."""
+the claim's status and the result made of it, and the key on a pipe."""
 
 import os
 import stat
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.agents.base import CLIAgent, claimed_status, key_pipe
+from helpers.agents.base import CLIAgent, Claim, claimed_status, key_pipe
 from helpers.core import config
 
 
@@ -90,6 +90,31 @@ def test_a_claim_is_a_timeout_when_the_host_stopped_it_whatever_its_output_says(
     assert claimed_status(True, 90, True, asked) == ("timeout", "stopped after 90 s (the agent's time limit)")
     assert claimed_status(False, 90, True, asked) == ("completed", "")
     assert claimed_status(False, 90, False, lambda: "it said no") == ("error", "it said no")
+
+
+
+def test_a_claim_becomes_the_runs_result_with_the_agents_model_its_error_worked_out_and_cut_only_on_failure(tmp_path):
+    asked = []
+
+    def error():
+        asked.append("asked")
+        return "it failed " * 500
+
+    class Claiming(toy(tmp_path)):
+        def claim(self, out, err):
+            return Claim(out == "done", error, final_text=out, iterations=3, trajectory=[{"type": "message"}], plan=err)
+
+    agent = Claiming("toy-model", timeout_s=9)
+    done = agent.result({"instance_id": 7}, "done", "the plan", False, 1.23456)
+    assert (done.instance_id, done.status, done.error, done.model, done.duration_s) == ("7", "completed", "", "toy-model",
+                                                                                        1.235)
+    assert (done.final_text, done.iterations, done.trajectory, done.plan) == ("done", 3, [{"type": "message"}], "the plan")
+    assert asked == [] and done.usage == {} and done.cost_usd is None
+    failed = agent.result({"instance_id": "t-1"}, "no", "", False, 1.0)
+    assert failed.status == "error" and failed.error == ("it failed " * 500)[:4000] and asked == ["asked"]
+    stopped = agent.result({"instance_id": "t-1"}, "no", "", True, 9.0)
+    assert (stopped.status, stopped.error) == ("timeout", "stopped after 9 s (the agent's time limit)")
+    assert asked == ["asked"]
 
 
 def test_a_key_pipe_holds_the_key_once_and_nothing_else():

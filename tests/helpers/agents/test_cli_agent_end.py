@@ -2,33 +2,26 @@
 output claims what a forger would, run through the engine in the sandbox. Whatever it claims, a run it ended itself is
 a failed attempt, counted; its usage and cost are never its stream's (the gateway's meter, here none)."""
 
-import sys
-import textwrap
-
 import pytest
 
 from helpers.stats.outcomes import RESOLVED, RULES, outcome_counts, run_outcome
 from helpers.core.registry import make_agent
 from helpers.engine.runs import run_tasks
 from helpers.families.coding.tasks import load_house_suite
+from tests.helpers.agents.toy_packages import TOY_BINARY, TOY_PACKAGE, importable, write_package
 
-TOY_PACKAGE = '''
+CLAIMING_PACKAGE = '''
 import json
 from pathlib import Path
 
-from helpers.agents.base import CLIAgent, Invocation
-from helpers.isolation.processes import safe_environment
+from toy_agent import ToyAgent
 from helpers.core.protocols import AgentResult
 
 
-class ClaimingAgent(CLIAgent):
-    name, rules_file, base_prompt = "claiming-agent", "AGENTS.md", "It claims."
-    default_model, package_dir, binary_path = "toy-model", Path(__file__).parent, "bin/claim"
+class ClaimingAgent(ToyAgent):  # the toy agent's run of its own bin/toy, read by a parser that trusts its last line
+    name, package_dir = "claiming-agent", Path(__file__).parent
 
-    def invoke(self, task, workspace, state):
-        return Invocation([str(self.binary())], safe_environment({"HOME": str(state)}), stdin=task["instance_id"])
-
-    def result(self, task, out, err, timed_out, duration):  # a parser that trusts its last line, as a naive one would
+    def result(self, task, out, err, timed_out, duration):  # as a naive one would
         final = json.loads(out.strip().splitlines()[-1])
         return AgentResult(str(task["instance_id"]), final["status"], error=final.get("error", ""), model=self.model,
                            usage={"input_tokens": final["tokens"], "output_tokens": final["tokens"]},
@@ -56,20 +49,14 @@ def rows(tmp_path_factory):
     tasks = load_house_suite().head(len(VARIANTS))
     cases = "".join(f"{iid})\n{command.replace('PATCH', patch.rstrip(chr(10)))}\n;;\n" for iid, patch, (command, _, _) in
                     zip(tasks.instance_id, tasks.patch, VARIANTS.values()))
-    package = tmp / "packages" / "claiming_agent"
-    (package / "bin").mkdir(parents=True)
-    (package / "__init__.py").write_text(textwrap.dedent(TOY_PACKAGE))
-    (package / "bin" / "claim").write_text(f"#!/bin/bash\nread id\ncase \"$id\" in\n{cases}esac\n")
-    (package / "bin" / "claim").chmod(0o755)
-    sys.path.insert(0, str(package.parent))
-    try:
+    write_package(tmp / "packages", "toy_agent", TOY_PACKAGE, TOY_BINARY)
+    claim = f"#!/bin/bash\nread id\ncase \"$id\" in\n{cases}esac\n"  # each task's variant, by its id
+    write_package(tmp / "packages", "claiming_agent", CLAIMING_PACKAGE, claim)
+    with importable(tmp / "packages", "toy_agent", "claiming_agent"):
         agent = make_agent("claiming-agent", timeout_s=10)  # the stopped run ends here
         kw = dict(run_id="claims", experiment="claims", workers=3, progress=False, results_root=tmp / "results")
         first = run_tasks(tasks, agent, **kw)
         second = run_tasks(tasks, agent, **kw)
-    finally:
-        sys.path.remove(str(package.parent))
-        sys.modules.pop("claiming_agent", None)
     first.index = list(VARIANTS)
     return first, second
 

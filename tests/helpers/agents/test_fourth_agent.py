@@ -2,7 +2,6 @@
 runs through the engine and the scripted dry run's loop with no change in helpers/."""
 
 import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -11,51 +10,16 @@ from helpers.core.registry import make_agent
 from helpers.engine.loop import LoopSettings, run_loop
 from helpers.engine.runs import run_tasks
 from helpers.families.coding.tasks import load_house_suite
-
-TOY_PACKAGE = '''
-"""A toy agent: a shell command that copies its rules and writes a file (no model)."""
-from pathlib import Path
-
-from helpers.agents.base import CLIAgent, Invocation
-from helpers.isolation.processes import safe_environment
-from helpers.core.protocols import AgentResult
-
-
-class ToyAgent(CLIAgent):
-    name, rules_file, base_prompt = "toy-agent", "TOY.md", "The toy agent writes FIXED.txt."
-    default_model, package_dir, binary_path = "toy-model", Path(__file__).parent, "bin/toy"
-
-    def invoke(self, task, workspace, state):
-        return Invocation([str(self.binary())], safe_environment({"HOME": str(state)}), stdin=task["instance_id"])
-
-    def result(self, task, out, err, timed_out, duration):
-        status = "timeout" if timed_out else "completed" if "wrote" in out else "error"
-        return AgentResult(str(task["instance_id"]), status, error="" if status == "completed" else err[-500:],
-                           duration_s=duration, model=self.model, final_text=out)
-
-
-AGENT = ToyAgent
-'''
-TOY_BINARY = """#!/bin/sh
-read id
-cat TOY.md > rules_seen.txt 2>/dev/null
-echo "$id was here" > FIXED.txt
-echo wrote
-"""
+from tests.helpers.agents.toy_packages import TOY_BINARY, TOY_PACKAGE, importable, write_package
 
 
 @pytest.fixture
 def toy_agent(tmp_path, monkeypatch):
-    package = tmp_path / "packages" / "toy_agent"
-    (package / "bin").mkdir(parents=True)
-    (package / "__init__.py").write_text(textwrap.dedent(TOY_PACKAGE))
-    (package / "bin" / "toy").write_text(TOY_BINARY)
-    (package / "bin" / "toy").chmod(0o755)
-    monkeypatch.syspath_prepend(str(package.parent))
+    package = write_package(tmp_path / "packages", "toy_agent", TOY_PACKAGE, TOY_BINARY)
     for name, sub in (("PL_RESULTS_DIR", "results"), ("PL_RULESETS_DIR", "rulesets"), ("PL_CACHE_DIR", "cache")):
         monkeypatch.setenv(name, str(tmp_path / sub))
-    yield package
-    sys.modules.pop("toy_agent", None)
+    with importable(package.parent, "toy_agent"):
+        yield package
 
 
 def test_the_toy_agent_package_is_small():
