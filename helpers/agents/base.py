@@ -27,7 +27,7 @@ from typing import Any, Callable, ClassVar, Sequence, TypedDict
 
 from helpers.core import config
 from helpers.agents.install import install_on_first_use
-from helpers.isolation.processes import remove_scratch, run_cli_observed, safe_environment, scratch_dir, stop_processes
+from helpers.isolation.processes import remove_scratch, run_cli, safe_environment, scratch_dir, stop_processes
 from helpers.isolation.sandboxed_command import reached_at
 from helpers.core.protocols import AgentResult, Limit, Task
 from helpers.isolation.confinement import cap_reached
@@ -356,7 +356,7 @@ class CLIAgent(AgentBase):
         invocation = None
         try:
             invocation = self._as_seen_inside().invoke(task, Path(workspace), state)
-            run = run_cli_observed(
+            run = run_cli(
                 invocation.args,
                 Path(workspace),
                 invocation.env,

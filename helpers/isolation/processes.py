@@ -251,9 +251,6 @@ def run_cli(
     return CLIRun(out, with_cap(err, command), timed_out, seconds, process.returncode)
 
 
-run_cli_observed = run_cli  # its former name: helpers.agents.base still calls it so
-
-
 def _until_ended(
     process: subprocess.Popen[str], stdin_text: str, deadline: float, started: Started | None
 ) -> tuple[str, str, bool]:
@@ -328,7 +325,6 @@ def last_lines(text: str, lines: int = 5) -> str:
 
 __all__ = [
     "run_cli",
-    "run_cli_observed",
     "CLIRun",
     "Started",
     "read_capped",
