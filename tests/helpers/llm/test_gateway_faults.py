@@ -210,21 +210,14 @@ def test_an_upstream_that_never_answers_is_a_504_once_the_idle_limit_passes(capl
     assert len(gateway_lines(caplog)) == 1
 
 
-def test_a_stream_that_stalls_ends_with_an_error_event_once_the_idle_limit_passes(caplog):
-    with serve(default=Reply(LONG, fault="stall", fault_after=2)) as server, gateway_for(server, idle_timeout_s=2) as gateway:
+@pytest.mark.parametrize("limits, error", [
+    ({"idle_timeout_s": 2}, "sent nothing for 2 s"),  # a stream that stalls, past the idle limit
+    ({"call_timeout_s": 1, "idle_timeout_s": 600}, "longer than the gateway's limit of 1 s"),  # chunks still coming
+], ids=["idle limit", "wall-clock limit"])
+def test_a_stream_past_the_idle_or_the_wall_clock_limit_ends_with_an_error_event_and_a_504(caplog, limits, error):
+    with serve(default=Reply(LONG, fault="stall", fault_after=2)) as server, gateway_for(server, **limits) as gateway:
         token = gateway.issue_token("s")
-        with pytest.raises(openai.APIError, match="sent nothing for 2 s"):
-            list(openai_client(gateway, token).chat.completions.create(model="gpt-4.1", messages=ASK, stream=True))
-        assert server.wait_gone(1)
-
-    assert gateway.last_status(token) == 504 and len(gateway_lines(caplog)) == 1
-
-
-def test_a_call_longer_than_the_wall_clock_limit_is_ended_even_while_chunks_still_come(caplog):
-    with serve(default=Reply(LONG, fault="stall", fault_after=2)) as server, \
-            gateway_for(server, call_timeout_s=1, idle_timeout_s=600) as gateway:
-        token = gateway.issue_token("s")
-        with pytest.raises(openai.APIError, match="longer than the gateway's limit of 1 s"):
+        with pytest.raises(openai.APIError, match=error):
             list(openai_client(gateway, token).chat.completions.create(model="gpt-4.1", messages=ASK, stream=True))
         assert server.wait_gone(1)
 
