@@ -42,11 +42,18 @@ from helpers.store.loops import (
 if TYPE_CHECKING:
     from helpers.stats.costs import PairedChange
 
+SCRIPTED_LINE = "SCRIPTED DRY RUN: every number below comes from the scripted model; these are not results."
+
 
 def _label(record: dict[str, Any] | None, version: int, rules: int | None = None) -> str:
     if version == 0 and not (record or {}).get("ruleset_rules", rules):
         return "no rules"
     return f"v{version}"
+
+
+def _scripted_first(result: dict[str, Any]) -> list[str]:
+    """A summary's first line when its runs were scripted (the dry run's numbers are never results); else none."""
+    return [SCRIPTED_LINE] if result["dry_run"] else []
 
 
 def compare(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str) -> Any:
@@ -152,12 +159,7 @@ def evidence_summary(experiment: str) -> str:
     result = primary_result(experiment)
     if result is None:
         return "No finished loop yet: nothing to compare with the starting rules."
-    lines = (
-        ["SCRIPTED DRY RUN: every number below comes from the scripted model; these are not results."]
-        if result["dry_run"]
-        else []
-    )
-    lines += [result["split"], f"Kept version: {result['how']}."]
+    lines = [*_scripted_first(result), result["split"], f"Kept version: {result['how']}."]
     if result["comparison"] is not None and result.get("one_test"):
         lines += [
             f"Over the pairs it ran: {result['comparison'].summary()} (test split; the fixed test's "
@@ -289,12 +291,7 @@ def baselines_summary(experiment: str) -> str:
     result = baselines_result(experiment)
     if result is None:
         return "No baselines yet: run helpers.engine.baselines.run_baselines after the loops."
-    lines = (
-        ["SCRIPTED DRY RUN: every number below comes from the scripted model; these are not results."]
-        if result["dry_run"]
-        else []
-    )
-    lines += result["answers"]
+    lines = [*_scripted_first(result), *result["answers"]]
     for arm, record in result["arms"].items():
         label = record.get("label", arm)
         if record["status"] != "ran":

@@ -345,19 +345,16 @@ class Inbox(InboxState):
         if commit is None:
             self.last_note = f"{rules_file} on {branch} already holds v{version}: nothing to commit."
             return None
-        record = {
-            "op": "apply",
-            "repo": str(Path(repo).resolve()),
-            "branch": branch,
-            "rules_file": rules_file,
-            "version": version,
-            "previous_version": stack[-1] if stack else None,
-            "commit": commit,
-            "proposal_id": proposal.id if proposal else None,
-            "at": self._now(),
-        }
-        append_jsonl(self.dir / "applies.jsonl", record)
-        return record
+        return self._log_apply(
+            "apply",
+            repo,
+            branch,
+            rules_file,
+            version,
+            commit,
+            previous_version=stack[-1] if stack else None,
+            proposal_id=proposal.id if proposal else None,
+        )
 
     def rollback(self, repo: Path | str, branch: str | None = None) -> dict[str, Any]:
         """Restore, as a new commit on the branch the last apply used (or `branch`), the version applied
@@ -385,22 +382,38 @@ class Inbox(InboxState):
         version = self.store.rollback(
             target if target is not None else 0, reason=f"rollback of v{replaced} on {branch} in {repo}"
         )
-        record = {
-            "op": "rollback",
-            "repo": str(Path(repo).resolve()),
-            "branch": branch,
-            "rules_file": rules_file,
-            "version": target,
-            "replaced_version": replaced,
-            "store_version": version,
-            "commit": commit,
-            "at": self._now(),
-        }
-        append_jsonl(self.dir / "applies.jsonl", record)
+        record = self._log_apply(
+            "rollback", repo, branch, rules_file, target, commit, replaced_version=replaced, store_version=version
+        )
         self._track_rules()
         return record
 
     # --- internals ---
+    def _log_apply(
+        self,
+        op: str,
+        repo: Path | str,
+        branch: str,
+        rules_file: str,
+        version: int | None,
+        commit: str | None,
+        **details: Any,
+    ) -> dict[str, Any]:
+        """One line of applies.jsonl, written and returned: what `op` (apply, rollback) put on `branch` of `repo`
+        (`version` in `rules_file`, None for no learned rules), its `commit`, and the op's own `details`."""
+        record = {
+            "op": op,
+            "repo": str(Path(repo).resolve()),
+            "branch": branch,
+            "rules_file": rules_file,
+            "version": version,
+            **details,
+            "commit": commit,
+            "at": self._now(),
+        }
+        append_jsonl(self.dir / "applies.jsonl", record)
+        return record
+
     def _applied(self, repo: Path | str, branch: str) -> list[int]:
         """The versions applied to `repo` on `branch`, as a stack (apply pushes, rollback pops)."""
         stack: list[int] = []

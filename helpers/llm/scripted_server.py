@@ -45,24 +45,22 @@ import struct
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from helpers.core.config import SCRIPTED_MODEL
 from helpers.llm.scripted_wire import WHOLE, sse_events
+from helpers.llm import scripts
+from helpers.llm.loopback import LoopbackURLs
+from helpers.llm.scripts import *  # noqa: F403  (re-exported: a script's every name, scripts.__all__)
 from helpers.llm.scripts import (
-    FAULTS,
     WRONG_API,
     Reply,
-    Rule,
     Script,
     _api_of,
-    _error_body,  # noqa: F401
+    _error_body,
     _estimate_tokens,
     _model_list,
-    message_text,
     normalize_request,
-    tool_call,
-    tool_names,
 )
 
 NOT_JSON_EVENT = b"data: {this is not JSON\n\n"
@@ -76,8 +74,9 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
 
 
-class ScriptedModelServer:
-    """Serves a Script on a free loopback port; use as a context manager or call start()/stop()."""
+class ScriptedModelServer(LoopbackURLs):
+    """Serves a Script on a free loopback port; use as a context manager or call start()/stop(). Its URLs:
+    `base_url` (OpenAI's, ending in /v1) and `origin` (Anthropic's and Gemini's), helpers.llm.loopback's."""
 
     def __init__(
         self,
@@ -128,16 +127,6 @@ class ScriptedModelServer:
         assert self._httpd is not None, "server not started"
         return self._httpd.server_address[1]
 
-    @property
-    def base_url(self) -> str:
-        """The OpenAI-style base URL, ending in /v1 (an Anthropic client takes `origin`)."""
-        return f"{self.origin}/v1"
-
-    @property
-    def origin(self) -> str:
-        """http://127.0.0.1:<port>: Anthropic's base URL has no /v1 (ANTHROPIC_BASE_URL)."""
-        return f"http://127.0.0.1:{self.port}"
-
     # --- records ---
     def record(self, entry: dict[str, Any]) -> None:
         with self._requests_lock:
@@ -173,6 +162,21 @@ class ScriptedModelServer:
     def clear(self) -> None:
         with self._requests_lock:
             self.requests.clear()
+
+
+def send_json(
+    handler: BaseHTTPRequestHandler, status: int, payload: Any, headers: Mapping[str, str] | None = None
+) -> None:
+    """Answer `handler`'s request with `payload` as JSON (with its length) and `headers`: the one way a stdlib HTTP
+    handler here writes a JSON answer (this server's, and the independent upstreams tests write)."""
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    for key, value in (headers or {}).items():
+        handler.send_header(key, value)
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
@@ -245,15 +249,7 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 server.went_away(entry)  # the client gave up (timeouts, killed runs): nothing to answer
 
-        def _json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(data)
+        _json = send_json
 
         def _whole(self, api: str, request: dict, reply: Reply, entry: dict) -> None:
             shape = WRONG_API[api] if reply.fault == "wrong_api" else api
@@ -320,14 +316,6 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-__all__ = [  # the public API, documented in CODE_APPENDIX.md
-    "ScriptedModelServer",
-    "Script",
-    "Rule",
-    "Reply",
-    "tool_call",
-    "message_text",
-    "tool_names",
-    "normalize_request",
-    "FAULTS",
-]
+# the public API, documented in CODE_APPENDIX.md: the server, and what a Script is made of (helpers.llm.scripts)
+__all__ = ["ScriptedModelServer", "send_json"]
+__all__ += scripts.__all__

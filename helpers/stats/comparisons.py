@@ -292,29 +292,12 @@ def _one_attempt(passed_a: np.ndarray, passed_b: np.ndarray, common: dict[str, A
     a_only = int(np.sum((passed_a == 1) & (passed_b == 0)))
     b_only = int(np.sum((passed_a == 0) & (passed_b == 1)))
     neither = n - both - a_only - b_only
-    p_value = mcnemar_exact(a_only, b_only)
-    if n == 0:
-        acc_a = acc_b = diff = low = high = math.nan
-    else:
+    estimate = _NOTHING_TO_COMPARE
+    if n:
         acc_a, acc_b = (both + a_only) / n, (both + b_only) / n
-        diff = acc_b - acc_a
-        low, high = newcombe_paired(both, b_only, a_only, neither, common["confidence"])
-    return Comparison(
-        n,
-        both,
-        a_only,
-        b_only,
-        neither,
-        acc_a,
-        acc_b,
-        diff,
-        low,
-        high,
-        p_value,
-        p_value < common["alpha"],
-        method=METHOD_ONE_ATTEMPT,
-        **common,
-    )
+        estimate = (acc_a, acc_b, acc_b - acc_a, *newcombe_paired(both, b_only, a_only, neither, common["confidence"]))
+    p_value = mcnemar_exact(a_only, b_only)
+    return _comparison(n, (both, a_only, b_only, neither), estimate, p_value, METHOD_ONE_ATTEMPT, common)
 
 
 def _several_attempts(
@@ -327,28 +310,29 @@ def _several_attempts(
     both = int(np.sum(tied & (mean_a > 0)))
     neither = int(np.sum(tied & (mean_a == 0)))
     a_only, b_only = int(np.sum(~tied & (diffs < 0))), int(np.sum(~tied & (diffs > 0)))
-    if n == 0:
-        acc_a = acc_b = diff = low = high = math.nan
-    else:
-        acc_a, acc_b, diff = float(mean_a.mean()), float(mean_b.mean()), float(diffs.mean())
-        low, high = bootstrap_mean(diffs, n_boot, seed, common["confidence"])
+    estimate = _NOTHING_TO_COMPARE
+    if n:
+        means = (float(mean_a.mean()), float(mean_b.mean()), float(diffs.mean()))
+        estimate = (*means, *bootstrap_mean(diffs, n_boot, seed, common["confidence"]))
     p_value = sign_flip_p(diffs[~tied], n_boot, seed)
-    return Comparison(
-        n,
-        both,
-        a_only,
-        b_only,
-        neither,
-        acc_a,
-        acc_b,
-        diff,
-        low,
-        high,
-        p_value,
-        p_value < common["alpha"],
-        method=METHOD_ATTEMPTS,
-        **common,
-    )
+    return _comparison(n, (both, a_only, b_only, neither), estimate, p_value, METHOD_ATTEMPTS, common)
+
+
+# accuracy a, accuracy b, their difference and its interval, when no task can be compared
+_NOTHING_TO_COMPARE = (math.nan, math.nan, math.nan, math.nan, math.nan)
+
+
+def _comparison(
+    n: int,
+    counts: tuple[int, int, int, int],
+    estimate: tuple[float, float, float, float, float],
+    p_value: float,
+    method: str,
+    common: dict[str, Any],
+) -> Comparison:
+    """The Comparison either kind makes: `counts` (both, a_only, b_only, neither), `estimate` (accuracy a,
+    accuracy b, diff, its interval), significant when `p_value` is under `common`'s alpha."""
+    return Comparison(n, *counts, *estimate, p_value, p_value < common["alpha"], method=method, **common)
 
 
 # --- reading result frames ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -396,14 +397,15 @@ def _now() -> int:
     return int(float(Path("/proc/uptime").read_text().split()[0]) * os.sysconf("SC_CLK_TCK")) + 1
 
 
-def _processes(between: tuple[int, int]) -> list[str]:
-    """The host's processes that started in `between` (ticks): a run's leftovers can only be among them. Other
-    workers' runs started later may hold the same uid, or a namespace numbered alike, once this one has ended."""
+def _processes(between: tuple[int, int], which: Callable[[str], bool]) -> list[int]:
+    """The host's processes that started in `between` (ticks) and are `which` (a test of the pid; a process gone or
+    unreadable meanwhile is not): a run's leftovers can only be among them. Other workers' runs started later may
+    hold the same uid, or a namespace numbered alike, once this one has ended."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if between[0] <= _started(pid) <= between[1]:
-                found.append(pid)
+            if between[0] <= _started(pid) <= between[1] and which(pid):
+                found.append(int(pid))
         except (OSError, ValueError, IndexError):
             continue
     return found
@@ -411,43 +413,25 @@ def _processes(between: tuple[int, int]) -> list[str]:
 
 def _holders(network: str, between: tuple[int, int]) -> list[int]:
     """The host's processes in the network namespace `network` ("net:[inode]") or holding a descriptor of it."""
-    found = []
-    for pid in _processes(between):
-        try:
-            if os.readlink(f"/proc/{pid}/ns/net") == network or any(
-                    os.readlink(f"/proc/{pid}/fd/{fd}") == network for fd in os.listdir(f"/proc/{pid}/fd")):
-                found.append(int(pid))
-        except OSError:
-            continue
-    return found
+    return _processes(between, lambda pid: os.readlink(f"/proc/{pid}/ns/net") == network or any(
+        os.readlink(f"/proc/{pid}/fd/{fd}") == network for fd in os.listdir(f"/proc/{pid}/fd")))
 
 
 def _of_uid(uid: int, between: tuple[int, int]) -> list[int]:
-    found = []
-    for pid in _processes(between):
-        try:
-            if os.stat(f"/proc/{pid}").st_uid == uid:
-                found.append(int(pid))
-        except OSError:
-            continue
-    return found
+    return _processes(between, lambda pid: os.stat(f"/proc/{pid}").st_uid == uid)
 
 
 def _orphaned_helpers(between: tuple[int, int]) -> list[int]:
     """User-namespace helpers (`unshare --user cat`, which becomes `cat` in a user namespace of its own) whose driver
     is gone: reparented to init."""
     host = os.readlink("/proc/self/ns/user")
-    found = []
-    for pid in _processes(between):
-        try:
-            name = Path(f"/proc/{pid}/comm").read_text().strip()
-            parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            elsewhere = os.readlink(f"/proc/{pid}/ns/user") != host
-        except (OSError, ValueError, IndexError):
-            continue
-        if name in ("cat", "unshare") and parent == 1 and elsewhere:
-            found.append(int(pid))
-    return found
+
+    def orphaned(pid: str) -> bool:
+        name = Path(f"/proc/{pid}/comm").read_text().strip()
+        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        return name in ("cat", "unshare") and parent == 1 and os.readlink(f"/proc/{pid}/ns/user") != host
+
+    return _processes(between, orphaned)
 
 
 def test_held_a_killed_driver_leaves_no_process_of_the_runs_uid_no_holder_of_its_network_and_no_helper():

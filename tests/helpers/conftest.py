@@ -33,3 +33,14 @@ def memory_scratch(monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", folder)
     yield
     subprocess.run(["rm", "-rf", folder], check=False)
+
+
+@pytest.fixture
+def no_keys(monkeypatch, tmp_path):
+    """No provider key or base URL in the environment, and no .env to find: a session opened now is the dry run
+    unless the test sets its own."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "GEMINI_API_KEY",
+                 "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("helpers.core.config.REPO_ROOT", tmp_path)  # no .env to find

@@ -98,7 +98,7 @@ def test_the_cline_quickstart_runs_end_to_end_on_a_real_server(local_model, isol
     # the Gemini CLI speaks Gemini's API to the gateway, which carries it to this server's chat completions
     ("gemini-cli", {"OPENAI_BASE_URL": "base_url", "OPENAI_API_KEY": None}),
     # Claude Code's calls go to ANTHROPIC_BASE_URL, the judge's and optimizer's to OPENAI_BASE_URL: both this server
-    ("claude-code", {"ANTHROPIC_BASE_URL": "anthropic_base_url", "ANTHROPIC_API_KEY": None,
+    ("claude-code", {"ANTHROPIC_BASE_URL": "origin", "ANTHROPIC_API_KEY": None,
                      "OPENAI_BASE_URL": "base_url", "OPENAI_API_KEY": None}),
 ])
 def test_each_agent_reaches_the_real_server_through_the_gateway(local_model, isolated, monkeypatch, agent, variables):

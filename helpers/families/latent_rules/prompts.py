@@ -1,6 +1,7 @@
 """The latent-rules family's two prompts: the page writer's base prompt (its instructions fenced) and the
 optimizer's instructions."""
 
+from helpers.rules.edits import edits_answer_format
 from helpers.rules.ruleset import FENCE_END, FENCE_START
 
 BASE_PROMPT = f"""\
@@ -40,12 +41,6 @@ requests: general, precise, short and actionable, never about one particular req
 instructions that work; fix ones that misled the model; merge duplicates; delete wrong ones. Change
 nothing when the feedback teaches nothing new.
 
-Answer with one JSON object and nothing else:
-{"edits": [
-  {"op": "add", "text": "<the new instruction>", "reason": "<one line>", "sources": ["<example id>", ...]},
-  {"op": "update", "id": "R3", "text": "<the instruction's new text>", "reason": "...", "sources": [...]},
-  {"op": "merge", "ids": ["R2", "R5"], "text": "<one instruction replacing them>", "reason": "...", "sources": [...]},
-  {"op": "delete", "id": "R4", "reason": "...", "sources": [...]}
-]}"""
+""" + edits_answer_format("instruction", "example id")
 
 __all__ = ["BASE_PROMPT", "OPTIMIZER_PROMPT"]

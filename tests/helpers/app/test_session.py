@@ -10,15 +10,6 @@ from helpers.llm.model_list import ModelNotServed
 from helpers.llm.scripted_server import Reply, Script, ScriptedModelServer
 
 
-@pytest.fixture
-def no_keys(monkeypatch, tmp_path):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "GEMINI_API_KEY",
-                 "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("helpers.core.config.REPO_ROOT", tmp_path)  # no .env to find
-
-
 def test_without_a_key_every_role_goes_to_the_scripted_server_through_the_gateway_and_says_so(no_keys):
     session = open_session(phoenix=False)
     try:

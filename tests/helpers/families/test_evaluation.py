@@ -178,6 +178,14 @@ def at_import(code):
     return lambda text: code + "\n" + text
 
 
+def report_swapped_for(make):
+    """ledger/__init__.py that, as pytest exits, removes the report it is writing and runs `make` (Python over
+    `_o`, os, and `_r`, the report's path) to put something else in its place."""
+    return at_import("import atexit as _a, os as _o, sys as _s\n\n\ndef _swap():\n"
+                     "    _r = next(a.split('=', 1)[1] for a in _s.argv if a.startswith('--junitxml='))\n"
+                     f"    _o.unlink(_r)\n    {make}\n\n\n_a.register(_swap)\n")
+
+
 FORGERS = {
     # the issue's examples
     "runpy from a .txt": ({"ledger/ROUNDING.txt": FORCE + "import _pytest.reports\n_force(_pytest.reports)\n",
@@ -197,14 +205,9 @@ FORGERS = {
     "a late thread rewriting the report and printing the exit marker": ({"ledger/__init__.py": at_import(
         ALL_PASS + "import threading as _th\n\n\ndef _late():\n    _th.main_thread().join()\n    _all_pass()\n"
         "    print('__exit_status__=0', flush=True)\n\n\n_th.Thread(target=_late).start()\n")}, "forged"),
-    "the report swapped for a FIFO": ({"ledger/__init__.py": at_import(
-        "import atexit as _a, os as _o, sys as _s\n\n\ndef _swap():\n"
-        "    _r = next(a.split('=', 1)[1] for a in _s.argv if a.startswith('--junitxml='))\n"
-        "    _o.unlink(_r)\n    _o.mkfifo(_r)\n\n\n_a.register(_swap)\n")}, "report"),
-    "the report swapped for a link to a root-only host file": ({"ledger/__init__.py": at_import(
-        "import atexit as _a, os as _o, sys as _s\n\n\ndef _swap():\n"
-        "    _r = next(a.split('=', 1)[1] for a in _s.argv if a.startswith('--junitxml='))\n"
-        "    _o.unlink(_r)\n    _o.symlink('{secret}', _r)\n\n\n_a.register(_swap)\n")}, "report"),
+    "the report swapped for a FIFO": ({"ledger/__init__.py": report_swapped_for("_o.mkfifo(_r)")}, "report"),
+    "the report swapped for a link to a root-only host file": (
+        {"ledger/__init__.py": report_swapped_for("_o.symlink('{secret}', _r)")}, "report"),
     # variants the issue does not name
     "PYTEST_ADDOPTS and a -p plugin of its own, then pytest run again": ({
         "ledger/forge_plugin.py": FORCE_PLUGIN,
@@ -236,7 +239,8 @@ FORGERS = {
 
 def forged_patch(task, tmp_path, forger, secret=""):
     changes, _ = FORGERS[forger]
-    changes = {path: (change.replace("{secret}", secret) if isinstance(change, str) else change)
+    changes = {path: (change.replace("{secret}", secret) if isinstance(change, str)
+                      else lambda text, change=change: change(text).replace("{secret}", secret))
                for path, change in changes.items()}
     if forger == "a README renamed into the forger's module":  # git diff shows it as a rename: README.md -> ...
         return patched(task, tmp_path, {**changes, "ledger/_notes.py": lambda _: FORCE + "import _pytest.reports\n"

@@ -1,6 +1,7 @@
 """Mirrors of SWE-bench repositories made on first use, against a file:// remote made here."""
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -72,23 +73,15 @@ def test_a_repository_missing_upstream_is_an_error_and_leaves_no_half_mirror(tmp
 
 def test_concurrent_calls_for_one_repository_clone_it_once(tmp_path, remote):
     base, _, first = remote
-    lines, paths, errors = [], [], []
+    lines = []
     start = threading.Barrier(4)
 
-    def ask():
+    def ask(_):
         start.wait()
-        try:
-            paths.append(ensure_mirror(REPO, first, cache_dir=tmp_path / "cache", remote_base=base,
-                                       progress=lines.append))
-        except Exception as error:  # reported below, so a failure names its cause
-            errors.append(error)
+        return ensure_mirror(REPO, first, cache_dir=tmp_path / "cache", remote_base=base, progress=lines.append)
 
-    threads = [threading.Thread(target=ask) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    with ThreadPoolExecutor(4) as pool:
+        paths = list(pool.map(ask, range(4)))  # a call's error is raised here, named
     assert len(paths) == 4 and len(set(paths)) == 1
     assert [line.split()[0] for line in lines] == ["cloning"]
     assert [p.name for p in (tmp_path / "cache").iterdir()] == ["octo__widget.git"]

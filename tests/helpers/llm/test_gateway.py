@@ -1,6 +1,7 @@
 """The model gateway against real upstreams: the project's scripted model server, and a tiny independent
-upstream written here (stdlib only) that checks the real key arrives, echoes headers, streams with delays
-and answers Anthropic messages and Responses API streams. Clients: the OpenAI and Anthropic SDKs and httpx."""
+upstream written here (stdlib's http.server; its JSON answers written as the scripted server writes its own) that
+checks the real key arrives, echoes headers, streams with delays and answers Anthropic messages and Responses API
+streams. Clients: the OpenAI and Anthropic SDKs and httpx."""
 
 import json
 import threading
@@ -19,7 +20,7 @@ from helpers.llm.client import LLMClient, LLMError
 from helpers.llm.gateway import BUDGET_HEADER, Gateway, Upstream, is_transient, phoenix_tracer
 from helpers.llm.retries import GATEWAY_RETRIES_HEADER
 from helpers.tracking.phoenix_server import free_port
-from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer
+from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, send_json
 
 OPENAI_KEY = "stub-upstream-openai-key-0123456789"  # not a real key's shape
 ANTHROPIC_KEY = "stub-upstream-anthropic-key-9876543210"
@@ -153,15 +154,7 @@ class Stub:
                                                     "finish_reason": "stop"}],
                                        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}})
 
-            def json(self, status, payload, headers=None):
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
+            json = send_json
 
             def stream(self, chunks, delay_s=0.0):
                 self.send_response(200)

@@ -16,6 +16,7 @@ import pytest
 from helpers.llm.gateway import Gateway, Upstream, is_transient
 from helpers.llm.gateway.relay import loads
 from helpers.llm.retries import GATEWAY_RETRIES_HEADER
+from tests.helpers.llm.conftest import recorded_upstream
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer
 
 LONG = "word " * 200  # many events, so that a fault after a few comes well before the end
@@ -210,21 +211,14 @@ def test_an_upstream_that_never_answers_is_a_504_once_the_idle_limit_passes(capl
     assert len(gateway_lines(caplog)) == 1
 
 
-def test_a_stream_that_stalls_ends_with_an_error_event_once_the_idle_limit_passes(caplog):
-    with serve(default=Reply(LONG, fault="stall", fault_after=2)) as server, gateway_for(server, idle_timeout_s=2) as gateway:
+@pytest.mark.parametrize("limits, error", [
+    ({"idle_timeout_s": 2}, "sent nothing for 2 s"),  # a stream that stalls, past the idle limit
+    ({"call_timeout_s": 1, "idle_timeout_s": 600}, "longer than the gateway's limit of 1 s"),  # chunks still coming
+], ids=["idle limit", "wall-clock limit"])
+def test_a_stream_past_the_idle_or_the_wall_clock_limit_ends_with_an_error_event_and_a_504(caplog, limits, error):
+    with serve(default=Reply(LONG, fault="stall", fault_after=2)) as server, gateway_for(server, **limits) as gateway:
         token = gateway.issue_token("s")
-        with pytest.raises(openai.APIError, match="sent nothing for 2 s"):
-            list(openai_client(gateway, token).chat.completions.create(model="gpt-4.1", messages=ASK, stream=True))
-        assert server.wait_gone(1)
-
-    assert gateway.last_status(token) == 504 and len(gateway_lines(caplog)) == 1
-
-
-def test_a_call_longer_than_the_wall_clock_limit_is_ended_even_while_chunks_still_come(caplog):
-    with serve(default=Reply(LONG, fault="stall", fault_after=2)) as server, \
-            gateway_for(server, call_timeout_s=1, idle_timeout_s=600) as gateway:
-        token = gateway.issue_token("s")
-        with pytest.raises(openai.APIError, match="longer than the gateway's limit of 1 s"):
+        with pytest.raises(openai.APIError, match=error):
             list(openai_client(gateway, token).chat.completions.create(model="gpt-4.1", messages=ASK, stream=True))
         assert server.wait_gone(1)
 
@@ -267,41 +261,14 @@ OVERLOADED_STREAM = (  # recorded from Anthropic's documented stream: a message 
     b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n')
 
 
-def recorded_stream_server(body: bytes):
-    """A loopback server that answers every POST with `body` as an SSE stream (a recorded response)."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    # shutdown() waits for the next poll: 0.05 s, not the default 0.5 s, per server stopped
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    return server
-
-
 def test_a_model_servers_own_error_event_is_relayed_and_recorded_as_what_it_was(caplog):
-    server = recorded_stream_server(OVERLOADED_STREAM)
-    try:
-        upstream = Upstream(f"http://127.0.0.1:{server.server_port}", "upstream-key", "anthropic")
-        with Gateway({"s": upstream}, backoff_s=0, max_retries=0) as gateway:
-            token = gateway.issue_token("s")
-            client = anthropic.Anthropic(base_url=gateway.url_for("s"), api_key=token, max_retries=0)
-            with pytest.raises(anthropic.APIStatusError, match="Overloaded") as failed:
-                list(client.messages.create(model="claude-x", max_tokens=10, messages=ASK, stream=True))
-            record, = gateway.calls()
-    finally:
-        server.shutdown()
+    with recorded_upstream([OVERLOADED_STREAM]) as url, \
+            Gateway({"s": Upstream(url, "upstream-key", "anthropic")}, backoff_s=0, max_retries=0) as gateway:
+        token = gateway.issue_token("s")
+        client = anthropic.Anthropic(base_url=gateway.url_for("s"), api_key=token, max_retries=0)
+        with pytest.raises(anthropic.APIStatusError, match="Overloaded") as failed:
+            list(client.messages.create(model="claude-x", max_tokens=10, messages=ASK, stream=True))
+        record, = gateway.calls()
     assert failed.value.body["error"]["type"] == "overloaded_error"  # the client got the server's own error
     assert record["status"] == 529 and is_transient(gateway.last_status(token))  # ... and the record says so
     assert "overloaded_error" in record["error"] and len(gateway_lines(caplog)) == 1

@@ -14,9 +14,7 @@ that its real key is accepted as `x-goog-api-key`: only a run against Google sho
 
 import http.client
 import json
-import threading
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -27,6 +25,7 @@ from google.genai import errors, types
 from helpers.llm.gateway import Gateway, Upstream, is_transient
 from helpers.llm.gateway.metering import Meter
 from helpers.llm.pricing import call_cost_usd
+from tests.helpers.llm.conftest import recorded_upstream
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, tool_call
 
 GEMINI_KEY = "stub-upstream-gemini-key-0123456789"  # not a real key's shape
@@ -37,9 +36,14 @@ USAGE = {"prompt_tokens": 1200, "completion_tokens": 80, "prompt_tokens_details"
 EDIT = tool_call("editor", path="a.py", old_text="x = 1", new_text="x = 2")
 
 
-def gateway_for(server, **options):
+def gateway_for(server, kind="gemini", **options):
+    """The gateway in front of the scripted server as Google's API ("gemini"), or as a chat-completions server the
+    gateway translates Gemini's calls for ("gemini-to-openai": test_gateway_gemini_to_openai)."""
     options.setdefault("backoff_s", 0)
-    return Gateway({"g": Upstream(server.origin, GEMINI_KEY, "gemini")}, **options)
+    return Gateway({"g": Upstream(server.origin if kind == "gemini" else server.base_url, GEMINI_KEY, kind)}, **options)
+
+
+KINDS = ["gemini", "gemini-to-openai"]  # what a Gemini client is told about its quota reads the same on both
 
 
 CLIENTS = []  # a genai.Client closes its HTTP connection pool when it is garbage collected, even while its
@@ -129,9 +133,11 @@ def test_the_trajectory_of_a_gemini_conversation_is_kept_with_its_calls_and_answ
 
 
 # --- rate limits and broken streams ---------------------------------------------------------------------
-def test_a_429_with_retry_after_is_retried_once_by_the_gateway_and_the_client_gets_the_answer():
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_429_with_retry_after_is_retried_once_by_the_gateway_and_the_client_gets_the_answer(kind):
     script_429 = Rule(reply=Reply(status=429, retry_after=0.2, error_message="Resource has been exhausted"), times=1)
-    with serve(script_429, default=Reply("after the wait")) as server, gateway_for(server, max_retries=2) as gateway:
+    with serve(script_429, default=Reply("after the wait")) as server, \
+            gateway_for(server, kind, max_retries=2) as gateway:
         token = gateway.issue_token("g")
         answer = client(gateway, token).models.generate_content(model=MODEL, contents="hi")
         record, = gateway.calls()
@@ -140,9 +146,10 @@ def test_a_429_with_retry_after_is_retried_once_by_the_gateway_and_the_client_ge
     assert len(server.requests) == 2
 
 
-def test_a_429_the_gateway_passes_on_reaches_the_sdk_as_googles_error_shape():
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_429_the_gateway_passes_on_reaches_the_sdk_as_googles_error_shape(kind):
     with serve(default=Reply(status=429, retry_after=3600, error_message="quota")) as server, \
-            gateway_for(server) as gateway:
+            gateway_for(server, kind) as gateway:
         token = gateway.issue_token("g")
         with pytest.raises(errors.ClientError) as refused:
             client(gateway, token).models.generate_content(model=MODEL, contents="hi")
@@ -260,29 +267,11 @@ def test_the_upstream_gets_the_real_key_and_never_the_clients_token_in_a_header_
 
 @contextmanager
 def google_stub(chunks):
-    """An upstream that streams `chunks` as given and closes (HTTP/1.0: the close ends the answer), for what the
-    scripted server does not send: chunks after the finishing one, an error chunk mid-stream."""
-    class Google(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def do_POST(self):
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            for chunk in chunks:
-                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n")
-
-    upstream = ThreadingHTTPServer(("127.0.0.1", 0), Google)
-    # shutdown() waits for the next poll: 0.05 s, not the default 0.5 s, per server stopped
-    threading.Thread(target=upstream.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    try:
-        with Gateway({"g": Upstream(f"http://127.0.0.1:{upstream.server_address[1]}", GEMINI_KEY, "gemini")},
-                     max_retries=0) as gateway:
-            yield gateway
-    finally:
-        upstream.shutdown()
+    """The gateway in front of an upstream that streams `chunks` as given and closes (the close ends the answer), for
+    what the scripted server does not send: chunks after the finishing one, an error chunk mid-stream."""
+    with recorded_upstream([b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n" for chunk in chunks]) as url, \
+            Gateway({"g": Upstream(url, GEMINI_KEY, "gemini")}, max_retries=0) as gateway:
+        yield gateway
 
 
 def text_chunk(text, **candidate):

@@ -11,10 +11,8 @@ against llama-server.
 """
 
 import json
-import threading
 import time
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -25,6 +23,7 @@ from google.genai import errors, types
 from helpers.llm.gateway import Gateway, Upstream, is_transient
 from helpers.llm.gateway.gemini_request import chat_request, json_schema
 from helpers.llm.pricing import call_cost_usd
+from tests.helpers.llm.conftest import recorded_upstream
 from helpers.llm.scripted_server import Reply, Rule, Script, ScriptedModelServer, tool_call
 
 KEY = "stub-upstream-chat-key-0123456789"
@@ -157,19 +156,7 @@ def test_an_upstream_error_reaches_the_sdk_with_its_status_in_googles_shape():
                                                                                  "context window exceeded")
 
 
-def test_a_429_is_retried_by_the_gateway_and_one_it_passes_on_reads_as_resource_exhausted():
-    once = Rule(reply=Reply(status=429, retry_after=0.2, error_message="slow down"), times=1)
-    with serve(once, default=Reply("after the wait")) as server, gateway_for(server, max_retries=2) as gateway:
-        answer = client(gateway, gateway.issue_token("g")).generate_content(model=MODEL, contents="hi")
-        record, = gateway.calls()
-    assert answer.text == "after the wait" and record["retries"] == 1 and len(server.requests) == 2
-    with serve(default=Reply(status=429, retry_after=3600, error_message="quota")) as server, \
-            gateway_for(server) as gateway:
-        token = gateway.issue_token("g")
-        with pytest.raises(errors.ClientError) as refused:
-            client(gateway, token).generate_content(model=MODEL, contents="hi")
-    assert (refused.value.code, refused.value.status, refused.value.message) == (429, "RESOURCE_EXHAUSTED", "quota")
-    assert is_transient(gateway.last_status(token)) and len(server.requests) == 1
+# A 429 retried, and one passed on as RESOURCE_EXHAUSTED: test_gateway_gemini's 429 tests, run on this kind too.
 
 
 @pytest.mark.timeout(60)
@@ -194,31 +181,12 @@ def test_a_whole_answer_that_is_not_a_chat_completion_is_retried_then_a_502():
 
 @contextmanager
 def chat_stub(chunks, first_after_s=0.0):
-    """A chat server streaming `chunks` as given (the first after `first_after_s`), then [DONE]: for what the
-    scripted one does not send."""
-    class Chat(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def do_POST(self):
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            self.wfile.flush()
-            time.sleep(first_after_s)
-            for chunk in chunks:
-                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-            self.wfile.write(b"data: [DONE]\n\n")
-
-    upstream = ThreadingHTTPServer(("127.0.0.1", 0), Chat)
-    threading.Thread(target=upstream.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{upstream.server_address[1]}/v1"
-        with Gateway({"g": Upstream(url, KEY, "gemini-to-openai")}, max_retries=0) as gateway:
-            yield gateway
-    finally:
-        upstream.shutdown()
+    """The gateway in front of a chat server streaming `chunks` as given (the first after `first_after_s`), then
+    [DONE]: for what the scripted one does not send."""
+    events = [b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chunks] + [b"data: [DONE]\n\n"]
+    with recorded_upstream(events, first_after_s) as url, \
+            Gateway({"g": Upstream(f"{url}/v1", KEY, "gemini-to-openai")}, max_retries=0) as gateway:
+        yield gateway
 
 
 def delta(**fields):

@@ -416,14 +416,9 @@ def test_a_token_count_is_screened_as_its_wire_format_and_reserves_nothing(serve
     assert counted.input_tokens > 0 and len(server.requests) == 1
 
 
-def test_a_sessions_agent_token_opens_the_agents_model_only(monkeypatch, tmp_path):
+def test_a_sessions_agent_token_opens_the_agents_model_only(no_keys, monkeypatch):
     from helpers.app.session import open_session
 
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "GEMINI_API_KEY",
-                 "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("helpers.core.config.REPO_ROOT", tmp_path)  # no .env to find
     served = ["gpt-4.1-mini", "gpt-4.1", "o1-pro"]
     with ScriptedModelServer(Script(default=Reply("ok")), models=served) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
