@@ -149,10 +149,14 @@ def stop_nodes(nodes: list[subprocess.Popen]) -> None:
         node.wait(timeout=60)
 
 
+# no idle workers started ahead of the tasks (each is a Python process importing Ray: ~3 CPU-seconds; 2 cores)
+LEAN = {"RAY_enable_worker_prestart": "0", "RAY_prestart_worker_first_driver": "0"}
+
+
 def start_cluster(temp: Path, auth: dict[str, str], port: int, attempt: int) -> list[subprocess.Popen]:
     """A head node, then a worker node joined to it; the nodes, or an empty list if one exited while starting
     (each node registered with the head before its `ray start` says so: no `ray status` is needed)."""
-    env = {**os.environ, **auth}
+    env = {**os.environ, **auth, **LEAN}
     # no autoscaler monitor and no log monitor: two Python processes fewer starting beside the agents
     common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "2", "--disable-usage-stats",
               "--include-log-monitor", "false"]
