@@ -328,13 +328,15 @@ def test_the_continual_notebook_learns_from_a_prs_feedback_applies_and_rolls_bac
 
 
 def test_the_your_repo_notebook_mines_a_history_runs_the_loop_and_exports_the_rules(isolated):
-    params = {"DRY_RUN": True, "EXPERIMENT": "ci-your-repo", "PHOENIX_URL": isolated["phoenix"]}
+    """With AGENT = "codex" (any registered agent runs it; Cline, the default, runs the quickstart's chain): its
+    rules file, AGENTS.md, is the one written."""
+    params = {"DRY_RUN": True, "EXPERIMENT": "ci-your-repo", "AGENT": "codex", "PHOENIX_URL": isolated["phoenix"]}
     shown = outputs(run_notebook(NOTEBOOKS / "07_your_repo.ipynb", params))
     assert "Mined 6 commits of ci-your-repo: 4 kept as tasks, 2 dropped." in shown and "no tests touched" in shown
-    assert DRY_RUN_LABEL in shown and "Written: " in shown and ".clinerules" in shown
+    assert DRY_RUN_LABEL in shown and "Written: AGENTS.md" in shown
     tasks = (isolated["root"] / "act_results/ci-your-repo/tasks.jsonl").read_text().splitlines()
     assert len(tasks) == 4 and all(json.loads(t)["FAIL_TO_PASS"] for t in tasks)
     assert (isolated["root"] / "act_results/ci-your-repo/plots/mining.png").read_bytes().startswith(b"\x89PNG")
-    assert re.search(r"Written: \.clinerules\S* in \S+ \(the demo's scratch copy", shown)
+    assert re.search(r"Written: AGENTS\.md in \S+ \(the demo's scratch copy", shown)
     assert "[R1] Add a one-line entry under `## Unreleased` in CHANGELOG.md" in shown  # the demo's habit, learned
     assert "Of 6 commits scanned, 4 became tasks. Dropped: " in shown  # the figure, explained

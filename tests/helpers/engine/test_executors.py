@@ -259,13 +259,15 @@ class Watch:
 
 
 def run(house, tmp_path, executor, run_id="r", watch=None, **kw):
-    """The house tasks with the real Cline agent on the scripted server, through the session's gateway; `watch`
-    is called with each request the server receives, before it answers."""
-    with open_session(dry_run=True, phoenix=False, dry_run_tasks=house, budget_usd=kw.pop("budget_usd", None)) as session:
+    """The house tasks with the real Codex CLI on the scripted server, through the session's gateway; `watch`
+    is called with each request the server receives, before it answers. (Any registered agent shows the executor;
+    Codex starts in a tenth of Cline's CPU time, and Cline's own runs are tests/cline's.)"""
+    with open_session(dry_run=True, phoenix=False, dry_run_tasks=house, agent="codex",
+                      budget_usd=kw.pop("budget_usd", None)) as session:
         if watch is not None:
             server, keep = session.scripted_server, session.scripted_server.record
             server.record = lambda entry: (watch(entry), keep(entry))
-        agent = make_agent("cline", **session.agent_kwargs())
+        agent = make_agent("codex", **session.agent_kwargs())
         frame = run_tasks(house, agent, run_id=run_id, experiment="ray", results_root=tmp_path, gateway=session.gateway,
                           executor=executor, workers=2, progress=False, **kw)
         return frame, session.gateway.calls()
