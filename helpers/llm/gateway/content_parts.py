@@ -111,6 +111,8 @@ def ambiguous(api: str, part: dict[str, Any]) -> str | None:
         folded = {key.replace("_", "").lower() for key in part}
         return f"an object naming one field twice ({', '.join(sorted(part))})" if len(folded) != len(part) else None
     folded = {key.lower() for key in part}
+    if folded == part.keys():  # every key is lower-case already: none can be read as another
+        return None
     if len(folded) != len(part) or any(key != key.lower() and key.lower() in _CHECKED_KEYS for key in part):
         return f"an object with keys that differ in case only ({', '.join(sorted(part))})"
     return None
@@ -188,6 +190,8 @@ def _reference(kind: str, part: dict[str, Any]) -> str | None:
     inner = found if isinstance(found := part.get(kind), dict) else part
     source = given if isinstance(given := inner.get("source"), dict) else {}
     for holder in (part, inner):
+        if holder.keys().isdisjoint(_URL_KEYS):  # (most parts: one set operation)
+            continue
         for key in _URL_KEYS:
             url = holder.get(key)
             url = next((url[k] for k in _URL_KEYS if k in url), None) if isinstance(url, dict) else url

@@ -6,7 +6,6 @@ upstream call. See the package docstring for the contract."""
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import threading
 import time
@@ -337,8 +336,7 @@ class Gateway(CallRecords):
             )
             self._unsent(token, record, started, b"", None, status=checked.status, error=checked.message)
             return error_response(checked.status, f"gateway: {checked.message}", checked.kind, api=api)
-        path, query, asked, screened = checked
-        body = json.dumps(screened.body).encode() if screened is not None else b""  # what was checked, as sent
+        path, query, asked, screened, body = checked  # body: what was checked, as it is sent
         record = call_record(
             client,
             name,
