@@ -303,6 +303,8 @@ def _cap(api: str, screened: Screened, cap: int, model: str) -> None:
 def forwarded_query(api: str, path: str, query: str) -> tuple[str, list[str]]:
     """The query string that goes upstream (the pairs QUERY names for `api`; Gemini's `alt=sse` only on
     :streamGenerateContent) and the names of the parameters dropped (`key`, the token, is dropped unnamed)."""
+    if not query:
+        return "", []
     allowed = QUERY.get(api, set())
     if api == "gemini" and not path.endswith(":streamGenerateContent"):
         allowed = set()

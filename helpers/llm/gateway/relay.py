@@ -182,23 +182,25 @@ class Stream:
                 data = raw[5:].lstrip()
             else:
                 data = b"\n".join(line[5:].lstrip() for line in raw.split(b"\n") if line.startswith(b"data:"))
-            try:
-                parsed = loads(data) if data and data != b"[DONE]" else None
-            except ValueError:
-                self._fault = UpstreamFault(
-                    f"the model server sent an event that is not JSON after {chunks_text(self.chunks)} ({data[:40]!r})"
-                )
-                break
+            parsed = None
+            if data == b"[DONE]":
+                self.ended = True
+            elif data:
+                try:
+                    parsed = loads(data)
+                except ValueError:
+                    self._fault = UpstreamFault(
+                        f"the model server sent an event that is not JSON after {chunks_text(self.chunks)} "
+                        f"({data[:40]!r})"
+                    )
+                    break
+                if isinstance(parsed, dict) and not parsed.keys().isdisjoint(_NOTED_KEYS):
+                    self._note(parsed)  # (not a chat chunk: it may say the stream ended, finished or failed)
             events.append((raw + b"\n\n", parsed))
             self.chunks += bool(data)
-            self._note(data, parsed)
         return events
 
-    def _note(self, data: bytes, parsed: Any) -> None:
-        if data == b"[DONE]":
-            self.ended = True
-        if not isinstance(parsed, dict) or parsed.keys().isdisjoint(_NOTED_KEYS):
-            return  # (a chat chunk: nothing here says the stream ended, finished or failed)
+    def _note(self, parsed: dict) -> None:
         self.ended = self.ended or parsed.get("type") in END_TYPES or bool(parsed.get("error"))
         candidates = parsed.get("candidates")
         self.finished = self.finished or (
