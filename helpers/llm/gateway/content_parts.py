@@ -167,14 +167,23 @@ def screen_content(api: str, body: dict[str, Any]) -> tuple[str | None, int]:
 def _message_fields(api: str, message: dict[str, Any]) -> str | None:
     """Why a message's own fields may not go (one MESSAGE_FIELDS does not name, or a value it does not pass)."""
     fields = MESSAGE_FIELDS.get(api)
-    if fields is None:
+    found = None if fields is None else unpassed(message, fields)
+    if found is None:
         return None
-    for name, value in message.items():
-        if name not in fields:
-            return f"a message's field {name!r} is not one the gateway forwards on the {api} API"
-        passing = fields[name]
-        if passing is not ANY and value not in passing:
-            return f"a message's {name}={value!r} is not forwarded (a reference to what the provider stored)"
+    name, value, named = found
+    if named:
+        return f"a message's {name}={value!r} is not forwarded (a reference to what the provider stored)"
+    return f"a message's field {name!r} is not one the gateway forwards on the {api} API"
+
+
+def unpassed(given: dict[str, Any], table: dict[str, Any]) -> tuple[str, Any, bool] | None:
+    """The first field of `given` that `table` does not pass, as (name, value, whether the table names it but not
+    this value); None when each one passes (a table gives each field it names ANY or the values that pass)."""
+    for name, value in given.items():
+        if name not in table:
+            return name, value, False
+        if table[name] is not ANY and value not in table[name]:
+            return name, value, True
     return None
 
 
@@ -207,6 +216,7 @@ def _reference(kind: str, part: dict[str, Any]) -> str | None:
 
 __all__ = [
     "screen_content",
+    "unpassed",
     "ambiguous",
     "PART_TYPES",
     "MESSAGE_FIELDS",
