@@ -40,7 +40,10 @@ class GatewayLoop(uvloop.Loop):
     async def sock_connect(self, sock: socket.socket, address: Any) -> None:
         try:
             socket.inet_pton(sock.family, address[0])
+            numeric = sock.gettimeout() == 0  # (a blocking socket's connect would hold the loop: uvloop's way too)
         except (OSError, TypeError, ValueError, IndexError):  # a name, or not an IP socket: uvloop's way
+            numeric = False
+        if not numeric:
             return await super().sock_connect(sock, address)
         try:
             sock.connect(address)
@@ -57,11 +60,12 @@ class GatewayLoop(uvloop.Loop):
                 else:
                     done.set_result(None)
 
-        self.add_writer(sock.fileno(), writable)
+        descriptor = sock.fileno()  # (the socket's, even once it is closed)
+        self.add_writer(descriptor, writable)
         try:
             await done
         finally:
-            self.remove_writer(sock.fileno())
+            self.remove_writer(descriptor)
 
 
 class UpstreamLeg:
