@@ -30,7 +30,7 @@ from urllib.parse import (
     urlencode,
 )  # here, not per call: each `from urllib.parse import` raises and catches an AttributeError
 
-from helpers.llm.gateway.content_parts import ANY, ambiguous, screen_content
+from helpers.llm.gateway.content_parts import ANY, ambiguous, screen_content, unpassed
 
 # Per wire format: the top-level fields that pass, each with ANY or a tuple of the values that pass.
 _SAMPLING = {
@@ -185,12 +185,12 @@ def screen(api: str, body: dict[str, Any], cap: int, model: Any, counts: bool = 
     """`body` as the gateway forwards it, or why it is refused (the field named). `cap`: the token's output cap;
     `counts`: a token count (Anthropic's count_tokens, Gemini's countTokens), which generates nothing."""
     fields = {**FIELDS[api], "generateContentRequest": ANY} if counts and api == "gemini" else FIELDS[api]
-    for name, value in body.items():
-        if name not in fields:
+    found = unpassed(body, fields)
+    if found is not None:
+        name, value, named = found
+        if not named:
             return f"the field {name!r} is not one the gateway forwards on the {api} API"
-        allowed = fields[name]
-        if allowed is not ANY and value not in allowed:
-            return f"{name}={value!r} is not forwarded (allowed: {', '.join(map(repr, allowed))})"
+        return f"{name}={value!r} is not forwarded (allowed: {', '.join(map(repr, fields[name]))})"
     if isinstance(body.get("generateContentRequest"), dict):  # Gemini's countTokens of a whole request
         inner = screen(api, {k: v for k, v in body["generateContentRequest"].items() if k != "model"}, cap, model, True)
         if isinstance(inner, str):
@@ -303,6 +303,8 @@ def _cap(api: str, screened: Screened, cap: int, model: str) -> None:
 def forwarded_query(api: str, path: str, query: str) -> tuple[str, list[str]]:
     """The query string that goes upstream (the pairs QUERY names for `api`; Gemini's `alt=sse` only on
     :streamGenerateContent) and the names of the parameters dropped (`key`, the token, is dropped unnamed)."""
+    if not query:
+        return "", []
     allowed = QUERY.get(api, set())
     if api == "gemini" and not path.endswith(":streamGenerateContent"):
         allowed = set()

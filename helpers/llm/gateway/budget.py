@@ -65,21 +65,34 @@ class Ledger:
         even after every call under way settles."""
         if self.budget_usd is None:
             return True
+        if not self._waiting:  # no one waits ahead of this call: it is decided here, as the first check below would
+            fits = self._take(worst_usd)
+            if fits is not None:
+                return fits
         if self._settled is None:
             self._settled = asyncio.Condition()
         async with self._settled:
             while True:
-                with self._lock:
-                    if self._spent_usd >= self.budget_usd or self._spent_usd + worst_usd > self.budget_usd:
-                        return False
-                    if self._spent_usd + self.reserved_usd + worst_usd <= self.budget_usd:
-                        self.reserved_usd += worst_usd
-                        return True
+                fits = self._take(worst_usd)
+                if fits is not None:
+                    return fits
                 self._waiting += 1
                 try:
                     await self._settled.wait()
                 finally:
                     self._waiting -= 1
+
+    def _take(self, worst_usd: float) -> bool | None:
+        """True once `worst_usd` is reserved, False when it cannot fit even after the calls under way settle, None
+        when it fits only after some of them settle."""
+        budget = self.budget_usd or 0.0
+        with self._lock:
+            if self._spent_usd >= budget or self._spent_usd + worst_usd > budget:
+                return False
+            if self._spent_usd + self.reserved_usd + worst_usd <= budget:
+                self.reserved_usd += worst_usd
+                return True
+        return None
 
     async def admit(self, worst_usd: float, api: str) -> tuple[int | str, str, web.Response] | None:
         """None once `worst_usd` is reserved (or there is no budget); else the refused call's record status and

@@ -4,6 +4,11 @@ capped by the token's role. One function, so that every wire format is checked b
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+import orjson
+
 from helpers.llm.gateway.allowlist import Screened, forwarded_query, screen
 from helpers.llm.gateway.metering import json_or_none
 from helpers.llm.gateway.policy import Refusal, api_of, malformed_model, model_of, refusal, upstream_path
@@ -22,11 +27,14 @@ def checked_call(
     cap: int,
     models: set[str] | None,
     budget_usd: float | None,
-) -> Refusal | tuple[str, str, dict, Screened | None]:
-    """(path upstream, query, the request's JSON, what may be forwarded: None for a GET) or why it is refused.
-    `raw_path` is the gateway's path as sent (/u/<name>/...), `path` the same decoded (for naming the model),
-    `cap` the token's role's output cap, `models` the models the token may ask for."""
-    asked = json_or_none(body) if body else {}
+) -> Refusal | tuple[str, str, dict, Screened | None, bytes]:
+    """(path upstream, query, the request's JSON, what may be forwarded: None for a GET, and its bytes as forwarded)
+    or why it is refused. `raw_path` is the gateway's path as sent (/u/<name>/...), `path` the same decoded (for
+    naming the model), `cap` the token's role's output cap, `models` the models the token may ask for."""
+    try:  # orjson first (a fifth of the time); json.loads for what only it takes (NaN, a lone surrogate, ...)
+        asked, plain = (orjson.loads(body) if body else {}), True
+    except ValueError:
+        asked, plain = json_or_none(body), False
     if method != "GET" and not isinstance(asked, dict):
         return Refusal(400, "the request body is not a JSON object", "invalid_request")
     asked = asked if isinstance(asked, dict) else {}
@@ -45,7 +53,20 @@ def checked_call(
     query, dropped = forwarded_query(api_of(where[0]), where[0], where[1])
     if screened is not None:
         screened.changes += [f"query parameter {dropped_name!r} dropped" for dropped_name in dropped]
-    return where[0], query, asked, screened
+    return where[0], query, asked, screened, b"" if screened is None else serialised(screened.body, plain)
 
 
-__all__ = ["checked_call"]
+def serialised(body: dict[str, Any], plain: bool) -> bytes:
+    """What goes upstream: the gateway's own serialisation of what it checked, never the client's bytes (so no
+    duplicate key or other parser difference shows the provider something else). orjson's (compact, UTF-8) when the
+    request was `plain` JSON to orjson; json.dumps's when it held what only json.loads takes (NaN or an infinity,
+    which orjson would write as null), or is nested deeper than orjson writes."""
+    if plain:
+        try:
+            return orjson.dumps(body)
+        except TypeError:  # orjson.JSONEncodeError: nested past its depth limit
+            pass
+    return json.dumps(body).encode()
+
+
+__all__ = ["checked_call", "serialised"]

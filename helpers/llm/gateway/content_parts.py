@@ -111,6 +111,8 @@ def ambiguous(api: str, part: dict[str, Any]) -> str | None:
         folded = {key.replace("_", "").lower() for key in part}
         return f"an object naming one field twice ({', '.join(sorted(part))})" if len(folded) != len(part) else None
     folded = {key.lower() for key in part}
+    if folded == part.keys():  # every key is lower-case already: none can be read as another
+        return None
     if len(folded) != len(part) or any(key != key.lower() and key.lower() in _CHECKED_KEYS for key in part):
         return f"an object with keys that differ in case only ({', '.join(sorted(part))})"
     return None
@@ -165,14 +167,23 @@ def screen_content(api: str, body: dict[str, Any]) -> tuple[str | None, int]:
 def _message_fields(api: str, message: dict[str, Any]) -> str | None:
     """Why a message's own fields may not go (one MESSAGE_FIELDS does not name, or a value it does not pass)."""
     fields = MESSAGE_FIELDS.get(api)
-    if fields is None:
+    found = None if fields is None else unpassed(message, fields)
+    if found is None:
         return None
-    for name, value in message.items():
-        if name not in fields:
-            return f"a message's field {name!r} is not one the gateway forwards on the {api} API"
-        passing = fields[name]
-        if passing is not ANY and value not in passing:
-            return f"a message's {name}={value!r} is not forwarded (a reference to what the provider stored)"
+    name, value, named = found
+    if named:
+        return f"a message's {name}={value!r} is not forwarded (a reference to what the provider stored)"
+    return f"a message's field {name!r} is not one the gateway forwards on the {api} API"
+
+
+def unpassed(given: dict[str, Any], table: dict[str, Any]) -> tuple[str, Any, bool] | None:
+    """The first field of `given` that `table` does not pass, as (name, value, whether the table names it but not
+    this value); None when each one passes (a table gives each field it names ANY or the values that pass)."""
+    for name, value in given.items():
+        if name not in table:
+            return name, value, False
+        if table[name] is not ANY and value not in table[name]:
+            return name, value, True
     return None
 
 
@@ -188,6 +199,8 @@ def _reference(kind: str, part: dict[str, Any]) -> str | None:
     inner = found if isinstance(found := part.get(kind), dict) else part
     source = given if isinstance(given := inner.get("source"), dict) else {}
     for holder in (part, inner):
+        if holder.keys().isdisjoint(_URL_KEYS):  # (most parts: one set operation)
+            continue
         for key in _URL_KEYS:
             url = holder.get(key)
             url = next((url[k] for k in _URL_KEYS if k in url), None) if isinstance(url, dict) else url
@@ -203,6 +216,7 @@ def _reference(kind: str, part: dict[str, Any]) -> str | None:
 
 __all__ = [
     "screen_content",
+    "unpassed",
     "ambiguous",
     "PART_TYPES",
     "MESSAGE_FIELDS",

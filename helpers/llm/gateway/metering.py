@@ -16,9 +16,14 @@ import json
 import zlib
 from typing import Any
 
+import orjson
+
 from helpers.core import config
 
 TRACE_MESSAGE_CHARS = config.GATEWAY_TRACE_MESSAGE_CHARS
+# The keys of an event that can say anything Meter.event reads once it knows the model (a streamed chat chunk has
+# none of them until its usage comes): an event without them is skipped when no output is read.
+_METERED_KEYS = frozenset({"message", "response", "usage", "usageMetadata"})
 
 
 class Meter:
@@ -54,6 +59,8 @@ class Meter:
                 self.feed_json(data)
 
     def event(self, event: dict) -> None:
+        if not self.output and self.model is not None and event.keys().isdisjoint(_METERED_KEYS):
+            return  # nothing here to read: most events of a stream
         inner = event.get("message") or event.get("response")
         inner = inner if isinstance(inner, dict) else {}
         self.model = self.model or event.get("model") or inner.get("model") or event.get("modelVersion")
@@ -213,9 +220,19 @@ def _plain(content: Any) -> str:
     return json.dumps(content)
 
 
+def loads(data: bytes) -> Any:
+    """`data` parsed as JSON, as json.loads takes it (ValueError if not); orjson first, as it parses in a fifth of the
+    time (every request and every event of every stream is parsed), json.loads for what orjson alone refuses (NaN,
+    a lone surrogate, an integer past 64 bits), so that what is JSON to the clients' own parsers stays JSON here."""
+    try:
+        return orjson.loads(data)
+    except ValueError:
+        return json.loads(data)
+
+
 def json_or_none(data: bytes) -> Any:
     try:
-        return json.loads(data) if data else None
+        return loads(data) if data else None
     except ValueError:
         return None
 

@@ -15,6 +15,7 @@ live here too.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Mapping, NamedTuple
 from urllib.parse import unquote, urlsplit
 
@@ -51,6 +52,15 @@ GEMINI_STATUS = {
 def upstream_path(raw_path: str, name: str) -> tuple[str, str] | str:
     """(path, query) a client asked for under /u/<name>, decoded and checked; or why it is refused."""
     raw, _, query = raw_path.partition("?")
+    path = _decoded(raw, name)
+    return (path, query) if path.startswith("/") else path
+
+
+# The checks of a path depend on the path alone, and a gateway's clients ask for a handful of paths: each is decided
+# once (the query, which may carry a token, is never a key here).
+@lru_cache(maxsize=256)
+def _decoded(raw: str, name: str) -> str:
+    """The decoded path under /u/<name> (it starts with "/"), or why it is refused (it does not)."""
     prefix = f"/u/{name}"
     if not raw.startswith(prefix + "/"):
         return f"the path must start with {prefix}/"
@@ -61,24 +71,16 @@ def upstream_path(raw_path: str, name: str) -> tuple[str, str] | str:
     segments = path.split("/")[1:]
     if any(segment in ("", ".", "..") for segment in segments):
         return "empty, '.' or '..' segments in the path"
-    return path, query
+    return path
 
 
 def refusal(
     method: str, path: str, base_url: str, body: dict[str, Any], models: set[str] | None, budget_usd: float | None
 ) -> str | None:
     """Why this request may not go upstream, or None when it may."""
-    base = urlsplit(base_url).path.rstrip("/")
-    allowed = {prefix + endpoint for endpoint in ENDPOINTS.get(method, ()) for prefix in (base, base + "/v1")}
-    allowed |= {base + listing for listing in GEMINI_LISTS} if method == "GET" else set()
-    gemini = method == "POST" and path.startswith(base + "/") and GEMINI_CALL.fullmatch(path[len(base) :]) is not None
-    if path not in allowed and not gemini:
-        shown = sorted(allowed) + (
-            [f"{base}/v1beta/models/<model>:generateContent|streamGenerateContent|countTokens"]
-            if method == "POST"
-            else []
-        )
-        return f"{method} {path} is not a model endpoint this gateway forwards (allowed: {', '.join(shown) or 'none'})"
+    why = _not_an_endpoint(method, path, base_url)
+    if why is not None:
+        return why
     model = model_of(path, body)
     if method == "POST" and not model and (models is not None or budget_usd is not None):
         return (
@@ -96,6 +98,21 @@ def refusal(
     return None
 
 
+@lru_cache(maxsize=256)
+def _not_an_endpoint(method: str, path: str, base_url: str) -> str | None:
+    """Why `path` is not a model endpoint under `base_url` for `method`, or None when it is one."""
+    base = urlsplit(base_url).path.rstrip("/")
+    allowed = {prefix + endpoint for endpoint in ENDPOINTS.get(method, ()) for prefix in (base, base + "/v1")}
+    allowed |= {base + listing for listing in GEMINI_LISTS} if method == "GET" else set()
+    gemini = method == "POST" and path.startswith(base + "/") and GEMINI_CALL.fullmatch(path[len(base) :]) is not None
+    if path in allowed or gemini:
+        return None
+    shown = sorted(allowed) + (
+        [f"{base}/v1beta/models/<model>:generateContent|streamGenerateContent|countTokens"] if method == "POST" else []
+    )
+    return f"{method} {path} is not a model endpoint this gateway forwards (allowed: {', '.join(shown) or 'none'})"
+
+
 def malformed_model(body: dict[str, Any]) -> str | None:
     """Why a body's `model` is not a model's id (present, and neither a string nor null), else None."""
     model = body.get("model")
@@ -106,28 +123,38 @@ def malformed_model(body: dict[str, Any]) -> str | None:
 
 def model_of(path: str, body: dict[str, Any]) -> Any:
     """The model a call names: in a Gemini path (.../models/<model>:generateContent), else the body's `model`."""
-    call = GEMINI_CALL.search(path.partition("?")[0])
-    return call.group(1) if call else body.get("model")
+    call = _gemini_call(path.partition("?")[0])
+    return call[0] if call else body.get("model")
 
 
 def streams(path: str, body: dict[str, Any]) -> bool:
     """Whether a call asks for a stream: Gemini's :streamGenerateContent, or the body's `stream`."""
-    call = GEMINI_CALL.search(path.partition("?")[0])
-    return call.group(2) == "streamGenerateContent" if call else bool(body.get("stream"))
+    call = _gemini_call(path.partition("?")[0])
+    return call[1] == "streamGenerateContent" if call else bool(body.get("stream"))
+
+
+@lru_cache(maxsize=256)
+def _gemini_call(path: str) -> tuple[str, str] | None:
+    """(model, method) of a Gemini call's path, else None."""
+    call = GEMINI_CALL.search(path)
+    return (call.group(1), call.group(2)) if call else None
 
 
 def api_of(path: str, headers: Mapping[str, str] | None = None) -> str:
     """The wire format a client speaks on `path`: "gemini" (a Gemini call), "anthropic", "responses", "chat"
     (by the endpoint's name, Google's OpenAI-compatible /v1beta/openai/ included), else "gemini" for any other
     /v1beta/ path or a client that sent Google's key header, else "chat"."""
-    path = path.partition("?")[0]
-    if GEMINI_CALL.search(path):
+    return _api_by_path(path.partition("?")[0]) or ("gemini" if "x-goog-api-key" in (headers or {}) else "chat")
+
+
+@lru_cache(maxsize=256)
+def _api_by_path(path: str) -> str | None:
+    if _gemini_call(path):
         return "gemini"
     for suffix, api in (("/messages", "anthropic"), ("/responses", "responses"), ("/chat/completions", "chat")):
         if path.endswith(suffix):
             return api
-    google = "/v1beta/" in path + "/" and "/openai/" not in path + "/"
-    return "gemini" if google or "x-goog-api-key" in (headers or {}) else "chat"
+    return "gemini" if "/v1beta/" in path + "/" and "/openai/" not in path + "/" else None
 
 
 __all__ = [

@@ -6,7 +6,6 @@ upstream call. See the package docstring for the contract."""
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import threading
 import time
@@ -15,7 +14,6 @@ from typing import Any, Callable, Mapping, cast
 from urllib.parse import urlsplit
 
 import aiohttp
-import uvloop
 from aiohttp import web
 
 from helpers.core import config
@@ -30,7 +28,7 @@ from helpers.llm.gateway.relay import Limits, Stream, UpstreamFault, client_left
 from helpers.llm.gateway.stages import StageTimes
 from helpers.llm.gateway.upstreams import Upstream, client_headers, scrub_bytes, token_of, upstream_headers
 from helpers.llm.gateway.tracing import RECORD_FIELDS
-from helpers.llm.gateway.upstream_leg import UpstreamLeg
+from helpers.llm.gateway.upstream_leg import GatewayLoop, UpstreamLeg
 from helpers.llm.retries import is_retryable
 
 GATEWAY_CONCURRENCY = config.GATEWAY_CONCURRENCY
@@ -97,7 +95,7 @@ class Gateway(CallRecords):
         failure: list[BaseException] = []
 
         def serve() -> None:
-            loop = uvloop.new_event_loop()  # libuv's loop: its sockets, timers and callbacks cost less CPU a call
+            loop = GatewayLoop()  # uvloop's, connecting upstream without a thread hop
             asyncio.set_event_loop(loop)
             self._loop = loop
             try:
@@ -337,8 +335,7 @@ class Gateway(CallRecords):
             )
             self._unsent(token, record, started, b"", None, status=checked.status, error=checked.message)
             return error_response(checked.status, f"gateway: {checked.message}", checked.kind, api=api)
-        path, query, asked, screened = checked
-        body = json.dumps(screened.body).encode() if screened is not None else b""  # what was checked, as sent
+        path, query, asked, screened, body = checked  # body: what was checked, as it is sent
         record = call_record(
             client,
             name,

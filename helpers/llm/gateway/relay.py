@@ -22,9 +22,9 @@ from time import perf_counter
 from typing import Any, Callable
 
 import aiohttp
-import orjson
 from aiohttp import web
 
+from helpers.llm.gateway.metering import loads
 from helpers.llm.gateway.policy import ClientGone, api_of, gemini_error
 from helpers.llm.gateway.stages import StageTimes
 from helpers.llm.gateway.upstreams import scrub
@@ -34,6 +34,8 @@ log = logging.getLogger("helpers.llm.gateway")
 # Events after which a stream is complete (besides chat's `data: [DONE]` and a chat `{"error": ...}`).
 END_TYPES = {"message_stop", "response.completed", "response.failed", "response.incomplete", "error"}
 READ_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+# The keys of an event that Stream._note reads: an event with none of them is passed by one set operation.
+_NOTED_KEYS = frozenset({"type", "error", "candidates", "response", "sequence_number"})
 # A model server's own error event mid-stream, by its type, as the status a whole answer would have had: the
 # call's record then says what failed, and whether a later retry may succeed (policy.is_transient).
 STREAM_ERROR_STATUS = {
@@ -109,21 +111,11 @@ def connection_trouble(error: BaseException) -> str:
     return "the connection failed"
 
 
-def loads(data: bytes) -> Any:
-    """`data` parsed as JSON, as json.loads takes it (ValueError if not); orjson first, as it parses an event in a
-    fifth of the time (every event of every stream is parsed), json.loads for what orjson alone refuses (NaN, a
-    lone surrogate), so that what is JSON to the clients' own parsers stays JSON here."""
-    try:
-        return orjson.loads(data)
-    except ValueError:
-        return json.loads(data)
-
-
 def check_json(body: bytes, status: int) -> None:
     """A success that is not JSON is a fault (every endpoint the gateway forwards answers JSON)."""
     if 200 <= status < 300:
         try:
-            json.loads(body)
+            loads(body)
         except ValueError:
             raise UpstreamFault(
                 f"the model server answered {status} with a body that is not JSON ({body[:40]!r})"
@@ -190,23 +182,25 @@ class Stream:
                 data = raw[5:].lstrip()
             else:
                 data = b"\n".join(line[5:].lstrip() for line in raw.split(b"\n") if line.startswith(b"data:"))
-            try:
-                parsed = loads(data) if data and data != b"[DONE]" else None
-            except ValueError:
-                self._fault = UpstreamFault(
-                    f"the model server sent an event that is not JSON after {chunks_text(self.chunks)} ({data[:40]!r})"
-                )
-                break
+            parsed = None
+            if data == b"[DONE]":
+                self.ended = True
+            elif data:
+                try:
+                    parsed = loads(data)
+                except ValueError:
+                    self._fault = UpstreamFault(
+                        f"the model server sent an event that is not JSON after {chunks_text(self.chunks)} "
+                        f"({data[:40]!r})"
+                    )
+                    break
+                if isinstance(parsed, dict) and not parsed.keys().isdisjoint(_NOTED_KEYS):
+                    self._note(parsed)  # (not a chat chunk: it may say the stream ended, finished or failed)
             events.append((raw + b"\n\n", parsed))
             self.chunks += bool(data)
-            self._note(data, parsed)
         return events
 
-    def _note(self, data: bytes, parsed: Any) -> None:
-        if data == b"[DONE]":
-            self.ended = True
-        if not isinstance(parsed, dict):
-            return
+    def _note(self, parsed: dict) -> None:
         self.ended = self.ended or parsed.get("type") in END_TYPES or bool(parsed.get("error"))
         candidates = parsed.get("candidates")
         self.finished = self.finished or (
