@@ -15,6 +15,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, Union
 
+from helpers.llm.gemini_errors import gemini_error
+
 TEXT_CHUNK = 64  # characters per streamed text delta, as real servers send several
 ANTHROPIC_STOP = {"tool_calls": "tool_use", "stop": "end_turn", "length": "max_tokens"}
 
@@ -360,24 +362,11 @@ def _api_of(path: str) -> str | None:
 
 
 # --- wire pieces the scripted server shares ---
-GEMINI_STATUS = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    429: "RESOURCE_EXHAUSTED",
-    499: "CANCELLED",
-    500: "INTERNAL",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}  # Google's RPC status names, as its error bodies carry them
-
-
 def _error_body(message: str, kind: str, api: str | None = None, status: int = 400) -> dict:
     if api in ("anthropic", "count_tokens"):
         return {"type": "error", "error": {"type": kind, "message": message}}
     if api in ("gemini", "gemini_count_tokens"):
-        return {"error": {"code": status, "message": message, "status": GEMINI_STATUS.get(status, "UNKNOWN")}}
+        return gemini_error(status, message)
     return {"error": {"message": message, "type": kind, "code": kind}}
 
 

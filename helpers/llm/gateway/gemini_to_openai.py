@@ -38,7 +38,8 @@ import aiohttp
 
 from helpers.llm.gateway.gemini_request import chat_request, tokens_of
 from helpers.llm.gateway.metering import json_or_none
-from helpers.llm.gateway.policy import GEMINI_CALL, GEMINI_LISTS, gemini_error
+from helpers.llm.gateway.policy import GEMINI_CALL, GEMINI_LISTS
+from helpers.llm.gemini_errors import gemini_error
 from helpers.llm.gateway.relay import Limits, Stream, UpstreamFault
 from helpers.llm.gateway.upstreams import GEMINI_TO_OPENAI, Upstream
 

@@ -22,6 +22,7 @@ from urllib.parse import unquote, urlsplit
 from aiohttp import web
 
 from helpers.core import config
+from helpers.llm.gemini_errors import gemini_error
 from helpers.llm.pricing import is_priced
 from helpers.llm.retries import GATEWAY_RETRIES_HEADER, is_retryable
 
@@ -36,17 +37,6 @@ GEMINI_CALL = re.compile(
     r"(generateContent|streamGenerateContent|countTokens)"
 )
 GEMINI_LISTS = ("/v1beta/models", "/v1/models")
-GEMINI_STATUS = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    429: "RESOURCE_EXHAUSTED",
-    500: "INTERNAL",
-    502: "UNAVAILABLE",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}  # Google's RPC status names, as its error bodies carry them
 
 
 def upstream_path(raw_path: str, name: str) -> tuple[str, str] | str:
@@ -205,10 +195,6 @@ def error_response(
         else {"type": "error", "error": {"message": message, "type": kind, "code": kind}}
     )
     return web.json_response(body, status=status, headers=dict(headers or {}))
-
-
-def gemini_error(status: int, message: str) -> dict:
-    return {"error": {"code": status, "message": message, "status": GEMINI_STATUS.get(status, "UNKNOWN")}}
 
 
 def no_more_retries(record: dict) -> dict[str, str]:

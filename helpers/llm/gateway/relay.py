@@ -25,7 +25,8 @@ import aiohttp
 from aiohttp import web
 
 from helpers.llm.gateway.metering import loads
-from helpers.llm.gateway.policy import ClientGone, api_of, gemini_error
+from helpers.llm.gateway.policy import ClientGone, api_of
+from helpers.llm.gemini_errors import gemini_error
 from helpers.llm.gateway.stages import StageTimes
 from helpers.llm.gateway.upstreams import scrub
 
