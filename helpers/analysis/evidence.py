@@ -292,6 +292,7 @@ def baselines_summary(experiment: str) -> str:
     if result is None:
         return "No baselines yet: run helpers.engine.baselines.run_baselines after the loops."
     lines = [*_scripted_first(result), *result["answers"]]
+    lines += [note] if (note := stopping_point_note(load_one_test(experiment))) else []
     for arm, record in result["arms"].items():
         label = record.get("label", arm)
         if record["status"] != "ran":
@@ -307,6 +308,18 @@ def baselines_summary(experiment: str) -> str:
     lines += [f"Size warning: {w}" for w in result["warnings"]]
     lines.append(SECONDARY_RULE.format(alpha=config.STATS_ALPHA))
     return "\n".join(lines)
+
+
+def stopping_point_note(one_test: dict[str, Any] | None) -> str | None:
+    """Where the baselines' arms stopped, when the one test ran alone and stopped early (they reuse its stopping
+    point: helpers.engine.baselines.tasks_the_one_test_ran); None otherwise."""
+    if not one_test or not one_test.get("tasks_saved"):
+        return None
+    ran, saved = int(one_test["tasks_run"]), int(one_test["tasks_saved"])
+    return (
+        f"The arms ran on the {ran} test tasks the one test ran before it stopped (of {ran + saved}): the "
+        "secondaries reuse its stopping point, and no arm paid for a task it never ran."
+    )
 
 
 def sequential_verdict(
@@ -389,6 +402,7 @@ __all__ = [
     "side_by_side",
     "transfer_table",
     "sequential_verdict",
+    "stopping_point_note",
     "baselines_result",
     "baselines_summary",
     "baselines_table",

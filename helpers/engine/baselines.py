@@ -4,7 +4,8 @@
     print(baselines_summary("quickstart"))             # helpers.analysis.evidence: the secondary comparisons
 
 Each arm is a ruleset version of its own (in the "<experiment>-baselines" ruleset store) and runs on the same
-test tasks as the primary test, recorded like any other test run (run_tasks, one run id per arm and
+test tasks as the primary test (where the one test ran alone and stopped early, the tasks it ran: no arm pays
+for a task the primary never ran), recorded like any other test run (run_tasks, one run id per arm and
 repository, so a rerun resumes):
 - `team`: the rules file the repository holds (any format of helpers.rules.file_formats, the agent's own
   first) at the newest training task's base commit, or the file the user names (`team_file`); none: the arm is
@@ -194,7 +195,7 @@ def run_baselines(
     unknown = sorted(set(arms) - {"init", "team"})
     if unknown:
         raise ValueError(f"Unknown baseline arm {unknown}: the arms are 'init' and 'team'.")
-    test = split_tasks(experiment, "test")
+    test = tasks_the_one_test_ran(experiment, split_tasks(experiment, "test"))
     if team_file is None and "team" in arms and set(test.get("suite", pd.Series(dtype=str))) == {"house"}:
         team_file = HOUSE_TEAM_FILE
     named = named_team_file(team_file) if team_file is not None and "team" in arms else None
@@ -242,6 +243,21 @@ def run_baselines(
                 )
         done[arm] = _run_arm(experiment, arm, per_repo, test, agent, workers, gateway, progress, dry_run)
     return done
+
+
+def tasks_the_one_test_ran(experiment: str, test: pd.DataFrame) -> pd.DataFrame:
+    """`test`, or, where the experiment's one test ran alone and stopped early (helpers.engine.one_test), only the
+    tasks it ran, in its recorded order: the secondaries reuse the primary's stopping point, so no arm pays for a
+    task the primary never ran and every comparison pairs the same tasks. A one test declared but unfinished
+    (no `tasks_run` yet) stops nothing."""
+    from helpers.store.loops import load_one_test
+
+    record = load_one_test(experiment) or {}
+    if "tasks_run" not in record:
+        return test
+    by_id = test.set_index(test["instance_id"].astype(str), drop=False)
+    ran = [str(i) for i in record["order"][: int(record["tasks_run"])] if str(i) in by_id.index]
+    return by_id.loc[ran].reset_index(drop=True)
 
 
 def _starts_with_rules(experiment: str) -> bool:
@@ -394,6 +410,7 @@ __all__ = [
     "team_rules",
     "named_team_file",
     "newest_training_tasks",
+    "tasks_the_one_test_ran",
     "agent_version",
     "HOUSE_TEAM_FILE",
 ]

@@ -388,6 +388,17 @@ def test_the_baselines_summary_answers_both_questions_with_costs_sizes_and_the_l
     assert f"Size warning: the init arm's rules file is {len(big):,} bytes, over codex's documented limit of 32,768 bytes" in summary
     assert "Holm-corrected together" in summary
     assert "Do the learned rules beat what the agent's own /init writes?" in evidence_summary("arms")
+    assert "before it stopped" not in summary  # its loops ran the test split: no one test stopped anything
+
+
+def test_where_the_one_test_stopped_early_the_baselines_say_so_and_nowhere_else():
+    from helpers.analysis.evidence import stopping_point_note
+
+    assert stopping_point_note(None) is None and stopping_point_note({"order": ["a", "b"]}) is None  # declared only
+    assert stopping_point_note({"tasks_run": 48, "tasks_saved": 0}) is None  # it ran every task
+    assert stopping_point_note({"tasks_run": 16, "tasks_saved": 32}) == (
+        "The arms ran on the 16 test tasks the one test ran before it stopped (of 48): the secondaries reuse its "
+        "stopping point, and no arm paid for a task it never ran.")
 
 
 def test_the_baselines_table_and_forest_plot_show_each_arm_against_no_rules_and_name_the_arms_that_did_not_run(isolated):

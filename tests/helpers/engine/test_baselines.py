@@ -12,13 +12,14 @@ from agent_runs import agent_at, agents
 from helpers.agents.init_route import OWN_INIT, PROJECT_INIT, init_task, written_file
 from helpers.core.registry import agent_class
 from helpers.engine.baselines import (HOUSE_TEAM_FILE, init_rules, named_team_file, newest_training_tasks,
-                                      run_baselines, team_rules)
+                                      run_baselines, tasks_the_one_test_ran, team_rules)
+from helpers.engine.one_test import task_order
 from helpers.families.coding.house_suite import CONVENTIONS
 from helpers.families.coding.tasks import load_house_suite
 from helpers.llm.gateway import Gateway, Upstream
 from helpers.llm.scripted_server import Reply, Script, ScriptedModelServer
 from helpers.store.arms import arm_rows, load_arms
-from helpers.store.loops import save_split
+from helpers.store.loops import save_one_test, save_split
 from helpers.store.rulesets import RulesetStore
 from helpers.stand_ins.dry_run import DryRunScript
 
@@ -143,6 +144,30 @@ def test_run_baselines_saves_each_arm_as_a_ruleset_version_runs_it_on_the_test_t
         assert sorted(rows.instance_id) == sorted(test.instance_id)  # the same test tasks as the primary test
         assert set(rows.pass_or_fail) <= {"pass", "fail"}
     assert json.loads(json.dumps(saved))  # plain data
+
+
+@pytest.mark.xdist_group("codex")  # Codex runs: on the worker whose timeout test looks for its processes
+def test_where_the_one_test_stopped_early_the_arms_run_only_the_tasks_it_ran_in_its_order(isolated):
+    """Issue #50: the secondaries reuse the primary's stopping point. With no one test, or one declared but not
+    finished, every test task; once it stopped after 2 of its 4 tasks, the team arm pays for those 2 only, the
+    first 2 of the recorded order (not the split's)."""
+    suite = load_house_suite()
+    ledger = suite[suite["repo"] == "house/ledger"]
+    train, test = ledger.head(3), ledger.iloc[3:7].reset_index(drop=True)
+    save_split("stopped", list(train.instance_id), list(test.instance_id), source="house")
+    order = task_order(list(test.instance_id), "stopped", 0)
+    assert not set(order[:2]) & set(test.instance_id[:2])  # the order is not the split's: it ran others first
+    assert tasks_the_one_test_ran("stopped", test).equals(test)  # no one test: every task
+    save_one_test("stopped", {"order": order})  # declared before its first run, not finished: stops nothing
+    assert tasks_the_one_test_ran("stopped", test).equals(test)
+    save_one_test("stopped", {"order": order, "tasks_run": 2, "tasks_saved": 2, "decision": "help"})
+    assert list(tasks_the_one_test_ran("stopped", test).instance_id) == order[:2]
+    with ScriptedModelServer(DryRunScript(suite, edit_tools=agent_class("codex").dry_run_tools).script()) as server:
+        agent = agent_at("codex", server, "test-KEY-stopped", timeout_s=180)
+        with Gateway({"agent": Upstream(*agent.upstream())}) as gateway:
+            done = run_baselines("stopped", agent, arms=("team",), gateway=gateway, workers=2, dry_run=True)
+    assert done["team"]["status"] == "ran"
+    assert sorted(arm_rows("stopped", "team").instance_id) == sorted(order[:2])  # two runs paid, not four
 
 
 @pytest.mark.xdist_group("codex")  # Codex runs: on the worker whose timeout test looks for its processes
