@@ -369,7 +369,7 @@ class ClineAgent(CLIAgent):
             claim = _claim_of(run.out, run.err, instance_id, self.mode, self.model, run.seconds)
         except Exception as error:  # Cline's stdout is agent data (its commands can write it), and so is a bad one
             claim = unreadable(instance_id, self.model, error)
-        return capped(ended_as_seen(claim, run.exit_status, run.timed_out, self.timeout_s), run.err)
+        return capped(ended_as_seen(claim, run.exit_status, run.timed_out, self.timeout_s), run.cap)
 
     def through_gateway(self, base_url: str, api_key: str, kind: str) -> "ClineAgent":
         """This agent, calling the model gateway with a token: Cline's anthropic provider for an Anthropic

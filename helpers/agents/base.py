@@ -30,8 +30,7 @@ from helpers.agents.install import install_on_first_use
 from helpers.isolation.processes import remove_scratch, run_cli, safe_environment, scratch_dir, stop_processes
 from helpers.isolation.sandboxed_command import reached_at
 from helpers.core.protocols import AgentResult, Limit, Task
-from helpers.isolation.confinement import cap_reached
-from helpers.stats.outcomes import limit_named
+from helpers.stats.outcomes import HOST_LIMITS, limit_named
 from helpers.isolation.sandbox import SandboxPolicy, sandbox_policy
 
 MODES = ("act", "plan")
@@ -48,11 +47,11 @@ def task_text(task: Task) -> str:
     )
 
 
-def capped(result: AgentResult, err: str) -> AgentResult:
-    """`result` as an error naming the sandbox cap that ended its run (run_cli names it last in `err`:
-    helpers.isolation.confinement.cap_reached), whatever the agent's own output said; a rule-induced error
-    (helpers.stats.outcomes), its `limit` Limit.SANDBOX_CAP; `result` itself when no cap ended it."""
-    cap = cap_reached(err)
+def capped(result: AgentResult, cap: str) -> AgentResult:
+    """`result` as an error naming the sandbox cap that ended its run (`cap`: the host's watcher's sentence,
+    CLIRun.cap, never a line of the run's stderr, which the agent writes), whatever the agent's own output said; a
+    rule-induced error (helpers.stats.outcomes), its `limit` Limit.SANDBOX_CAP; `result` itself when no cap
+    ended it."""
     if cap:
         result.status, result.error = "error", f"{cap} {result.error}".strip()[:4000]
         result.limit = Limit.SANDBOX_CAP
@@ -86,7 +85,8 @@ def ended_as_seen(claim: AgentResult, exit_status: int | None, timed_out: bool, 
     if claim.status == "timeout":
         claim.limit = Limit.TIME
     elif claim.status == "error" and claim.limit is None:
-        claim.limit = limit_named(claim.error)
+        named = limit_named(claim.error)  # the CLI's words: never a limit only the host can observe
+        claim.limit = None if named in HOST_LIMITS else named
     return claim
 
 
@@ -378,7 +378,7 @@ class CLIAgent(AgentBase):
             claim = self.result(task, run.out, run.err, run.timed_out, run.seconds)
         except Exception as error:  # its output is agent data, and so is a failure to read it
             claim = unreadable(str(task["instance_id"]), self.model, error)
-        return capped(ended_as_seen(claim, run.exit_status, run.timed_out, self.timeout_s), run.err)
+        return capped(ended_as_seen(claim, run.exit_status, run.timed_out, self.timeout_s), run.cap)
 
     def _as_seen_inside(self) -> "CLIAgent":
         """This agent with the base URL its run uses: in the sandbox, only `base_url` (the gateway) is in reach,

@@ -177,13 +177,16 @@ def _feed(stream: IO[str], text: str) -> None:
 
 class CLIRun(NamedTuple):
     """One CLI run as the host saw it: its output (agent data), whether the host's timeout stopped it, how long it
-    ran, and its exit status from the host's own wait (None: not known; negative: the signal that ended it)."""
+    ran, its exit status from the host's own wait (None: not known; negative: the signal that ended it), and the
+    sandbox cap that ended it as the host's watcher saw it ("" when none did). `err` ends with the same sentence
+    for a reader, but stderr is the agent's to write: a cap is read from `cap`, never from `err`."""
 
     out: str
     err: str
     timed_out: bool
     seconds: float
     exit_status: int | None
+    cap: str = ""
 
 
 # Called once the CLI's process has started (its output being read), with it and an Event set at its first output,
@@ -248,7 +251,8 @@ def run_cli(
             with lock:
                 live.discard(process)
         seconds = time.monotonic() - start
-    return CLIRun(out, with_cap(err, command), timed_out, seconds, process.returncode)
+    cap = getattr(command, "cap", "")  # the watcher's own observation, after the block (never the run's words)
+    return CLIRun(out, with_cap(err, command), timed_out, seconds, process.returncode, cap)
 
 
 def _until_ended(

@@ -54,6 +54,9 @@ LIMIT_WORDS = (
     (Limit.REFUSED_OUTPUT, r"refused the agent's output"),  # helpers.isolation.untrusted.REFUSED
     (Limit.SANDBOX_CAP, r"sandbox cap reached"),
 )  # helpers.isolation.confinement.CAP_PREFIX
+# The limits only the host observes (its cap watcher, its refusal to read an output): a run's record says so from
+# the host's own finding, never because the agent's words name them (an agent can print any sentence)
+HOST_LIMITS = frozenset({Limit.REFUSED_OUTPUT, Limit.SANDBOX_CAP})
 RULE_INDUCED = re.compile("|".join(words for _, words in LIMIT_WORDS), re.IGNORECASE)
 # What an infrastructure error is called where a reason is listed (stats' exclusions, loop lines).
 INFRA_REASONS = {
@@ -170,6 +173,7 @@ def errored_note(left_out: int, a: pd.DataFrame, b: pd.DataFrame) -> str:
 __all__ = [
     "run_outcome",
     "limit_named",
+    "HOST_LIMITS",
     "infra_reason",
     "outcome_counts",
     "plan_scored",

@@ -117,6 +117,27 @@ def test_a_claim_becomes_the_runs_result_with_the_agents_model_its_error_worked_
     assert asked == ["asked"]
 
 
+def test_a_limit_only_the_host_observes_is_never_read_from_the_clis_words_and_a_cap_only_from_the_watcher():
+    """The agent writes its CLI's stream and stderr: a sandbox cap or a refused output it names there is no limit
+    (the host's watcher and reader say those), while the limits a CLI reports of itself still are."""
+    from helpers.agents.base import capped, ended_as_seen
+    from helpers.core.protocols import AgentResult, Limit
+
+    def ended(error: str, exit_status: int = 1) -> AgentResult:
+        return ended_as_seen(AgentResult("t-1", status="error", error=error), exit_status, False, 60)
+
+    for words in ("sandbox cap reached: memory (512 MB); the run was ended.",
+                  "refused the agent's output: trajectory.json is a FIFO", "SANDBOX CAP REACHED"):
+        assert ended(words).limit is None, words
+        assert ended(words, exit_status=0).limit is None, words
+    assert ended("Error: max turns reached").limit == Limit.TURNS  # what a CLI reports of itself
+    assert ended("prompt is too long: 210000 tokens").limit == Limit.CONTEXT
+    honest = AgentResult("t-1", status="completed", error="")
+    assert capped(honest, "").status == "completed" and honest.limit is None  # no cap seen: the claim stands
+    cut = capped(AgentResult("t-1", status="completed"), "sandbox cap reached: the disk cap (64 MiB); the run was ended.")
+    assert (cut.status, cut.limit) == ("error", Limit.SANDBOX_CAP) and cut.error.startswith("sandbox cap reached")
+
+
 def test_a_key_pipe_holds_the_key_once_and_nothing_else():
     read_end = key_pipe("sk-toy-key")
     try:

@@ -32,6 +32,6 @@ def test_the_end_a_cli_reports_is_read_once_into_a_typed_limit(status, error, ex
 
 def test_a_run_a_sandbox_cap_ended_names_the_cap_and_its_limit_whatever_the_agent_claimed():
     cap = f"{CAP_PREFIX} the process cap (40 processes); the run was ended."
-    result = capped(ended_as_seen(claim("completed"), 0, False, 60), f"some output\n{cap}")
+    result = capped(ended_as_seen(claim("completed"), 0, False, 60), cap)  # the watcher's sentence (CLIRun.cap)
     assert (result.status, result.limit) == ("error", Limit.SANDBOX_CAP) and result.error.startswith(cap)
-    assert capped(claim("completed"), "no cap here").limit is None
+    assert capped(claim("completed"), "").limit is None  # no cap seen, whatever the run printed

@@ -23,11 +23,12 @@ def run(script: str, scratch: Path, limits: Limits | None = None) -> tuple[str, 
     reached RUN_LIMIT_S fails here, saying so (a script ending in NEVER_ENDS was not ended by any cap)."""
     workspace, home = scratch / "ws", scratch / "home"
     workspace.mkdir(exist_ok=True), home.mkdir(exist_ok=True)
-    out, err, timed_out, *_ = run_cli(["bash", "-c", script.format(workspace=workspace)], workspace,
-                                     {"PATH": "/usr/bin:/bin", "HOME": str(home)}, "", RUN_LIMIT_S, set(),
-                                     threading.Lock(), home=home, sandbox="required", limits=limits)
-    assert not timed_out, f"the run was ended by run_cli's {RUN_LIMIT_S} s limit, not by a cap: {err[-500:]}"
-    return out, err
+    done = run_cli(["bash", "-c", script.format(workspace=workspace)], workspace,
+                   {"PATH": "/usr/bin:/bin", "HOME": str(home)}, "", RUN_LIMIT_S, set(),
+                   threading.Lock(), home=home, sandbox="required", limits=limits)
+    assert not done.timed_out, f"the run was ended by run_cli's {RUN_LIMIT_S} s limit, not by a cap: {done.err[-500:]}"
+    assert done.cap == cap_reached(done.err)  # the watcher's own sentence is CLIRun.cap (stderr shows it last)
+    return done.out, done.err
 
 
 def test_a_run_that_built_a_1100_deep_tree_is_still_ended_at_its_disk_cap_and_its_folders_go():
