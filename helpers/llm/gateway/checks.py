@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from helpers.llm.gateway.allowlist import Screened, forwarded_query, screen
-from helpers.llm.gateway.metering import json_or_none
+from helpers.llm.gateway.metering import parsed
 from helpers.llm.gateway.policy import Refusal, api_of, malformed_model, model_of, refusal, upstream_path
 from helpers.llm.gateway.records import COUNTS
 from helpers.llm.gateway.upstreams import Upstream
@@ -31,10 +31,10 @@ def checked_call(
     """(path upstream, query, the request's JSON, what may be forwarded: None for a GET, and its bytes as forwarded)
     or why it is refused. `raw_path` is the gateway's path as sent (/u/<name>/...), `path` the same decoded (for
     naming the model), `cap` the token's role's output cap, `models` the models the token may ask for."""
-    try:  # orjson first (a fifth of the time); json.loads for what only it takes (NaN, a lone surrogate, ...)
-        asked, plain = (orjson.loads(body) if body else {}), True
-    except ValueError:
-        asked, plain = json_or_none(body), False
+    try:
+        asked, plain = parsed(body) if body else ({}, True)
+    except (ValueError, RecursionError):  # not JSON, or nested past json's depth: refused below
+        asked, plain = None, False
     if method != "GET" and not isinstance(asked, dict):
         return Refusal(400, "the request body is not a JSON object", "invalid_request")
     asked = asked if isinstance(asked, dict) else {}
